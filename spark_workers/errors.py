@@ -1,0 +1,124 @@
+"""Typed errors shared by the SQL layer, the lake and the engine.
+
+Every error carries a TDengine-style numeric ``code`` (the values follow TDengine's
+``taoserror.h`` where an equivalent exists) and a human message. SQL errors also carry the
+character offset in the statement where the problem is, so the REST endpoint, the shell and the
+designer can point at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Code:
+    """TDengine error codes used by tdweb (``taoserror.h``; hex values as TDengine prints them)."""
+
+    INVALID_OPERATION = 0x0200
+    SYNTAX_ERROR = 0x2600
+    INCOMPLETE_SQL = 0x2601
+    INVALID_COLUMN = 0x2602
+    TABLE_NOT_EXIST = 0x2603
+    AMBIGUOUS_COLUMN = 0x2604
+    WRONG_VALUE_TYPE = 0x2605
+    INVALID_FUNCTION = 0x2606
+    NOT_SUPPORTED = 0x2607
+    DB_NOT_SPECIFIED = 0x2616
+    INVALID_WINDOW = 0x2618
+    INVALID_STREAM_QUERY = 0x2640
+    DB_NOT_EXIST = 0x0388
+    DB_ALREADY_EXIST = 0x0396
+    STB_ALREADY_EXIST = 0x0360
+    STB_NOT_EXIST = 0x0362
+    TABLE_ALREADY_EXIST = 0x0613
+    INVALID_TAG_VALUE = 0x2609
+    COLUMN_COUNT_MISMATCH = 0x260A
+    VALUE_OUT_OF_RANGE = 0x260B
+    STREAM_ALREADY_EXIST = 0x03F0
+    STREAM_NOT_EXIST = 0x03F1
+    STREAM_OUTPUT_CONFLICT = 0x03F2
+    AUTH_FAILURE = 0x0357
+    INTERNAL = 0x0101
+
+
+class TdError(Exception):
+    """Base class: an error with a TDengine code and a message a user can act on."""
+
+    code: int = Code.INTERNAL
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    @property
+    def desc(self) -> str:
+        """The ``desc`` string of TDengine's REST error answer."""
+        return self.message
+
+
+@dataclass(frozen=True)
+class SqlPosition:
+    """A place in a SQL text: 0-based character ``offset`` plus 1-based ``line`` and ``column``."""
+
+    offset: int
+    line: int
+    column: int
+
+    @classmethod
+    def of(cls, sql: str, offset: int) -> SqlPosition:
+        """Build the position of ``offset`` (clamped into ``sql``)."""
+        offset = max(0, min(offset, len(sql)))
+        before = sql[:offset]
+        line = before.count("\n") + 1
+        column = offset - (before.rfind("\n") + 1) + 1
+        return cls(offset=offset, line=line, column=column)
+
+
+class SqlError(TdError):
+    """A statement that cannot be executed because of what it says (syntax, names, types).
+
+    Args:
+        message: what is wrong, in the user's terms.
+        sql: the statement text, when known.
+        offset: 0-based character offset of the offending token in ``sql``.
+        code: TDengine error code; defaults to ``Code.SYNTAX_ERROR``.
+    """
+
+    code = Code.SYNTAX_ERROR
+
+    def __init__(self, message: str, *, sql: str | None = None, offset: int | None = None,
+                 code: int | None = None) -> None:
+        super().__init__(message, code=code)
+        self.sql = sql
+        self.offset = offset
+        self.position = SqlPosition.of(sql, offset) if sql is not None and offset is not None else None
+
+    def at(self, sql: str, offset: int | None) -> SqlError:
+        """Return this error anchored in ``sql`` (used when a sub-parser did not know the text)."""
+        if self.position is not None or offset is None:
+            return self
+        return SqlError(self.message, sql=sql, offset=offset, code=self.code)
+
+    @property
+    def desc(self) -> str:
+        if self.position is None or self.sql is None:
+            return self.message
+        near = self.sql[self.position.offset:self.position.offset + 24].split("\n")[0]
+        return (f'{self.message} (line {self.position.line}, column {self.position.column}, '
+                f'near "{near}")')
+
+
+class CatalogError(TdError):
+    """A database, table or stream is missing, already exists, or does not fit."""
+
+
+class ValidationError(SqlError):
+    """A statement that parses but breaks a rule of the seeds (window bounds, option limits...)."""
+
+    code = Code.INVALID_OPERATION
+
+
+class LakeError(TdError):
+    """The lake could not complete a read or write; nothing was changed."""

@@ -1,0 +1,430 @@
+"""The lake's catalog: databases, supertables, subtables and normal tables, with tag values.
+
+TDengine's model (seed 000/001): a database holds supertables (columns + tags), subtables (a
+supertable's rows for one ``tbname``, carrying tag values) and normal tables; table names are
+unique inside a database. The catalog lives in the lake folder (``<lake>/_catalog.sqlite``) so
+``spark_workers`` never needs Django; SQLite gives multi-process transactions on one machine
+(see docs/decisions.md, "catalog").
+
+Names are case-insensitive (TDengine lower-cases unquoted identifiers); they are stored as
+written and compared lower-cased.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
+
+from spark_workers.duration import Duration
+from spark_workers.errors import CatalogError, Code
+from spark_workers.tdtypes import TdType
+
+_SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+RESERVED_PHYSICAL = frozenset({"tbname", "_bucket", "_change_type", "_commit_version",
+                               "_commit_timestamp"})
+DEFAULT_DURATION = "10d"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (k, v) VALUES ('version', 0);
+CREATE TABLE IF NOT EXISTS databases (
+    key TEXT PRIMARY KEY, name TEXT NOT NULL, precision TEXT NOT NULL, options TEXT NOT NULL,
+    created_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tables (
+    db TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('super', 'sub', 'normal')),
+    stable_key TEXT, columns TEXT, tags TEXT, tag_values TEXT, comment TEXT,
+    created_ms INTEGER NOT NULL, PRIMARY KEY (db, key));
+CREATE INDEX IF NOT EXISTS tables_by_stable ON tables (db, stable_key);
+"""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column or tag: logical ``name`` (as users write it), ``type``, and ``physical`` name in
+    the Delta table (equal to ``name`` when that is a safe Parquet/Delta name, else ``_c<i>``)."""
+
+    name: str
+    type: TdType
+    physical: str
+    comment: str | None = None
+    composite_key: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type.to_json(), "physical": self.physical,
+                "comment": self.comment, "composite_key": self.composite_key}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Column:
+        return cls(d["name"], TdType.from_json(d["type"]), d["physical"], d.get("comment"),
+                   bool(d.get("composite_key", False)))
+
+
+def physical_names(names: list[str]) -> list[str]:
+    """Physical (Delta) names for logical column names, in order; unique and Parquet-safe."""
+    out: list[str] = []
+    used: set[str] = set()
+    for i, name in enumerate(names):
+        cand = name.lower() if _SAFE_NAME.match(name) else f"_c{i}"
+        if cand in RESERVED_PHYSICAL or cand in used:
+            cand = f"_c{i}"
+        while cand in used:
+            cand = f"_{cand}"
+        used.add(cand)
+        out.append(cand)
+    return out
+
+
+@dataclass(frozen=True)
+class Database:
+    """A database: ``precision`` is ``ms``, ``us`` or ``ns``; ``options`` as created."""
+
+    name: str
+    precision: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration(self) -> Duration:
+        """TDengine's DURATION option: the time span of one data file (one Delta partition)."""
+        raw = self.options.get("DURATION", DEFAULT_DURATION)
+        text = str(raw)
+        if text.isdigit():  # TDengine reads a bare number as minutes
+            text = f"{text}m"
+        return Duration.parse(text)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A supertable, subtable or normal table.
+
+    For a subtable, ``columns`` and ``tags`` are the supertable's and ``tag_values`` maps tag name
+    (lower case) to its value; ``stable`` names the supertable. ``storage`` names the Delta table
+    holding its rows: the supertable for a subtable, itself otherwise.
+    """
+
+    db: str
+    name: str
+    kind: str
+    columns: tuple[Column, ...]
+    tags: tuple[Column, ...] = ()
+    stable: str | None = None
+    tag_values: dict[str, Any] = field(default_factory=dict)
+    comment: str | None = None
+
+    @property
+    def storage(self) -> str:
+        return self.stable if self.kind == "sub" and self.stable else self.name
+
+    @property
+    def ts_column(self) -> Column:
+        """The primary timestamp column (always the first)."""
+        return self.columns[0]
+
+    def column(self, name: str) -> Column | None:
+        """Column by case-insensitive name, or None."""
+        low = name.lower()
+        for c in self.columns:
+            if c.name.lower() == low:
+                return c
+        return None
+
+    def tag(self, name: str) -> Column | None:
+        """Tag by case-insensitive name, or None."""
+        low = name.lower()
+        for c in self.tags:
+            if c.name.lower() == low:
+                return c
+        return None
+
+
+class Catalog:
+    """Catalog store over SQLite; safe for several processes and threads.
+
+    Args:
+        root: the lake folder; the catalog file is ``<root>/_catalog.sqlite``.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path = self.root / "_catalog.sqlite"
+        self._local = threading.local()
+        self._con().executescript(_SCHEMA)
+        self._cache_version = -1
+        self._tables_cache: dict[tuple[str, str], Table | None] = {}
+        self._db_cache: dict[str, Database | None] = {}
+        self._tags_cache: dict[tuple[str, str], pa.Table] = {}
+        self._cache_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ plumbing
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                  check_same_thread=False)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        con = self._con()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        else:
+            con.execute("UPDATE meta SET v = v + 1 WHERE k = 'version'")
+            con.execute("COMMIT")
+
+    def version(self) -> int:
+        """Monotonic counter bumped by every catalog change (for caches)."""
+        return int(self._con().execute("SELECT v FROM meta WHERE k = 'version'").fetchone()[0])
+
+    def _refresh(self) -> None:
+        v = self.version()
+        if v != self._cache_version:
+            with self._cache_lock:
+                self._tables_cache.clear()
+                self._db_cache.clear()
+                self._tags_cache.clear()
+                self._cache_version = v
+
+    # ------------------------------------------------------------------ databases
+    def create_database(self, name: str, *, precision: str = "ms", options: dict[str, Any] | None = None,
+                        if_not_exists: bool = False, now_ms: int = 0) -> bool:
+        """Create a database; returns False if it existed and ``if_not_exists``.
+
+        Raises:
+            CatalogError: DB_ALREADY_EXIST.
+        """
+        with self._tx() as con:
+            row = con.execute("SELECT 1 FROM databases WHERE key = ?", (name.lower(),)).fetchone()
+            if row:
+                if if_not_exists:
+                    return False
+                raise CatalogError(f"database {name} already exists", code=Code.DB_ALREADY_EXIST)
+            con.execute("INSERT INTO databases VALUES (?, ?, ?, ?, ?)",
+                        (name.lower(), name, precision, json.dumps(options or {}), now_ms))
+        return True
+
+    def drop_database(self, name: str) -> list[Table]:
+        """Remove a database and its tables from the catalog; returns the dropped storage tables
+        (supertables and normal tables) so their files can be removed."""
+        with self._tx() as con:
+            rows = con.execute("SELECT * FROM tables WHERE db = ? AND kind != 'sub'",
+                               (name.lower(),)).fetchall()
+            con.execute("DELETE FROM tables WHERE db = ?", (name.lower(),))
+            con.execute("DELETE FROM databases WHERE key = ?", (name.lower(),))
+        return [self._row_table(r) for r in rows]
+
+    def database(self, name: str) -> Database | None:
+        """The database, or None."""
+        self._refresh()
+        key = name.lower()
+        if key in self._db_cache:
+            return self._db_cache[key]
+        row = self._con().execute("SELECT name, precision, options FROM databases WHERE key = ?",
+                                  (key,)).fetchone()
+        db = Database(row[0], row[1], json.loads(row[2])) if row else None
+        self._db_cache[key] = db
+        return db
+
+    def require_database(self, name: str | None) -> Database:
+        """The database; raises ``CatalogError`` (DB_NOT_EXIST / DB_NOT_SPECIFIED)."""
+        if not name:
+            raise CatalogError("database not specified: qualify the table (db.table) or use "
+                               "/rest/sql/{db}", code=Code.DB_NOT_SPECIFIED)
+        db = self.database(name)
+        if db is None:
+            raise CatalogError(f"database {name} does not exist", code=Code.DB_NOT_EXIST)
+        return db
+
+    def databases(self) -> list[tuple[Database, int]]:
+        """All databases with their creation time (epoch ms), by name."""
+        rows = self._con().execute(
+            "SELECT name, precision, options, created_ms FROM databases ORDER BY key").fetchall()
+        return [(Database(r[0], r[1], json.loads(r[2])), r[3]) for r in rows]
+
+    # ------------------------------------------------------------------ tables
+    def create_table(self, table: Table, *, if_not_exists: bool = False, now_ms: int = 0) -> bool:
+        """Add a supertable, subtable or normal table; returns False if it existed (and
+        ``if_not_exists``).
+
+        Raises:
+            CatalogError: the database is missing, the name is taken (by any kind of table), or a
+                subtable's supertable is missing.
+        """
+        with self._tx() as con:
+            if not con.execute("SELECT 1 FROM databases WHERE key = ?", (table.db.lower(),)).fetchone():
+                raise CatalogError(f"database {table.db} does not exist", code=Code.DB_NOT_EXIST)
+            row = con.execute("SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
+                              (table.db.lower(), table.name.lower())).fetchone()
+            if row:
+                if if_not_exists:
+                    if table.kind == "sub" and (row[0] != "sub" or row[1] != (table.stable or "").lower()):
+                        raise CatalogError(f"table {table.name} already exists and is not a subtable "
+                                           f"of {table.stable}", code=Code.TABLE_ALREADY_EXIST)
+                    return False
+                code = Code.STB_ALREADY_EXIST if row[0] == "super" else Code.TABLE_ALREADY_EXIST
+                raise CatalogError(f"table {table.name} already exists", code=code)
+            if table.kind == "sub":
+                srow = con.execute("SELECT kind FROM tables WHERE db = ? AND key = ?",
+                                   (table.db.lower(), (table.stable or "").lower())).fetchone()
+                if not srow or srow[0] != "super":
+                    raise CatalogError(f"supertable {table.stable} does not exist",
+                                       code=Code.STB_NOT_EXIST)
+            con.execute(
+                "INSERT INTO tables VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (table.db.lower(), table.name.lower(), table.name, table.kind,
+                 (table.stable or "").lower() or None,
+                 None if table.kind == "sub" else json.dumps([c.to_json() for c in table.columns]),
+                 None if table.kind == "sub" else json.dumps([c.to_json() for c in table.tags]),
+                 json.dumps(table.tag_values, default=str) if table.kind == "sub" else None,
+                 table.comment, now_ms))
+        return True
+
+    def create_subtables(self, tables: list[Table], *, now_ms: int = 0) -> int:
+        """Add many subtables in one transaction, skipping names that exist as subtables of the
+        same supertable; returns how many were created. Used by ingestion with auto-create."""
+        created = 0
+        with self._tx() as con:
+            for t in tables:
+                row = con.execute("SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
+                                  (t.db.lower(), t.name.lower())).fetchone()
+                if row:
+                    if row[0] != "sub" or row[1] != (t.stable or "").lower():
+                        raise CatalogError(f"table {t.name} already exists and is not a subtable of "
+                                           f"{t.stable}", code=Code.TABLE_ALREADY_EXIST)
+                    continue
+                con.execute("INSERT INTO tables VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?)",
+                            (t.db.lower(), t.name.lower(), t.name, (t.stable or "").lower(),
+                             json.dumps(t.tag_values, default=str), now_ms))
+                created += 1
+        return created
+
+    def drop_table(self, db: str, name: str) -> Table | None:
+        """Remove a table (a supertable with its subtables); returns what was removed."""
+        t = self.table(db, name)
+        if t is None:
+            return None
+        with self._tx() as con:
+            con.execute("DELETE FROM tables WHERE db = ? AND key = ?", (db.lower(), name.lower()))
+            if t.kind == "super":
+                con.execute("DELETE FROM tables WHERE db = ? AND stable_key = ?",
+                            (db.lower(), name.lower()))
+        return t
+
+    def _row_table(self, row: sqlite3.Row | tuple[Any, ...], stable: Table | None = None) -> Table:
+        db, _key, name, kind, _stable_key, columns, tags, tag_values, comment, _created = row
+        if kind == "sub":
+            assert stable is not None
+            return Table(stable.db, name, "sub", stable.columns, stable.tags, stable.name,
+                         json.loads(tag_values or "{}"), comment)
+        return Table(self.database(db).name if self.database(db) else db, name, kind,
+                     tuple(Column.from_json(c) for c in json.loads(columns or "[]")),
+                     tuple(Column.from_json(c) for c in json.loads(tags or "[]")), None, {}, comment)
+
+    def table(self, db: str, name: str) -> Table | None:
+        """Any table by name (case-insensitive), or None."""
+        self._refresh()
+        key = (db.lower(), name.lower())
+        if key in self._tables_cache:
+            return self._tables_cache[key]
+        row = self._con().execute("SELECT * FROM tables WHERE db = ? AND key = ?", key).fetchone()
+        result: Table | None = None
+        if row is not None:
+            if row[3] == "sub":
+                stable = self.table(db, row[4])
+                result = self._row_table(row, stable) if stable else None
+            else:
+                result = self._row_table(row)
+        with self._cache_lock:
+            self._tables_cache[key] = result
+        return result
+
+    def require_table(self, db: str, name: str) -> Table:
+        """The table; raises ``CatalogError`` TABLE_NOT_EXIST."""
+        t = self.table(db, name)
+        if t is None:
+            raise CatalogError(f"table {db}.{name} does not exist", code=Code.TABLE_NOT_EXIST)
+        return t
+
+    def tables(self, db: str, *, kinds: tuple[str, ...] = ("super", "sub", "normal"),
+               stable: str | None = None) -> list[tuple[str, str, str | None, int]]:
+        """``(name, kind, stable name, created_ms)`` of a database's tables, by name."""
+        q = "SELECT name, kind, stable_key, created_ms FROM tables WHERE db = ? AND kind IN (%s)" % (
+            ",".join("?" * len(kinds)))
+        args: list[Any] = [db.lower(), *kinds]
+        if stable is not None:
+            q += " AND stable_key = ?"
+            args.append(stable.lower())
+        rows = self._con().execute(q + " ORDER BY key", args).fetchall()
+        names = {r[0].lower(): r[0] for r in rows if r[1] == "super"}
+        out = []
+        for name, kind, skey, created in rows:
+            sname = None
+            if skey:
+                sname = names.get(skey)
+                if sname is None:
+                    st = self.table(db, skey)
+                    sname = st.name if st else skey
+            out.append((name, kind, sname, created))
+        return out
+
+    def subtable_tags(self, db: str, stable: str) -> pa.Table:
+        """Tag values of every subtable of ``stable``: columns ``tbname`` then one per tag, typed
+        as stored (Arrow); cached until the catalog changes."""
+        self._refresh()
+        key = (db.lower(), stable.lower())
+        cached = self._tags_cache.get(key)
+        if cached is not None:
+            return cached
+        st = self.require_table(db, stable)
+        rows = self._con().execute(
+            "SELECT name, tag_values FROM tables WHERE db = ? AND stable_key = ? AND kind = 'sub' "
+            "ORDER BY key", (db.lower(), stable.lower())).fetchall()
+        cols: dict[str, list[Any]] = {"tbname": [r[0] for r in rows]}
+        values = [json.loads(r[1] or "{}") for r in rows]
+        db_obj = self.require_database(db)
+        fields = [pa.field("tbname", pa.string())]
+        arrays = [pa.array(cols["tbname"], pa.string())]
+        for tag in st.tags:
+            t = tag.type.arrow(db_obj.precision)
+            raw = [v.get(tag.name.lower()) for v in values]
+            if tag.type.name == "TIMESTAMP":
+                arr = pa.array(raw, pa.int64())
+                arr = arr if db_obj.precision == "ns" else pa.compute.multiply(
+                    arr, {"ms": 1000, "us": 1}[db_obj.precision]).cast(t)
+            else:
+                arr = pa.array(raw, t)
+            fields.append(pa.field(tag.physical, t))
+            arrays.append(arr)
+        out = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        with self._cache_lock:
+            self._tags_cache[key] = out
+        return out
+
+    def set_tag_value(self, db: str, name: str, tag: str, value: Any) -> None:
+        """``ALTER TABLE t SET TAG tag = value`` on a subtable."""
+        t = self.require_table(db, name)
+        if t.kind != "sub":
+            raise CatalogError(f"{name} is not a subtable", code=Code.INVALID_OPERATION)
+        vals = dict(t.tag_values)
+        vals[tag.lower()] = value
+        with self._tx() as con:
+            con.execute("UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?",
+                        (json.dumps(vals, default=str), db.lower(), name.lower()))

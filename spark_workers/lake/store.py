@@ -1,0 +1,430 @@
+"""Time-series tables as Delta Lake tables (delta-rs), with TDengine's row key.
+
+Layout: one Delta table per supertable (all its subtables' rows, with a ``tbname`` column) and per
+normal table, at ``<lake>/<db>/<table>``; partitioned by ``_bucket = floor(ts / DURATION)`` (the
+database's DURATION option, TDengine's "time span of one data file"), never by ``tbname``; rows
+of each write sorted by (tbname, ts). The change data feed is on.
+
+Row key (seed 000: "a later write of the same key overwrites"): ``(tbname, ts)``. A write whose
+rows are all later than every stored row of their partitions is a plain append; otherwise it is a
+MERGE that updates rows whose values changed (identical re-writes change nothing, so the change
+feed shows no update) and inserts the rest. Deletes are by time range and optional tbnames.
+
+At this module's boundary, timestamps are int64 epoch values in the database precision ("engine
+form"); in storage they are ``timestamp[us, UTC]`` (int64 ns for ns databases).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from spark_workers.errors import LakeError
+from spark_workers.lake.catalog import Catalog, Column, Database, Table
+
+CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
+CHANGE_COLUMNS = ("_change_type", "_commit_version")
+_US_PER = {"ms": 1000, "us": 1}
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Outcome of a write: the Delta ``version`` it produced (None if nothing changed) and counts."""
+
+    version: int | None
+    rows: int
+    mode: str  # "append", "merge", "delete", "noop"
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+
+def storage_schema(db: Database, columns: tuple[Column, ...]) -> pa.Schema:
+    """Physical Arrow schema of a data table: ``tbname``, the columns, ``_bucket``."""
+    fields = [pa.field("tbname", pa.string())]
+    fields += [pa.field(c.physical, c.type.arrow(db.precision)) for c in columns]
+    fields.append(pa.field("_bucket", pa.int64()))
+    return pa.schema(fields)
+
+
+def engine_schema(db: Database, columns: tuple[Column, ...]) -> pa.Schema:
+    """Arrow schema of rows in engine form: timestamps as int64 in the database precision."""
+    fields = [pa.field("tbname", pa.string())]
+    for c in columns:
+        t = pa.int64() if c.type.name == "TIMESTAMP" else c.type.arrow(db.precision)
+        fields.append(pa.field(c.physical, t))
+    return pa.schema(fields)
+
+
+def to_storage(data: pa.Table, db: Database, columns: tuple[Column, ...]) -> pa.Table:
+    """Engine form (int64 timestamps) -> storage form, with ``_bucket``; casts every column to its
+    storage type (raises ``pa.ArrowInvalid`` on overflow)."""
+    arrays = [data.column("tbname").cast(pa.string())]
+    bucket_len = db.duration.in_precision(db.precision)
+    ts_name = columns[0].physical
+    ts64 = data.column(ts_name).cast(pa.int64())
+    for c in columns:
+        col = data.column(c.physical)
+        if c.type.name == "TIMESTAMP":
+            col = col.cast(pa.int64())
+            if db.precision != "ns":
+                col = pc.multiply(col, _US_PER[db.precision]).cast(pa.timestamp("us", tz="UTC"))
+        else:
+            col = col.cast(c.type.arrow(db.precision))
+        arrays.append(col)
+    ts_np = ts64.to_numpy(zero_copy_only=False)
+    arrays.append(pa.array(np.floor_divide(ts_np, bucket_len), pa.int64()))
+    return pa.Table.from_arrays(arrays, schema=storage_schema(db, columns))
+
+
+def to_engine(data: pa.Table, db: Database, columns: tuple[Column, ...]) -> pa.Table:
+    """Storage form -> engine form: timestamps to int64 precision units; drops ``_bucket``; keeps
+    change-feed columns if present; string views become plain strings."""
+    out_cols, names = [], []
+    by_phys = {c.physical: c for c in columns}
+    for name in data.column_names:
+        if name == "_bucket" or name == "_commit_timestamp":
+            continue
+        col = data.column(name)
+        c = by_phys.get(name)
+        if c is not None and c.type.name == "TIMESTAMP" and db.precision != "ns":
+            col = col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+            if db.precision == "ms":  # stored values are whole milliseconds: exact division
+                col = pc.divide(col, 1000)
+        elif pa.types.is_string_view(col.type) or pa.types.is_large_string(col.type):
+            col = col.cast(pa.string())
+        out_cols.append(col)
+        names.append(name)
+    return pa.Table.from_arrays(out_cols, names=names)
+
+
+def dedupe_last(data: pa.Table, ts_name: str) -> pa.Table:
+    """Keep the last row of each (tbname, ts) in input order (a later write overwrites), sorted by
+    (tbname, ts). O(n log n)."""
+    n = data.num_rows
+    if n <= 1:
+        return data
+    tb = pc.dictionary_encode(data.column("tbname")).combine_chunks()
+    codes = tb.indices.to_numpy(zero_copy_only=False)
+    # sort dictionary so code order == name order
+    dict_sorted = np.argsort(np.asarray(tb.dictionary.to_pylist(), dtype=object))
+    rank = np.empty_like(dict_sorted)
+    rank[dict_sorted] = np.arange(len(dict_sorted))
+    codes = rank[codes]
+    ts = data.column(ts_name).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    idx = np.arange(n)
+    order = np.lexsort((idx, ts, codes))
+    c_s, t_s = codes[order], ts[order]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = (c_s[1:] != c_s[:-1]) | (t_s[1:] != t_s[:-1])
+    return data.take(pa.array(order[last]))
+
+
+class Lake:
+    """The lake: catalog plus Delta tables under one root folder.
+
+    Args:
+        root: lake folder (``TDWEB_LAKE``); created if missing.
+
+    Thread-safe; several processes may use the same root (writes to one table are serialised
+    with a lock file; the catalog uses SQLite transactions).
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(self.root)
+        self._tables: dict[str, DeltaTable] = {}
+        self._lock = threading.Lock()
+        self._thread_locks: dict[str, threading.Lock] = {}
+
+    # ------------------------------------------------------------------ paths and handles
+    def table_path(self, db: str, storage: str) -> Path:
+        """Folder of the Delta table holding ``storage`` rows."""
+        return self.root / db.lower() / storage.lower()
+
+    def exists(self, db: str, storage: str) -> bool:
+        return (self.table_path(db, storage) / "_delta_log").is_dir()
+
+    def delta(self, db: str, storage: str, *, refresh: bool = True) -> DeltaTable:
+        """Cached ``DeltaTable`` handle, brought up to the latest version when ``refresh``."""
+        path = str(self.table_path(db, storage))
+        with self._lock:
+            dt = self._tables.get(path)
+        if dt is None:
+            if not self.exists(db, storage):
+                raise LakeError(f"table {db}.{storage} has no data store")
+            dt = DeltaTable(path)
+            with self._lock:
+                self._tables[path] = dt
+        elif refresh:
+            try:
+                dt.update_incremental()
+            except Exception:
+                dt = DeltaTable(path)
+                with self._lock:
+                    self._tables[path] = dt
+        return dt
+
+    def version(self, db: str, storage: str) -> int:
+        """Latest Delta version of a data table."""
+        return int(self.delta(db, storage).version())
+
+    @contextmanager
+    def _write_lock(self, db: str, storage: str) -> Iterator[None]:
+        path = self.table_path(db, storage)
+        key = str(path)
+        with self._lock:
+            tl = self._thread_locks.setdefault(key, threading.Lock())
+        with tl:
+            lock_path = path.parent / f".{path.name}.lock"
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(lock_path, "a+") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # ------------------------------------------------------------------ DDL
+    def create_storage(self, db: Database, table: Table) -> None:
+        """Create the (empty) Delta table for a supertable or normal table."""
+        path = self.table_path(db.name, table.name)
+        if (path / "_delta_log").is_dir():
+            shutil.rmtree(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        DeltaTable.create(str(path), storage_schema(db, table.columns), partition_by=["_bucket"],
+                          configuration=CDF_CONFIG, name=table.name)
+
+    def drop_storage(self, db: str, storage: str) -> None:
+        """Remove a data table's files (after the catalog entry is gone)."""
+        path = self.table_path(db, storage)
+        with self._lock:
+            self._tables.pop(str(path), None)
+        shutil.rmtree(path, ignore_errors=True)
+        lock = path.parent / f".{path.name}.lock"
+        if lock.exists():
+            lock.unlink()
+
+    def drop_database_storage(self, db: str) -> None:
+        path = self.root / db.lower()
+        with self._lock:
+            for k in [k for k in self._tables if k.startswith(str(path) + os.sep)]:
+                self._tables.pop(k, None)
+        shutil.rmtree(path, ignore_errors=True)
+
+    # ------------------------------------------------------------------ writes
+    def write(self, db: Database, table: Table, data: pa.Table, *,
+              txn: tuple[str, int] | None = None) -> WriteResult:
+        """Upsert rows into a data table under the (tbname, ts) row key.
+
+        Args:
+            db: the database (precision, duration).
+            table: the storage table (supertable or normal table).
+            data: engine-form rows: ``tbname`` plus physical column names; missing columns are
+                NULL; timestamps int64 in the database precision.
+            txn: optional ``(app_id, version)`` recorded atomically with the commit (Delta
+                ``txn`` action); a write whose app version is not newer than the recorded one is
+                skipped (idempotent streaming writes).
+
+        Returns:
+            WriteResult with the new Delta version.
+
+        Raises:
+            LakeError: the write failed; nothing was committed.
+        """
+        if data.num_rows == 0:
+            return WriteResult(None, 0, "noop")
+        data = self._complete(db, table, data)
+        ts_name = table.columns[0].physical
+        data = dedupe_last(data, ts_name)
+        stored = to_storage(data, db, table.columns)
+        commit = None
+        with self._write_lock(db.name, table.name):
+            dt = self.delta(db.name, table.name)
+            if txn is not None:
+                done = dt.transaction_version(txn[0])
+                if done is not None and done >= txn[1]:
+                    return WriteResult(None, data.num_rows, "noop")
+                commit = CommitProperties(app_transactions=[Transaction(app_id=txn[0], version=txn[1])])
+            try:
+                if self._append_safe(dt, stored, ts_name):
+                    write_deltalake(dt, stored, mode="append", partition_by=["_bucket"],
+                                    commit_properties=commit)
+                    dt.update_incremental()
+                    return WriteResult(dt.version(), stored.num_rows, "append", inserted=stored.num_rows)
+                changed = " OR ".join(f"(t.\"{c.physical}\" IS DISTINCT FROM s.\"{c.physical}\")"
+                                      for c in table.columns[1:]) or "FALSE"
+                metrics = (dt.merge(stored, predicate=(f"t._bucket = s._bucket AND t.tbname = s.tbname "
+                                                       f"AND t.\"{ts_name}\" = s.\"{ts_name}\""),
+                                    source_alias="s", target_alias="t", commit_properties=commit)
+                           .when_matched_update_all(predicate=changed)
+                           .when_not_matched_insert_all()
+                           .execute())
+            except Exception as e:  # delta-rs raises its own error types
+                raise LakeError(f"write to {db.name}.{table.name} failed: {e}") from e
+            dt.update_incremental()
+            ins = int(metrics.get("num_target_rows_inserted", 0))
+            upd = int(metrics.get("num_target_rows_updated", 0))
+            if ins == 0 and upd == 0 and txn is None:
+                return WriteResult(None, stored.num_rows, "noop")
+            return WriteResult(dt.version(), stored.num_rows, "merge", inserted=ins, updated=upd)
+
+    def _complete(self, db: Database, table: Table, data: pa.Table) -> pa.Table:
+        """Add missing columns as NULLs and order columns as stored."""
+        schema = engine_schema(db, table.columns)
+        cols = []
+        for f in schema:
+            if f.name in data.column_names:
+                cols.append(data.column(f.name))
+            else:
+                cols.append(pa.nulls(data.num_rows, f.type))
+        return pa.Table.from_arrays(cols, names=schema.names)
+
+    @staticmethod
+    def _append_safe(dt: DeltaTable, stored: pa.Table, ts_name: str) -> bool:
+        """True when every new row is later than all stored rows of its partition (no key can
+        collide), judged from the Delta log's per-file statistics."""
+        if dt.version() == 0 and not dt.file_uris():
+            return True
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        if actions.num_rows == 0:
+            return True
+        max_col = f"max.{ts_name}"
+        if max_col not in actions.column_names or "partition._bucket" not in actions.column_names:
+            return False
+        if actions.column(max_col).null_count:
+            return False
+        file_bucket = actions.column("partition._bucket").to_numpy(zero_copy_only=False)
+        file_max = actions.column(max_col).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        new_bucket = stored.column("_bucket").to_numpy(zero_copy_only=False)
+        new_ts = stored.column(ts_name).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        for b in np.unique(new_bucket):
+            in_files = file_max[file_bucket == b]
+            if in_files.size and new_ts[new_bucket == b].min() <= in_files.max():
+                return False
+        return True
+
+    def delete(self, db: Database, table: Table, *, ts_min: int | None, ts_max: int | None,
+               tbnames: list[str] | None = None) -> WriteResult:
+        """Delete rows with ``ts_min <= ts <= ts_max`` (inclusive, precision units; None = open)
+        of the given tbnames (None = all) from a data table."""
+        ts_name = table.columns[0].physical
+        conds = []
+        bucket_len = db.duration.in_precision(db.precision)
+        if ts_min is not None:
+            conds.append(f"\"{ts_name}\" >= {self._ts_literal(db, ts_min)}")
+            conds.append(f"_bucket >= {ts_min // bucket_len}")
+        if ts_max is not None:
+            conds.append(f"\"{ts_name}\" <= {self._ts_literal(db, ts_max)}")
+            conds.append(f"_bucket <= {ts_max // bucket_len}")
+        if tbnames is not None:
+            if not tbnames:
+                return WriteResult(None, 0, "noop")
+            quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in tbnames)
+            conds.append(f"tbname IN ({quoted})")
+        predicate = " AND ".join(conds) if conds else None
+        with self._write_lock(db.name, table.name):
+            dt = self.delta(db.name, table.name)
+            try:
+                metrics = dt.delete(predicate)
+            except Exception as e:
+                raise LakeError(f"delete from {db.name}.{table.name} failed: {e}") from e
+            dt.update_incremental()
+        n = int(metrics.get("num_deleted_rows", 0))
+        return WriteResult(dt.version() if n else None, n, "delete" if n else "noop", deleted=n)
+
+    @staticmethod
+    def _ts_literal(db: Database, value: int) -> str:
+        if db.precision == "ns":
+            return str(value)
+        us = value * _US_PER[db.precision]
+        sec, frac = divmod(us, 1_000_000)
+        t = time.gmtime(sec)
+        return f"'{time.strftime('%Y-%m-%dT%H:%M:%S', t)}.{frac:06d}Z'"
+
+    # ------------------------------------------------------------------ reads
+    def dataset(self, db: str, storage: str, version: int | None = None) -> tuple[int, pads.Dataset]:
+        """``(version, pyarrow Dataset)`` of a snapshot in storage form (for DuckDB scans)."""
+        dt = self.delta(db, storage)
+        if version is not None and version != dt.version():
+            dt = DeltaTable(str(self.table_path(db, storage)), version=version)
+        return int(dt.version()), dt.to_pyarrow_dataset()
+
+    def read(self, db: Database, table: Table, *, version: int | None = None,
+             tbnames: list[str] | None = None, ts_min: int | None = None, ts_max: int | None = None,
+             columns: list[str] | None = None, buckets: tuple[int, int] | None = None) -> pa.Table:
+        """Rows of a snapshot in engine form, filtered by tbnames, inclusive ts bounds and an
+        inclusive ``_bucket`` range, sorted by (tbname, ts)."""
+        _, ds = self.dataset(db.name, table.name, version)
+        ts_name = table.columns[0].physical
+        flt = None
+
+        def _and(a: Any, b: Any) -> Any:
+            return b if a is None else a & b
+
+        bucket_len = db.duration.in_precision(db.precision)
+        ts_field = pads.field(ts_name)
+        if ts_min is not None:
+            flt = _and(flt, pads.field("_bucket") >= ts_min // bucket_len)
+            flt = _and(flt, ts_field >= self._ts_scalar(db, ts_min))
+        if ts_max is not None:
+            flt = _and(flt, pads.field("_bucket") <= ts_max // bucket_len)
+            flt = _and(flt, ts_field <= self._ts_scalar(db, ts_max))
+        if tbnames is not None:
+            flt = _and(flt, pads.field("tbname").isin(tbnames))
+        if buckets is not None:
+            flt = _and(flt, (pads.field("_bucket") >= buckets[0]) & (pads.field("_bucket") <= buckets[1]))
+        cols = None if columns is None else ["tbname", *[c for c in columns if c != "tbname"]]
+        t = ds.to_table(filter=flt, columns=cols)
+        t = to_engine(t, db, table.columns)
+        if t.num_rows:
+            t = t.sort_by([("tbname", "ascending"), (ts_name, "ascending")])
+        return t
+
+    @staticmethod
+    def _ts_scalar(db: Database, value: int) -> pa.Scalar:
+        if db.precision == "ns":
+            return pa.scalar(value, pa.int64())
+        return pa.scalar(value * _US_PER[db.precision], pa.timestamp("us", tz="UTC"))
+
+    def changes(self, db: Database, table: Table, start_version: int, end_version: int,
+                columns: list[str] | None = None) -> pa.Table:
+        """The change data feed for versions ``(start_version, end_version]`` in engine form, with
+        ``_change_type`` (insert, update_preimage, update_postimage, delete) and
+        ``_commit_version``, in commit order (row order inside a commit is kept)."""
+        if end_version <= start_version:
+            return engine_schema(db, table.columns).empty_table()
+        dt = self.delta(db.name, table.name)
+        cols = None
+        if columns is not None:
+            cols = ["tbname", *[c for c in columns if c != "tbname"], *CHANGE_COLUMNS]
+        reader = dt.load_cdf(starting_version=start_version + 1, ending_version=end_version,
+                             columns=cols)
+        t = pa.table(reader.read_all())
+        t = to_engine(t, db, table.columns)
+        if t.num_rows:
+            t = t.sort_by([("_commit_version", "ascending")])
+        return t
+
+    def buckets(self, db: str, storage: str, version: int) -> list[int]:
+        """Distinct ``_bucket`` values (DURATION-long time slices) of a snapshot, ascending."""
+        dt = DeltaTable(str(self.table_path(db, storage)), version=version)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        if actions.num_rows == 0:
+            return []
+        return sorted({int(b) for b in actions.column("partition._bucket").to_pylist()})

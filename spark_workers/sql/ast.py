@@ -1,0 +1,485 @@
+"""Typed statements produced by the TDengine SQL parser (``spark_workers.sql.parser``).
+
+Expressions inside statements are ``sqlglot`` expression trees in tdweb's TDengine dialect
+(``spark_workers.sql.dialect``):
+
+- duration literals such as ``1h`` are ``exp.Interval`` nodes whose ``meta["td_duration"]`` keeps
+  the literal as written (``"1h"``);
+- ``now``/``now()`` is ``exp.CurrentTimestamp``; ``today()`` is ``exp.Anonymous("today")``;
+- 3.3.7 placeholders are ``exp.Placeholder``-free identifiers: ``%%trows`` -> table ``__td_trows``,
+  ``%%tbname`` -> ``__td_tbname``, ``%%1`` -> column ``__td_p1``; ``_twstart`` etc. stay columns.
+
+Every node that users may get wrong keeps a ``Span`` (character offsets into the statement text)
+so errors can point at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from spark_workers.duration import Duration
+from spark_workers.tdtypes import TdType
+
+
+@dataclass(frozen=True)
+class Span:
+    """Half-open character range ``[start, end)`` in the statement text."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class TableName:
+    """``[db.]name`` as written; ``db`` is None when the statement did not qualify it."""
+
+    name: str
+    db: str | None = None
+    span: Span | None = None
+
+    def qualified(self, default_db: str | None) -> tuple[str | None, str]:
+        """``(db, name)`` with ``default_db`` filled in."""
+        return (self.db or default_db, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.db}.{self.name}" if self.db else self.name
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """A column or tag definition: ``name type [COMMENT '...'] [COMPOSITE KEY]``."""
+
+    name: str
+    type: TdType
+    comment: str | None = None
+    composite_key: bool = False
+    span: Span | None = None
+
+
+# --------------------------------------------------------------------------- databases, tables
+
+@dataclass
+class CreateDatabase:
+    """``CREATE DATABASE [IF NOT EXISTS] db [option value ...]``.
+
+    ``options`` maps upper-case option names to values (``{"PRECISION": "ms", "VGROUPS": 1,
+    "KEEP": "3650d", "DURATION": "10d"}``); unknown TDengine options are accepted and stored.
+    """
+
+    name: str
+    if_not_exists: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    span: Span | None = None
+
+
+@dataclass
+class DropDatabase:
+    """``DROP DATABASE [IF EXISTS] db [FORCE]``."""
+
+    name: str
+    if_exists: bool = False
+    force: bool = False
+
+
+@dataclass
+class UseDatabase:
+    """``USE db`` (only meaningful in the shell; REST is stateless)."""
+
+    name: str
+
+
+@dataclass
+class CreateTable:
+    """``CREATE STABLE|TABLE [IF NOT EXISTS] t (cols) [TAGS (tags)]``.
+
+    ``kind`` is ``"super"`` for CREATE STABLE and for CREATE TABLE with TAGS, else ``"normal"``.
+    """
+
+    table: TableName
+    kind: str
+    columns: list[ColumnDef]
+    tags: list[ColumnDef] = field(default_factory=list)
+    if_not_exists: bool = False
+    comment: str | None = None
+
+
+@dataclass
+class SubtableDef:
+    """One ``t USING stb [(tag, ...)] TAGS (v, ...)`` of a CREATE TABLE or INSERT."""
+
+    table: TableName
+    using: TableName
+    tag_names: list[str] | None
+    tag_values: list[exp.Expression]
+    if_not_exists: bool = False
+    span: Span | None = None
+
+
+@dataclass
+class CreateSubtables:
+    """``CREATE TABLE [IF NOT EXISTS] t1 USING stb TAGS (...) [t2 USING ...]``."""
+
+    items: list[SubtableDef]
+
+
+@dataclass
+class DropTable:
+    """``DROP TABLE|STABLE [IF EXISTS] [db.]t [, ...]``; ``super_only`` for DROP STABLE."""
+
+    tables: list[TableName]
+    if_exists: bool = False
+    super_only: bool = False
+
+
+@dataclass
+class InsertTarget:
+    """One target of an INSERT: table, optional auto-create clause, columns and rows.
+
+    ``rows`` holds one list of value expressions per ``(...)`` group, constants only
+    (literals, NULL, TRUE/FALSE, ``now``, ``now + 1s``, signed numbers).
+    ``row_spans`` gives each value's span for error messages (same shape as ``rows``).
+    """
+
+    table: TableName
+    rows: list[list[exp.Expression]]
+    columns: list[str] | None = None
+    using: SubtableDef | None = None
+    row_spans: list[list[Span]] = field(default_factory=list)
+    span: Span | None = None
+
+
+@dataclass
+class Insert:
+    """``INSERT INTO t [USING ...] [(cols)] VALUES (...)... [t2 ...]`` (multi-table insert)."""
+
+    targets: list[InsertTarget]
+
+
+@dataclass
+class Delete:
+    """``DELETE FROM t [WHERE cond]``; TDengine only allows conditions on the timestamp column."""
+
+    table: TableName
+    where: exp.Expression | None
+    span: Span | None = None
+
+
+@dataclass
+class Show:
+    """``SHOW [db.]DATABASES|STABLES|TABLES|STREAMS|VGROUPS ... [LIKE 'pattern']``.
+
+    ``what`` is lower case: ``databases``, ``stables``, ``tables``, ``streams``,
+    ``create_table`` (SHOW CREATE TABLE t), ``create_stable``, ``create_database``, ``tags``.
+    """
+
+    what: str
+    db: str | None = None
+    like: str | None = None
+    target: TableName | None = None
+
+
+@dataclass
+class Describe:
+    """``DESCRIBE|DESC [db.]t``."""
+
+    table: TableName
+
+
+# --------------------------------------------------------------------------- queries
+
+@dataclass(frozen=True)
+class PartitionItem:
+    """One ``PARTITION BY`` element: expression, optional alias, and its text as written."""
+
+    expr: exp.Expression
+    alias: str | None
+    text: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class IntervalWindow:
+    """``INTERVAL(interval[, offset]) [SLIDING(sliding)]`` (seed 000, window_clause)."""
+
+    interval: Duration
+    offset: Duration | None = None
+    sliding: Duration | None = None
+    span: Span | None = None
+    kind: str = "interval"
+
+
+@dataclass(frozen=True)
+class SessionWindow:
+    """``SESSION(ts_col, tol_val)``."""
+
+    ts_column: str
+    gap: Duration
+    span: Span | None = None
+    kind: str = "session"
+
+
+@dataclass(frozen=True)
+class StateWindow:
+    """``STATE_WINDOW(col) [TRUE_FOR(d)]``."""
+
+    expr: exp.Expression
+    true_for: Duration | None = None
+    span: Span | None = None
+    kind: str = "state"
+
+
+@dataclass(frozen=True)
+class EventWindow:
+    """``EVENT_WINDOW START WITH c1 END WITH c2 [TRUE_FOR(d)]`` (3.3.7 wraps it in parentheses)."""
+
+    start: exp.Expression
+    end: exp.Expression
+    true_for: Duration | None = None
+    span: Span | None = None
+    kind: str = "event"
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    """``COUNT_WINDOW(count_val[, sliding_val][, col, ...])``."""
+
+    count: int
+    sliding: int | None = None
+    columns: tuple[str, ...] = ()
+    span: Span | None = None
+    kind: str = "count"
+
+
+@dataclass(frozen=True)
+class EkuiperWindow:
+    """An eKuiper window function in GROUP BY (seed 003).
+
+    ``function`` is ``tumbling``, ``hopping``, ``sliding``, ``session`` or ``count``; ``unit`` is
+    ``DD``/``HH``/``MI``/``SS``/``MS``; ``args`` are the integer arguments after the unit (for
+    count windows, all arguments); ``over_when`` is SLIDINGWINDOW's ``OVER (WHEN cond)``;
+    ``filter`` is ``FILTER (WHERE cond)``.
+    """
+
+    function: str
+    unit: str | None
+    args: tuple[int, ...]
+    over_when: exp.Expression | None = None
+    filter: exp.Expression | None = None
+    span: Span | None = None
+    kind: str = "ekuiper"
+
+
+Window = IntervalWindow | SessionWindow | StateWindow | EventWindow | CountWindow | EkuiperWindow
+
+
+@dataclass(frozen=True)
+class Fill:
+    """``FILL(NONE|NULL|PREV|NEXT|LINEAR|VALUE, v...)``."""
+
+    mode: str
+    values: tuple[exp.Expression, ...] = ()
+    span: Span | None = None
+
+
+@dataclass
+class SelectQuery:
+    """A TDengine SELECT split into its standard part and TDengine's clauses.
+
+    Attributes:
+        select: the standard part as a ``sqlglot`` ``exp.Select`` (or ``exp.Union``), with
+            PARTITION BY, the window clause, FILL and eKuiper window functions removed.
+        partition_by: PARTITION BY items, in order.
+        window: the window clause, or None.
+        fill: FILL clause, or None.
+        item_texts: the text of each select-list item as written, without its alias
+            (legacy output tables name un-aliased columns after it, e.g. ``min(k)``).
+        text: the whole query text.
+        span: where the query is inside the statement text.
+    """
+
+    select: exp.Expression
+    partition_by: list[PartitionItem] = field(default_factory=list)
+    window: Window | None = None
+    fill: Fill | None = None
+    item_texts: list[str] = field(default_factory=list)
+    text: str = ""
+    span: Span | None = None
+
+
+@dataclass
+class Select:
+    """A query statement."""
+
+    query: SelectQuery
+
+
+# --------------------------------------------------------------------------- streams
+
+@dataclass
+class NotifyDef:
+    """Notification definition (seed 000 legacy form and seed 002 form).
+
+    ``events`` are upper case (``WINDOW_OPEN``, ``WINDOW_CLOSE``, ``ON_TIME``); ``on_failure``
+    is ``"DROP"``, ``"PAUSE"`` or None when not written (defaults differ by syntax, see
+    ARCHITECTURE.md). ``history`` is None when not written.
+    """
+
+    urls: list[str]
+    events: list[str] = field(default_factory=list)
+    where: exp.Expression | None = None
+    history: bool | None = None
+    on_failure: str | None = None
+    span: Span | None = None
+
+
+@dataclass
+class OutputColumn:
+    """One name of the ``(col, col [COMPOSITE KEY], ...)`` output column list."""
+
+    name: str
+    composite_key: bool = False
+    span: Span | None = None
+
+
+@dataclass
+class OutputTagDef:
+    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr."""
+
+    name: str
+    type: TdType
+    expr: exp.Expression | None = None
+    comment: str | None = None
+    span: Span | None = None
+
+
+@dataclass
+class LegacyStreamOptions:
+    """Legacy ``stream_options`` (seed 000). None means "not written" (defaults applied later)."""
+
+    trigger: str | None = None                 # AT_ONCE, WINDOW_CLOSE, MAX_DELAY, FORCE_WINDOW_CLOSE,
+    max_delay: Duration | None = None          # CONTINUOUS_WINDOW_CLOSE
+    recalculate: Duration | None = None
+    watermark: Duration | None = None
+    ignore_expired: int | None = None
+    delete_mark: Duration | None = None
+    fill_history: int | None = None
+    fill_history_async: bool = False
+    ignore_update: int | None = None
+    spans: dict[str, Span] = field(default_factory=dict)
+
+
+@dataclass
+class CreateStreamLegacy:
+    """Legacy ``CREATE STREAM ... INTO stb ... AS subquery [notification_definition]`` (seed 000)."""
+
+    name: str
+    db: str | None
+    if_not_exists: bool
+    options: LegacyStreamOptions
+    into: TableName
+    columns: list[OutputColumn] | None
+    tags: list[OutputTagDef] | None
+    subtable: exp.Expression | None
+    query: SelectQuery
+    notify: NotifyDef | None = None
+    text: str = ""
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class PeriodTrigger:
+    """``PERIOD(period[, offset])`` (seed 002)."""
+
+    period: Duration
+    offset: Duration | None = None
+    kind: str = "period"
+
+
+@dataclass(frozen=True)
+class SlidingTrigger:
+    """``[INTERVAL(i[, o])] SLIDING(s[, offset])`` (seed 002); ``interval`` None = sliding trigger."""
+
+    sliding: Duration
+    interval: Duration | None = None
+    interval_offset: Duration | None = None
+    sliding_offset: Duration | None = None
+    kind: str = "sliding"
+
+
+Trigger337 = PeriodTrigger | SlidingTrigger | SessionWindow | StateWindow | EventWindow | CountWindow
+
+
+@dataclass
+class StreamOptions337:
+    """``STREAM_OPTIONS(opt | ...)`` of seed 002; flags are False and values None when absent."""
+
+    watermark: Duration | None = None
+    expired_time: Duration | None = None
+    ignore_disorder: bool = False
+    delete_recalc: bool = False
+    delete_output_table: bool = False
+    fill_history: bool = False
+    fill_history_first: bool = False
+    fill_history_start: exp.Expression | None = None
+    calc_notify_only: bool = False
+    low_latency_calc: bool = False
+    pre_filter: exp.Expression | None = None
+    force_output: bool = False
+    max_delay: Duration | None = None
+    event_type: list[str] = field(default_factory=list)
+    ignore_nodata_trigger: bool = False
+    spans: dict[str, Span] = field(default_factory=dict)
+
+
+@dataclass
+class CreateStream337:
+    """TDengine 3.3.7 ``CREATE STREAM`` (seed 002)."""
+
+    name: str
+    db: str | None
+    if_not_exists: bool
+    trigger: Trigger337
+    from_table: TableName | None
+    partition_by: list[PartitionItem]
+    options: StreamOptions337
+    notify: NotifyDef | None
+    into: TableName | None
+    output_subtable: exp.Expression | None
+    columns: list[OutputColumn] | None
+    tags: list[OutputTagDef] | None
+    query: SelectQuery | None
+    text: str = ""
+    span: Span | None = None
+
+
+@dataclass
+class StreamCommand:
+    """DROP / PAUSE / RESUME / START / STOP STREAM.
+
+    ``action`` is ``drop``, ``pause``, ``resume``, ``start`` or ``stop``; ``ignore_untreated`` for
+    RESUME/START ... IGNORE UNTREATED.
+    """
+
+    action: str
+    name: str
+    db: str | None = None
+    if_exists: bool = False
+    ignore_untreated: bool = False
+
+
+@dataclass
+class RecalculateStream:
+    """``RECALCULATE STREAM [db.]s FROM t1 [TO t2]`` (seed 002); times are constant expressions."""
+
+    name: str
+    db: str | None
+    start: exp.Expression
+    end: exp.Expression | None = None
+
+
+Statement = (CreateDatabase | DropDatabase | UseDatabase | CreateTable | CreateSubtables | DropTable
+             | Insert | Delete | Show | Describe | Select | CreateStreamLegacy | CreateStream337
+             | StreamCommand | RecalculateStream)
