@@ -1,0 +1,117 @@
+"""The engine's input: a batch of rows in arrival order, as numpy arrays.
+
+Produced by the runtime from a micro-batch (stage 1 of a stream: filter, group key, aggregate
+inputs) and by the batch query path from a lake snapshot. No Spark, no pandas required.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+INSERT, UPDATE_PRE, UPDATE_POST, DELETE = 0, 1, 2, 3
+CHANGE_CODES = {"insert": INSERT, "update_preimage": UPDATE_PRE, "update_postimage": UPDATE_POST,
+                "delete": DELETE}
+
+
+@dataclass
+class RowBatch:
+    """Rows in arrival order.
+
+    Attributes:
+        gkey: object array of group keys (JSON text of the PARTITION BY values; ``"[]"`` when the
+            stream has no partition).
+        ts: int64 event times in precision units.
+        inputs: aggregate input name -> ``(values, valid)``.
+        change: int8 change kind per row (INSERT, UPDATE_PRE, UPDATE_POST, DELETE).
+        history: bool per row: the row comes from the FILL_HISTORY snapshot.
+        extra: other columns the window type needs (state column, event conditions), by name.
+    """
+
+    gkey: np.ndarray
+    ts: np.ndarray
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]]
+    change: np.ndarray | None = None
+    history: np.ndarray | None = None
+    extra: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
+
+    @property
+    def changes(self) -> np.ndarray:
+        if self.change is None:
+            return np.zeros(len(self), np.int8)
+        return self.change
+
+    @property
+    def is_history(self) -> np.ndarray:
+        if self.history is None:
+            return np.zeros(len(self), bool)
+        return self.history
+
+    def take(self, idx: np.ndarray) -> RowBatch:
+        return RowBatch(
+            self.gkey[idx], self.ts[idx],
+            {k: (v[idx], m[idx]) for k, (v, m) in self.inputs.items()},
+            None if self.change is None else self.change[idx],
+            None if self.history is None else self.history[idx],
+            {k: (v[idx], m[idx]) for k, (v, m) in self.extra.items()},
+        )
+
+    @staticmethod
+    def concat(batches: list[RowBatch]) -> RowBatch:
+        batches = [b for b in batches if len(b)] or batches[:1]
+        if len(batches) == 1:
+            return batches[0]
+        first = batches[0]
+
+        def cat(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+            return np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs])
+
+        return RowBatch(
+            np.concatenate([b.gkey for b in batches]),
+            np.concatenate([b.ts for b in batches]),
+            {k: cat([b.inputs[k] for b in batches]) for k in first.inputs},
+            np.concatenate([b.changes for b in batches]),
+            np.concatenate([b.is_history for b in batches]),
+            {k: cat([b.extra[k] for b in batches]) for k in first.extra},
+        )
+
+
+def column_arrays(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Arrow column -> ``(values, valid)``; NULLs get a harmless fill value.
+
+    Integers become int64, floats float64, booleans bool, timestamps int64, strings object.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    valid = np.ones(len(col), bool) if col.null_count == 0 else col.is_valid().to_numpy(zero_copy_only=False)
+    t = col.type
+    if pa.types.is_timestamp(t):
+        col = col.cast(pa.int64())
+        t = col.type
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        vals = col.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    elif pa.types.is_floating(t):
+        vals = col.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+    elif pa.types.is_boolean(t):
+        vals = col.fill_null(False).to_numpy(zero_copy_only=False)
+    else:
+        vals = np.asarray(col.cast(pa.string()).to_pylist(), dtype=object)
+    return vals, valid
+
+
+def kind_of(t: pa.DataType) -> str:
+    """Aggregate input kind of an Arrow type: int, float, bool, ts or str."""
+    if pa.types.is_timestamp(t):
+        return "ts"
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_boolean(t):
+        return "bool"
+    return "str"
