@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import json
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 INSERT, UPDATE_PRE, UPDATE_POST, DELETE = 0, 1, 2, 3
 CHANGE_CODES = {"insert": INSERT, "update_preimage": UPDATE_PRE, "update_postimage": UPDATE_POST,
@@ -115,3 +118,42 @@ def kind_of(t: pa.DataType) -> str:
     if pa.types.is_boolean(t):
         return "bool"
     return "str"
+
+
+def group_keys(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[np.ndarray, dict[str, list]]:
+    """Canonical group keys (compact JSON arrays of the PARTITION BY values) for n rows.
+
+    Timestamps become int64 microseconds, everything else its Python value (NULL -> null); the
+    same values always give the same key, in streams and in batch queries alike. Cost: one
+    dictionary encoding per column plus one JSON dump per distinct group.
+
+    Returns:
+        ``(gkeys, values)``: object array of keys per row, and key -> list of values.
+    """
+    if not columns:
+        return np.full(n, "[]", dtype=object), {"[]": []}
+    combined = np.zeros(n, np.int64)
+    dictionaries = []
+    for col in columns:
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+        enc = pc.dictionary_encode(col, null_encoding="encode")
+        dictionary = enc.dictionary.to_pylist()
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        combined = combined * len(dictionary) + idx
+        dictionaries.append(dictionary)
+    uniq, inv = np.unique(combined, return_inverse=True)
+    keys, values = [], {}
+    for code in uniq:
+        vals = []
+        rest = int(code)
+        for dictionary in reversed(dictionaries):
+            rest, i = divmod(rest, len(dictionary))
+            vals.append(dictionary[i])
+        vals.reverse()
+        k = json.dumps(vals, separators=(",", ":"), ensure_ascii=False, default=str)
+        keys.append(k)
+        values[k] = vals
+    return np.array(keys, dtype=object)[inv], values

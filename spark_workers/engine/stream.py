@@ -369,6 +369,8 @@ class IntervalEngine:
         out = combine(self.aggs, Partials.concat(emit))
         stats["open_windows"] = len(state.open)
         stats["state_bytes"] = state.nbytes()
+        seen = state.max_ts[state.max_ts != I64_MIN]
+        stats["max_ts"] = int(seen.max()) if seen.size else None
         return StepOutput(self._results(state, out), removals, events, stats)
 
     def _recalculate(self, state: StreamState, gids: np.ndarray, wstarts: np.ndarray,

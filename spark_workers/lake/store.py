@@ -358,19 +358,27 @@ class Lake:
         return f"'{time.strftime('%Y-%m-%dT%H:%M:%S', t)}.{frac:06d}Z'"
 
     # ------------------------------------------------------------------ reads
-    def dataset(self, db: str, storage: str, version: int | None = None) -> tuple[int, pads.Dataset]:
-        """``(version, pyarrow Dataset)`` of a snapshot in storage form (for DuckDB scans)."""
-        dt = self.delta(db, storage)
+    def dataset(self, db: Database, table: Table, version: int | None = None) -> tuple[int, pads.Dataset]:
+        """``(version, pyarrow Dataset)`` of a snapshot in storage form (for DuckDB scans).
+
+        Built from the snapshot's file list with the declared storage schema (delta-rs writes
+        strings as ``string_view``; scans cast them back, so filter pushdown sees one type).
+        """
+        dt = self.delta(db.name, table.name)
         if version is not None and version != dt.version():
-            dt = DeltaTable(str(self.table_path(db, storage)), version=version)
-        return int(dt.version()), dt.to_pyarrow_dataset()
+            dt = DeltaTable(str(self.table_path(db.name, table.name)), version=version)
+        root = str(self.table_path(db.name, table.name))
+        ds = pads.dataset(dt.file_uris(), schema=storage_schema(db, table.columns), format="parquet",
+                          partitioning=pads.partitioning(pa.schema([("_bucket", pa.int64())]), flavor="hive"),
+                          partition_base_dir=root)
+        return int(dt.version()), ds
 
     def read(self, db: Database, table: Table, *, version: int | None = None,
              tbnames: list[str] | None = None, ts_min: int | None = None, ts_max: int | None = None,
              columns: list[str] | None = None, buckets: tuple[int, int] | None = None) -> pa.Table:
         """Rows of a snapshot in engine form, filtered by tbnames, inclusive ts bounds and an
         inclusive ``_bucket`` range, sorted by (tbname, ts)."""
-        _, ds = self.dataset(db.name, table.name, version)
+        _, ds = self.dataset(db, table, version)
         ts_name = table.columns[0].physical
         flt = None
 

@@ -1,0 +1,155 @@
+"""Reading a trigger table as a stream: history snapshot, then the change data feed.
+
+Offsets are ``{"v": version, "h": index}``: everything up to Delta ``version`` has been delivered,
+except, while ``h >= 0``, the history snapshot's time buckets from index ``h`` on. A stream created
+with FILL_HISTORY starts at ``{"v": H, "h": 0}`` (H = the version when CREATE STREAM returned) and
+walks the snapshot bucket by bucket in time order; any other stream starts at ``{"v": S, "h": -1}``
+and reads changes after S. Rows come out in the logical schema (column and tag names users write,
+TIMESTAMP as ``timestamp[us, UTC]``) plus ``_ct`` change kind, ``_cv`` commit version, ``_seq``
+arrival order, ``_hist`` and ``_bv`` (the version the batch ends at).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_workers.engine.rows import CHANGE_CODES, INSERT
+from spark_workers.lake.catalog import Database
+from spark_workers.lake.store import Lake
+
+META_FIELDS = [pa.field("_ct", pa.int8()), pa.field("_cv", pa.int64()), pa.field("_seq", pa.int64()),
+               pa.field("_hist", pa.bool_()), pa.field("_bv", pa.int64())]
+SEQ_SHIFT = 1 << 32
+
+
+def logical_type(db: Database, t: object) -> pa.DataType:
+    from spark_workers.tdtypes import TdType
+
+    assert isinstance(t, TdType)
+    if t.name == "TIMESTAMP":
+        return pa.int64() if db.precision == "ns" else pa.timestamp("us", tz="UTC")
+    return t.arrow(db.precision)
+
+
+class ChangeReader:
+    """Reads one trigger table (supertable, subtable or normal table) as a stream of rows.
+
+    Args:
+        lake: the lake.
+        db: database name; table: the table the stream reads (a subtable filters its supertable).
+    """
+
+    def __init__(self, lake: Lake, db: str, table: str) -> None:
+        self.lake = lake
+        self.db = lake.catalog.require_database(db)
+        t = lake.catalog.require_table(self.db.name, table)
+        self.table = t
+        self.storage = t if t.kind != "sub" else lake.catalog.require_table(self.db.name, t.storage)
+        self.tbname = t.name if t.kind == "sub" else None
+
+    def schema(self) -> pa.Schema:
+        """Logical schema of the rows (columns, tags, meta fields)."""
+        fields = [pa.field("tbname", pa.string())]
+        fields += [pa.field(c.name, logical_type(self.db, c.type)) for c in self.storage.columns]
+        fields += [pa.field(g.name, logical_type(self.db, g.type)) for g in self.storage.tags]
+        return pa.schema(fields + META_FIELDS)
+
+    def latest_version(self) -> int:
+        return self.lake.version(self.db.name, self.storage.name)
+
+    def history_buckets(self, version: int) -> list[int]:
+        return self.lake.buckets(self.db.name, self.storage.name, version)
+
+    def read_history(self, version: int, b_lo: int, b_hi: int, seq_base: int = 0) -> pa.Table:
+        """Snapshot ``version`` rows with ``b_lo <= _bucket <= b_hi`` as inserts (``_hist`` true)."""
+        t = self.lake.read(self.db, self.storage, version=version, buckets=(b_lo, b_hi),
+                           tbnames=[self.tbname] if self.tbname else None)
+        if t.num_rows:
+            t = t.sort_by([(self.storage.columns[0].physical, "ascending"), ("tbname", "ascending")])
+        n = t.num_rows
+        meta = {"_ct": np.full(n, INSERT, np.int8), "_cv": np.full(n, version, np.int64),
+                "_seq": np.arange(n, dtype=np.int64) + seq_base, "_hist": np.ones(n, bool),
+                "_bv": np.full(n, version, np.int64)}
+        return self._logical(t, meta)
+
+    def read_changes(self, start: int, end: int) -> pa.Table:
+        """Change feed rows of versions ``(start, end]`` in commit order."""
+        t = self.lake.changes(self.db, self.storage, start, end)
+        if self.tbname is not None and t.num_rows:
+            t = t.filter(pc.equal(t.column("tbname"), self.tbname))
+        n = t.num_rows
+        ct = np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8) if n \
+            else np.empty(0, np.int8)
+        cv = t.column("_commit_version").cast(pa.int64()).to_numpy(zero_copy_only=False) if n \
+            else np.empty(0, np.int64)
+        seq = cv * SEQ_SHIFT + np.arange(n, dtype=np.int64)
+        meta = {"_ct": ct, "_cv": cv, "_seq": seq, "_hist": np.zeros(n, bool), "_bv": np.full(n, end, np.int64)}
+        return self._logical(t.drop_columns([c for c in ("_change_type", "_commit_version") if c in t.column_names]),
+                             meta)
+
+    def _logical(self, t: pa.Table, meta: dict[str, np.ndarray]) -> pa.Table:
+        """Engine-form rows -> logical schema: names, timestamps, tags joined."""
+        schema = self.schema()
+        n = t.num_rows
+        cols: list[pa.Array] = [t.column("tbname").cast(pa.string()) if n else pa.array([], pa.string())]
+        for c in self.storage.columns:
+            typ = schema.field(c.name).type
+            col = t.column(c.physical) if c.physical in t.column_names else pa.nulls(n, pa.int64())
+            if c.type.name == "TIMESTAMP" and self.db.precision != "ns":
+                col = pc.multiply(col.cast(pa.int64()), {"ms": 1000, "us": 1}[self.db.precision]).cast(typ)
+            else:
+                col = col.cast(typ)
+            cols.append(col)
+        if self.storage.tags:
+            tags = self.lake.catalog.subtable_tags(self.db.name, self.storage.name)
+            idx = pc.index_in(t.column("tbname").cast(pa.string()), value_set=tags.column("tbname")) if n \
+                else pa.array([], pa.int32())
+            for g in self.storage.tags:
+                typ = schema.field(g.name).type
+                col = tags.column(g.physical).take(idx) if n else pa.array([], typ)
+                if g.type.name == "TIMESTAMP" and self.db.precision != "ns":
+                    col = col.cast(typ)
+                cols.append(col.cast(typ))
+        for f in META_FIELDS:
+            cols.append(pa.array(meta[f.name], f.type))
+        return pa.Table.from_arrays(cols, schema=schema)
+
+
+def next_offset(reader: ChangeReader, start: dict[str, int], *, max_buckets: int = 8,
+                max_versions: int = 1000) -> dict[str, int]:
+    """The end offset of the next micro-batch from ``start`` (equal to ``start`` when there is no
+    new data). History advances ``max_buckets`` time buckets at a time and never past its own
+    snapshot; the change feed advances ``max_versions`` versions at a time."""
+    v, h = int(start["v"]), int(start["h"])
+    if h >= 0:
+        buckets = reader.history_buckets(v)
+        nxt = h + max_buckets
+        return {"v": v, "h": -1} if nxt >= len(buckets) else {"v": v, "h": nxt}
+    latest = reader.latest_version()
+    if latest <= v:
+        return {"v": v, "h": -1}
+    return {"v": min(latest, v + max_versions), "h": -1}
+
+
+def read_range(reader: ChangeReader, start: dict[str, int], end: dict[str, int]) -> pa.Table:
+    """Rows between two offsets (see module docstring)."""
+    v0, h0 = int(start["v"]), int(start["h"])
+    v1, h1 = int(end["v"]), int(end["h"])
+    if h0 >= 0:
+        buckets = reader.history_buckets(v0)
+        upto = len(buckets) if h1 < 0 else h1
+        if h0 >= upto or not buckets:
+            return reader.schema().empty_table()
+        return reader.read_history(v0, buckets[h0], buckets[upto - 1])
+    if v1 <= v0:
+        return reader.schema().empty_table()
+    return reader.read_changes(v0, v1)
+
+
+def initial_offset(start_version: int, history_version: int | None) -> dict[str, int]:
+    """Where a new stream starts (module docstring)."""
+    if history_version is not None:
+        return {"v": int(history_version), "h": 0}
+    return {"v": int(start_version), "h": -1}

@@ -1,0 +1,169 @@
+"""The per-bucket kernel: one micro-batch of one bucket -> engine step -> output rows.
+
+Runs inside ``applyInPandasWithState`` (Python workers) and in ``LocalRunner`` (tests), so it
+depends on nothing from Spark. Its configuration is a small picklable ``KernelConfig``.
+
+Input rows (stage-1 shape): ``_g0..`` group values, ``_ts`` (int64, precision units), ``_i0..``
+aggregate inputs, ``_ct`` change kind (0 insert, 1 update pre-image, 2 update post-image,
+3 delete), ``_seq`` arrival order, ``_hist`` FILL_HISTORY row, ``_bv`` lake version the batch
+ends at (recalculation reads that snapshot).
+
+Output rows (``OUTPUT_FIELDS`` + one column per aggregate): ``_kind`` ``r`` result, ``x`` removal,
+``e`` event, ``s`` stats.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.rows import RowBatch, column_arrays, group_keys
+from spark_workers.engine.stream import IntervalEngine, StepOutput, StreamRules, StreamState
+from spark_workers.engine.windows import IntervalAssigner
+
+OUTPUT_FIELDS = [
+    pa.field("_bucket", pa.int32()),
+    pa.field("_kind", pa.string()),
+    pa.field("_gkey", pa.string()),
+    pa.field("_wstart", pa.int64()),
+    pa.field("_wend", pa.int64()),
+    pa.field("_event", pa.string()),
+    pa.field("_hist", pa.bool_()),
+    pa.field("_stats", pa.string()),
+]
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Picklable settings of a stream's kernel.
+
+    Attributes:
+        lake_root: the lake folder (recalculation reads snapshots from it).
+        db, table: the source storage table; ``tbname_filter`` when the source is a subtable.
+        tz: server time zone for the stage-1 SQL.
+        interval, sliding, offset: the INTERVAL window in precision units.
+        aggs: aggregate specs (with input kinds).
+        rules: trigger mode and time rules.
+        groups: stage-1 group column names; ``group_is_tbname`` when the only group is tbname.
+        inputs: stage-1 aggregate input names.
+        stage1_sql: DuckDB stage-1 query over the placeholder view ``__SOURCE__``.
+        input_types: Arrow type per input (for result types).
+    """
+
+    lake_root: str
+    db: str
+    table: str
+    tbname_filter: str | None
+    tz: str
+    interval: int
+    sliding: int
+    offset: int
+    aggs: tuple[AggSpec, ...]
+    rules: StreamRules
+    groups: tuple[str, ...]
+    group_is_tbname: bool
+    inputs: tuple[str, ...]
+    stage1_sql: str
+    input_types: tuple[tuple[str, pa.DataType], ...]
+
+    def engine(self) -> IntervalEngine:
+        return IntervalEngine(IntervalAssigner(self.interval, self.sliding, self.offset), list(self.aggs),
+                              self.rules)
+
+    def output_schema(self) -> pa.Schema:
+        types = dict(self.input_types)
+        fields = list(OUTPUT_FIELDS)
+        for a in self.aggs:
+            fields.append(pa.field(a.name, result_arrow_type(a, types.get(a.input or ""))))
+        return pa.schema(fields)
+
+
+def rows_from_table(cfg: KernelConfig, t: pa.Table) -> RowBatch:
+    """Stage-1 Arrow rows -> engine RowBatch, sorted into arrival order by ``_seq``."""
+    if "_seq" in t.column_names and t.num_rows > 1:
+        t = t.take(pa.array(np.argsort(t.column("_seq").to_numpy(zero_copy_only=False), kind="stable")))
+    gkeys, _ = group_keys([t.column(g) for g in cfg.groups], t.num_rows)
+    ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
+    inputs = {n: column_arrays(t.column(n)) for n in cfg.inputs}
+    change = t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False) if "_ct" in t.column_names else None
+    hist = t.column("_hist").to_numpy(zero_copy_only=False) if "_hist" in t.column_names else None
+    return RowBatch(gkeys, ts, inputs, change, hist)
+
+
+class Kernel:
+    """Runs engine steps for one stream (any bucket)."""
+
+    def __init__(self, cfg: KernelConfig) -> None:
+        self.cfg = cfg
+        self.engine = cfg.engine()
+        self._lake: Any = None
+
+    @property
+    def lake(self) -> Any:
+        if self._lake is None:
+            from spark_workers.lake.store import Lake
+
+            self._lake = Lake(self.cfg.lake_root)
+        return self._lake
+
+    def recalc_reader(self, version: int) -> Any:
+        """A ``RecalcReader`` over the lake snapshot ``version`` using the stage-1 SQL."""
+        cfg = self.cfg
+
+        def read(gkeys: list[str], lo: int, hi: int) -> RowBatch:
+            from spark_workers.sql.duck import DuckSession
+            from spark_workers.sql.planner import resolve
+            from spark_workers.sql import ast
+
+            src = resolve(self.lake.catalog, ast.TableName(cfg.tbname_filter or cfg.table, cfg.db), cfg.db)
+            tbnames = None
+            if cfg.group_is_tbname:
+                tbnames = [json.loads(k)[0] for k in gkeys]
+            with DuckSession(self.lake) as duck:
+                view = duck.register_source(src, version, ts_range=(lo, hi), tbnames=tbnames)
+                t = duck.query(cfg.stage1_sql.replace("__SOURCE__", view))
+            rows = rows_from_table(cfg, t)
+            if len(rows):
+                keep = np.isin(rows.gkey, np.array(gkeys, dtype=object))
+                rows = rows.take(np.flatnonzero(keep))
+            return rows
+
+        return read
+
+    def step(self, bucket: int, state_bytes: bytes | None, t: pa.Table) -> tuple[pa.Table, bytes]:
+        """One micro-batch of one bucket: returns (output rows, new state)."""
+        state = StreamState.from_bytes(list(self.cfg.aggs), state_bytes) if state_bytes else self.engine.new_state()
+        rows = rows_from_table(self.cfg, t)
+        version = int(t.column("_bv")[0].as_py()) if "_bv" in t.column_names and t.num_rows else None
+        out = self.engine.step(state, rows, self.recalc_reader(version) if version is not None else None)
+        return self.to_table(bucket, out), state.to_bytes()
+
+    def to_table(self, bucket: int, out: StepOutput) -> pa.Table:
+        """StepOutput -> rows of the kernel's output schema."""
+        schema = self.cfg.output_schema()
+        res = out.upserts
+        n_r, n_x, n_e = len(res), len(out.removals), len(out.events)
+        n = n_r + n_x + n_e + 1
+        kind = ["r"] * n_r + ["x"] * n_x + ["e"] * n_e + ["s"]
+        gkey = list(res.gkey) + [k for k, _ in out.removals] + [e.gkey for e in out.events] + [None]
+        wstart = list(res.wstart) + [w for _, w in out.removals] + [e.wstart for e in out.events] + [None]
+        wend = (list(res.wend) + [w + self.engine.assigner.interval for _, w in out.removals]
+                + [e.wend for e in out.events] + [None])
+        event = [None] * (n_r + n_x) + [e.kind for e in out.events] + [None]
+        hist = [False] * (n_r + n_x) + [e.history for e in out.events] + [False]
+        stats = [None] * (n - 1) + [json.dumps(out.stats)]
+        cols: list[pa.Array] = [
+            pa.array(np.full(n, bucket, np.int32)), pa.array(kind, pa.string()), pa.array(gkey, pa.string()),
+            pa.array(wstart, pa.int64()), pa.array(wend, pa.int64()), pa.array(event, pa.string()),
+            pa.array(hist, pa.bool_()), pa.array(stats, pa.string())]
+        for a in self.cfg.aggs:
+            typ = schema.field(a.name).type
+            vals, valid = res.values[a.name]
+            head = to_arrow(vals, valid, typ)
+            cols.append(pa.concat_arrays([head, pa.nulls(n - n_r, typ)]))
+        return pa.Table.from_arrays(cols, schema=schema)

@@ -1,0 +1,40 @@
+"""From a CompiledStream to the pieces each runtime needs: the kernel config and stage 1."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from spark_workers.runtime.kernel import KernelConfig
+from spark_workers.sql.select import stage1_sql
+from spark_workers.sql.streams import CompiledStream
+from spark_workers.sql.translate import to_sql
+
+META = ("_ct", "_cv", "_seq", "_hist", "_bv")
+
+
+def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
+    """The picklable kernel settings of a compiled stream."""
+    a = c.assigner
+    groups = c.plan.groups
+    by_tbname = len(groups) == 1 and isinstance(groups[0].expr, exp.Column) and groups[0].expr.name.lower() == "tbname"
+    return KernelConfig(
+        lake_root=str(lake_root), db=c.source.db.name, table=c.source.storage.name,
+        tbname_filter=c.source.tbname_filter, tz=tz, interval=a.interval, sliding=a.sliding, offset=a.offset,
+        aggs=tuple(c.aggs), rules=c.rules, groups=tuple(g.name for g in groups), group_is_tbname=by_tbname,
+        inputs=tuple(c.plan.inputs), stage1_sql=stage1_sql(c.plan, "__SOURCE__", "duckdb", tz),
+        input_types=tuple(c.input_types.items()))
+
+
+def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
+    """Spark SQL of stage 1: the WHERE condition (or None) and the select expressions
+    (``_g*``, ``_ts``, ``_i*`` and the meta columns)."""
+    scope = c.source.scope(tz)
+    ts = "`" + c.source.table.columns[0].name.replace("`", "``") + "`"
+    ts_expr = {"ms": f"CAST(unix_micros({ts}) DIV 1000 AS BIGINT)", "us": f"unix_micros({ts})",
+               "ns": f"CAST({ts} AS BIGINT)"}[c.precision]
+    exprs = [f"{to_sql(g.expr, 'spark', scope)} AS `{g.name}`" for g in c.plan.groups]
+    exprs.append(f"{ts_expr} AS `_ts`")
+    exprs += [f"{to_sql(e, 'spark', scope)} AS `{n}`" for n, e in c.plan.inputs.items()]
+    exprs += [f"`{m}`" for m in META]
+    cond = to_sql(c.plan.filter, "spark", scope) if c.plan.filter is not None else None
+    return cond, exprs

@@ -1,0 +1,290 @@
+"""What ``foreachBatch`` does with a micro-batch of kernel output.
+
+For micro-batch ``batch_id`` of a stream:
+
+1. stage 3 (DuckDB) turns window results into output rows: the select list, with ``_wstart``
+   in front when the query's first column is not a timestamp;
+2. output rows are upserted into the output supertable, one subtable per group (created with its
+   tag values on first sight), in one Delta commit that records ``(stream, batch_id)`` as a Delta
+   ``txn``: a replayed batch is skipped, so a restart never duplicates a window;
+3. windows left without rows are deleted from the output;
+4. window events become notification messages (ids stable per batch) sent to every URL;
+5. progress (rows, windows, state, notifications, watermark, duration) goes to ``progress``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_workers.duration import NS_PER_PRECISION
+from spark_workers.errors import LakeError
+from spark_workers.lake.catalog import Table
+from spark_workers.lake.store import Lake
+from spark_workers.notify.messages import Event, build_messages
+from spark_workers.notify.sender import Sender
+from spark_workers.sql.duck import DuckSession, quote
+from spark_workers.sql.select import stage3_sql
+from spark_workers.sql.streams import CompiledStream, default_subtable, ensure_output_table, group_id
+from spark_workers.sql.translate import Scope, to_sql
+from spark_workers.sql.values import coerce
+
+
+@dataclass
+class BatchReport:
+    """Progress of one micro-batch (published live and stored)."""
+
+    batch_id: int
+    input_rows: int = 0
+    output_rows: int = 0
+    removed_windows: int = 0
+    events: int = 0
+    notifications_sent: int = 0
+    notifications_failed: int = 0
+    open_windows: int = 0
+    state_bytes: int = 0
+    expired_rows: int = 0
+    recalculated: int = 0
+    watermark_ms: int | None = None
+    max_event_ms: int | None = None
+    phase: str = "live"
+    duration_ms: float = 0.0
+    rows_per_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.update(d.pop("extra"))
+        return d
+
+
+class OutputSink:
+    """Writes one stream's micro-batches (see module docstring).
+
+    Args:
+        compiled: the compiled stream.
+        lake: the lake.
+        stream_key: stable identifier of the stream (names the Delta txn app id and event ids).
+        tz: server time zone.
+        sender: notification sender (None: events are counted but not sent).
+        progress: callback receiving each BatchReport.
+    """
+
+    def __init__(self, compiled: CompiledStream, lake: Lake, *, stream_key: str, tz: str = "UTC",
+                 sender: Sender | None = None, progress: Callable[[BatchReport], None] | None = None) -> None:
+        self.c = compiled
+        self.lake = lake
+        self.key = stream_key
+        self.tz = tz
+        self.sender = sender
+        self.progress = progress or (lambda r: None)
+        self.bucket_stats: dict[int, dict[str, Any]] = {}
+        self._subtables: dict[str, str] = {}
+        self.precision = compiled.precision
+        self._per_us = {"ms": 1000, "us": 1, "ns": None}[self.precision]
+
+    @property
+    def app_id(self) -> str:
+        return f"tdweb-stream:{self.key}"
+
+    # ------------------------------------------------------------------ main entry
+    def process(self, batch: pa.Table, batch_id: int, *, phase: str = "live") -> BatchReport:
+        """Handle one micro-batch of kernel output rows (any bucket order)."""
+        t0 = time.perf_counter()
+        rep = BatchReport(batch_id, phase=phase)
+        kind = batch.column("_kind")
+        stats = batch.filter(pc.equal(kind, "s"))
+        self._stats(stats, rep)
+        results = batch.filter(pc.equal(kind, "r"))
+        removals = batch.filter(pc.equal(kind, "x"))
+        events = batch.filter(pc.equal(kind, "e"))
+        out_rows: dict[tuple[str, int], dict[str, Any]] = {}
+        table = self._output_table()
+        if results.num_rows:
+            data, out_rows = self._stage3(results, table)
+            if data is not None and data.num_rows:
+                db = self.lake.catalog.require_database(self.c.out_db)
+                self.lake.write(db, table, data, txn=(self.app_id, batch_id))
+                rep.output_rows = data.num_rows
+        if removals.num_rows:
+            rep.removed_windows = self._remove(removals, table)
+        if events.num_rows:
+            self._notify(events, out_rows, batch_id, rep)
+        rep.duration_ms = (time.perf_counter() - t0) * 1000
+        self.progress(rep)
+        return rep
+
+    # ------------------------------------------------------------------ pieces
+    def _stats(self, stats: pa.Table, rep: BatchReport) -> None:
+        for b, s in zip(stats.column("_bucket").to_pylist(), stats.column("_stats").to_pylist(), strict=True):
+            d = json.loads(s)
+            rep.input_rows += int(d.get("rows_in", 0))
+            rep.expired_rows += int(d.get("rows_expired", 0))
+            rep.recalculated += int(d.get("recalculated", 0))
+            self.bucket_stats[int(b)] = d
+        rep.open_windows = sum(int(d.get("open_windows", 0)) for d in self.bucket_stats.values())
+        rep.state_bytes = sum(int(d.get("state_bytes", 0)) for d in self.bucket_stats.values())
+        latest = [int(d["max_ts"]) for d in self.bucket_stats.values() if d.get("max_ts") is not None]
+        if latest:
+            per = NS_PER_PRECISION[self.precision]
+            mx = max(latest)
+            rep.max_event_ms = mx * per // 1_000_000
+            rep.watermark_ms = (mx - self.c.rules.watermark) * per // 1_000_000
+
+    def _output_table(self) -> Table:
+        t = self.lake.catalog.table(self.c.out_db, self.c.out_table)
+        if t is None or not self.lake.exists(self.c.out_db, self.c.out_table):
+            # seed 002 "Database and Table Operations": a dropped output table is recreated
+            ensure_output_table(self.c, self.lake, sql=self.c.spec.sql)
+            t = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
+        return t
+
+    def _windows_table(self, rows: pa.Table) -> pa.Table:
+        """Kernel rows -> stage-3 input (``_g*``, ``_wstart``, ``_wend``, ``_wduration``, ``_a*``)."""
+        gkeys = rows.column("_gkey").to_pylist()
+        values = [json.loads(k) for k in gkeys]
+        cols: dict[str, pa.Array] = {}
+        for i, g in enumerate(self.c.plan.groups):
+            gt = self.c.group_types[i]
+            vals = [v[i] if i < len(v) else None for v in values]
+            if pa.types.is_timestamp(gt):
+                cols[g.name] = pa.array(vals, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+            else:
+                cols[g.name] = pa.array(vals, gt)
+        ws = rows.column("_wstart").cast(pa.int64())
+        we = rows.column("_wend").cast(pa.int64())
+        if self._per_us:
+            ts_t = pa.timestamp("us", tz="UTC")
+            cols["_wstart"] = pc.multiply(ws, self._per_us).cast(ts_t)
+            cols["_wend"] = pc.multiply(we, self._per_us).cast(ts_t)
+        else:
+            ts_t = pa.timestamp("ns", tz="UTC")
+            cols["_wstart"] = ws.cast(ts_t)
+            cols["_wend"] = we.cast(ts_t)
+        cols["_wduration"] = pc.subtract(we, ws)
+        for a in self.c.aggs:
+            cols[a.name] = rows.column(a.name)
+        cols["_gkey"] = rows.column("_gkey")
+        cols["_ws"] = ws
+        return pa.table(cols)
+
+    def _stage3(self, results: pa.Table, table: Table) -> tuple[pa.Table | None, dict[tuple[str, int], dict[str, Any]]]:
+        """Output rows in engine form for ``table`` and, per (gkey, wstart), the result dict used
+        by WINDOW_CLOSE notifications."""
+        with DuckSession(None) as duck:
+            view = duck.register_arrow(self._windows_table(results))
+            out = duck.query(stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True))
+        gkeys = out.column("_gkey").to_pylist()
+        ws = out.column("_ws").to_pylist()
+        names = [self._subtable(g) for g in gkeys]
+        cols: dict[str, Any] = {"tbname": pa.array(names, pa.string())}
+        by_name: dict[str, list[Any]] = {}
+        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+            if col_plan.source < 0:
+                arr = pa.array(ws, pa.int64())
+            else:
+                arr = out.column(f"_o{col_plan.source}")
+                if pa.types.is_timestamp(arr.type):
+                    arr = self._ts_ints(arr)
+            cols[phys.physical] = arr
+            by_name[col_plan.name] = arr.to_pylist()
+        data = pa.table(cols)
+        out_rows = {}
+        for i, (g, w) in enumerate(zip(gkeys, ws, strict=True)):
+            out_rows[(g, int(w))] = {n: v[i] for n, v in by_name.items()}
+        return data, out_rows
+
+    def _ts_ints(self, arr: pa.ChunkedArray | pa.Array) -> pa.Array:
+        """Timestamp column -> int64 in the stream's precision."""
+        unit = arr.type.unit
+        ints = arr.cast(pa.timestamp(unit)).cast(pa.int64())
+        per_unit = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[unit]
+        want = NS_PER_PRECISION[self.precision]
+        if per_unit == want:
+            return ints
+        if per_unit > want:
+            return pc.multiply(ints, per_unit // want)
+        return pc.divide(ints, want // per_unit)
+
+    def _subtable(self, gkey: str) -> str:
+        """Output subtable of a group, created in the catalog with its tags on first use."""
+        name = self._subtables.get(gkey)
+        if name is not None:
+            return name
+        values = json.loads(gkey)
+        gid = group_id(gkey)
+        if self.c.subtable_expr is not None:
+            with DuckSession(None) as duck:
+                cols = {g.display: [values[i] if i < len(values) else None] for i, g in enumerate(self.c.plan.groups)}
+                view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
+                scope = Scope({}, None, self.precision, self.tz)
+                expr = to_sql(self.c.subtable_expr, "duckdb", scope)
+                base = duck.query(f"SELECT CAST({expr} AS VARCHAR) AS n FROM {view}").column("n")[0].as_py()
+            name = f"{base}_{self.c.out_table}_{gid}"[:192]
+        else:
+            name = default_subtable(self.c.out_table, gkey)
+        db = self.lake.catalog.require_database(self.c.out_db)
+        stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
+        tags = {}
+        for tp, tag in zip(self.c.tags, stable.tags, strict=False):
+            v = gid if tp.group_index is None else (values[tp.group_index] if tp.group_index < len(values) else None)
+            if isinstance(v, int) and tag.type.name == "TIMESTAMP":
+                v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
+            try:
+                tags[tag.name.lower()] = coerce(v, tag.type, db.precision, self.tz, f"tag {tag.name}")
+            except Exception:
+                tags[tag.name.lower()] = None
+        self.lake.catalog.create_subtables([Table(db.name, name, "sub", (), (), stable.name, tags)])
+        self._subtables[gkey] = name
+        return name
+
+    def _remove(self, removals: pa.Table, table: Table) -> int:
+        """Delete the output rows of windows that lost all their rows."""
+        db = self.lake.catalog.require_database(self.c.out_db)
+        first = self.c.columns[0]
+        if first.source < 0:
+            keys = [(g, int(w), int(w)) for g, w in zip(removals.column("_gkey").to_pylist(),
+                                                        removals.column("_wstart").to_pylist(), strict=True)]
+        else:
+            nulls = removals
+            with DuckSession(None) as duck:
+                view = duck.register_arrow(self._windows_table(nulls))
+                out = duck.query(stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True))
+            vals = self._ts_ints(out.column(f"_o{first.source}")).to_pylist()
+            keys = [(g, int(w), v) for g, w, v in zip(out.column("_gkey").to_pylist(), out.column("_ws").to_pylist(),
+                                                       vals, strict=True) if v is not None]
+        n = 0
+        for gkey, _w, ts in keys:
+            try:
+                self.lake.delete(db, table, ts_min=ts, ts_max=ts, tbnames=[self._subtable(gkey)])
+                n += 1
+            except LakeError:
+                raise
+        return n
+
+    def _notify(self, events: pa.Table, out_rows: dict[tuple[str, int], dict[str, Any]], batch_id: int,
+                rep: BatchReport) -> None:
+        notify = self.c.notify
+        evs: list[Event] = []
+        for g, w, we, kind in zip(events.column("_gkey").to_pylist(), events.column("_wstart").to_pylist(),
+                                  events.column("_wend").to_pylist(), events.column("_event").to_pylist(), strict=True):
+            result = out_rows.get((g, int(w))) if kind == "WINDOW_CLOSE" else None
+            evs.append(Event(self._subtable(g), kind, g, group_id(g), int(w), int(we) if we is not None else None,
+                             result))
+        rep.events = len(evs)
+        if notify is None or not evs or self.sender is None:
+            return
+        for msg in build_messages(self.key, self.c.spec.name, self.c.spec.trigger.get("type", "interval"), evs,
+                                  batch_id):
+            n = len(msg["streams"][0]["events"])
+            for url in notify.urls:
+                if self.sender.deliver(url, msg, on_failure=notify.on_failure):
+                    rep.notifications_sent += n
+                else:
+                    rep.notifications_failed += n

@@ -1,0 +1,331 @@
+"""Interactive SELECT on DuckDB over lake snapshots; window clauses through the engine.
+
+Plain queries (filters, joins, GROUP BY, aggregates, ORDER BY, LIMIT) are translated to DuckDB.
+``PARTITION BY`` without a window groups aggregates (or orders rows) by the partition values.
+Window queries run the three stages of ``planner.WindowPlan``: DuckDB input -> engine windows
+(the same functions streams use) -> DuckDB output projection.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
+from spark_workers.engine.stream import WindowResults, window_aggregate
+from spark_workers.errors import Code, SqlError
+from spark_workers.sql import ast
+from spark_workers.sql.duck import DuckSession, quote
+from spark_workers.sql.planner import (
+    Source,
+    WindowPlan,
+    aggregate_call,
+    offset_of,
+    output_type,
+    plan_window,
+    resolve,
+)
+from spark_workers.sql.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.sql.translate import PSEUDO_TS, Scope, to_sql
+from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
+
+if TYPE_CHECKING:
+    from spark_workers.sql.executor import Executor
+
+EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
+
+
+def _tables(sel: exp.Expression) -> list[exp.Table]:
+    return [t for t in sel.find_all(exp.Table) if t.name and not isinstance(t.this, exp.Subquery | exp.Select)]
+
+
+def _bind_sources(ex: Executor, duck: DuckSession, sel: exp.Expression, sql: str,
+                  version: int | None = None) -> list[Source]:
+    """Resolve every table of a query, register it in DuckDB and point the tree at the views."""
+    sources = []
+    ctes = {c.alias.lower() for c in sel.find_all(exp.CTE)}
+    for t in _tables(sel):
+        if t.name.lower() in ctes and not t.db:
+            continue
+        name = ast.TableName(t.name, t.db or None)
+        meta = t.this.meta if isinstance(t.this, exp.Identifier) else {}
+        if "start" in meta:
+            name = ast.TableName(t.name, t.db or None, ast.Span(int(meta["start"]), int(meta["end"]) + 1))
+        src = resolve(ex.catalog, name, ex.default_db, sql)
+        sources.append(src)
+        view = duck.register_source(src, version)
+        alias = t.alias or t.name
+        t.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias,
+                                                                                                   quoted=True))))
+    return sources
+
+
+def _scope(sources: list[Source], tz: str) -> Scope:
+    if not sources:
+        return Scope(tz=tz)
+    scope = sources[0].scope(tz)
+    for s in sources[1:]:
+        for k, v in s.columns.items():
+            scope.columns.setdefault(k, v[1])
+    return scope
+
+
+def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
+    """Execute a query for an executor (REST / shell)."""
+    with DuckSession(ex.lake) as duck:
+        sel = q.select.copy()
+        if q.window is not None:
+            return _run_window(ex, duck, q, sel, sql)
+        sources = _bind_sources(ex, duck, sel, sql)
+        if q.partition_by and isinstance(sel, exp.Select):
+            parts = [p.expr.copy() for p in q.partition_by]
+            if any(aggregate_call(n) for item in sel.expressions for n in item.walk()):
+                sel.set("group", exp.Group(expressions=[*parts, *(sel.args["group"].expressions
+                                                                  if sel.args.get("group") else [])]))
+            elif not sel.args.get("order"):
+                sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
+        names = _expand_and_check(sel, q, sources, sql)
+        _default_order(sel, sources)
+        scope = _scope(sources, ex.tz)
+        try:
+            result = duck.query(to_sql(sel, "duckdb", scope))
+        except SqlError:
+            raise
+        except Exception as e:  # DuckDB binder/parser errors name the problem
+            raise SqlError(_duck_message(e), sql=sql, offset=None, code=Code.INVALID_OPERATION) from None
+        columns = _result_columns(result, names, sources)
+        return ResultSet(columns, arrow_rows(result, columns))
+
+
+def _duck_message(e: Exception) -> str:
+    text = str(e).split("\n")[0]
+    for prefix in ("Binder Error: ", "Parser Error: ", "Conversion Error: ", "Invalid Input Error: "):
+        text = text.replace(prefix, "")
+    return text
+
+
+def _default_order(sel: exp.Expression, sources: list[Source]) -> None:
+    """TDengine returns table scans in (tbname, timestamp) order; so do we when no ORDER BY."""
+    if not isinstance(sel, exp.Select) or sel.args.get("order") or sel.args.get("distinct") \
+            or sel.args.get("group") or len(sources) != 1 or sel.args.get("joins"):
+        return
+    if any(aggregate_call(n) or isinstance(n, exp.AggFunc) for item in sel.expressions for n in item.walk()):
+        return
+    src = sources[0]
+    keys = []
+    if src.table.kind == "super":
+        keys.append(exp.Ordered(this=exp.column("tbname", quoted=True)))
+    keys.append(exp.Ordered(this=exp.column(src.table.columns[0].name, quoted=True)))
+    sel.set("order", exp.Order(expressions=keys))
+
+
+def _expand_and_check(sel: exp.Expression, q: ast.SelectQuery, sources: list[Source],
+                      sql: str) -> list[str] | None:
+    """For a single-table SELECT: expand ``*`` to the table's columns and tags (TDengine does not
+    return ``tbname`` for ``*``), reject unknown column names with their position, and return the
+    output column names (alias, else the item's text as written)."""
+    if not isinstance(sel, exp.Select):
+        return None
+    items: list[exp.Expression] = []
+    names: list[str] = []
+    single = len(sources) == 1 and not sel.args.get("joins")
+    for i, item in enumerate(sel.expressions):
+        if isinstance(item, exp.Star) and single:
+            src = sources[0]
+            for c in (*src.storage.columns, *src.storage.tags):
+                items.append(exp.column(c.name, quoted=True))
+                names.append(c.name)
+            continue
+        items.append(item)
+        if isinstance(item, exp.Alias):
+            names.append(item.alias)
+        elif isinstance(item, exp.Column):
+            names.append(item.name)
+        elif i < len(q.item_texts) and not isinstance(item, exp.Star):
+            names.append(q.item_texts[i])
+        else:
+            names.append(item.sql())
+    sel.set("expressions", items)
+    if single:
+        aliases = {i.alias.lower() for i in items if isinstance(i, exp.Alias)}
+        known = set(sources[0].columns) | PSEUDO_TS | aliases
+        for col in sel.find_all(exp.Column):
+            if col.table or col.find_ancestor(exp.Subquery) is not None:
+                continue
+            if col.name.lower() not in known:
+                raise SqlError(f"invalid column name {col.name}: no such column or tag in "
+                               f"{sources[0].table.name}", sql=sql, offset=offset_of(col),
+                               code=Code.INVALID_COLUMN)
+    return names if not any(isinstance(i, exp.Star) for i in items) else None
+
+
+def _result_columns(result: pa.Table, names: list[str] | None, sources: list[Source]) -> list[ResultColumn]:
+    precision = sources[0].db.precision if sources else "ms"
+    out_names = list(result.column_names)
+    if names is not None and len(names) == len(out_names):
+        out_names = names
+    known: dict[str, TdType] = {}
+    for s in sources:
+        for k, (_disp, t) in s.columns.items():
+            known.setdefault(k, t)
+    out = []
+    for name, field in zip(out_names, result.schema, strict=True):
+        t = field.type
+        base = known.get(name.lower())
+        if pa.types.is_timestamp(t):
+            td = TIMESTAMP
+        elif base is not None and base.name == from_arrow(t).name:
+            td = base
+        elif base is not None and base.is_string and pa.types.is_string(t):
+            td = base
+        elif pa.types.is_string(t):
+            td = varchar(256)
+        else:
+            td = from_arrow(t)
+        out.append(ResultColumn(name, td, precision))
+    return out
+
+
+# ---------------------------------------------------------------------- window queries
+
+def stage1_sql(plan: WindowPlan, view: str, backend: str, tz: str, passthrough: tuple[str, ...] = ()) -> str:
+    """SQL of stage 1 over ``view`` (DuckDB), carrying ``passthrough`` columns along."""
+    scope = plan.source.scope(tz)
+    ts_col = quote(plan.source.table.columns[0].name)
+    cols = []
+    for g in plan.groups:
+        cols.append(f"{to_sql(g.expr, backend, scope)} AS {quote(g.name)}")
+    cols.append(f"{EPOCH_FN[plan.source.db.precision]}({ts_col}) AS \"_ts\"")
+    for name, e in plan.inputs.items():
+        cols.append(f"{to_sql(e, backend, scope)} AS {quote(name)}")
+    cols += [quote(p) for p in passthrough]
+    where = f" WHERE {to_sql(plan.filter, backend, scope)}" if plan.filter is not None else ""
+    return f"SELECT {', '.join(cols)} FROM {view}{where}"
+
+
+def rows_from_stage1(plan: WindowPlan, t: pa.Table) -> tuple[RowBatch, dict[str, list], list[AggSpec]]:
+    """Engine input from stage-1 output; also the group values by key and the aggregate specs
+    with their input kinds."""
+    gcols = [t.column(g.name) for g in plan.groups]
+    gkeys, gvalues = group_keys(gcols, t.num_rows)
+    ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
+    inputs = {name: column_arrays(t.column(name)) for name in plan.inputs}
+    aggs = [AggSpec(a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int")
+            for a in plan.aggs]
+    return RowBatch(gkeys, ts, inputs), gvalues, aggs
+
+
+def results_table(plan: WindowPlan, res: WindowResults, gvalues: dict[str, list], aggs: list[AggSpec],
+                  input_types: dict[str, pa.DataType], group_types: list[pa.DataType]) -> pa.Table:
+    """Window results as an Arrow table for stage 3: ``_g*``, ``_wstart``, ``_wend``,
+    ``_wduration``, ``_a*``."""
+    precision = plan.source.db.precision
+    to_us = {"ms": 1000, "us": 1, "ns": None}[precision]
+    cols: dict[str, pa.Array] = {}
+    for i, g in enumerate(plan.groups):
+        vals = [gvalues[k][i] for k in res.gkey]
+        gt = group_types[i]
+        if pa.types.is_timestamp(gt):
+            cols[g.name] = pa.array(vals, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        else:
+            cols[g.name] = pa.array(vals, gt)
+    ts_type = pa.timestamp("us", tz="UTC") if to_us else pa.timestamp("ns", tz="UTC")
+    mult = to_us or 1
+    cols["_wstart"] = pa.array(res.wstart * mult, pa.int64()).cast(ts_type)
+    cols["_wend"] = pa.array(res.wend * mult, pa.int64()).cast(ts_type)
+    cols["_wduration"] = pa.array(res.wend - res.wstart, pa.int64())
+    for a in aggs:
+        in_t = input_types.get(a.input) if a.input else None
+        typ = result_arrow_type(a, in_t)
+        vals, valid = res.values[a.name]
+        cols[a.name] = to_arrow(vals, valid, typ)
+    return pa.table(cols)
+
+
+def stage3_sql(plan: WindowPlan, view: str, tz: str, *, passthrough: tuple[str, ...] = (),
+               streaming: bool = False) -> str:
+    """Stage-3 SQL over the window results registered as ``view``; ``passthrough`` columns are
+    carried along; a stream's stage 3 has no ORDER BY / LIMIT."""
+    scope = Scope({}, None, plan.source.db.precision, tz, frozenset({"_wstart", "_wend"}))
+    items = [f"{to_sql(e, 'duckdb', scope)} AS {quote(f'_o{i}')}" for i, (_n, e) in enumerate(plan.items)]
+    items += [quote(p) for p in passthrough]
+    sql = f"SELECT {', '.join(items)} FROM {view}"
+    if plan.having is not None:
+        sql += f" WHERE {to_sql(plan.having, 'duckdb', scope)}"
+    if streaming:
+        return sql
+    order = [f"{to_sql(o.this, 'duckdb', scope)}{' DESC' if o.args.get('desc') else ''}" for o in plan.order]
+    if not order:
+        order = [quote(g.name) for g in plan.groups] + ['"_wstart"']
+    sql += " ORDER BY " + ", ".join(order)
+    if plan.limit is not None:
+        sql += f" LIMIT {plan.limit}"
+    if plan.offset:
+        sql += f" OFFSET {plan.offset}"
+    return sql
+
+
+def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expression, sql: str) -> ResultSet:
+    if not isinstance(sel, exp.Select):
+        raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
+    tables = _tables(sel)
+    if len(tables) != 1:
+        raise SqlError("a window query reads exactly one table", sql=sql,
+                       offset=offset_of(tables[1]) if len(tables) > 1 else None, code=Code.INVALID_WINDOW)
+    sources = _bind_sources(ex, duck, sel, sql)
+    src = sources[0]
+    view = sel.args["from_"].this.name if sel.args.get("from_") else None
+    if view is None:
+        raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
+    plan = plan_window(q, src, sql)
+    assigner = plan.assigner()
+    try:
+        t1 = duck.query(stage1_sql(plan, view, "duckdb", ex.tz))
+    except SqlError:
+        raise
+    except Exception as e:
+        raise SqlError(_duck_message(e), sql=sql, code=Code.INVALID_OPERATION) from None
+    rows, gvalues, aggs = rows_from_stage1(plan, t1)
+    res = window_aggregate(assigner, aggs, rows)
+    input_types = {n: t1.schema.field(n).type for n in plan.inputs}
+    group_types = [t1.schema.field(g.name).type for g in plan.groups]
+    table = results_table(plan, res, gvalues, aggs, input_types, group_types)
+    wview = duck.register_arrow(table)
+    try:
+        out = duck.query(stage3_sql(plan, wview, ex.tz))
+    except Exception as e:
+        raise SqlError(_duck_message(e), sql=sql, code=Code.INVALID_OPERATION) from None
+    columns = [ResultColumn(name, output_type(name, out.schema.field(i).type, plan), src.db.precision)
+               for i, name in enumerate(plan.output_names)]
+    return ResultSet(columns, arrow_rows(out, columns))
+
+
+def empty_stage_types(plan: WindowPlan, duck: DuckSession, view: str, tz: str) -> tuple[
+        dict[str, pa.DataType], list[pa.DataType], list[AggSpec], pa.Schema]:
+    """Types of stage-1 inputs and group values, aggregate specs and the stage-3 output schema,
+    from a dry run on the empty table (used to create a stream's output table)."""
+    t1 = duck.query(stage1_sql(plan, view, "duckdb", tz) + " LIMIT 0")
+    _, gvalues, aggs = rows_from_stage1(plan, t1)
+    input_types = {n: t1.schema.field(n).type for n in plan.inputs}
+    group_types = [t1.schema.field(g.name).type for g in plan.groups]
+    empty = WindowResults(np.empty(0, object), np.empty(0, np.int64), np.empty(0, np.int64),
+                          {a.name: (np.empty(0, _np_dtype(a, input_types)), np.empty(0, bool)) for a in aggs})
+    table = results_table(plan, empty, gvalues, aggs, input_types, group_types)
+    out = duck.query(stage3_sql(plan, duck.register_arrow(table), tz))
+    return input_types, group_types, aggs, out.schema
+
+
+def _np_dtype(a: AggSpec, input_types: dict[str, pa.DataType]) -> Any:
+    if a.func in ("count",):
+        return np.int64
+    if a.func in ("avg", "spread", "stddev"):
+        return np.float64
+    t = input_types.get(a.input or "")
+    if t is None:
+        return np.float64
+    k = kind_of(t)
+    return {"int": np.int64, "float": np.float64, "bool": np.bool_, "ts": np.int64}.get(k, object)

@@ -1,0 +1,193 @@
+"""One translator, two backends: TDengine expressions -> DuckDB SQL and Spark SQL.
+
+Input expressions are sqlglot trees in tdweb's TDengine dialect (see ``ast.py``). The translator
+rewrites what differs from standard SQL, then lets sqlglot generate the backend's text:
+
+- pseudo columns ``_c0`` / ``_rowts`` -> the table's primary timestamp column;
+- timestamp comparisons with integer literals (epoch in the database precision) or string literals
+  (read in ``TDWEB_TIMEZONE``) -> exact UTC timestamp literals;
+- TDengine functions with other names or semantics (``spread``, ``stddev`` (population),
+  ``first``/``last``/``last_row`` (by timestamp), ``timetruncate``, ``to_iso8601``, ``today``...).
+
+Both backends see TIMESTAMP columns as UTC timestamps with microsecond resolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from spark_workers import timestamps
+from spark_workers.duration import Duration
+from spark_workers.errors import Code, SqlError
+from spark_workers.tdtypes import TdType
+
+BACKENDS = ("duckdb", "spark")
+PSEUDO_TS = frozenset({"_c0", "_rowts"})
+_CMP = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+@dataclass
+class Scope:
+    """What the names of an expression refer to.
+
+    Attributes:
+        columns: lower-case logical column name -> TDengine type (columns, tags, ``tbname``).
+        ts_column: name of the primary timestamp column (target of ``_c0``/``_rowts``).
+        precision: database precision for integer timestamp literals.
+        tz: time zone for timestamp strings without a zone.
+        timestamp_names: extra lower-case names holding timestamps (``_wstart``, ``_wend``).
+    """
+
+    columns: dict[str, TdType] = field(default_factory=dict)
+    ts_column: str | None = None
+    precision: str = "ms"
+    tz: str = "UTC"
+    timestamp_names: frozenset[str] = frozenset()
+
+    def is_timestamp(self, node: exp.Expression) -> bool:
+        if isinstance(node, exp.Column) and not node.table:
+            name = node.name.lower()
+            if name in PSEUDO_TS or name in self.timestamp_names:
+                return True
+            t = self.columns.get(name)
+            return t is not None and t.name == "TIMESTAMP"
+        return isinstance(node, exp.CurrentTimestamp)
+
+
+def func_name(node: exp.Expression) -> str | None:
+    """Lower-case TDengine name of a function call node, or None if ``node`` is not a call."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower()
+    if isinstance(node, exp.StddevPop | exp.Stddev):
+        return "stddev"
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return None
+
+
+def ts_literal(value_us: int) -> exp.Expression:
+    """An exact UTC timestamp literal (``CAST('...+00:00' AS TIMESTAMPTZ)``) for epoch µs."""
+    text = timestamps.render(value_us, "us", "UTC").replace("T", " ").replace("Z", "+00:00")
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("TIMESTAMPTZ"))
+
+
+def literal_epoch(node: exp.Expression, scope: Scope) -> int | None:
+    """Epoch (precision units) of an integer or timestamp-string literal, else None."""
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        v = literal_epoch(node.this, scope)
+        return None if v is None else -v
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            try:
+                return timestamps.parse_literal(node.this, scope.precision, scope.tz)
+            except SqlError:
+                return None
+        if node.is_int:
+            return int(node.this)
+    return None
+
+
+def _to_us(value: int, precision: str) -> int:
+    return {"ms": value * 1000, "us": value, "ns": value // 1000}[precision]
+
+
+def normalize(expr: exp.Expression, scope: Scope) -> exp.Expression:
+    """Backend-neutral rewrite: pseudo columns and timestamp literals (returns a new tree)."""
+    expr = expr.copy()
+
+    def fix_ts(node: exp.Expression, other: exp.Expression) -> None:
+        if scope.is_timestamp(other):
+            v = literal_epoch(node, scope)
+            if v is not None:
+                node.replace(ts_literal(_to_us(v, scope.precision)))
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in PSEUDO_TS:
+            if scope.ts_column is None:
+                raise SqlError(f"{node.name} needs a table with a timestamp column",
+                               code=Code.INVALID_COLUMN)
+            return exp.column(scope.ts_column, quoted=True)
+        return node
+
+    expr = expr.transform(visit, copy=False)
+    for node in list(expr.find_all(*_CMP)):
+        left, right = node.this, node.expression
+        fix_ts(right, left)
+        fix_ts(left, right)
+    for node in list(expr.find_all(exp.Between)):
+        for bound in ("low", "high"):
+            b = node.args.get(bound)
+            if b is not None:
+                fix_ts(b, node.this)
+    for node in list(expr.find_all(exp.In)):
+        for item in node.expressions:
+            fix_ts(item, node.this)
+    return expr
+
+
+def _interval_check(node: exp.Interval) -> None:
+    raw = node.meta.get("td_duration")
+    if raw and Duration.parse(raw).unit == "b":
+        raise SqlError(f"nanosecond durations ({raw}) are not supported in expressions",
+                       code=Code.NOT_SUPPORTED)
+
+
+def _backend_rewrite(expr: exp.Expression, backend: str, scope: Scope) -> exp.Expression:
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Interval):
+            _interval_check(node)
+            return node
+        name = func_name(node)
+        if name is None:
+            return node
+        args = list(node.expressions) if isinstance(node, exp.Anonymous) else None
+        if name == "spread" and args:
+            return exp.Paren(this=exp.Sub(this=exp.Max(this=args[0]), expression=exp.Min(this=args[0].copy())))
+        if name in ("first", "last", "last_row"):
+            arg = node.this if not isinstance(node, exp.Anonymous) else (args[0] if args else None)
+            if arg is None or scope.ts_column is None:
+                raise SqlError(f"{name}() needs one column argument", code=Code.INVALID_FUNCTION)
+            ts = exp.column(scope.ts_column, quoted=True)
+            fn = "arg_min" if name == "first" else "arg_max"
+            if backend == "spark":
+                fn = "min_by" if name == "first" else "max_by"
+            call = exp.Anonymous(this=fn, expressions=[arg.copy(), ts])
+            if name == "last_row":
+                return call
+            return exp.Filter(this=call, expression=exp.Where(this=exp.Not(this=exp.Is(this=arg.copy(),
+                                                                                     expression=exp.Null()))))
+        if name == "today" and not (args or []):
+            return exp.Cast(this=exp.CurrentDate(), to=exp.DataType.build("TIMESTAMPTZ"))
+        if name == "timetruncate" and args and len(args) >= 2:
+            unit = args[1]
+            raw = unit.meta.get("td_duration") if isinstance(unit, exp.Interval) else None
+            if raw is None:
+                raise SqlError("timetruncate() needs a duration literal such as 1h",
+                               code=Code.INVALID_FUNCTION)
+            size_us = Duration.parse(raw).ns // 1000
+            if backend == "duckdb":
+                return exp.Anonymous(this="time_bucket", expressions=[unit, args[0]])
+            micros = exp.Anonymous(this="unix_micros", expressions=[args[0]])
+            bucket = exp.Mul(this=exp.Anonymous(this="floor", expressions=[
+                exp.Div(this=micros, expression=exp.Literal.number(size_us))]),
+                expression=exp.Literal.number(size_us))
+            return exp.Anonymous(this="timestamp_micros", expressions=[bucket])
+        if name == "to_iso8601" and args:
+            if backend == "duckdb":
+                return exp.Anonymous(this="strftime", expressions=[args[0], exp.Literal.string("%Y-%m-%dT%H:%M:%S.%g%z")])
+            return exp.Anonymous(this="date_format", expressions=[args[0], exp.Literal.string("yyyy-MM-dd'T'HH:mm:ss.SSSXXX")])
+        if name == "to_unixtimestamp" and args:
+            return exp.Cast(this=args[0], to=exp.DataType.build("TIMESTAMPTZ"))
+        return node
+
+    return expr.transform(visit, copy=False)
+
+
+def to_sql(expr: exp.Expression, backend: str, scope: Scope) -> str:
+    """Backend SQL text for a TDengine expression (or query)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend}")
+    e = _backend_rewrite(normalize(expr, scope), backend, scope)
+    return e.sql(dialect=backend, identify=True)
