@@ -133,8 +133,10 @@ def next_offset(reader: ChangeReader, start: dict[str, int], *, max_buckets: int
     return {"v": min(latest, v + max_versions), "h": -1}
 
 
-def read_range(reader: ChangeReader, start: dict[str, int], end: dict[str, int]) -> pa.Table:
-    """Rows between two offsets (see module docstring)."""
+def read_range(reader: ChangeReader, start: dict[str, int], end: dict[str, int], *,
+               ignore_until: int | None = None) -> pa.Table:
+    """Rows between two offsets (see module docstring); changes of versions ``<= ignore_until``
+    are skipped (RESUME STREAM ... IGNORE UNTREATED, seed 000)."""
     v0, h0 = int(start["v"]), int(start["h"])
     v1, h1 = int(end["v"]), int(end["h"])
     if h0 >= 0:
@@ -143,6 +145,8 @@ def read_range(reader: ChangeReader, start: dict[str, int], end: dict[str, int])
         if h0 >= upto or not buckets:
             return reader.schema().empty_table()
         return reader.read_history(v0, buckets[h0], buckets[upto - 1])
+    if ignore_until is not None:
+        v0 = max(v0, ignore_until)
     if v1 <= v0:
         return reader.schema().empty_table()
     return reader.read_changes(v0, v1)

@@ -357,6 +357,15 @@ class Lake:
         t = time.gmtime(sec)
         return f"'{time.strftime('%Y-%m-%dT%H:%M:%S', t)}.{frac:06d}Z'"
 
+    def compact(self, db: str, storage: str) -> int:
+        """Rewrite small files of a data table into bigger ones (OPTIMIZE; no change-feed rows).
+        Returns the number of files before."""
+        with self._write_lock(db, storage):
+            dt = self.delta(db, storage)
+            before = len(dt.file_uris())
+            dt.optimize.compact()
+        return before
+
     # ------------------------------------------------------------------ reads
     def dataset(self, db: Database, table: Table, version: int | None = None) -> tuple[int, pads.Dataset]:
         """``(version, pyarrow Dataset)`` of a snapshot in storage form (for DuckDB scans).

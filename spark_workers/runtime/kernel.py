@@ -141,10 +141,11 @@ class Kernel:
         rows = rows_from_table(self.cfg, t)
         version = int(t.column("_bv")[0].as_py()) if "_bv" in t.column_names and t.num_rows else None
         out = self.engine.step(state, rows, self.recalc_reader(version) if version is not None else None)
-        return self.to_table(bucket, out), state.to_bytes()
+        history = bool(len(rows)) and bool(rows.is_history.all())
+        return self.to_table(bucket, out, history=history), state.to_bytes()
 
-    def to_table(self, bucket: int, out: StepOutput) -> pa.Table:
-        """StepOutput -> rows of the kernel's output schema."""
+    def to_table(self, bucket: int, out: StepOutput, *, history: bool = False) -> pa.Table:
+        """StepOutput -> rows of the kernel's output schema (the stats row carries ``history``)."""
         schema = self.cfg.output_schema()
         res = out.upserts
         n_r, n_x, n_e = len(res), len(out.removals), len(out.events)
@@ -155,7 +156,7 @@ class Kernel:
         wend = (list(res.wend) + [w + self.engine.assigner.interval for _, w in out.removals]
                 + [e.wend for e in out.events] + [None])
         event = [None] * (n_r + n_x) + [e.kind for e in out.events] + [None]
-        hist = [False] * (n_r + n_x) + [e.history for e in out.events] + [False]
+        hist = [False] * (n_r + n_x) + [e.history for e in out.events] + [history]
         stats = [None] * (n - 1) + [json.dumps(out.stats)]
         cols: list[pa.Array] = [
             pa.array(np.full(n, bucket, np.int32)), pa.array(kind, pa.string()), pa.array(gkey, pa.string()),

@@ -36,6 +36,7 @@ class LocalRunner:
 
     def __init__(self, compiled: CompiledStream, lake: Lake, *, stream_key: str, start_version: int,
                  history_version: int | None, tz: str = "UTC", buckets: int = 4, sender: Sender | None = None,
+                 ignore_until: int | None = None,
                  progress: Callable[[BatchReport], None] | None = None) -> None:
         self.c = compiled
         self.lake = lake
@@ -46,6 +47,7 @@ class LocalRunner:
         self.kernel = Kernel(kernel_config(compiled, str(lake.root), tz))
         self.sink = OutputSink(compiled, lake, stream_key=stream_key, tz=tz, sender=sender, progress=progress)
         self.states: dict[int, bytes] = {}
+        self.ignore_until = ignore_until
         self.batch_id = 0
 
     def poll(self) -> BatchReport | None:
@@ -54,7 +56,7 @@ class LocalRunner:
         if end == self.offset:
             return None
         phase = "history" if self.offset["h"] >= 0 else "live"
-        rows = read_range(self.reader, self.offset, end)
+        rows = read_range(self.reader, self.offset, end, ignore_until=self.ignore_until)
         out = self._process(rows)
         rep = self.sink.process(out, self.batch_id, phase=phase)
         self.offset = end

@@ -94,9 +94,11 @@ class OutputSink:
         return f"tdweb-stream:{self.key}"
 
     # ------------------------------------------------------------------ main entry
-    def process(self, batch: pa.Table, batch_id: int, *, phase: str = "live") -> BatchReport:
-        """Handle one micro-batch of kernel output rows (any bucket order)."""
-        t0 = time.perf_counter()
+    def process(self, batch: pa.Table, batch_id: int, *, phase: str = "live",
+                started: float | None = None) -> BatchReport:
+        """Handle one micro-batch of kernel output rows (any bucket order); ``started`` is the
+        ``time.perf_counter()`` at which the micro-batch began (for its duration)."""
+        t0 = started if started is not None else time.perf_counter()
         rep = BatchReport(batch_id, phase=phase)
         kind = batch.column("_kind")
         stats = batch.filter(pc.equal(kind, "s"))
@@ -117,6 +119,7 @@ class OutputSink:
         if events.num_rows:
             self._notify(events, out_rows, batch_id, rep)
         rep.duration_ms = (time.perf_counter() - t0) * 1000
+        rep.rows_per_s = rep.input_rows / (rep.duration_ms / 1000.0) if rep.duration_ms > 0 else 0.0
         self.progress(rep)
         return rep
 

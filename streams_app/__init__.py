@@ -1,0 +1,1 @@
+"""The tdweb Django app: streams, tables, notifications (services/selectors hold the logic)."""

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class StreamsAppConfig(AppConfig):
+    """tdweb's only app."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "streams_app"
+    verbose_name = "tdweb streams"

@@ -1,0 +1,211 @@
+"""tdweb's metadata: streams and their runs, progress and deliveries; notification inboxes.
+
+The time-series data itself lives in the lake (``spark_workers.lake``), not here.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class TimeStamped(models.Model):
+    """``created_at`` / ``updated_at`` for every model."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Stream(TimeStamped):
+    """A stream as created by CREATE STREAM (or the designer), with the state of its query.
+
+    ``desired_state`` is what users asked for (running, paused, stopped); ``status`` is what the
+    worker reports. ``key`` names the stream's checkpoint folder and Delta ``txn`` app id; it never
+    changes, so a restarted query resumes where it stopped.
+    """
+
+    class Syntax(models.TextChoices):
+        LEGACY = "legacy", "legacy (3.0-3.3.6)"
+        V337 = "3.3.7", "3.3.7"
+
+    class Desired(models.TextChoices):
+        RUNNING = "running"
+        PAUSED = "paused"
+        STOPPED = "stopped"
+
+    class Status(models.TextChoices):
+        STARTING = "starting"
+        RUNNING = "running"
+        CATCHING_UP = "catching_up"
+        PAUSED = "paused"
+        STOPPED = "stopped"
+        FAILED = "failed"
+        DROPPED = "dropped"
+
+    name = models.CharField(max_length=192)
+    name_key = models.CharField(max_length=260, help_text="lower-case [db.]name, unique among live streams")
+    db = models.CharField(max_length=64, blank=True, default="")
+    key = models.CharField(max_length=64, unique=True)
+    syntax = models.CharField(max_length=8, choices=Syntax.choices, default=Syntax.LEGACY)
+    sql = models.TextField()
+    spec = models.JSONField()
+    desired_state = models.CharField(max_length=10, choices=Desired.choices, default=Desired.RUNNING)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.STARTING, db_index=True)
+    start_version = models.BigIntegerField(help_text="source Delta version at CREATE STREAM")
+    history_version = models.BigIntegerField(null=True, blank=True, help_text="FILL_HISTORY snapshot version")
+    ignore_until_version = models.BigIntegerField(null=True, blank=True,
+                                                  help_text="RESUME ... IGNORE UNTREATED: skip changes up to it")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="streams")
+    worker = models.CharField(max_length=128, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_batch_id = models.BigIntegerField(null=True, blank=True)
+    processed_version = models.BigIntegerField(null=True, blank=True,
+                                               help_text="source Delta version the query has committed")
+    last_progress = models.JSONField(null=True, blank=True)
+    spark_ui_url = models.CharField(max_length=256, blank=True, default="")
+    rows_in = models.BigIntegerField(default=0)
+    windows_out = models.BigIntegerField(default=0)
+    notifications_sent = models.BigIntegerField(default=0)
+    notifications_failed = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["name_key"], condition=~Q(status="dropped"), name="stream_live_name_unique"),
+            models.CheckConstraint(condition=Q(rows_in__gte=0) & Q(windows_out__gte=0), name="stream_counters_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.db + '.' if self.db else ''}{self.name} ({self.status})"
+
+    @staticmethod
+    def new_key() -> str:
+        return secrets.token_hex(8)
+
+
+class StreamRun(TimeStamped):
+    """One attempt of a worker to run a stream's query (a start after create, resume or failure)."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        STOPPED = "stopped"
+        FAILED = "failed"
+
+    stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="runs")
+    worker = models.CharField(max_length=128, blank=True, default="")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
+    error = models.TextField(blank=True, default="")
+    restarts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.stream_id} ({self.state})"
+
+
+class StreamProgress(models.Model):
+    """Progress of one micro-batch (``spark_workers.runtime.sink.BatchReport``)."""
+
+    stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="progress")
+    batch_id = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    phase = models.CharField(max_length=8, default="live")
+    input_rows = models.BigIntegerField(default=0)
+    output_rows = models.BigIntegerField(default=0)
+    removed_windows = models.BigIntegerField(default=0)
+    rows_per_s = models.FloatField(default=0.0)
+    duration_ms = models.FloatField(default=0.0)
+    open_windows = models.BigIntegerField(default=0)
+    state_bytes = models.BigIntegerField(default=0)
+    watermark_ms = models.BigIntegerField(null=True, blank=True)
+    max_event_ms = models.BigIntegerField(null=True, blank=True)
+    notifications_sent = models.BigIntegerField(default=0)
+    notifications_failed = models.BigIntegerField(default=0)
+    expired_rows = models.BigIntegerField(default=0)
+    recalculated = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["stream", "id"]
+        indexes = [models.Index(fields=["stream", "-id"], name="progress_stream_recent")]
+
+    def __str__(self) -> str:
+        return f"stream {self.stream_id} batch {self.batch_id}"
+
+
+class Delivery(models.Model):
+    """One attempt to deliver a notification message to one URL (the delivery log)."""
+
+    stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="deliveries")
+    created_at = models.DateTimeField(auto_now_add=True)
+    url = models.CharField(max_length=1024)
+    message_id = models.CharField(max_length=64)
+    events = models.PositiveIntegerField(default=0)
+    ok = models.BooleanField()
+    latency_ms = models.FloatField(default=0.0)
+    error = models.TextField(blank=True, default="")
+    attempt = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["stream", "-id"], name="delivery_stream_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} -> {self.url} ({'ok' if self.ok else 'failed'})"
+
+
+class Inbox(TimeStamped):
+    """A receiving endpoint ``/ws/notify/<name>?key=<key>`` for TDengine notification messages.
+
+    Its owner and staff users see its notifications in the browser inbox.
+    """
+
+    name = models.SlugField(max_length=64, unique=True)
+    key = models.CharField(max_length=64)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="inboxes")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @staticmethod
+    def new_key() -> str:
+        return secrets.token_urlsafe(24)
+
+
+class Notification(models.Model):
+    """One event received by an inbox, stored once (``dedupe_key``)."""
+
+    inbox = models.ForeignKey(Inbox, on_delete=models.CASCADE, related_name="notifications")
+    dedupe_key = models.CharField(max_length=64)
+    message_id = models.CharField(max_length=128)
+    stream_name = models.CharField(max_length=192, db_index=True)
+    event_type = models.CharField(max_length=32, db_index=True)
+    table_name = models.CharField(max_length=192, blank=True, default="")
+    window_id = models.CharField(max_length=128, blank=True, default="")
+    window_start = models.BigIntegerField(null=True, blank=True)
+    window_end = models.BigIntegerField(null=True, blank=True)
+    event_time = models.BigIntegerField(null=True, blank=True)
+    payload = models.JSONField()
+    acknowledged = models.BooleanField(default=False, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["inbox", "dedupe_key"], name="notification_once_per_inbox")]
+
+    def __str__(self) -> str:
+        return f"{self.stream_name} {self.event_type} {self.window_start}"

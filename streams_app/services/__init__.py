@@ -1,0 +1,1 @@
+"""Business logic that writes (HackSoft style: ``<entity>_<action>``); reads are in selectors."""

@@ -1,0 +1,27 @@
+"""The process's lake and SQL executors, configured from settings."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.conf import settings
+
+from spark_workers.lake.store import Lake
+from spark_workers.sql.executor import Executor
+
+
+@lru_cache(maxsize=4)
+def _lake(root: str) -> Lake:
+    return Lake(root)
+
+
+def lake_get() -> Lake:
+    """The lake at ``TDWEB_LAKE`` (one instance per process)."""
+    return _lake(str(settings.TDWEB_LAKE))
+
+
+def executor_for(*, db: str | None = None, user: object | None = None) -> Executor:
+    """An executor whose streams are registered in the metadata DB and owned by ``user``."""
+    from streams_app.services.registry import DjangoStreamRegistry
+
+    return Executor(lake_get(), DjangoStreamRegistry(user=user), tz=settings.TDWEB_TIMEZONE, default_db=db or None)

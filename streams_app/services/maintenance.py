@@ -1,0 +1,25 @@
+"""Lake upkeep run from beat."""
+
+from __future__ import annotations
+
+import logging
+
+from streams_app.services.lake import lake_get
+
+log = logging.getLogger(__name__)
+
+
+def lake_compact(*, min_files: int = 16) -> int:
+    """Compact every data table with at least ``min_files`` files (delta-rs OPTIMIZE; commits with
+    ``dataChange=false`` do not appear in the change feed). Returns how many tables were compacted."""
+    lake = lake_get()
+    done = 0
+    for db, _created in lake.catalog.databases():
+        for name, kind, _st, _c in lake.catalog.tables(db.name, kinds=("super", "normal")):
+            try:
+                if len(lake.delta(db.name, name).file_uris()) >= min_files:
+                    lake.compact(db.name, name)
+                    done += 1
+            except Exception:
+                log.exception("compaction of %s.%s failed", db.name, name)
+    return done

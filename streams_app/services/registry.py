@@ -1,0 +1,74 @@
+"""``StreamRegistry`` over the Stream model: what CREATE/DROP/PAUSE/RESUME/START/STOP STREAM and
+SHOW STREAMS do to the metadata DB and to the workers."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from django.db import transaction
+
+from spark_workers.runtime.query import checkpoint_dir
+from spark_workers.sql.results import StreamInfo
+from spark_workers.sql.spec import StreamSpec
+from streams_app.models import Stream
+
+
+def name_key(name: str, db: str | None) -> str:
+    """Lower-case identity of a stream: legacy stream names are global, 3.3.7 names per database."""
+    return f"{db}.{name}".lower() if db else name.lower()
+
+
+def live_streams():  # type: ignore[no-untyped-def]
+    return Stream.objects.exclude(status=Stream.Status.DROPPED)
+
+
+def _info(s: Stream) -> StreamInfo:
+    return StreamInfo(s.name, s.db or None, s.sql, s.status, StreamSpec.from_json(s.spec),
+                      int(s.created_at.timestamp() * 1000) if s.created_at else 0, s.last_error)
+
+
+class DjangoStreamRegistry:
+    """Stream registry backed by ``Stream`` rows; starts work through Celery on commit."""
+
+    def __init__(self, user: Any | None = None) -> None:
+        self.user = user if getattr(user, "is_authenticated", False) else None
+
+    def _get(self, name: str, db: str | None) -> Stream | None:
+        return live_streams().filter(name_key=name_key(name, db)).first()
+
+    def get(self, name: str, db: str | None) -> StreamInfo | None:
+        s = self._get(name, db)
+        return _info(s) if s else None
+
+    def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
+        from streams_app.services.streams import stream_enqueue
+
+        with transaction.atomic():
+            s = Stream.objects.create(
+                name=spec.name, name_key=name_key(spec.name, spec.db), db=spec.db or "", key=Stream.new_key(),
+                syntax=spec.syntax, sql=spec.sql, spec=spec.to_json(), start_version=start_version,
+                history_version=history_version, owner=self.user)
+            transaction.on_commit(lambda: stream_enqueue(stream_id=s.pk))
+
+    def drop(self, name: str, db: str | None) -> None:
+        from streams_app.services.streams import stream_drop
+
+        s = self._get(name, db)
+        if s is not None:
+            stream_drop(stream=s)
+
+    def command(self, name: str, db: str | None, action: str, *, ignore_untreated: bool = False) -> None:
+        from streams_app.services.streams import stream_action
+
+        s = self._get(name, db)
+        if s is not None:
+            stream_action(stream=s, action=action, ignore_untreated=ignore_untreated)
+
+    def list(self, db: str | None = None) -> list[StreamInfo]:
+        return [_info(s) for s in live_streams().order_by("name")]
+
+
+def checkpoint_remove(stream: Stream, lake_root: str) -> None:
+    """Delete a dropped stream's checkpoint folder (its output data stays, seed 000)."""
+    shutil.rmtree(checkpoint_dir(lake_root, stream.key).parent, ignore_errors=True)

@@ -1,0 +1,57 @@
+"""Running and validating TDengine SQL for REST, the shell and the web UI (one code path)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from spark_workers.errors import SqlError, TdError
+from spark_workers.sql import ast
+from spark_workers.sql.executor import error_answer
+from spark_workers.sql.parser import parse
+from spark_workers.sql.results import ResultSet
+from streams_app.services.lake import executor_for
+
+
+def sql_execute(*, sql: str, db: str | None = None, user: Any = None) -> ResultSet:
+    """Execute every statement of ``sql``; returns the last result. Raises ``TdError``."""
+    return executor_for(db=db, user=user).execute_one(sql)
+
+
+def sql_execute_rest(*, sql: str, db: str | None = None, user: Any = None) -> dict[str, Any]:
+    """TDengine REST answer for ``sql``: ``{code: 0, column_meta, data, rows}`` or
+    ``{code, desc}``; never raises for bad SQL."""
+    try:
+        return sql_execute(sql=sql, db=db, user=user).to_rest(settings.TDWEB_TIMEZONE)
+    except Exception as e:  # every failure becomes a TDengine error answer
+        return error_answer(e)
+
+
+def error_position(e: Exception) -> dict[str, int] | None:
+    """``{offset, line, column}`` of a positioned SQL error."""
+    if isinstance(e, SqlError) and e.position is not None:
+        p = e.position
+        return {"offset": p.offset, "line": p.line, "column": p.column}
+    return None
+
+
+def sql_validate(*, sql: str, db: str | None = None) -> dict[str, Any]:
+    """Check a statement without changing anything: parse it and, for CREATE STREAM, compile the
+    stream against the catalog. Returns ``{ok: true, statement}`` or ``{ok: false, code, desc,
+    position}``."""
+    from spark_workers.sql.streams import _validate_options, compile_stream, legacy_spec
+    from streams_app.services.lake import lake_get
+
+    try:
+        stmts = parse(sql)
+        if not stmts:
+            raise SqlError("empty statement", sql=sql, offset=0)
+        last = stmts[-1]
+        if isinstance(last, ast.CreateStreamLegacy):
+            spec = legacy_spec(last, sql, db)
+            _validate_options(spec, sql)
+            compile_stream(spec, lake_get(), settings.TDWEB_TIMEZONE)
+        return {"ok": True, "statement": type(last).__name__}
+    except TdError as e:
+        return {"ok": False, "code": e.code, "desc": e.desc, "position": error_position(e)}

@@ -1,0 +1,196 @@
+"""Supervising one stream's Spark query inside a Celery worker (ARCHITECTURE "Processes").
+
+A worker process owns one SparkSession; each ``streams.run`` task (thread pool) supervises one
+stream: it claims the stream (one runner at a time, judged by a heartbeat), starts the query,
+beats every ``TDWEB_HEARTBEAT_S``, follows the desired state (pause/stop/drop stop the query at a
+micro-batch boundary), and restarts the query with exponential back-off after a failure. A
+worker that dies (even ``kill -9``) stops beating; ``streams.reconcile`` (beat) hands the stream to
+a live worker, which resumes from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.db.models import Q
+from django.utils import timezone
+
+from spark_workers.notify.sender import Sender
+from spark_workers.runtime.query import start_query
+from spark_workers.runtime.sink import OutputSink
+from spark_workers.sql.spec import StreamSpec
+from spark_workers.sql.streams import compile_stream
+from streams_app.models import Stream, StreamRun
+from streams_app.services.lake import lake_get
+from streams_app.services.registry import checkpoint_remove
+from streams_app.services.streams import (
+    stream_delivery_record,
+    stream_enqueue,
+    stream_progress_record,
+    stream_set_status,
+)
+
+log = logging.getLogger(__name__)
+SHUTDOWN = threading.Event()  # set when the worker shuts down
+_running: set[int] = set()
+_running_lock = threading.Lock()
+BACKOFF_MAX_S = 60.0
+
+
+def _stale_before() -> timezone.datetime:
+    return timezone.now() - timedelta(seconds=settings.TDWEB_STALE_AFTER_S)
+
+
+def stream_claim(*, stream_id: int, worker: str) -> bool:
+    """Take the stream for this worker unless another live worker holds it."""
+    n = (Stream.objects.filter(pk=stream_id, desired_state=Stream.Desired.RUNNING)
+         .exclude(status=Stream.Status.DROPPED)
+         .filter(Q(worker="") | Q(worker=worker) | Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before()))
+         .update(worker=worker, heartbeat_at=timezone.now()))
+    return n == 1
+
+
+def stream_supervise(*, stream_id: int, worker: str) -> None:
+    """Run a stream until it should stop (see module docstring). Blocks."""
+    with _running_lock:
+        if stream_id in _running:
+            return
+        _running.add(stream_id)
+    try:
+        if not stream_claim(stream_id=stream_id, worker=worker):
+            return
+        _supervise(stream_id, worker)
+    finally:
+        with _running_lock:
+            _running.discard(stream_id)
+        close_old_connections()
+
+
+def _should_run(stream_id: int) -> bool:
+    s = Stream.objects.filter(pk=stream_id).values("desired_state", "status").first()
+    return bool(s) and s["desired_state"] == Stream.Desired.RUNNING and s["status"] != Stream.Status.DROPPED \
+        and not SHUTDOWN.is_set()
+
+
+def _supervise(stream_id: int, worker: str) -> None:
+    from spark_workers.runtime.session import spark_session
+
+    lake = lake_get()
+    run = StreamRun.objects.create(stream_id=stream_id, worker=worker, started_at=timezone.now())
+    backoff = 1.0
+    stop_flag = threading.Event()
+    try:
+        while _should_run(stream_id):
+            stream = Stream.objects.get(pk=stream_id)
+            query = None
+            try:
+                spark = spark_session(settings.SPARK_MASTER)
+                spec = StreamSpec.from_json(stream.spec)
+                compiled = compile_stream(spec, lake, settings.TDWEB_TIMEZONE)
+                sender = Sender(on_attempt=lambda a: stream_delivery_record(stream_id=stream_id, attempt=a),
+                                should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set())
+                sink = OutputSink(compiled, lake, stream_key=stream.key, tz=settings.TDWEB_TIMEZONE, sender=sender,
+                                  progress=lambda r: stream_progress_record(stream_id=stream_id, report=r))
+                query = start_query(spark, compiled, sink, stream_key=stream.key, lake_root=str(lake.root),
+                                    tz=settings.TDWEB_TIMEZONE, start_version=stream.start_version,
+                                    history_version=stream.history_version,
+                                    ignore_until=stream.ignore_until_version,
+                                    buckets=settings.TDWEB_STREAM_BUCKETS)
+                stream_set_status(stream_id=stream_id,
+                                  status=Stream.Status.CATCHING_UP if stream.history_version is not None
+                                  and stream.last_batch_id is None else Stream.Status.RUNNING,
+                                  error="", spark_ui_url=spark.sparkContext.uiWebUrl or "")
+                while True:
+                    if query.awaitTermination(settings.TDWEB_HEARTBEAT_S):
+                        exc = query.exception()
+                        if exc is not None and _should_run(stream_id):
+                            raise RuntimeError(str(exc).split("\n")[0][:2000])
+                        break
+                    beat: dict[str, object] = {"heartbeat_at": timezone.now()}
+                    committed = committed_version(query)
+                    if committed is not None:
+                        beat["processed_version"] = committed
+                    Stream.objects.filter(pk=stream_id, worker=worker).update(**beat)
+                    if not _should_run(stream_id):
+                        stop_flag.set()
+                        query.stop()
+                        break
+                    backoff = 1.0
+                if not _should_run(stream_id):
+                    break
+            except Exception as e:  # any failure: record it, back off, try again
+                log.exception("stream %s failed", stream_id)
+                if query is not None:
+                    try:
+                        query.stop()
+                    except Exception:
+                        pass
+                run.restarts += 1
+                run.error = str(e)[:4000]
+                run.save(update_fields=["restarts", "error", "updated_at"])
+                stream_set_status(stream_id=stream_id, status=Stream.Status.FAILED, error=str(e))
+                deadline = time.monotonic() + backoff
+                while time.monotonic() < deadline and _should_run(stream_id):
+                    Stream.objects.filter(pk=stream_id, worker=worker).update(heartbeat_at=timezone.now())
+                    time.sleep(min(1.0, backoff))
+                backoff = min(backoff * 2, BACKOFF_MAX_S)
+    finally:
+        run.ended_at = timezone.now()
+        run.state = StreamRun.State.FAILED if run.error and not SHUTDOWN.is_set() else StreamRun.State.STOPPED
+        run.save(update_fields=["ended_at", "state", "updated_at"])
+        stream = Stream.objects.get(pk=stream_id)
+        fields = {"worker": "", "heartbeat_at": None}
+        if stream.status == Stream.Status.DROPPED:
+            Stream.objects.filter(pk=stream_id).update(**fields)
+            checkpoint_remove(stream, str(lake.root))
+        elif SHUTDOWN.is_set():
+            Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
+        else:
+            status = {Stream.Desired.PAUSED: Stream.Status.PAUSED, Stream.Desired.STOPPED: Stream.Status.STOPPED}.get(
+                stream.desired_state, stream.status)
+            Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
+            stream_set_status(stream_id=stream_id, status=status)
+
+
+def committed_version(query: object) -> int | None:
+    """The source version the query has fully processed (its last committed end offset), or None
+    while it is still in the FILL_HISTORY snapshot."""
+    import json
+
+    try:
+        progress = query.lastProgress  # type: ignore[attr-defined]
+        if not progress or not progress.get("sources"):
+            return None
+        end = progress["sources"][0].get("endOffset")
+        off = json.loads(end) if isinstance(end, str) else end
+        if off and int(off.get("h", -1)) < 0:
+            return int(off["v"])
+    except Exception:  # progress shapes vary between Spark versions; a missing value is harmless
+        return None
+    return None
+
+
+def stream_reconcile() -> list[int]:
+    """Enqueue every stream that should run but has no live worker (beat, every few seconds)."""
+    ids = list(Stream.objects.filter(desired_state=Stream.Desired.RUNNING)
+               .exclude(status=Stream.Status.DROPPED)
+               .filter(Q(worker="") | Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before()))
+               .values_list("pk", flat=True))
+    for pk in ids:
+        stream_enqueue(stream_id=pk)
+    return ids
+
+
+def worker_recover(*, worker: str) -> list[int]:
+    """On worker start: streams this worker name held before it died are taken back at once."""
+    ids = list(Stream.objects.filter(worker=worker, desired_state=Stream.Desired.RUNNING)
+               .exclude(status=Stream.Status.DROPPED).values_list("pk", flat=True))
+    Stream.objects.filter(pk__in=ids).update(worker="", heartbeat_at=None)
+    for pk in ids:
+        stream_enqueue(stream_id=pk)
+    return ids

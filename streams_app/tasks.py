@@ -1,0 +1,73 @@
+"""Celery tasks (thin: they call one service each)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutting_down
+
+log = logging.getLogger(__name__)
+
+
+def _worker_name(task: object | None = None) -> str:
+    req = getattr(task, "request", None)
+    return str(getattr(req, "hostname", None) or socket.gethostname())
+
+
+@shared_task(name="streams.run", bind=True, acks_late=False, ignore_result=True)
+def stream_run(self, stream_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Supervise stream ``stream_id`` until it should stop (queue ``streams``)."""
+    from streams_app.services.supervisor import stream_supervise
+
+    stream_supervise(stream_id=stream_id, worker=_worker_name(self))
+
+
+@shared_task(name="streams.reconcile", ignore_result=True)
+def stream_reconcile_task() -> list[int]:
+    """Hand streams without a live worker to one (beat)."""
+    from streams_app.services.supervisor import stream_reconcile
+
+    return stream_reconcile()
+
+
+@shared_task(name="lake.compact", ignore_result=True)
+def lake_compact_task() -> int:
+    """Compact small files of every data table (beat)."""
+    from streams_app.services.maintenance import lake_compact
+
+    return lake_compact()
+
+
+@worker_ready.connect
+def _on_worker_ready(sender=None, **kwargs):  # type: ignore[no-untyped-def]
+    from streams_app.services.supervisor import worker_recover
+
+    import threading
+
+    from django.conf import settings
+
+    def warm() -> None:
+        from spark_workers.runtime.session import spark_session
+
+        try:
+            spark_session(settings.SPARK_MASTER)
+        except Exception:
+            log.exception("SparkSession warm-up failed")
+
+    threading.Thread(target=warm, name="spark-warmup", daemon=True).start()
+    name = getattr(sender, "hostname", None) or socket.gethostname()
+    try:
+        recovered = worker_recover(worker=name)
+        if recovered:
+            log.info("worker %s takes back streams %s", name, recovered)
+    except Exception:  # the DB may not be migrated yet in odd setups; beat will reconcile
+        log.exception("worker recovery failed")
+
+
+@worker_shutting_down.connect
+def _on_worker_shutdown(**kwargs):  # type: ignore[no-untyped-def]
+    from streams_app.services.supervisor import SHUTDOWN
+
+    SHUTDOWN.set()

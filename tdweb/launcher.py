@@ -1,0 +1,180 @@
+"""Starts and stops tdweb's processes (``make up``, ``make demo``).
+
+Order: Redis (the one at ``REDIS_URL`` if it answers; otherwise the machine's ``redis-server``
+binary on a free port; otherwise fakeredis's TCP server), database migrations and the ``root``
+account, then Daphne (web), one Celery worker (queues ``streams`` and ``default``, thread pool,
+one SparkSession) and Celery beat. Every process it started is stopped on exit (Ctrl-C, SIGTERM or
+the end of ``--once``). Logs go to ``var/log/<process>.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR = BASE_DIR / "var"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def redis_alive(url: str, timeout: float = 1.0) -> bool:
+    """True if a Redis server answers PING at ``url``."""
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname or "127.0.0.1", u.port or 6379), timeout=timeout) as s:
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class Launcher:
+    """The set of processes of one tdweb installation on this machine.
+
+    Args:
+        host, port: where the web process listens.
+        slots: concurrent streams per worker (thread pool size).
+    """
+
+    def __init__(self, *, host: str, port: int, redis_url: str, slots: int = 32, quiet: bool = False) -> None:
+        self.host = host
+        self.port = port
+        self.redis_url = redis_url
+        self.slots = slots
+        self.quiet = quiet
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.logs = VAR / "log"
+        self.logs.mkdir(parents=True, exist_ok=True)
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            print(msg, flush=True)
+
+    # ------------------------------------------------------------------ processes
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        p = subprocess.Popen(args, cwd=BASE_DIR, stdout=log, stderr=subprocess.STDOUT, env=env or self.env(),
+                             start_new_session=True)
+        self.procs.append((name, p))
+        return p
+
+    def env(self) -> dict[str, str]:
+        e = dict(os.environ)
+        e["REDIS_URL"] = self.redis_url
+        e["TDWEB_HOST"] = self.host
+        e["TDWEB_PORT"] = str(self.port)
+        e.setdefault("PYSPARK_PYTHON", sys.executable)
+        e.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        e["DJANGO_SETTINGS_MODULE"] = "tdweb.settings"
+        return e
+
+    def ensure_redis(self) -> str:
+        """Use the configured Redis, or start one (see module docstring); returns its URL."""
+        if redis_alive(self.redis_url):
+            self.say(f"redis: using {self.redis_url}")
+            return self.redis_url
+        port = _free_port()
+        binary = shutil.which("redis-server")
+        if binary:
+            data = VAR / "redis"
+            data.mkdir(parents=True, exist_ok=True)
+            self._spawn("redis", [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                  "--appendonly", "no", "--dir", str(data)])
+            kind = "redis-server"
+        else:
+            self._spawn("redis", [sys.executable, "-m", "tdweb.fakeredis_server", "--port", str(port)])
+            kind = "fakeredis"
+        url = f"redis://127.0.0.1:{port}/0"
+        for _ in range(100):
+            if redis_alive(url):
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"could not start {kind} on port {port}; see {self.logs / 'redis.log'}")
+        self.redis_url = url
+        self.say(f"redis: {self.redis_url} not reachable; started {kind} at {url}")
+        return url
+
+    def prepare(self) -> None:
+        """Migrate the metadata DB and create the admin account (first run)."""
+        for args in (["migrate", "--noinput", "-v", "0"], ["bootstrap"]):
+            r = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=self.env(),
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+
+    def start(self) -> None:
+        """Start Redis (if needed), web, worker and beat; wait until the web answers."""
+        self.ensure_redis()
+        self.prepare()
+        py = sys.executable
+        self._spawn("web", [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "tdweb.asgi:application"])
+        self._spawn("worker", [py, "-m", "celery", "-A", "tdweb", "worker", "-Q", "streams,default",
+                               "--pool", "threads", "--concurrency", str(self.slots), "-n", "tdweb@%h",
+                               "--loglevel", "INFO", "--without-gossip", "--without-mingle"])
+        self._spawn("beat", [py, "-m", "celery", "-A", "tdweb", "beat", "--loglevel", "INFO",
+                             "--schedule", str(VAR / "celerybeat-schedule")])
+        self.wait_web()
+
+    def wait_web(self, timeout: float = 60.0) -> None:
+        url = f"http://{self.host}:{self.port}/accounts/login/"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_alive()
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            time.sleep(0.3)
+        raise RuntimeError(f"web did not answer at {url} within {timeout:.0f}s; see {self.logs / 'web.log'}")
+
+    def check_alive(self) -> None:
+        """Raise if a process we started has exited."""
+        for name, p in self.procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"{name} exited with code {p.returncode}; see {self.logs / (name + '.log')}")
+
+    def stop(self) -> None:
+        """Stop every process this launcher started (SIGTERM, then SIGKILL after 20 s)."""
+        for _name, p in reversed(self.procs):
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for _name, p in reversed(self.procs):
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs.clear()
+
+    def wait_forever(self) -> None:
+        """Block until Ctrl-C / SIGTERM or until a child dies."""
+        stop = {"flag": False}
+
+        def handler(signum: int, frame: object) -> None:
+            stop["flag"] = True
+
+        signal.signal(signal.SIGTERM, handler)
+        try:
+            while not stop["flag"]:
+                self.check_alive()
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,27 @@
+"""URL routes: pages, sign-in, TDengine REST, the API and its schema."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from streams_app import views
+from streams_app.api.rest_sql import rest_sql
+
+urlpatterns = [
+    path("", views.streams_page, name="streams"),
+    path("streams/new/", views.create_page, name="stream-create"),
+    path("streams/<int:stream_id>/", views.stream_page, name="stream"),
+    path("tables/", views.tables_page, name="tables"),
+    path("inbox/", views.inbox_page, name="inbox"),
+    path("accounts/login/", auth_views.LoginView.as_view(template_name="streams_app/login.html"), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("rest/sql", rest_sql),
+    path("rest/sql/", rest_sql),
+    path("rest/sql/<str:db>", rest_sql),
+    path("rest/sql/<str:db>/", rest_sql),
+    path("api/v1/", include("streams_app.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("admin/", admin.site.urls),
+]
