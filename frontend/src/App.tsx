@@ -1,0 +1,38 @@
+import { InboxProvider } from "./inbox";
+import { Layout } from "./components/Layout";
+import { PageCtx, type PageContext } from "./page";
+import { StreamsPage } from "./pages/StreamsPage";
+import { StreamPage } from "./pages/StreamPage";
+import { CreatePage } from "./pages/CreatePage";
+import { TablesPage } from "./pages/TablesPage";
+import { InboxPage } from "./pages/InboxPage";
+import { ErrorBanner } from "./components/common";
+
+function PageBody({ ctx }: { ctx: PageContext }) {
+  switch (ctx.page) {
+    case "streams":
+      return <StreamsPage />;
+    case "stream":
+      return ctx.streamId === null ? <ErrorBanner error="No stream id given (data-stream-id)." /> : <StreamPage id={ctx.streamId} />;
+    case "create":
+      return <CreatePage />;
+    case "tables":
+      return <TablesPage />;
+    case "inbox":
+      return <InboxPage />;
+    default:
+      return <ErrorBanner error={`Unknown page "${ctx.page}".`} />;
+  }
+}
+
+export function App({ ctx }: { ctx: PageContext }) {
+  return (
+    <PageCtx.Provider value={ctx}>
+      <InboxProvider>
+        <Layout>
+          <PageBody ctx={ctx} />
+        </Layout>
+      </InboxProvider>
+    </PageCtx.Provider>
+  );
+}

@@ -1,0 +1,141 @@
+// Table rows (from the rows endpoint or the SQL console) as a grid and as a time-series chart.
+import { useEffect, useMemo, useState } from "react";
+import type uPlot from "uplot";
+import type { RowsResult } from "../api/types";
+import { formatCell, toMs } from "../format";
+import { UPlotChart } from "./UPlotChart";
+
+export function isTimestampType(t: string | undefined): boolean {
+  return !!t && /^timestamp/i.test(t.trim());
+}
+
+export function isNumericType(t: string | undefined): boolean {
+  return !!t && /^(tinyint|smallint|int|integer|bigint|float|double|decimal)\b/i.test(t.trim());
+}
+
+/** Indexes of the numeric columns, when column 0 is a TIMESTAMP; else []. */
+export function chartableColumns(r: Pick<RowsResult, "types">): number[] {
+  if (!isTimestampType(r.types[0])) return [];
+  return r.types.map((t, i) => (i > 0 && isNumericType(t) ? i : -1)).filter((i) => i > 0);
+}
+
+function num(v: unknown): number | null {
+  if (v === null || v === undefined || v === "") return null;
+  const n = typeof v === "number" ? v : Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+/** uPlot data for the chosen columns; rows sorted by time (x in epoch seconds). */
+export function rowsToChartData(r: RowsResult, cols: number[]): uPlot.AlignedData {
+  const pts = r.rows
+    .map((row) => ({ t: toMs(row[0] as string | number), row }))
+    .filter((p) => Number.isFinite(p.t))
+    .sort((a, b) => a.t - b.t);
+  return [pts.map((p) => p.t / 1000), ...cols.map((c) => pts.map((p) => num(p.row[c])))] as uPlot.AlignedData;
+}
+
+export function RowsChart({
+  result,
+  selectable = true,
+  height = 220,
+  title,
+}: {
+  result: RowsResult;
+  selectable?: boolean;
+  height?: number;
+  title?: string;
+}) {
+  const candidates = useMemo(() => chartableColumns(result), [result]);
+  const key = result.columns.join("\u0001");
+  const [picked, setPicked] = useState<number[]>(candidates.slice(0, 4));
+  useEffect(() => {
+    setPicked(candidates.slice(0, 4));
+    // new column set → new default selection
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key]);
+  const cols = selectable ? picked.filter((c) => candidates.includes(c)) : candidates;
+  const data = useMemo(() => rowsToChartData(result, cols), [result, cols.join(",")]); // eslint-disable-line react-hooks/exhaustive-deps
+  const series = useMemo(() => cols.map((c) => ({ label: result.columns[c] })), [key, cols.join(",")]); // eslint-disable-line react-hooks/exhaustive-deps
+
+  if (candidates.length === 0) return null;
+  return (
+    <div className="rows-chart">
+      {selectable && (
+        <div className="column-picker" role="group" aria-label="Columns to chart">
+          {candidates.map((c) => (
+            <label key={c}>
+              <input
+                type="checkbox"
+                checked={picked.includes(c)}
+                onChange={(e) =>
+                  setPicked((p) => (e.target.checked ? [...p, c].sort((a, b) => a - b) : p.filter((x) => x !== c)))
+                }
+              />{" "}
+              {result.columns[c]}
+            </label>
+          ))}
+        </div>
+      )}
+      {cols.length > 0 ? (
+        <UPlotChart title={title} data={data} series={series} height={height} />
+      ) : (
+        <div className="muted small">Pick a column to chart.</div>
+      )}
+    </div>
+  );
+}
+
+export function RowsTable({
+  columns,
+  types,
+  rows,
+  maxRows = 500,
+}: {
+  columns: string[];
+  types?: string[];
+  rows: unknown[][];
+  maxRows?: number;
+}) {
+  if (columns.length === 0) return <div className="muted">No columns.</div>;
+  const shown = rows.slice(0, maxRows);
+  return (
+    <div className="table-wrap table-scroll">
+      <table className="grid rows-table">
+        <thead>
+          <tr>
+            {columns.map((c, i) => (
+              <th key={`${c}-${i}`} title={types?.[i]}>
+                {c}
+                {types?.[i] && <span className="col-type">{types[i].toLowerCase()}</span>}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {shown.length === 0 ? (
+            <tr>
+              <td colSpan={columns.length} className="muted">
+                No rows.
+              </td>
+            </tr>
+          ) : (
+            shown.map((r, i) => (
+              <tr key={i}>
+                {r.map((v, j) => (
+                  <td key={j} className={v === null ? "null mono" : "mono"}>
+                    {formatCell(v)}
+                  </td>
+                ))}
+              </tr>
+            ))
+          )}
+        </tbody>
+      </table>
+      {rows.length > shown.length && (
+        <div className="muted small">
+          Showing {shown.length} of {rows.length} rows.
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,61 @@
+// What Django tells the bundle through #root's data-* attributes.
+import { createContext, useContext } from "react";
+
+export type PageName = "streams" | "stream" | "create" | "tables" | "inbox";
+
+export const PAGES: PageName[] = ["streams", "stream", "create", "tables", "inbox"];
+
+export interface PageContext {
+  page: PageName | string;
+  streamId: number | null;
+  username: string;
+  isStaff: boolean;
+  csrf: string;
+}
+
+export function readPageContext(el: HTMLElement): PageContext {
+  const d = el.dataset;
+  const id = d.streamId ? Number.parseInt(d.streamId, 10) : NaN;
+  return {
+    page: (d.page ?? "streams").trim() || "streams",
+    streamId: Number.isFinite(id) ? id : null,
+    username: d.username ?? "",
+    isStaff: d.isStaff === "true",
+    csrf: d.csrf ?? "",
+  };
+}
+
+export const PageCtx = createContext<PageContext>({
+  page: "streams",
+  streamId: null,
+  username: "",
+  isStaff: false,
+  csrf: "",
+});
+
+export function usePage(): PageContext {
+  return useContext(PageCtx);
+}
+
+/** Page URLs served by Django. */
+export const urls = {
+  streams: () => "/",
+  stream: (id: number) => `/streams/${id}/`,
+  create: () => "/streams/new/",
+  tables: (db?: string, table?: string) => {
+    const q = new URLSearchParams();
+    if (db) q.set("db", db);
+    if (table) q.set("table", table);
+    const s = q.toString();
+    return `/tables/${s ? `?${s}` : ""}`;
+  },
+  inbox: () => "/inbox/",
+  logout: () => "/accounts/logout/",
+};
+
+/** Full-page navigation (pages are separate Django views). */
+export const nav = {
+  go(url: string): void {
+    window.location.assign(url);
+  },
+};

@@ -1,0 +1,128 @@
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
+import { describe, expect, it, vi } from "vitest";
+import { nav } from "../page";
+import FakeUPlot from "../test/fakeUplot";
+import { makeDelivery, makeDetail, makeProgress, makeRun } from "../test/fixtures";
+import { mockFetch, reply } from "../test/mockFetch";
+import { openSocket, renderPage, serverPush } from "../test/render";
+
+function setup(detail = makeDetail({ id: 4, name: "daily_avg", spark_ui_url: "http://spark:4040/" })) {
+  return mockFetch({
+    "GET /api/v1/notifications/unread-count/": { count: 0 },
+    "GET /api/v1/streams/4/": detail,
+    "GET /api/v1/streams/4/progress/": [
+      makeProgress({ batch_id: 1, created_at: "2024-06-01T10:00:00Z", rows_per_s: 10 }),
+      makeProgress({ batch_id: 2, created_at: "2024-06-01T10:00:10Z", rows_per_s: 20 }),
+    ],
+    "GET /api/v1/streams/4/deliveries/": [
+      makeDelivery({ id: 2, ok: false, error: "connection refused", attempt: 3 }),
+      makeDelivery({ id: 1 }),
+    ],
+    "GET /api/v1/streams/4/runs/": [makeRun({ id: 9, state: "running", restarts: 2 })],
+    "GET /api/v1/databases/weather/tables/daily_avg_out/rows/": {
+      columns: ["_wstart", "avg_temp", "station"],
+      types: ["TIMESTAMP", "DOUBLE", "VARCHAR"],
+      rows: [
+        ["2024-06-02T00:00:00.000Z", 21.5, "a"],
+        ["2024-06-01T00:00:00.000Z", 20.5, "a"],
+      ],
+    },
+  });
+}
+
+describe("StreamPage", () => {
+  it("shows header, SQL, Spark UI link, deliveries, runs and the output table", async () => {
+    const m = setup();
+    renderPage("stream", { streamId: 4 });
+    expect(await screen.findByTestId("stream-name")).toHaveTextContent("daily_avg");
+    expect(screen.getByTestId("stream-sql")).toHaveTextContent("CREATE STREAM daily_avg");
+    expect(screen.getByRole("link", { name: /Spark UI/ })).toHaveAttribute("href", "http://spark:4040/");
+    expect(m.callsTo("GET", "/api/v1/streams/4/progress/")[0].query.get("limit")).toBe("300");
+    expect(m.callsTo("GET", "/api/v1/streams/4/deliveries/")[0].query.get("limit")).toBe("100");
+
+    const deliveries = await screen.findByTestId("deliveries");
+    expect(within(deliveries).getByText("connection refused")).toBeInTheDocument();
+    expect(within(deliveries).getAllByText("failed")).toHaveLength(1);
+    const runs = await screen.findByTestId("runs");
+    expect(within(runs).getByText("2")).toBeInTheDocument();
+
+    expect(screen.getByTestId("target-link")).toHaveAttribute("href", "/tables/?db=weather&table=daily_avg_out");
+    await waitFor(() => expect(FakeUPlot.byTitle("weather.daily_avg_out (latest 2 rows)")).toBeDefined());
+    const out = FakeUPlot.byTitle("weather.daily_avg_out (latest 2 rows)")!;
+    expect(out.labels).toEqual(["avg_temp"]);
+    // sorted by time for the chart
+    expect(out.data[1]).toEqual([20.5, 21.5]);
+  });
+
+  it("feeds initial progress and live messages into the charts", async () => {
+    setup();
+    renderPage("stream", { streamId: 4 });
+    await screen.findByTestId("stream-name");
+    await waitFor(() => expect(FakeUPlot.byTitle("Input rows/s")?.data[1]).toEqual([10, 20]));
+    const charts = screen.getByTestId("progress-charts");
+    expect(charts.querySelectorAll(".fake-uplot")).toHaveLength(8);
+    expect(FakeUPlot.byTitle("Notifications")!.labels).toEqual(["sent", "failed"]);
+
+    openSocket("/ws/streams/4/");
+    serverPush("/ws/streams/4/", {
+      type: "stream.progress",
+      stream_id: 4,
+      progress: makeProgress({ batch_id: 3, created_at: "2024-06-01T10:00:20Z", rows_per_s: 35, state_bytes: 9999 }),
+    });
+    const rate = FakeUPlot.byTitle("Input rows/s")!;
+    expect(rate.data[0]).toHaveLength(3);
+    expect(rate.data[1]).toEqual([10, 20, 35]);
+    expect(FakeUPlot.byTitle("State size")!.data[1]).toEqual([2048, 2048, 9999]);
+    expect(screen.getByText("35 rows/s")).toBeInTheDocument();
+
+    // Messages for other streams are ignored.
+    serverPush("/ws/streams/4/", { type: "stream.progress", stream_id: 5, progress: makeProgress({ batch_id: 4 }) });
+    expect(FakeUPlot.byTitle("Input rows/s")!.data[0]).toHaveLength(3);
+  });
+
+  it("updates the status badge from stream.status and shows the last error", async () => {
+    setup();
+    renderPage("stream", { streamId: 4 });
+    await screen.findByTestId("stream-name");
+    serverPush("/ws/streams/4/", {
+      type: "stream.status",
+      stream: { ...makeDetail({ id: 4, name: "daily_avg", status: "failed", last_error: "Spark job aborted" }), spec: undefined },
+    });
+    expect(screen.getByTestId("last-error")).toHaveTextContent("Spark job aborted");
+    expect(screen.getAllByText("failed")[0]).toHaveClass("status-failed");
+    expect(screen.getByRole("button", { name: "start" })).toBeInTheDocument();
+  });
+
+  it("shows a catch-up bar while replaying history", async () => {
+    const now = Date.now();
+    const m = setup(
+      makeDetail({ id: 4, status: "catching_up", last_progress: makeProgress({ phase: "history", max_event_ms: now - 3600_000 }) }),
+    );
+    m.on("GET /api/v1/streams/4/progress/", [
+      makeProgress({ batch_id: 1, phase: "history", max_event_ms: now - 4 * 3600_000 }),
+      makeProgress({ batch_id: 2, phase: "history", max_event_ms: now - 3600_000 }),
+    ]);
+    renderPage("stream", { streamId: 4 });
+    const bar = await screen.findByTestId("catchup");
+    expect(bar).toHaveTextContent("Catching up on history");
+    expect(bar).toHaveTextContent("1 h behind");
+    await waitFor(() => expect(within(bar).getByRole("progressbar")).toHaveAttribute("aria-valuenow", "75"));
+  });
+
+  it("navigates to the list after dropping", async () => {
+    const m = setup();
+    m.on("DELETE /api/v1/streams/4/", reply(204));
+    const go = vi.spyOn(nav, "go").mockImplementation(() => {});
+    renderPage("stream", { streamId: 4 });
+    await screen.findByTestId("stream-name");
+    fireEvent.click(screen.getByRole("button", { name: "drop" }));
+    fireEvent.click(within(screen.getByRole("dialog")).getByRole("button", { name: "Drop" }));
+    await waitFor(() => expect(go).toHaveBeenCalledWith("/"));
+  });
+
+  it("shows an error when the stream does not exist", async () => {
+    mockFetch({ "GET /api/v1/streams/4/": reply(404, { detail: "Not found." }) });
+    renderPage("stream", { streamId: 4 });
+    expect(await screen.findByRole("alert")).toHaveTextContent("Could not load stream 4: Not found.");
+  });
+});
