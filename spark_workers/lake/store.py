@@ -148,7 +148,7 @@ class Lake:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(self.root)
-        self._tables: dict[str, DeltaTable] = {}
+        self._tables: dict[str, tuple[DeltaTable, tuple[int, int] | None]] = {}
         self._lock = threading.Lock()
         self._thread_locks: dict[str, threading.Lock] = {}
 
@@ -160,24 +160,40 @@ class Lake:
     def exists(self, db: str, storage: str) -> bool:
         return (self.table_path(db, storage) / "_delta_log").is_dir()
 
+    def _identity(self, path: str) -> tuple[int, int] | None:
+        """Identity of a Delta table's first commit file: changes when the table is re-created."""
+        try:
+            st = os.stat(os.path.join(path, "_delta_log", "00000000000000000000.json"))
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
+
     def delta(self, db: str, storage: str, *, refresh: bool = True) -> DeltaTable:
-        """Cached ``DeltaTable`` handle, brought up to the latest version when ``refresh``."""
+        """Cached ``DeltaTable`` handle, brought up to the latest version when ``refresh``.
+
+        A table dropped and created again under the same name (DROP DATABASE, then CREATE) is
+        detected by the identity of its first commit file, and the handle is reloaded.
+        """
         path = str(self.table_path(db, storage))
+        ident = self._identity(path)
         with self._lock:
-            dt = self._tables.get(path)
+            cached = self._tables.get(path)
+        dt = None
+        if cached is not None and cached[1] == ident:
+            dt = cached[0]
         if dt is None:
             if not self.exists(db, storage):
                 raise LakeError(f"table {db}.{storage} has no data store")
             dt = DeltaTable(path)
             with self._lock:
-                self._tables[path] = dt
+                self._tables[path] = (dt, ident)
         elif refresh:
             try:
                 dt.update_incremental()
             except Exception:
                 dt = DeltaTable(path)
                 with self._lock:
-                    self._tables[path] = dt
+                    self._tables[path] = (dt, ident)
         return dt
 
     def version(self, db: str, storage: str) -> int:

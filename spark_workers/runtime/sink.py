@@ -218,7 +218,7 @@ class OutputSink:
     def _subtable(self, gkey: str) -> str:
         """Output subtable of a group, created in the catalog with its tags on first use."""
         name = self._subtables.get(gkey)
-        if name is not None:
+        if name is not None and self.lake.catalog.table(self.c.out_db, name) is not None:
             return name
         values = json.loads(gkey)
         gid = group_id(gkey)
