@@ -27,8 +27,18 @@ CALENDAR_UNITS = frozenset({"n", "y"})
 PRECISIONS = ("ms", "us", "ns")
 NS_PER_PRECISION = {"ms": 1_000_000, "us": 1_000, "ns": 1}
 _DURATION_RE = re.compile(r"^(-?\d+)([buasmhdwny])$", re.IGNORECASE)
-_UNIT_WORDS = {"b": "ns", "u": "us", "a": "ms", "s": "s", "m": "m", "h": "h", "d": "d", "w": "w",
-               "n": "month", "y": "year"}
+_UNIT_WORDS = {
+    "b": "ns",
+    "u": "us",
+    "a": "ms",
+    "s": "s",
+    "m": "m",
+    "h": "h",
+    "d": "d",
+    "w": "w",
+    "n": "month",
+    "y": "year",
+}
 
 
 @dataclass(frozen=True)
@@ -46,8 +56,11 @@ class Duration:
         """Parse ``"10s"``; raises ``SqlError`` (code WRONG_VALUE_TYPE) for anything else."""
         m = _DURATION_RE.match(text.strip())
         if not m:
-            raise SqlError(f"invalid duration {text!r}: expected an integer and a unit "
-                           "(b, u, a, s, m, h, d, w, n, y), e.g. 10s", code=Code.WRONG_VALUE_TYPE)
+            raise SqlError(
+                f"invalid duration {text!r}: expected an integer and a unit "
+                "(b, u, a, s, m, h, d, w, n, y), e.g. 10s",
+                code=Code.WRONG_VALUE_TYPE,
+            )
         return cls(int(m.group(1)), m.group(2).lower())
 
     @classmethod
@@ -64,8 +77,7 @@ class Duration:
     def ns(self) -> int:
         """Length in nanoseconds; raises ``SqlError`` for calendar units."""
         if self.is_calendar:
-            raise SqlError(f"duration {self} has no fixed length (calendar unit)",
-                           code=Code.WRONG_VALUE_TYPE)
+            raise SqlError(f"duration {self} has no fixed length (calendar unit)", code=Code.WRONG_VALUE_TYPE)
         return self.value * NS_PER_UNIT[self.unit]
 
     def in_precision(self, precision: str) -> int:
@@ -73,8 +85,10 @@ class Duration:
         ns = self.ns
         per = NS_PER_PRECISION[precision]
         if ns % per:
-            raise SqlError(f"duration {self} is finer than the database precision {precision}",
-                           code=Code.WRONG_VALUE_TYPE)
+            raise SqlError(
+                f"duration {self} is finer than the database precision {precision}",
+                code=Code.WRONG_VALUE_TYPE,
+            )
         return ns // per
 
     @property

@@ -88,8 +88,9 @@ class SqlError(TdError):
 
     code = Code.SYNTAX_ERROR
 
-    def __init__(self, message: str, *, sql: str | None = None, offset: int | None = None,
-                 code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, sql: str | None = None, offset: int | None = None, code: int | None = None
+    ) -> None:
         super().__init__(message, code=code)
         self.sql = sql
         self.offset = offset
@@ -105,9 +106,8 @@ class SqlError(TdError):
     def desc(self) -> str:
         if self.position is None or self.sql is None:
             return self.message
-        near = self.sql[self.position.offset:self.position.offset + 24].split("\n")[0]
-        return (f'{self.message} (line {self.position.line}, column {self.position.column}, '
-                f'near "{near}")')
+        near = self.sql[self.position.offset : self.position.offset + 24].split("\n")[0]
+        return f'{self.message} (line {self.position.line}, column {self.position.column}, near "{near}")'
 
 
 class CatalogError(TdError):

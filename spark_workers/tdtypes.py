@@ -36,8 +36,16 @@ _UINT_RANGES = {
     "INT": (0, 2**32 - 1),
     "BIGINT": (0, 2**64 - 1),
 }
-_FIXED_BYTES = {"TIMESTAMP": 8, "BOOL": 1, "TINYINT": 1, "SMALLINT": 2, "INT": 4, "BIGINT": 8,
-                "FLOAT": 4, "DOUBLE": 8}
+_FIXED_BYTES = {
+    "TIMESTAMP": 8,
+    "BOOL": 1,
+    "TINYINT": 1,
+    "SMALLINT": 2,
+    "INT": 4,
+    "BIGINT": 8,
+    "FLOAT": 4,
+    "DOUBLE": 8,
+}
 _ALIASES = {"INTEGER": "INT", "BOOLEAN": "BOOL", "BINARY": "VARCHAR", "STRING": "VARCHAR"}
 VAR_TYPES = frozenset({"VARCHAR", "NCHAR"})
 INTEGER_TYPES = frozenset(_INT_RANGES)
@@ -71,8 +79,10 @@ class TdType:
             if length is None:
                 raise SqlError(f"{name} needs a length, e.g. {name}(32)", code=Code.WRONG_VALUE_TYPE)
             if not 1 <= length <= MAX_VAR_LENGTH:
-                raise SqlError(f"length of {name} must be in [1, {MAX_VAR_LENGTH}], got {length}",
-                               code=Code.WRONG_VALUE_TYPE)
+                raise SqlError(
+                    f"length of {name} must be in [1, {MAX_VAR_LENGTH}], got {length}",
+                    code=Code.WRONG_VALUE_TYPE,
+                )
             return cls(canon, length, False)
         if unsigned and canon not in INTEGER_TYPES:
             raise SqlError(f"{name} cannot be UNSIGNED", code=Code.WRONG_VALUE_TYPE)
@@ -116,10 +126,18 @@ class TdType:
             return pa.bool_()
         if n in INTEGER_TYPES:
             if not self.unsigned:
-                return {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-                        "BIGINT": pa.int64()}[n]
-            return {"TINYINT": pa.int16(), "SMALLINT": pa.int32(), "INT": pa.int64(),
-                    "BIGINT": pa.decimal128(20, 0)}[n]
+                return {
+                    "TINYINT": pa.int8(),
+                    "SMALLINT": pa.int16(),
+                    "INT": pa.int32(),
+                    "BIGINT": pa.int64(),
+                }[n]
+            return {
+                "TINYINT": pa.int16(),
+                "SMALLINT": pa.int32(),
+                "INT": pa.int64(),
+                "BIGINT": pa.decimal128(20, 0),
+            }[n]
         if n == "FLOAT":
             return pa.float32()
         if n == "DOUBLE":

@@ -50,8 +50,9 @@ def parse_literal(text: str, precision: str, tz: str) -> int:
     """
     m = _TS_RE.match(text)
     if not m:
-        raise SqlError(f"invalid timestamp {text!r}: expected 'YYYY-MM-DD HH:MM:SS[.fff]'",
-                       code=Code.WRONG_VALUE_TYPE)
+        raise SqlError(
+            f"invalid timestamp {text!r}: expected 'YYYY-MM-DD HH:MM:SS[.fff]'", code=Code.WRONG_VALUE_TYPE
+        )
     year, month, day, hh, mi, ss, frac, off = m.groups()
     try:
         base = dt.datetime(int(year), int(month), int(day), int(hh or 0), int(mi or 0), int(ss or 0))
@@ -72,8 +73,9 @@ def parse_literal(text: str, precision: str, tz: str) -> int:
     frac_ns = int((frac or "").ljust(9, "0")) if frac else 0
     per = NS_PER_PRECISION[precision]
     if frac_ns % per:
-        raise SqlError(f"timestamp {text!r} is finer than the database precision {precision}",
-                       code=Code.WRONG_VALUE_TYPE)
+        raise SqlError(
+            f"timestamp {text!r} is finer than the database precision {precision}", code=Code.WRONG_VALUE_TYPE
+        )
     return (seconds * 1_000_000_000 + frac_ns) // per
 
 

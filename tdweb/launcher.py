@@ -65,10 +65,18 @@ class Launcher:
             print(msg, flush=True)
 
     # ------------------------------------------------------------------ processes
-    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, args: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        p = subprocess.Popen(args, cwd=BASE_DIR, stdout=log, stderr=subprocess.STDOUT, env=env or self.env(),
-                             start_new_session=True)
+        p = subprocess.Popen(
+            args,
+            cwd=BASE_DIR,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env or self.env(),
+            start_new_session=True,
+        )
         self.procs.append((name, p))
         return p
 
@@ -92,8 +100,22 @@ class Launcher:
         if binary:
             data = VAR / "redis"
             data.mkdir(parents=True, exist_ok=True)
-            self._spawn("redis", [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                  "--appendonly", "no", "--dir", str(data)])
+            self._spawn(
+                "redis",
+                [
+                    binary,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(data),
+                ],
+            )
             kind = "redis-server"
         else:
             self._spawn("redis", [sys.executable, "-m", "tdweb.fakeredis_server", "--port", str(port)])
@@ -112,8 +134,13 @@ class Launcher:
     def prepare(self) -> None:
         """Migrate the metadata DB and create the admin account (first run)."""
         for args in (["migrate", "--noinput", "-v", "0"], ["bootstrap"]):
-            r = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=self.env(),
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [sys.executable, "manage.py", *args],
+                cwd=BASE_DIR,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+            )
             if r.returncode != 0:
                 raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
 
@@ -122,12 +149,47 @@ class Launcher:
         self.ensure_redis()
         self.prepare()
         py = sys.executable
-        self._spawn("web", [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "tdweb.asgi:application"])
-        self._spawn("worker", [py, "-m", "celery", "-A", "tdweb", "worker", "-Q", "streams,default",
-                               "--pool", "threads", "--concurrency", str(self.slots), "-n", "tdweb@%h",
-                               "--loglevel", "INFO", "--without-gossip", "--without-mingle"])
-        self._spawn("beat", [py, "-m", "celery", "-A", "tdweb", "beat", "--loglevel", "INFO",
-                             "--schedule", str(VAR / "celerybeat-schedule")])
+        self._spawn(
+            "web", [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "tdweb.asgi:application"]
+        )
+        self._spawn(
+            "worker",
+            [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "tdweb",
+                "worker",
+                "-Q",
+                "streams,default",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(self.slots),
+                "-n",
+                "tdweb@%h",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+        )
+        self._spawn(
+            "beat",
+            [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "tdweb",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(VAR / "celerybeat-schedule"),
+            ],
+        )
         self.wait_web()
 
     def wait_web(self, timeout: float = 60.0) -> None:
@@ -135,10 +197,9 @@ class Launcher:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check_alive()
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        return
+            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
             time.sleep(0.3)
         raise RuntimeError(f"web did not answer at {url} within {timeout:.0f}s; see {self.logs / 'web.log'}")
 
@@ -146,7 +207,9 @@ class Launcher:
         """Raise if a process we started has exited."""
         for name, p in self.procs:
             if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with code {p.returncode}; see {self.logs / (name + '.log')}")
+                raise RuntimeError(
+                    f"{name} exited with code {p.returncode}; see {self.logs / (name + '.log')}"
+                )
 
     def stop(self) -> None:
         """Stop every process this launcher started (SIGTERM, then SIGKILL after 20 s)."""

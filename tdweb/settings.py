@@ -23,10 +23,17 @@ DEBUG = env.bool("TDWEB_DEBUG", default=False)
 SECRET_KEY = env.str("TDWEB_SECRET_KEY", default="tdweb-embedded-insecure-key-change-me-in-production")
 TDWEB_HOST = env.str("TDWEB_HOST", default="127.0.0.1")
 TDWEB_PORT = env.int("TDWEB_PORT", default=8000)
-ALLOWED_HOSTS = env.list("TDWEB_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", TDWEB_HOST, "testserver", "*"])
-CSRF_TRUSTED_ORIGINS = env.list("TDWEB_CSRF_TRUSTED_ORIGINS",
-                                default=[f"http://{TDWEB_HOST}:{TDWEB_PORT}", f"http://127.0.0.1:{TDWEB_PORT}",
-                                         f"http://localhost:{TDWEB_PORT}"])
+ALLOWED_HOSTS = env.list(
+    "TDWEB_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", TDWEB_HOST, "testserver", "*"]
+)
+CSRF_TRUSTED_ORIGINS = env.list(
+    "TDWEB_CSRF_TRUSTED_ORIGINS",
+    default=[
+        f"http://{TDWEB_HOST}:{TDWEB_PORT}",
+        f"http://127.0.0.1:{TDWEB_PORT}",
+        f"http://localhost:{TDWEB_PORT}",
+    ],
+)
 
 INSTALLED_APPS = [
     "daphne",
@@ -77,8 +84,13 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'tdweb.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["OPTIONS"].update({"timeout": 30, "transaction_mode": "IMMEDIATE",
-                                            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
+    DATABASES["default"]["OPTIONS"].update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
@@ -134,7 +146,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULE = {
-    "streams-reconcile": {"task": "streams.reconcile", "schedule": env.float("TDWEB_RECONCILE_S", default=10.0)},
+    "streams-reconcile": {
+        "task": "streams.reconcile",
+        "schedule": env.float("TDWEB_RECONCILE_S", default=10.0),
+    },
     "lake-compact": {"task": "lake.compact", "schedule": 3600.0},
 }
 
@@ -151,7 +166,8 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "tdweb API",
-    "DESCRIPTION": "Streams, tables and notifications of tdweb. TDengine's own REST protocol is at /rest/sql.",
+    "DESCRIPTION": "Streams, tables and notifications of tdweb. "
+    "TDengine's own REST protocol is at /rest/sql.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,

@@ -14,7 +14,9 @@ urlpatterns = [
     path("streams/<int:stream_id>/", views.stream_page, name="stream"),
     path("tables/", views.tables_page, name="tables"),
     path("inbox/", views.inbox_page, name="inbox"),
-    path("accounts/login/", auth_views.LoginView.as_view(template_name="streams_app/login.html"), name="login"),
+    path(
+        "accounts/login/", auth_views.LoginView.as_view(template_name="streams_app/login.html"), name="login"
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("rest/sql", rest_sql),
     path("rest/sql/", rest_sql),

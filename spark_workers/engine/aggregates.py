@@ -116,8 +116,11 @@ class Partials:
         if len(parts) == 1:
             return parts[0]
         keys = parts[0].cols.keys()
-        return Partials(np.concatenate([p.gid for p in parts]), np.concatenate([p.wkey for p in parts]),
-                        {k: np.concatenate([p.cols[k] for p in parts]) for k in keys})
+        return Partials(
+            np.concatenate([p.gid for p in parts]),
+            np.concatenate([p.wkey for p in parts]),
+            {k: np.concatenate([p.cols[k] for p in parts]) for k in keys},
+        )
 
     def nbytes(self) -> int:
         """Approximate memory of the arrays (object arrays count 8 bytes per slot)."""
@@ -136,8 +139,13 @@ def _field_dtype(a: AggSpec, f: str) -> Any:
     return _value_dtype(a.kind)
 
 
-def lift(aggs: list[AggSpec], gid: np.ndarray, wkey: np.ndarray, ts: np.ndarray,
-         inputs: dict[str, tuple[np.ndarray, np.ndarray]]) -> Partials:
+def lift(
+    aggs: list[AggSpec],
+    gid: np.ndarray,
+    wkey: np.ndarray,
+    ts: np.ndarray,
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> Partials:
     """One partial per row.
 
     Args:
@@ -153,8 +161,8 @@ def lift(aggs: list[AggSpec], gid: np.ndarray, wkey: np.ndarray, ts: np.ndarray,
     cols: dict[str, np.ndarray] = {}
     ones = np.ones(r, np.int64)
     for a in aggs:
-        if a.input is None:
-            vals, valid = None, np.ones(r, bool)
+        if a.input is None:  # count(*): every row counts, no values
+            vals, valid = np.zeros(r, np.int64), np.ones(r, bool)
         else:
             vals, valid = inputs[a.input]
         vi = valid.astype(np.int64)

@@ -6,17 +6,20 @@ inputs) and by the batch query path from a lake snapshot. No Spark, no pandas re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import json
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 INSERT, UPDATE_PRE, UPDATE_POST, DELETE = 0, 1, 2, 3
-CHANGE_CODES = {"insert": INSERT, "update_preimage": UPDATE_PRE, "update_postimage": UPDATE_POST,
-                "delete": DELETE}
+CHANGE_CODES = {
+    "insert": INSERT,
+    "update_preimage": UPDATE_PRE,
+    "update_postimage": UPDATE_POST,
+    "delete": DELETE,
+}
 
 
 @dataclass
@@ -57,7 +60,8 @@ class RowBatch:
 
     def take(self, idx: np.ndarray) -> RowBatch:
         return RowBatch(
-            self.gkey[idx], self.ts[idx],
+            self.gkey[idx],
+            self.ts[idx],
             {k: (v[idx], m[idx]) for k, (v, m) in self.inputs.items()},
             None if self.change is None else self.change[idx],
             None if self.history is None else self.history[idx],

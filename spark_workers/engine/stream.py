@@ -24,6 +24,7 @@ State per bucket: the group table (key, latest event time) and one partial per o
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,7 +110,7 @@ class StepOutput:
     upserts: WindowResults
     removals: list[tuple[str, int]] = field(default_factory=list)
     events: list[WindowEvent] = field(default_factory=list)
-    stats: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, int | None] = field(default_factory=dict)
 
 
 class StreamState:
@@ -160,8 +161,8 @@ class StreamState:
         if fmt != STATE_FORMAT:
             raise ValueError(f"unsupported engine state format {fmt}")
         off = struct.calcsize("<III")
-        groups = pa.ipc.open_stream(io.BytesIO(data[off:off + n0])).read_all()
-        windows = pa.ipc.open_stream(io.BytesIO(data[off + n0:off + n0 + n1])).read_all()
+        groups = pa.ipc.open_stream(io.BytesIO(data[off : off + n0])).read_all()
+        windows = pa.ipc.open_stream(io.BytesIO(data[off + n0 : off + n0 + n1])).read_all()
         st = cls(aggs)
         st.gkeys = groups.column("gkey").to_pylist()
         st.gid_of = {k: i for i, k in enumerate(st.gkeys)}
@@ -174,8 +175,11 @@ class StreamState:
                 cols[k] = np.asarray(col.to_pylist(), dtype=object)
             else:
                 cols[k] = col.to_numpy(zero_copy_only=False).astype(empty.dtype)
-        st.open = Partials(windows.column("gid").to_numpy(zero_copy_only=False).astype(np.int64),
-                           windows.column("wkey").to_numpy(zero_copy_only=False).astype(np.int64), cols)
+        st.open = Partials(
+            windows.column("gid").to_numpy(zero_copy_only=False).astype(np.int64),
+            windows.column("wkey").to_numpy(zero_copy_only=False).astype(np.int64),
+            cols,
+        )
         return st
 
 
@@ -206,7 +210,7 @@ def _prev_running_max(gid: np.ndarray, ts: np.ndarray, base: np.ndarray) -> np.n
     bounds = np.append(np.flatnonzero(starts), gs.shape[0])
     in_order = bool(np.all(starts[1:] | (ts_s[1:] >= ts_s[:-1])))
     if not in_order:  # the common in-order case needs no per-group pass
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        for lo, hi in itertools.pairwise(bounds):
             if hi - lo > 1:
                 np.maximum.accumulate(cm[lo:hi], out=cm[lo:hi])
     prev_s = np.full(gs.shape[0], I64_MIN, np.int64)
@@ -249,8 +253,14 @@ class IntervalEngine:
         """
         r, a = self.rules, self.assigner
         n = len(batch)
-        stats = {"rows_in": n, "rows_expired": 0, "windows_opened": 0, "windows_closed": 0,
-                 "recalculated": 0, "recalc_skipped": 0}
+        stats: dict[str, int | None] = {
+            "rows_in": n,
+            "rows_expired": 0,
+            "windows_opened": 0,
+            "windows_closed": 0,
+            "recalculated": 0,
+            "recalc_skipped": 0,
+        }
         history = bool(n) and bool(batch.is_history.all())
         events: list[WindowEvent] = []
         removals: list[tuple[str, int]] = []
@@ -307,8 +317,10 @@ class IntervalEngine:
             new = pos < 0
             stats["windows_opened"] = int(new.sum())
             if r.notify_open and new.any() and (r.notify_history or not history):
-                events += [WindowEvent("WINDOW_OPEN", state.gkeys[g], int(w), int(w + a.interval), history)
-                           for g, w in zip(part.gid[new], part.wkey[new], strict=True)]
+                events += [
+                    WindowEvent("WINDOW_OPEN", state.gkeys[g], int(w), int(w + a.interval), history)
+                    for g, w in zip(part.gid[new], part.wkey[new], strict=True)
+                ]
             state.open = combine(self.aggs, Partials.concat([state.open, part]))
             touched_g.append(part.gid)
             touched_w.append(part.wkey)
@@ -341,8 +353,11 @@ class IntervalEngine:
                 for g, w in zip(rc_gid[empty], rc_wst[empty], strict=True):
                     removals.append((state.gkeys[g], int(w)))
                     if r.notify_close and (r.notify_history or not history):
-                        events.append(WindowEvent("WINDOW_INVALIDATION", state.gkeys[g], int(w),
-                                                  int(w + a.interval), history))
+                        events.append(
+                            WindowEvent(
+                                "WINDOW_INVALIDATION", state.gkeys[g], int(w), int(w + a.interval), history
+                            )
+                        )
 
         # ---- close windows whose end passed the watermark
         closing = Partials.empty(self.aggs)
@@ -355,8 +370,10 @@ class IntervalEngine:
         if r.notify_close and (r.notify_history or not history):
             for p in (recalc_closed, closing):
                 if p is not None and len(p):
-                    events += [WindowEvent("WINDOW_CLOSE", state.gkeys[g], int(w), int(w + a.interval), history)
-                               for g, w in zip(p.gid, p.wkey, strict=True)]
+                    events += [
+                        WindowEvent("WINDOW_CLOSE", state.gkeys[g], int(w), int(w + a.interval), history)
+                        for g, w in zip(p.gid, p.wkey, strict=True)
+                    ]
 
         # ---- what to write
         emit = [closing]
@@ -373,8 +390,9 @@ class IntervalEngine:
         stats["max_ts"] = int(seen.max()) if seen.size else None
         return StepOutput(self._results(state, out), removals, events, stats)
 
-    def _recalculate(self, state: StreamState, gids: np.ndarray, wstarts: np.ndarray,
-                     recalc: RecalcReader) -> Partials:
+    def _recalculate(
+        self, state: StreamState, gids: np.ndarray, wstarts: np.ndarray, recalc: RecalcReader
+    ) -> Partials:
         """Partials of the given windows rebuilt from the lake (only non-empty windows)."""
         a = self.assigner
         keys = sorted({state.gkeys[g] for g in gids})
@@ -402,8 +420,9 @@ def window_aggregate(assigner: IntervalAssigner, aggs: list[AggSpec], rows: RowB
     the same lift/combine/lower as streams. Output sorted by (group key, window start)."""
     if not len(rows):
         empty = Partials.empty(aggs)
-        return WindowResults(np.empty(0, object), np.empty(0, np.int64), np.empty(0, np.int64),
-                             lower(aggs, empty))
+        return WindowResults(
+            np.empty(0, object), np.empty(0, np.int64), np.empty(0, np.int64), lower(aggs, empty)
+        )
     uniq, gid = np.unique(rows.gkey.astype(object), return_inverse=True)
     prow, pw = assigner.assign(rows.ts)
     inputs = {k: (v[prow], m[prow]) for k, (v, m) in rows.inputs.items()}

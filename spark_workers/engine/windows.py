@@ -38,17 +38,20 @@ class IntervalAssigner:
         if self.sliding > self.interval:
             raise SqlError("SLIDING must not be larger than INTERVAL", code=Code.INVALID_WINDOW)
         if not 0 <= self.offset < self.interval:
-            raise SqlError("INTERVAL offset must be non-negative and smaller than the interval",
-                           code=Code.INVALID_WINDOW)
+            raise SqlError(
+                "INTERVAL offset must be non-negative and smaller than the interval", code=Code.INVALID_WINDOW
+            )
 
     @classmethod
-    def of(cls, interval: Duration, offset: Duration | None, sliding: Duration | None,
-           precision: str) -> IntervalAssigner:
+    def of(
+        cls, interval: Duration, offset: Duration | None, sliding: Duration | None, precision: str
+    ) -> IntervalAssigner:
         """Build from durations; calendar units (n, y) are not supported yet."""
         for d in (interval, offset, sliding):
             if d is not None and d.is_calendar:
-                raise SqlError(f"calendar durations ({d}) in INTERVAL are not supported yet",
-                               code=Code.NOT_SUPPORTED)
+                raise SqlError(
+                    f"calendar durations ({d}) in INTERVAL are not supported yet", code=Code.NOT_SUPPORTED
+                )
         i = interval.in_precision(precision)
         s = sliding.in_precision(precision) if sliding is not None else i
         o = offset.in_precision(precision) if offset is not None else 0

@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+import pyarrow.compute
 
 from spark_workers.duration import Duration
 from spark_workers.errors import CatalogError, Code
 from spark_workers.tdtypes import TdType
 
 _SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-RESERVED_PHYSICAL = frozenset({"tbname", "_bucket", "_change_type", "_commit_version",
-                               "_commit_timestamp"})
+RESERVED_PHYSICAL = frozenset({"tbname", "_bucket", "_change_type", "_commit_version", "_commit_timestamp"})
 DEFAULT_DURATION = "10d"
 
 _SCHEMA = """
@@ -61,13 +60,23 @@ class Column:
     composite_key: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type.to_json(), "physical": self.physical,
-                "comment": self.comment, "composite_key": self.composite_key}
+        return {
+            "name": self.name,
+            "type": self.type.to_json(),
+            "physical": self.physical,
+            "comment": self.comment,
+            "composite_key": self.composite_key,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Column:
-        return cls(d["name"], TdType.from_json(d["type"]), d["physical"], d.get("comment"),
-                   bool(d.get("composite_key", False)))
+        return cls(
+            d["name"],
+            TdType.from_json(d["type"]),
+            d["physical"],
+            d.get("comment"),
+            bool(d.get("composite_key", False)),
+        )
 
 
 def physical_names(names: list[str]) -> list[str]:
@@ -170,8 +179,7 @@ class Catalog:
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
-            con = sqlite3.connect(self.path, timeout=30, isolation_level=None,
-                                  check_same_thread=False)
+            con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
             self._local.con = con
@@ -204,8 +212,15 @@ class Catalog:
                 self._cache_version = v
 
     # ------------------------------------------------------------------ databases
-    def create_database(self, name: str, *, precision: str = "ms", options: dict[str, Any] | None = None,
-                        if_not_exists: bool = False, now_ms: int = 0) -> bool:
+    def create_database(
+        self,
+        name: str,
+        *,
+        precision: str = "ms",
+        options: dict[str, Any] | None = None,
+        if_not_exists: bool = False,
+        now_ms: int = 0,
+    ) -> bool:
         """Create a database; returns False if it existed and ``if_not_exists``.
 
         Raises:
@@ -217,16 +232,19 @@ class Catalog:
                 if if_not_exists:
                     return False
                 raise CatalogError(f"database {name} already exists", code=Code.DB_ALREADY_EXIST)
-            con.execute("INSERT INTO databases VALUES (?, ?, ?, ?, ?)",
-                        (name.lower(), name, precision, json.dumps(options or {}), now_ms))
+            con.execute(
+                "INSERT INTO databases VALUES (?, ?, ?, ?, ?)",
+                (name.lower(), name, precision, json.dumps(options or {}), now_ms),
+            )
         return True
 
     def drop_database(self, name: str) -> list[Table]:
         """Remove a database and its tables from the catalog; returns the dropped storage tables
         (supertables and normal tables) so their files can be removed."""
         with self._tx() as con:
-            rows = con.execute("SELECT * FROM tables WHERE db = ? AND kind != 'sub'",
-                               (name.lower(),)).fetchall()
+            rows = con.execute(
+                "SELECT * FROM tables WHERE db = ? AND kind != 'sub'", (name.lower(),)
+            ).fetchall()
             con.execute("DELETE FROM tables WHERE db = ?", (name.lower(),))
             con.execute("DELETE FROM databases WHERE key = ?", (name.lower(),))
         return [self._row_table(r) for r in rows]
@@ -237,8 +255,11 @@ class Catalog:
         key = name.lower()
         if key in self._db_cache:
             return self._db_cache[key]
-        row = self._con().execute("SELECT name, precision, options FROM databases WHERE key = ?",
-                                  (key,)).fetchone()
+        row = (
+            self._con()
+            .execute("SELECT name, precision, options FROM databases WHERE key = ?", (key,))
+            .fetchone()
+        )
         db = Database(row[0], row[1], json.loads(row[2])) if row else None
         self._db_cache[key] = db
         return db
@@ -246,8 +267,10 @@ class Catalog:
     def require_database(self, name: str | None) -> Database:
         """The database; raises ``CatalogError`` (DB_NOT_EXIST / DB_NOT_SPECIFIED)."""
         if not name:
-            raise CatalogError("database not specified: qualify the table (db.table) or use "
-                               "/rest/sql/{db}", code=Code.DB_NOT_SPECIFIED)
+            raise CatalogError(
+                "database not specified: qualify the table (db.table) or use /rest/sql/{db}",
+                code=Code.DB_NOT_SPECIFIED,
+            )
         db = self.database(name)
         if db is None:
             raise CatalogError(f"database {name} does not exist", code=Code.DB_NOT_EXIST)
@@ -255,8 +278,11 @@ class Catalog:
 
     def databases(self) -> list[tuple[Database, int]]:
         """All databases with their creation time (epoch ms), by name."""
-        rows = self._con().execute(
-            "SELECT name, precision, options, created_ms FROM databases ORDER BY key").fetchall()
+        rows = (
+            self._con()
+            .execute("SELECT name, precision, options, created_ms FROM databases ORDER BY key")
+            .fetchall()
+        )
         return [(Database(r[0], r[1], json.loads(r[2])), r[3]) for r in rows]
 
     # ------------------------------------------------------------------ tables
@@ -271,30 +297,42 @@ class Catalog:
         with self._tx() as con:
             if not con.execute("SELECT 1 FROM databases WHERE key = ?", (table.db.lower(),)).fetchone():
                 raise CatalogError(f"database {table.db} does not exist", code=Code.DB_NOT_EXIST)
-            row = con.execute("SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
-                              (table.db.lower(), table.name.lower())).fetchone()
+            row = con.execute(
+                "SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
+                (table.db.lower(), table.name.lower()),
+            ).fetchone()
             if row:
                 if if_not_exists:
                     if table.kind == "sub" and (row[0] != "sub" or row[1] != (table.stable or "").lower()):
-                        raise CatalogError(f"table {table.name} already exists and is not a subtable "
-                                           f"of {table.stable}", code=Code.TABLE_ALREADY_EXIST)
+                        raise CatalogError(
+                            f"table {table.name} already exists and is not a subtable of {table.stable}",
+                            code=Code.TABLE_ALREADY_EXIST,
+                        )
                     return False
                 code = Code.STB_ALREADY_EXIST if row[0] == "super" else Code.TABLE_ALREADY_EXIST
                 raise CatalogError(f"table {table.name} already exists", code=code)
             if table.kind == "sub":
-                srow = con.execute("SELECT kind FROM tables WHERE db = ? AND key = ?",
-                                   (table.db.lower(), (table.stable or "").lower())).fetchone()
+                srow = con.execute(
+                    "SELECT kind FROM tables WHERE db = ? AND key = ?",
+                    (table.db.lower(), (table.stable or "").lower()),
+                ).fetchone()
                 if not srow or srow[0] != "super":
-                    raise CatalogError(f"supertable {table.stable} does not exist",
-                                       code=Code.STB_NOT_EXIST)
+                    raise CatalogError(f"supertable {table.stable} does not exist", code=Code.STB_NOT_EXIST)
             con.execute(
                 "INSERT INTO tables VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (table.db.lower(), table.name.lower(), table.name, table.kind,
-                 (table.stable or "").lower() or None,
-                 None if table.kind == "sub" else json.dumps([c.to_json() for c in table.columns]),
-                 None if table.kind == "sub" else json.dumps([c.to_json() for c in table.tags]),
-                 json.dumps(table.tag_values, default=str) if table.kind == "sub" else None,
-                 table.comment, now_ms))
+                (
+                    table.db.lower(),
+                    table.name.lower(),
+                    table.name,
+                    table.kind,
+                    (table.stable or "").lower() or None,
+                    None if table.kind == "sub" else json.dumps([c.to_json() for c in table.columns]),
+                    None if table.kind == "sub" else json.dumps([c.to_json() for c in table.tags]),
+                    json.dumps(table.tag_values, default=str) if table.kind == "sub" else None,
+                    table.comment,
+                    now_ms,
+                ),
+            )
         return True
 
     def create_subtables(self, tables: list[Table], *, now_ms: int = 0) -> int:
@@ -303,16 +341,28 @@ class Catalog:
         created = 0
         with self._tx() as con:
             for t in tables:
-                row = con.execute("SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
-                                  (t.db.lower(), t.name.lower())).fetchone()
+                row = con.execute(
+                    "SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
+                    (t.db.lower(), t.name.lower()),
+                ).fetchone()
                 if row:
                     if row[0] != "sub" or row[1] != (t.stable or "").lower():
-                        raise CatalogError(f"table {t.name} already exists and is not a subtable of "
-                                           f"{t.stable}", code=Code.TABLE_ALREADY_EXIST)
+                        raise CatalogError(
+                            f"table {t.name} already exists and is not a subtable of {t.stable}",
+                            code=Code.TABLE_ALREADY_EXIST,
+                        )
                     continue
-                con.execute("INSERT INTO tables VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?)",
-                            (t.db.lower(), t.name.lower(), t.name, (t.stable or "").lower(),
-                             json.dumps(t.tag_values, default=str), now_ms))
+                con.execute(
+                    "INSERT INTO tables VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?)",
+                    (
+                        t.db.lower(),
+                        t.name.lower(),
+                        t.name,
+                        (t.stable or "").lower(),
+                        json.dumps(t.tag_values, default=str),
+                        now_ms,
+                    ),
+                )
                 created += 1
         return created
 
@@ -324,19 +374,34 @@ class Catalog:
         with self._tx() as con:
             con.execute("DELETE FROM tables WHERE db = ? AND key = ?", (db.lower(), name.lower()))
             if t.kind == "super":
-                con.execute("DELETE FROM tables WHERE db = ? AND stable_key = ?",
-                            (db.lower(), name.lower()))
+                con.execute("DELETE FROM tables WHERE db = ? AND stable_key = ?", (db.lower(), name.lower()))
         return t
 
     def _row_table(self, row: sqlite3.Row | tuple[Any, ...], stable: Table | None = None) -> Table:
         db, _key, name, kind, _stable_key, columns, tags, tag_values, comment, _created = row
         if kind == "sub":
             assert stable is not None
-            return Table(stable.db, name, "sub", stable.columns, stable.tags, stable.name,
-                         json.loads(tag_values or "{}"), comment)
-        return Table(self.database(db).name if self.database(db) else db, name, kind,
-                     tuple(Column.from_json(c) for c in json.loads(columns or "[]")),
-                     tuple(Column.from_json(c) for c in json.loads(tags or "[]")), None, {}, comment)
+            return Table(
+                stable.db,
+                name,
+                "sub",
+                stable.columns,
+                stable.tags,
+                stable.name,
+                json.loads(tag_values or "{}"),
+                comment,
+            )
+        database = self.database(db)
+        return Table(
+            database.name if database else db,
+            name,
+            kind,
+            tuple(Column.from_json(c) for c in json.loads(columns or "[]")),
+            tuple(Column.from_json(c) for c in json.loads(tags or "[]")),
+            None,
+            {},
+            comment,
+        )
 
     def table(self, db: str, name: str) -> Table | None:
         """Any table by name (case-insensitive), or None."""
@@ -363,11 +428,13 @@ class Catalog:
             raise CatalogError(f"table {db}.{name} does not exist", code=Code.TABLE_NOT_EXIST)
         return t
 
-    def tables(self, db: str, *, kinds: tuple[str, ...] = ("super", "sub", "normal"),
-               stable: str | None = None) -> list[tuple[str, str, str | None, int]]:
+    def tables(
+        self, db: str, *, kinds: tuple[str, ...] = ("super", "sub", "normal"), stable: str | None = None
+    ) -> list[tuple[str, str, str | None, int]]:
         """``(name, kind, stable name, created_ms)`` of a database's tables, by name."""
-        q = "SELECT name, kind, stable_key, created_ms FROM tables WHERE db = ? AND kind IN (%s)" % (
-            ",".join("?" * len(kinds)))
+        q = "SELECT name, kind, stable_key, created_ms FROM tables WHERE db = ? AND kind IN ({})".format(
+            ",".join("?" * len(kinds))
+        )
         args: list[Any] = [db.lower(), *kinds]
         if stable is not None:
             q += " AND stable_key = ?"
@@ -394,9 +461,15 @@ class Catalog:
         if cached is not None:
             return cached
         st = self.require_table(db, stable)
-        rows = self._con().execute(
-            "SELECT name, tag_values FROM tables WHERE db = ? AND stable_key = ? AND kind = 'sub' "
-            "ORDER BY key", (db.lower(), stable.lower())).fetchall()
+        rows = (
+            self._con()
+            .execute(
+                "SELECT name, tag_values FROM tables WHERE db = ? AND stable_key = ? AND kind = 'sub' "
+                "ORDER BY key",
+                (db.lower(), stable.lower()),
+            )
+            .fetchall()
+        )
         cols: dict[str, list[Any]] = {"tbname": [r[0] for r in rows]}
         values = [json.loads(r[1] or "{}") for r in rows]
         db_obj = self.require_database(db)
@@ -407,8 +480,11 @@ class Catalog:
             raw = [v.get(tag.name.lower()) for v in values]
             if tag.type.name == "TIMESTAMP":
                 arr = pa.array(raw, pa.int64())
-                arr = arr if db_obj.precision == "ns" else pa.compute.multiply(
-                    arr, {"ms": 1000, "us": 1}[db_obj.precision]).cast(t)
+                arr = (
+                    arr
+                    if db_obj.precision == "ns"
+                    else pa.compute.multiply(arr, {"ms": 1000, "us": 1}[db_obj.precision]).cast(t)
+                )
             else:
                 arr = pa.array(raw, t)
             fields.append(pa.field(tag.physical, t))
@@ -426,5 +502,7 @@ class Catalog:
         vals = dict(t.tag_values)
         vals[tag.lower()] = value
         with self._tx() as con:
-            con.execute("UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?",
-                        (json.dumps(vals, default=str), db.lower(), name.lower()))
+            con.execute(
+                "UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?",
+                (json.dumps(vals, default=str), db.lower(), name.lower()),
+            )

@@ -19,8 +19,13 @@ from spark_workers.engine.rows import CHANGE_CODES, INSERT
 from spark_workers.lake.catalog import Database
 from spark_workers.lake.store import Lake
 
-META_FIELDS = [pa.field("_ct", pa.int8()), pa.field("_cv", pa.int64()), pa.field("_seq", pa.int64()),
-               pa.field("_hist", pa.bool_()), pa.field("_bv", pa.int64())]
+META_FIELDS = [
+    pa.field("_ct", pa.int8()),
+    pa.field("_cv", pa.int64()),
+    pa.field("_seq", pa.int64()),
+    pa.field("_hist", pa.bool_()),
+    pa.field("_bv", pa.int64()),
+]
 SEQ_SHIFT = 1 << 32
 
 
@@ -64,14 +69,23 @@ class ChangeReader:
 
     def read_history(self, version: int, b_lo: int, b_hi: int, seq_base: int = 0) -> pa.Table:
         """Snapshot ``version`` rows with ``b_lo <= _bucket <= b_hi`` as inserts (``_hist`` true)."""
-        t = self.lake.read(self.db, self.storage, version=version, buckets=(b_lo, b_hi),
-                           tbnames=[self.tbname] if self.tbname else None)
+        t = self.lake.read(
+            self.db,
+            self.storage,
+            version=version,
+            buckets=(b_lo, b_hi),
+            tbnames=[self.tbname] if self.tbname else None,
+        )
         if t.num_rows:
             t = t.sort_by([(self.storage.columns[0].physical, "ascending"), ("tbname", "ascending")])
         n = t.num_rows
-        meta = {"_ct": np.full(n, INSERT, np.int8), "_cv": np.full(n, version, np.int64),
-                "_seq": np.arange(n, dtype=np.int64) + seq_base, "_hist": np.ones(n, bool),
-                "_bv": np.full(n, version, np.int64)}
+        meta = {
+            "_ct": np.full(n, INSERT, np.int8),
+            "_cv": np.full(n, version, np.int64),
+            "_seq": np.arange(n, dtype=np.int64) + seq_base,
+            "_hist": np.ones(n, bool),
+            "_bv": np.full(n, version, np.int64),
+        }
         return self._logical(t, meta)
 
     def read_changes(self, start: int, end: int) -> pa.Table:
@@ -80,14 +94,27 @@ class ChangeReader:
         if self.tbname is not None and t.num_rows:
             t = t.filter(pc.equal(t.column("tbname"), self.tbname))
         n = t.num_rows
-        ct = np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8) if n \
+        ct = (
+            np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8)
+            if n
             else np.empty(0, np.int8)
-        cv = t.column("_commit_version").cast(pa.int64()).to_numpy(zero_copy_only=False) if n \
+        )
+        cv = (
+            t.column("_commit_version").cast(pa.int64()).to_numpy(zero_copy_only=False)
+            if n
             else np.empty(0, np.int64)
+        )
         seq = cv * SEQ_SHIFT + np.arange(n, dtype=np.int64)
-        meta = {"_ct": ct, "_cv": cv, "_seq": seq, "_hist": np.zeros(n, bool), "_bv": np.full(n, end, np.int64)}
-        return self._logical(t.drop_columns([c for c in ("_change_type", "_commit_version") if c in t.column_names]),
-                             meta)
+        meta = {
+            "_ct": ct,
+            "_cv": cv,
+            "_seq": seq,
+            "_hist": np.zeros(n, bool),
+            "_bv": np.full(n, end, np.int64),
+        }
+        return self._logical(
+            t.drop_columns([c for c in ("_change_type", "_commit_version") if c in t.column_names]), meta
+        )
 
     def _logical(self, t: pa.Table, meta: dict[str, np.ndarray]) -> pa.Table:
         """Engine-form rows -> logical schema: names, timestamps, tags joined."""
@@ -104,8 +131,11 @@ class ChangeReader:
             cols.append(col)
         if self.storage.tags:
             tags = self.lake.catalog.subtable_tags(self.db.name, self.storage.name)
-            idx = pc.index_in(t.column("tbname").cast(pa.string()), value_set=tags.column("tbname")) if n \
+            idx = (
+                pc.index_in(t.column("tbname").cast(pa.string()), value_set=tags.column("tbname"))
+                if n
                 else pa.array([], pa.int32())
+            )
             for g in self.storage.tags:
                 typ = schema.field(g.name).type
                 col = tags.column(g.physical).take(idx) if n else pa.array([], typ)
@@ -117,8 +147,9 @@ class ChangeReader:
         return pa.Table.from_arrays(cols, schema=schema)
 
 
-def next_offset(reader: ChangeReader, start: dict[str, int], *, max_buckets: int = 8,
-                max_versions: int = 1000) -> dict[str, int]:
+def next_offset(
+    reader: ChangeReader, start: dict[str, int], *, max_buckets: int = 8, max_versions: int = 1000
+) -> dict[str, int]:
     """The end offset of the next micro-batch from ``start`` (equal to ``start`` when there is no
     new data). History advances ``max_buckets`` time buckets at a time and never past its own
     snapshot; the change feed advances ``max_versions`` versions at a time."""
@@ -133,8 +164,9 @@ def next_offset(reader: ChangeReader, start: dict[str, int], *, max_buckets: int
     return {"v": min(latest, v + max_versions), "h": -1}
 
 
-def read_range(reader: ChangeReader, start: dict[str, int], end: dict[str, int], *,
-               ignore_until: int | None = None) -> pa.Table:
+def read_range(
+    reader: ChangeReader, start: dict[str, int], end: dict[str, int], *, ignore_until: int | None = None
+) -> pa.Table:
     """Rows between two offsets (see module docstring); changes of versions ``<= ignore_until``
     are skipped (RESUME STREAM ... IGNORE UNTREATED, seed 000)."""
     v0, h0 = int(start["v"]), int(start["h"])

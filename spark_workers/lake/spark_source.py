@@ -5,8 +5,8 @@ logical schema, cast exactly to the declared Spark schema (ARCHITECTURE pitfalls
 arrive as ``timestamp[us, tz=UTC]``; delta-rs hands out ``string_view``).
 
 Options: ``lake`` (root folder), ``db``, ``table``, ``start_version``, ``history_version``
-(empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_buckets`` (history time buckets per micro-batch),
-``max_versions`` (Delta versions per micro-batch).
+(empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_buckets``
+(history time buckets per micro-batch), ``max_versions`` (Delta versions per micro-batch).
 """
 
 from __future__ import annotations
@@ -58,9 +58,12 @@ class TdLakeStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:
         if start is None:  # older call shape: report the newest version
             return {"v": self._reader().latest_version(), "h": -1}
-        return next_offset(self._reader(), {"v": int(start["v"]), "h": int(start["h"])},
-                           max_buckets=int(self.opts.get("max_buckets", 8)),
-                           max_versions=int(self.opts.get("max_versions", 1000)))
+        return next_offset(
+            self._reader(),
+            {"v": int(start["v"]), "h": int(start["h"])},
+            max_buckets=int(self.opts.get("max_buckets", 8)),
+            max_versions=int(self.opts.get("max_versions", 1000)),
+        )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         s = {"v": int(start["v"]), "h": int(start["h"])}
@@ -72,8 +75,9 @@ class TdLakeStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
         skip = self.opts.get("ignore_until") or ""
-        table = read_range(self._reader(), partition.start, partition.end,
-                           ignore_until=int(skip) if skip != "" else None)
+        table = read_range(
+            self._reader(), partition.start, partition.end, ignore_until=int(skip) if skip != "" else None
+        )
         target = _arrow_schema(self.schema)
         table = table.cast(target)
         yield from table.to_batches(max_chunksize=65_536)

@@ -223,8 +223,13 @@ class Lake:
         if (path / "_delta_log").is_dir():
             shutil.rmtree(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        DeltaTable.create(str(path), storage_schema(db, table.columns), partition_by=["_bucket"],
-                          configuration=CDF_CONFIG, name=table.name)
+        DeltaTable.create(
+            str(path),
+            storage_schema(db, table.columns),
+            partition_by=["_bucket"],
+            configuration=CDF_CONFIG,
+            name=table.name,
+        )
 
     def drop_storage(self, db: str, storage: str) -> None:
         """Remove a data table's files (after the catalog entry is gone)."""
@@ -244,8 +249,9 @@ class Lake:
         shutil.rmtree(path, ignore_errors=True)
 
     # ------------------------------------------------------------------ writes
-    def write(self, db: Database, table: Table, data: pa.Table, *,
-              txn: tuple[str, int] | None = None) -> WriteResult:
+    def write(
+        self, db: Database, table: Table, data: pa.Table, *, txn: tuple[str, int] | None = None
+    ) -> WriteResult:
         """Upsert rows into a data table under the (tbname, ts) row key.
 
         Args:
@@ -279,18 +285,31 @@ class Lake:
                 commit = CommitProperties(app_transactions=[Transaction(app_id=txn[0], version=txn[1])])
             try:
                 if self._append_safe(dt, stored, ts_name):
-                    write_deltalake(dt, stored, mode="append", partition_by=["_bucket"],
-                                    commit_properties=commit)
+                    write_deltalake(
+                        dt, stored, mode="append", partition_by=["_bucket"], commit_properties=commit
+                    )
                     dt.update_incremental()
                     return WriteResult(dt.version(), stored.num_rows, "append", inserted=stored.num_rows)
-                changed = " OR ".join(f"(t.\"{c.physical}\" IS DISTINCT FROM s.\"{c.physical}\")"
-                                      for c in table.columns[1:]) or "FALSE"
-                metrics = (dt.merge(stored, predicate=(f"t._bucket = s._bucket AND t.tbname = s.tbname "
-                                                       f"AND t.\"{ts_name}\" = s.\"{ts_name}\""),
-                                    source_alias="s", target_alias="t", commit_properties=commit)
-                           .when_matched_update_all(predicate=changed)
-                           .when_not_matched_insert_all()
-                           .execute())
+                changed = (
+                    " OR ".join(
+                        f'(t."{c.physical}" IS DISTINCT FROM s."{c.physical}")' for c in table.columns[1:]
+                    )
+                    or "FALSE"
+                )
+                metrics = (
+                    dt.merge(
+                        stored,
+                        predicate=(
+                            f't._bucket = s._bucket AND t.tbname = s.tbname AND t."{ts_name}" = s."{ts_name}"'
+                        ),
+                        source_alias="s",
+                        target_alias="t",
+                        commit_properties=commit,
+                    )
+                    .when_matched_update_all(predicate=changed)
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
             except Exception as e:  # delta-rs raises its own error types
                 raise LakeError(f"write to {db.name}.{table.name} failed: {e}") from e
             dt.update_incremental()
@@ -335,18 +354,25 @@ class Lake:
                 return False
         return True
 
-    def delete(self, db: Database, table: Table, *, ts_min: int | None, ts_max: int | None,
-               tbnames: list[str] | None = None) -> WriteResult:
+    def delete(
+        self,
+        db: Database,
+        table: Table,
+        *,
+        ts_min: int | None,
+        ts_max: int | None,
+        tbnames: list[str] | None = None,
+    ) -> WriteResult:
         """Delete rows with ``ts_min <= ts <= ts_max`` (inclusive, precision units; None = open)
         of the given tbnames (None = all) from a data table."""
         ts_name = table.columns[0].physical
         conds = []
         bucket_len = db.duration.in_precision(db.precision)
         if ts_min is not None:
-            conds.append(f"\"{ts_name}\" >= {self._ts_literal(db, ts_min)}")
+            conds.append(f'"{ts_name}" >= {self._ts_literal(db, ts_min)}')
             conds.append(f"_bucket >= {ts_min // bucket_len}")
         if ts_max is not None:
-            conds.append(f"\"{ts_name}\" <= {self._ts_literal(db, ts_max)}")
+            conds.append(f'"{ts_name}" <= {self._ts_literal(db, ts_max)}')
             conds.append(f"_bucket <= {ts_max // bucket_len}")
         if tbnames is not None:
             if not tbnames:
@@ -393,14 +419,27 @@ class Lake:
         if version is not None and version != dt.version():
             dt = DeltaTable(str(self.table_path(db.name, table.name)), version=version)
         root = str(self.table_path(db.name, table.name))
-        ds = pads.dataset(dt.file_uris(), schema=storage_schema(db, table.columns), format="parquet",
-                          partitioning=pads.partitioning(pa.schema([("_bucket", pa.int64())]), flavor="hive"),
-                          partition_base_dir=root)
+        ds = pads.dataset(
+            dt.file_uris(),
+            schema=storage_schema(db, table.columns),
+            format="parquet",
+            partitioning=pads.partitioning(pa.schema([("_bucket", pa.int64())]), flavor="hive"),
+            partition_base_dir=root,
+        )
         return int(dt.version()), ds
 
-    def read(self, db: Database, table: Table, *, version: int | None = None,
-             tbnames: list[str] | None = None, ts_min: int | None = None, ts_max: int | None = None,
-             columns: list[str] | None = None, buckets: tuple[int, int] | None = None) -> pa.Table:
+    def read(
+        self,
+        db: Database,
+        table: Table,
+        *,
+        version: int | None = None,
+        tbnames: list[str] | None = None,
+        ts_min: int | None = None,
+        ts_max: int | None = None,
+        columns: list[str] | None = None,
+        buckets: tuple[int, int] | None = None,
+    ) -> pa.Table:
         """Rows of a snapshot in engine form, filtered by tbnames, inclusive ts bounds and an
         inclusive ``_bucket`` range, sorted by (tbname, ts)."""
         _, ds = self.dataset(db, table, version)
@@ -435,8 +474,14 @@ class Lake:
             return pa.scalar(value, pa.int64())
         return pa.scalar(value * _US_PER[db.precision], pa.timestamp("us", tz="UTC"))
 
-    def changes(self, db: Database, table: Table, start_version: int, end_version: int,
-                columns: list[str] | None = None) -> pa.Table:
+    def changes(
+        self,
+        db: Database,
+        table: Table,
+        start_version: int,
+        end_version: int,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
         """The change data feed for versions ``(start_version, end_version]`` in engine form, with
         ``_change_type`` (insert, update_preimage, update_postimage, delete) and
         ``_commit_version``, in commit order (row order inside a commit is kept)."""
@@ -446,8 +491,7 @@ class Lake:
         cols = None
         if columns is not None:
             cols = ["tbname", *[c for c in columns if c != "tbname"], *CHANGE_COLUMNS]
-        reader = dt.load_cdf(starting_version=start_version + 1, ending_version=end_version,
-                             columns=cols)
+        reader = dt.load_cdf(starting_version=start_version + 1, ending_version=end_version, columns=cols)
         t = pa.table(reader.read_all())
         t = to_engine(t, db, table.columns)
         if t.num_rows:

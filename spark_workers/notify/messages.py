@@ -24,8 +24,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-WINDOW_TYPES = {"interval": ("Time", "Interval"), "session": ("Session", "Session"),
-                "state": ("State", "State"), "event": ("Event", "Event"), "count": ("Count", "Count")}
+WINDOW_TYPES = {
+    "interval": ("Time", "Interval"),
+    "session": ("Session", "Session"),
+    "state": ("State", "State"),
+    "event": ("Event", "Event"),
+    "count": ("Count", "Count"),
+}
 MAX_EVENTS_PER_MESSAGE = 200
 
 
@@ -53,9 +58,14 @@ def event_json(stream_key: str, window_kind: str, e: Event, now_ms: int) -> dict
     legacy_type, trigger_type = WINDOW_TYPES.get(window_kind, ("Time", "Interval"))
     wid = window_id(stream_key, e.gkey, e.window_start)
     out: dict[str, Any] = {
-        "tableName": e.table_name, "eventType": e.event_type, "eventTime": now_ms,
-        "windowId": wid, "windowType": legacy_type,
-        "triggerId": wid, "triggerType": trigger_type, "groupId": str(e.group_id),
+        "tableName": e.table_name,
+        "eventType": e.event_type,
+        "eventTime": now_ms,
+        "windowId": wid,
+        "windowType": legacy_type,
+        "triggerId": wid,
+        "triggerType": trigger_type,
+        "groupId": str(e.group_id),
         "windowStart": e.window_start,
     }
     if e.event_type in ("WINDOW_CLOSE", "WINDOW_INVALIDATION") and e.window_end is not None:
@@ -66,16 +76,31 @@ def event_json(stream_key: str, window_kind: str, e: Event, now_ms: int) -> dict
     return out
 
 
-def build_messages(stream_key: str, stream_name: str, window_kind: str, events: list[Event],
-                   batch_id: int, now_ms: int | None = None) -> list[dict[str, Any]]:
+def build_messages(
+    stream_key: str,
+    stream_name: str,
+    window_kind: str,
+    events: list[Event],
+    batch_id: int,
+    now_ms: int | None = None,
+) -> list[dict[str, Any]]:
     """Messages for one micro-batch's events, at most ``MAX_EVENTS_PER_MESSAGE`` events each, with
     ids stable for (stream, batch)."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     out = []
     for i in range(0, len(events), MAX_EVENTS_PER_MESSAGE):
-        chunk = events[i:i + MAX_EVENTS_PER_MESSAGE]
+        chunk = events[i : i + MAX_EVENTS_PER_MESSAGE]
         mid = hashlib.md5(f"{stream_key}|{batch_id}|{i}".encode()).hexdigest()
-        out.append({"messageId": mid, "timestamp": now_ms,
-                    "streams": [{"streamName": stream_name,
-                                 "events": [event_json(stream_key, window_kind, e, now_ms) for e in chunk]}]})
+        out.append(
+            {
+                "messageId": mid,
+                "timestamp": now_ms,
+                "streams": [
+                    {
+                        "streamName": stream_name,
+                        "events": [event_json(stream_key, window_kind, e, now_ms) for e in chunk],
+                    }
+                ],
+            }
+        )
     return out

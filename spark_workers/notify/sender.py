@@ -8,6 +8,7 @@ stream waits: it is paused), ``DROP`` tries twice, records the failure and goes 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -49,9 +50,12 @@ class Sender:
         sleep: injectable for tests.
     """
 
-    def __init__(self, on_attempt: Callable[[Attempt], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        on_attempt: Callable[[Attempt], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.on_attempt = on_attempt or (lambda a: None)
         self.should_stop = should_stop or (lambda: False)
         self.sleep = sleep
@@ -61,10 +65,8 @@ class Sender:
     def close(self) -> None:
         with self._lock:
             for c in self._conns.values():
-                try:
+                with contextlib.suppress(Exception):
                     c.close()
-                except Exception:
-                    pass
             self._conns.clear()
 
     def _send_once(self, url: str, text: str) -> None:
@@ -73,11 +75,10 @@ class Sender:
         for fresh in (False, True):
             if conn is None or fresh:
                 if conn is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         conn.close()
-                    except Exception:
-                        pass
-                conn = connect(url, open_timeout=OPEN_TIMEOUT_S, close_timeout=2, max_size=None)
+                # a long-lived connection reused across micro-batches (websockets: legacy=True)
+                conn = connect(url, open_timeout=OPEN_TIMEOUT_S, close_timeout=2, max_size=None, legacy=True)
                 with self._lock:
                     self._conns[url] = conn
             try:
@@ -100,13 +101,31 @@ class Sender:
             t0 = time.perf_counter()
             try:
                 self._send_once(url, text)
-                self.on_attempt(Attempt(url, message["messageId"], events, True,
-                                        (time.perf_counter() - t0) * 1000, "", attempt))
+                self.on_attempt(
+                    Attempt(
+                        url,
+                        message["messageId"],
+                        events,
+                        True,
+                        (time.perf_counter() - t0) * 1000,
+                        "",
+                        attempt,
+                    )
+                )
                 return True
             except Exception as e:  # connection refused, handshake rejected, closed socket...
                 err = f"{type(e).__name__}: {e}"
-                self.on_attempt(Attempt(url, message["messageId"], events, False,
-                                        (time.perf_counter() - t0) * 1000, err, attempt))
+                self.on_attempt(
+                    Attempt(
+                        url,
+                        message["messageId"],
+                        events,
+                        False,
+                        (time.perf_counter() - t0) * 1000,
+                        err,
+                        attempt,
+                    )
+                )
             if on_failure != "PAUSE" and attempt >= 2:
                 return False
             if self.should_stop():

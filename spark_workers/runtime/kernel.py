@@ -72,8 +72,9 @@ class KernelConfig:
     input_types: tuple[tuple[str, pa.DataType], ...]
 
     def engine(self) -> IntervalEngine:
-        return IntervalEngine(IntervalAssigner(self.interval, self.sliding, self.offset), list(self.aggs),
-                              self.rules)
+        return IntervalEngine(
+            IntervalAssigner(self.interval, self.sliding, self.offset), list(self.aggs), self.rules
+        )
 
     def output_schema(self) -> pa.Schema:
         types = dict(self.input_types)
@@ -90,7 +91,9 @@ def rows_from_table(cfg: KernelConfig, t: pa.Table) -> RowBatch:
     gkeys, _ = group_keys([t.column(g) for g in cfg.groups], t.num_rows)
     ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
     inputs = {n: column_arrays(t.column(n)) for n in cfg.inputs}
-    change = t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False) if "_ct" in t.column_names else None
+    change = (
+        t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False) if "_ct" in t.column_names else None
+    )
     hist = t.column("_hist").to_numpy(zero_copy_only=False) if "_hist" in t.column_names else None
     return RowBatch(gkeys, ts, inputs, change, hist)
 
@@ -116,9 +119,9 @@ class Kernel:
         cfg = self.cfg
 
         def read(gkeys: list[str], lo: int, hi: int) -> RowBatch:
+            from spark_workers.sql import ast
             from spark_workers.sql.duck import DuckSession
             from spark_workers.sql.planner import resolve
-            from spark_workers.sql import ast
 
             src = resolve(self.lake.catalog, ast.TableName(cfg.tbname_filter or cfg.table, cfg.db), cfg.db)
             tbnames = None
@@ -137,7 +140,11 @@ class Kernel:
 
     def step(self, bucket: int, state_bytes: bytes | None, t: pa.Table) -> tuple[pa.Table, bytes]:
         """One micro-batch of one bucket: returns (output rows, new state)."""
-        state = StreamState.from_bytes(list(self.cfg.aggs), state_bytes) if state_bytes else self.engine.new_state()
+        state = (
+            StreamState.from_bytes(list(self.cfg.aggs), state_bytes)
+            if state_bytes
+            else self.engine.new_state()
+        )
         rows = rows_from_table(self.cfg, t)
         version = int(t.column("_bv")[0].as_py()) if "_bv" in t.column_names and t.num_rows else None
         out = self.engine.step(state, rows, self.recalc_reader(version) if version is not None else None)
@@ -153,15 +160,25 @@ class Kernel:
         kind = ["r"] * n_r + ["x"] * n_x + ["e"] * n_e + ["s"]
         gkey = list(res.gkey) + [k for k, _ in out.removals] + [e.gkey for e in out.events] + [None]
         wstart = list(res.wstart) + [w for _, w in out.removals] + [e.wstart for e in out.events] + [None]
-        wend = (list(res.wend) + [w + self.engine.assigner.interval for _, w in out.removals]
-                + [e.wend for e in out.events] + [None])
+        wend = (
+            list(res.wend)
+            + [w + self.engine.assigner.interval for _, w in out.removals]
+            + [e.wend for e in out.events]
+            + [None]
+        )
         event = [None] * (n_r + n_x) + [e.kind for e in out.events] + [None]
         hist = [False] * (n_r + n_x) + [e.history for e in out.events] + [history]
         stats = [None] * (n - 1) + [json.dumps(out.stats)]
         cols: list[pa.Array] = [
-            pa.array(np.full(n, bucket, np.int32)), pa.array(kind, pa.string()), pa.array(gkey, pa.string()),
-            pa.array(wstart, pa.int64()), pa.array(wend, pa.int64()), pa.array(event, pa.string()),
-            pa.array(hist, pa.bool_()), pa.array(stats, pa.string())]
+            pa.array(np.full(n, bucket, np.int32)),
+            pa.array(kind, pa.string()),
+            pa.array(gkey, pa.string()),
+            pa.array(wstart, pa.int64()),
+            pa.array(wend, pa.int64()),
+            pa.array(event, pa.string()),
+            pa.array(hist, pa.bool_()),
+            pa.array(stats, pa.string()),
+        ]
         for a in self.cfg.aggs:
             typ = schema.field(a.name).type
             vals, valid = res.values[a.name]

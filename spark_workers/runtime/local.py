@@ -34,10 +34,20 @@ class LocalRunner:
         buckets: number of state buckets (as in Spark).
     """
 
-    def __init__(self, compiled: CompiledStream, lake: Lake, *, stream_key: str, start_version: int,
-                 history_version: int | None, tz: str = "UTC", buckets: int = 4, sender: Sender | None = None,
-                 ignore_until: int | None = None,
-                 progress: Callable[[BatchReport], None] | None = None) -> None:
+    def __init__(
+        self,
+        compiled: CompiledStream,
+        lake: Lake,
+        *,
+        stream_key: str,
+        start_version: int,
+        history_version: int | None,
+        tz: str = "UTC",
+        buckets: int = 4,
+        sender: Sender | None = None,
+        ignore_until: int | None = None,
+        progress: Callable[[BatchReport], None] | None = None,
+    ) -> None:
         self.c = compiled
         self.lake = lake
         self.tz = tz
@@ -80,7 +90,9 @@ class LocalRunner:
         gcols = [g.name for g in self.c.plan.groups]
         if gcols and staged.num_rows:
             keys = staged.select(gcols).to_pylist()
-            bucket = pa.array([zlib.crc32(repr(list(k.values())).encode()) % self.buckets for k in keys], pa.int32())
+            bucket = pa.array(
+                [zlib.crc32(repr(list(k.values())).encode()) % self.buckets for k in keys], pa.int32()
+            )
         else:
             bucket = pa.array([0] * staged.num_rows, pa.int32())
         outs = []
@@ -89,8 +101,9 @@ class LocalRunner:
             out, self.states[b] = self.kernel.step(b, self.states.get(b), part)
             outs.append(out)
         if not outs:
-            return self.kernel.to_table(0, self.kernel.engine.step(self.kernel.engine.new_state(),
-                                                                  _empty_rows(self.kernel)))
+            return self.kernel.to_table(
+                0, self.kernel.engine.step(self.kernel.engine.new_state(), _empty_rows(self.kernel))
+            )
         return pa.concat_tables(outs)
 
 
@@ -99,5 +112,8 @@ def _empty_rows(kernel: Kernel):  # type: ignore[no-untyped-def]
 
     from spark_workers.engine.rows import RowBatch
 
-    return RowBatch(np.empty(0, object), np.empty(0, np.int64),
-                    {n: (np.empty(0), np.empty(0, bool)) for n in kernel.cfg.inputs})
+    return RowBatch(
+        np.empty(0, object),
+        np.empty(0, np.int64),
+        {n: (np.empty(0), np.empty(0, bool)) for n in kernel.cfg.inputs},
+    )

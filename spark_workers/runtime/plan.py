@@ -16,13 +16,28 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
     """The picklable kernel settings of a compiled stream."""
     a = c.assigner
     groups = c.plan.groups
-    by_tbname = len(groups) == 1 and isinstance(groups[0].expr, exp.Column) and groups[0].expr.name.lower() == "tbname"
+    by_tbname = (
+        len(groups) == 1
+        and isinstance(groups[0].expr, exp.Column)
+        and groups[0].expr.name.lower() == "tbname"
+    )
     return KernelConfig(
-        lake_root=str(lake_root), db=c.source.db.name, table=c.source.storage.name,
-        tbname_filter=c.source.tbname_filter, tz=tz, interval=a.interval, sliding=a.sliding, offset=a.offset,
-        aggs=tuple(c.aggs), rules=c.rules, groups=tuple(g.name for g in groups), group_is_tbname=by_tbname,
-        inputs=tuple(c.plan.inputs), stage1_sql=stage1_sql(c.plan, "__SOURCE__", "duckdb", tz),
-        input_types=tuple(c.input_types.items()))
+        lake_root=str(lake_root),
+        db=c.source.db.name,
+        table=c.source.storage.name,
+        tbname_filter=c.source.tbname_filter,
+        tz=tz,
+        interval=a.interval,
+        sliding=a.sliding,
+        offset=a.offset,
+        aggs=tuple(c.aggs),
+        rules=c.rules,
+        groups=tuple(g.name for g in groups),
+        group_is_tbname=by_tbname,
+        inputs=tuple(c.plan.inputs),
+        stage1_sql=stage1_sql(c.plan, "__SOURCE__", "duckdb", tz),
+        input_types=tuple(c.input_types.items()),
+    )
 
 
 def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
@@ -30,8 +45,11 @@ def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
     (``_g*``, ``_ts``, ``_i*`` and the meta columns)."""
     scope = c.source.scope(tz)
     ts = "`" + c.source.table.columns[0].name.replace("`", "``") + "`"
-    ts_expr = {"ms": f"CAST(unix_micros({ts}) DIV 1000 AS BIGINT)", "us": f"unix_micros({ts})",
-               "ns": f"CAST({ts} AS BIGINT)"}[c.precision]
+    ts_expr = {
+        "ms": f"CAST(unix_micros({ts}) DIV 1000 AS BIGINT)",
+        "us": f"unix_micros({ts})",
+        "ns": f"CAST({ts} AS BIGINT)",
+    }[c.precision]
     exprs = [f"{to_sql(g.expr, 'spark', scope)} AS `{g.name}`" for g in c.plan.groups]
     exprs.append(f"{ts_expr} AS `_ts`")
     exprs += [f"{to_sql(e, 'spark', scope)} AS `{n}`" for n, e in c.plan.inputs.items()]

@@ -55,16 +55,28 @@ def make_state_func(cfg: KernelConfig, stage1_schema: pa.Schema) -> Callable[...
     return func
 
 
-def build_stream_frame(spark: SparkSession, c: CompiledStream, *, lake_root: str, tz: str,
-                       start_version: int, history_version: int | None, ignore_until: int | None = None,
-                       buckets: int = DEFAULT_BUCKETS) -> tuple[DataFrame, KernelConfig]:
+def build_stream_frame(
+    spark: SparkSession,
+    c: CompiledStream,
+    *,
+    lake_root: str,
+    tz: str,
+    start_version: int,
+    history_version: int | None,
+    ignore_until: int | None = None,
+    buckets: int = DEFAULT_BUCKETS,
+) -> tuple[DataFrame, KernelConfig]:
     """The streaming DataFrame of kernel output rows, and the kernel config."""
-    src = (spark.readStream.format("tdlake")
-           .option("lake", str(lake_root)).option("db", c.source.db.name).option("table", c.source.table.name)
-           .option("start_version", str(start_version))
-           .option("history_version", "" if history_version is None else str(history_version))
-           .option("ignore_until", "" if ignore_until is None else str(ignore_until))
-           .load())
+    src = (
+        spark.readStream.format("tdlake")
+        .option("lake", str(lake_root))
+        .option("db", c.source.db.name)
+        .option("table", c.source.table.name)
+        .option("start_version", str(start_version))
+        .option("history_version", "" if history_version is None else str(history_version))
+        .option("ignore_until", "" if ignore_until is None else str(ignore_until))
+        .load()
+    )
     cond, exprs = stage1_spark(c, tz)
     if cond is not None:
         src = src.where(cond)
@@ -77,29 +89,60 @@ def build_stream_frame(spark: SparkSession, c: CompiledStream, *, lake_root: str
     out_schema = from_arrow_schema(cfg.output_schema())
     state_schema = "blob binary"
     frame = staged.groupBy("_bucket").applyInPandasWithState(
-        make_state_func(cfg, stage1_schema), out_schema, state_schema, "append", GroupStateTimeout.NoTimeout)
+        make_state_func(cfg, stage1_schema), out_schema, state_schema, "append", GroupStateTimeout.NoTimeout
+    )
     return frame, cfg
 
 
-def start_query(spark: SparkSession, c: CompiledStream, sink: OutputSink, *, stream_key: str, lake_root: str,
-                tz: str, start_version: int, history_version: int | None, ignore_until: int | None = None,
-                buckets: int = DEFAULT_BUCKETS, trigger: str = TRIGGER_INTERVAL) -> StreamingQuery:
+def start_query(
+    spark: SparkSession,
+    c: CompiledStream,
+    sink: OutputSink,
+    *,
+    stream_key: str,
+    lake_root: str,
+    tz: str,
+    start_version: int,
+    history_version: int | None,
+    ignore_until: int | None = None,
+    buckets: int = DEFAULT_BUCKETS,
+    trigger: str = TRIGGER_INTERVAL,
+) -> StreamingQuery:
     """Start the query; ``sink.process`` runs for every micro-batch (idempotent on batch id)."""
-    frame, _cfg = build_stream_frame(spark, c, lake_root=lake_root, tz=tz, start_version=start_version,
-                                     history_version=history_version, ignore_until=ignore_until, buckets=buckets)
+    frame, _cfg = build_stream_frame(
+        spark,
+        c,
+        lake_root=lake_root,
+        tz=tz,
+        start_version=start_version,
+        history_version=history_version,
+        ignore_until=ignore_until,
+        buckets=buckets,
+    )
 
     def each_batch(df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
         table = df.toArrow()  # runs the micro-batch: source read, stage 1, shuffle, kernel
-        phase = "history" if table.num_rows and any(
-            h for k, h in zip(table.column("_kind").to_pylist(), table.column("_hist").to_pylist(), strict=True)
-            if k == "s") else "live"
+        phase = (
+            "history"
+            if table.num_rows
+            and any(
+                h
+                for k, h in zip(
+                    table.column("_kind").to_pylist(), table.column("_hist").to_pylist(), strict=True
+                )
+                if k == "s"
+            )
+            else "live"
+        )
         sink.process(table, int(batch_id), phase=phase, started=t0)
 
     ck = checkpoint_dir(lake_root, stream_key)
     ck.parent.mkdir(parents=True, exist_ok=True)
-    return (frame.writeStream.foreachBatch(each_batch)
-            .option("checkpointLocation", str(ck))
-            .queryName(f"tdweb_{stream_key}")
-            .trigger(processingTime=trigger)
-            .start())
+    return (
+        frame.writeStream.foreachBatch(each_batch)
+        .option("checkpointLocation", str(ck))
+        .queryName(f"tdweb_{stream_key}")
+        .trigger(processingTime=trigger)
+        .start()
+    )

@@ -14,8 +14,14 @@ _session: SparkSession | None = None
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def spark_session(master: str | None = None, *, app_name: str = "tdweb", ui_port: int | None = None,
-                  shuffle_partitions: int = 2, extra: dict[str, str] | None = None) -> SparkSession:
+def spark_session(
+    master: str | None = None,
+    *,
+    app_name: str = "tdweb",
+    ui_port: int | None = None,
+    shuffle_partitions: int = 2,
+    extra: dict[str, str] | None = None,
+) -> SparkSession:
     """Create (once) and return the process's SparkSession.
 
     Settings follow ARCHITECTURE "pitfalls": the virtualenv's interpreter for Python workers,
@@ -31,16 +37,18 @@ def spark_session(master: str | None = None, *, app_name: str = "tdweb", ui_port
             return _session
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        builder = (SparkSession.builder.appName(app_name)
-                   .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
-                   .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-                   .config("spark.sql.session.timeZone", "UTC")
-                   .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-                   .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-                   .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
-                   .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-                   .config("spark.python.worker.reuse", "true"))
+        builder = (
+            SparkSession.builder.appName(app_name)
+            .master(master or os.environ.get("SPARK_MASTER", "local[*]"))
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
+            .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+            .config("spark.python.worker.reuse", "true")
+        )
         if ui_port is not None:
             builder = builder.config("spark.ui.port", str(ui_port))
         for k, v in (extra or {}).items():

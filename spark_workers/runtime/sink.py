@@ -29,7 +29,7 @@ from spark_workers.lake.catalog import Table
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages
 from spark_workers.notify.sender import Sender
-from spark_workers.sql.duck import DuckSession, quote
+from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.select import stage3_sql
 from spark_workers.sql.streams import CompiledStream, default_subtable, ensure_output_table, group_id
 from spark_workers.sql.translate import Scope, to_sql
@@ -76,8 +76,16 @@ class OutputSink:
         progress: callback receiving each BatchReport.
     """
 
-    def __init__(self, compiled: CompiledStream, lake: Lake, *, stream_key: str, tz: str = "UTC",
-                 sender: Sender | None = None, progress: Callable[[BatchReport], None] | None = None) -> None:
+    def __init__(
+        self,
+        compiled: CompiledStream,
+        lake: Lake,
+        *,
+        stream_key: str,
+        tz: str = "UTC",
+        sender: Sender | None = None,
+        progress: Callable[[BatchReport], None] | None = None,
+    ) -> None:
         self.c = compiled
         self.lake = lake
         self.key = stream_key
@@ -94,8 +102,9 @@ class OutputSink:
         return f"tdweb-stream:{self.key}"
 
     # ------------------------------------------------------------------ main entry
-    def process(self, batch: pa.Table, batch_id: int, *, phase: str = "live",
-                started: float | None = None) -> BatchReport:
+    def process(
+        self, batch: pa.Table, batch_id: int, *, phase: str = "live", started: float | None = None
+    ) -> BatchReport:
         """Handle one micro-batch of kernel output rows (any bucket order); ``started`` is the
         ``time.perf_counter()`` at which the micro-batch began (for its duration)."""
         t0 = started if started is not None else time.perf_counter()
@@ -177,12 +186,16 @@ class OutputSink:
         cols["_ws"] = ws
         return pa.table(cols)
 
-    def _stage3(self, results: pa.Table, table: Table) -> tuple[pa.Table | None, dict[tuple[str, int], dict[str, Any]]]:
+    def _stage3(
+        self, results: pa.Table, table: Table
+    ) -> tuple[pa.Table | None, dict[tuple[str, int], dict[str, Any]]]:
         """Output rows in engine form for ``table`` and, per (gkey, wstart), the result dict used
         by WINDOW_CLOSE notifications."""
         with DuckSession(None) as duck:
             view = duck.register_arrow(self._windows_table(results))
-            out = duck.query(stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True))
+            out = duck.query(
+                stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True)
+            )
         gkeys = out.column("_gkey").to_pylist()
         ws = out.column("_ws").to_pylist()
         names = [self._subtable(g) for g in gkeys]
@@ -224,7 +237,10 @@ class OutputSink:
         gid = group_id(gkey)
         if self.c.subtable_expr is not None:
             with DuckSession(None) as duck:
-                cols = {g.display: [values[i] if i < len(values) else None] for i, g in enumerate(self.c.plan.groups)}
+                cols = {
+                    g.display: [values[i] if i < len(values) else None]
+                    for i, g in enumerate(self.c.plan.groups)
+                }
                 view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
                 scope = Scope({}, None, self.precision, self.tz)
                 expr = to_sql(self.c.subtable_expr, "duckdb", scope)
@@ -236,7 +252,11 @@ class OutputSink:
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
         for tp, tag in zip(self.c.tags, stable.tags, strict=False):
-            v = gid if tp.group_index is None else (values[tp.group_index] if tp.group_index < len(values) else None)
+            v = (
+                gid
+                if tp.group_index is None
+                else (values[tp.group_index] if tp.group_index < len(values) else None)
+            )
             if isinstance(v, int) and tag.type.name == "TIMESTAMP":
                 v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
             try:
@@ -252,16 +272,27 @@ class OutputSink:
         db = self.lake.catalog.require_database(self.c.out_db)
         first = self.c.columns[0]
         if first.source < 0:
-            keys = [(g, int(w), int(w)) for g, w in zip(removals.column("_gkey").to_pylist(),
-                                                        removals.column("_wstart").to_pylist(), strict=True)]
+            keys = [
+                (g, int(w), int(w))
+                for g, w in zip(
+                    removals.column("_gkey").to_pylist(), removals.column("_wstart").to_pylist(), strict=True
+                )
+            ]
         else:
             nulls = removals
             with DuckSession(None) as duck:
                 view = duck.register_arrow(self._windows_table(nulls))
-                out = duck.query(stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True))
+                out = duck.query(
+                    stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True)
+                )
             vals = self._ts_ints(out.column(f"_o{first.source}")).to_pylist()
-            keys = [(g, int(w), v) for g, w, v in zip(out.column("_gkey").to_pylist(), out.column("_ws").to_pylist(),
-                                                       vals, strict=True) if v is not None]
+            keys = [
+                (g, int(w), v)
+                for g, w, v in zip(
+                    out.column("_gkey").to_pylist(), out.column("_ws").to_pylist(), vals, strict=True
+                )
+                if v is not None
+            ]
         n = 0
         for gkey, _w, ts in keys:
             try:
@@ -271,20 +302,40 @@ class OutputSink:
                 raise
         return n
 
-    def _notify(self, events: pa.Table, out_rows: dict[tuple[str, int], dict[str, Any]], batch_id: int,
-                rep: BatchReport) -> None:
+    def _notify(
+        self,
+        events: pa.Table,
+        out_rows: dict[tuple[str, int], dict[str, Any]],
+        batch_id: int,
+        rep: BatchReport,
+    ) -> None:
         notify = self.c.notify
         evs: list[Event] = []
-        for g, w, we, kind in zip(events.column("_gkey").to_pylist(), events.column("_wstart").to_pylist(),
-                                  events.column("_wend").to_pylist(), events.column("_event").to_pylist(), strict=True):
+        for g, w, we, kind in zip(
+            events.column("_gkey").to_pylist(),
+            events.column("_wstart").to_pylist(),
+            events.column("_wend").to_pylist(),
+            events.column("_event").to_pylist(),
+            strict=True,
+        ):
             result = out_rows.get((g, int(w))) if kind == "WINDOW_CLOSE" else None
-            evs.append(Event(self._subtable(g), kind, g, group_id(g), int(w), int(we) if we is not None else None,
-                             result))
+            evs.append(
+                Event(
+                    self._subtable(g),
+                    kind,
+                    g,
+                    group_id(g),
+                    int(w),
+                    int(we) if we is not None else None,
+                    result,
+                )
+            )
         rep.events = len(evs)
         if notify is None or not evs or self.sender is None:
             return
-        for msg in build_messages(self.key, self.c.spec.name, self.c.spec.trigger.get("type", "interval"), evs,
-                                  batch_id):
+        for msg in build_messages(
+            self.key, self.c.spec.name, self.c.spec.trigger.get("type", "interval"), evs, batch_id
+        ):
             n = len(msg["streams"][0]["events"])
             for url in notify.urls:
                 if self.sender.deliver(url, msg, on_failure=notify.on_failure):

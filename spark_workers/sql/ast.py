@@ -61,6 +61,7 @@ class ColumnDef:
 
 # --------------------------------------------------------------------------- databases, tables
 
+
 @dataclass
 class CreateDatabase:
     """``CREATE DATABASE [IF NOT EXISTS] db [option value ...]``.
@@ -113,7 +114,7 @@ class SubtableDef:
     table: TableName
     using: TableName
     tag_names: list[str] | None
-    tag_values: list[exp.Expression]
+    tag_values: list[exp.Expr]
     if_not_exists: bool = False
     span: Span | None = None
 
@@ -144,7 +145,7 @@ class InsertTarget:
     """
 
     table: TableName
-    rows: list[list[exp.Expression]]
+    rows: list[list[exp.Expr]]
     columns: list[str] | None = None
     using: SubtableDef | None = None
     row_spans: list[list[Span]] = field(default_factory=list)
@@ -163,7 +164,7 @@ class Delete:
     """``DELETE FROM t [WHERE cond]``; TDengine only allows conditions on the timestamp column."""
 
     table: TableName
-    where: exp.Expression | None
+    where: exp.Expr | None
     span: Span | None = None
 
 
@@ -190,11 +191,12 @@ class Describe:
 
 # --------------------------------------------------------------------------- queries
 
+
 @dataclass(frozen=True)
 class PartitionItem:
     """One ``PARTITION BY`` element: expression, optional alias, and its text as written."""
 
-    expr: exp.Expression
+    expr: exp.Expr
     alias: str | None
     text: str
     span: Span | None = None
@@ -225,7 +227,7 @@ class SessionWindow:
 class StateWindow:
     """``STATE_WINDOW(col) [TRUE_FOR(d)]``."""
 
-    expr: exp.Expression
+    expr: exp.Expr
     true_for: Duration | None = None
     span: Span | None = None
     kind: str = "state"
@@ -235,8 +237,8 @@ class StateWindow:
 class EventWindow:
     """``EVENT_WINDOW START WITH c1 END WITH c2 [TRUE_FOR(d)]`` (3.3.7 wraps it in parentheses)."""
 
-    start: exp.Expression
-    end: exp.Expression
+    start: exp.Expr
+    end: exp.Expr
     true_for: Duration | None = None
     span: Span | None = None
     kind: str = "event"
@@ -266,8 +268,8 @@ class EkuiperWindow:
     function: str
     unit: str | None
     args: tuple[int, ...]
-    over_when: exp.Expression | None = None
-    filter: exp.Expression | None = None
+    over_when: exp.Expr | None = None
+    filter: exp.Expr | None = None
     span: Span | None = None
     kind: str = "ekuiper"
 
@@ -280,7 +282,7 @@ class Fill:
     """``FILL(NONE|NULL|PREV|NEXT|LINEAR|VALUE, v...)``."""
 
     mode: str
-    values: tuple[exp.Expression, ...] = ()
+    values: tuple[exp.Expr, ...] = ()
     span: Span | None = None
 
 
@@ -300,7 +302,7 @@ class SelectQuery:
         span: where the query is inside the statement text.
     """
 
-    select: exp.Expression
+    select: exp.Expr
     partition_by: list[PartitionItem] = field(default_factory=list)
     window: Window | None = None
     fill: Fill | None = None
@@ -318,6 +320,7 @@ class Select:
 
 # --------------------------------------------------------------------------- streams
 
+
 @dataclass
 class NotifyDef:
     """Notification definition (seed 000 legacy form and seed 002 form).
@@ -329,7 +332,7 @@ class NotifyDef:
 
     urls: list[str]
     events: list[str] = field(default_factory=list)
-    where: exp.Expression | None = None
+    where: exp.Expr | None = None
     history: bool | None = None
     on_failure: str | None = None
     span: Span | None = None
@@ -350,7 +353,7 @@ class OutputTagDef:
 
     name: str
     type: TdType
-    expr: exp.Expression | None = None
+    expr: exp.Expr | None = None
     comment: str | None = None
     span: Span | None = None
 
@@ -359,8 +362,8 @@ class OutputTagDef:
 class LegacyStreamOptions:
     """Legacy ``stream_options`` (seed 000). None means "not written" (defaults applied later)."""
 
-    trigger: str | None = None                 # AT_ONCE, WINDOW_CLOSE, MAX_DELAY, FORCE_WINDOW_CLOSE,
-    max_delay: Duration | None = None          # CONTINUOUS_WINDOW_CLOSE
+    trigger: str | None = None  # AT_ONCE, WINDOW_CLOSE, MAX_DELAY, FORCE_WINDOW_CLOSE,
+    max_delay: Duration | None = None  # CONTINUOUS_WINDOW_CLOSE
     recalculate: Duration | None = None
     watermark: Duration | None = None
     ignore_expired: int | None = None
@@ -382,7 +385,7 @@ class CreateStreamLegacy:
     into: TableName
     columns: list[OutputColumn] | None
     tags: list[OutputTagDef] | None
-    subtable: exp.Expression | None
+    subtable: exp.Expr | None
     query: SelectQuery
     notify: NotifyDef | None = None
     text: str = ""
@@ -423,10 +426,10 @@ class StreamOptions337:
     delete_output_table: bool = False
     fill_history: bool = False
     fill_history_first: bool = False
-    fill_history_start: exp.Expression | None = None
+    fill_history_start: exp.Expr | None = None
     calc_notify_only: bool = False
     low_latency_calc: bool = False
-    pre_filter: exp.Expression | None = None
+    pre_filter: exp.Expr | None = None
     force_output: bool = False
     max_delay: Duration | None = None
     event_type: list[str] = field(default_factory=list)
@@ -447,7 +450,7 @@ class CreateStream337:
     options: StreamOptions337
     notify: NotifyDef | None
     into: TableName | None
-    output_subtable: exp.Expression | None
+    output_subtable: exp.Expr | None
     columns: list[OutputColumn] | None
     tags: list[OutputTagDef] | None
     query: SelectQuery | None
@@ -476,10 +479,24 @@ class RecalculateStream:
 
     name: str
     db: str | None
-    start: exp.Expression
-    end: exp.Expression | None = None
+    start: exp.Expr
+    end: exp.Expr | None = None
 
 
-Statement = (CreateDatabase | DropDatabase | UseDatabase | CreateTable | CreateSubtables | DropTable
-             | Insert | Delete | Show | Describe | Select | CreateStreamLegacy | CreateStream337
-             | StreamCommand | RecalculateStream)
+Statement = (
+    CreateDatabase
+    | DropDatabase
+    | UseDatabase
+    | CreateTable
+    | CreateSubtables
+    | DropTable
+    | Insert
+    | Delete
+    | Show
+    | Describe
+    | Select
+    | CreateStreamLegacy
+    | CreateStream337
+    | StreamCommand
+    | RecalculateStream
+)

@@ -19,6 +19,7 @@ The statement level (CREATE/INSERT/streams...) is not parsed here but by
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from sqlglot import exp
@@ -37,7 +38,7 @@ class TDengine(MySQL):
     class Tokenizer(MySQL.Tokenizer):
         KEYWORDS = {**MySQL.Tokenizer.KEYWORDS, "TIMESTAMP": TokenType.TIMESTAMP}
         # Never swallow the rest of a statement into one COMMAND token (SHOW, REPLACE...).
-        COMMANDS: set[TokenType] = set()
+        COMMANDS: typing.ClassVar[set[TokenType]] = set()
 
         def tokenize(self, sql: str) -> list[Token]:
             """Tokens of ``sql`` with ``%%`` placeholders merged (see :mod:`.lexer`)."""
@@ -88,8 +89,8 @@ class TDengine(MySQL):
             exp.DType.NCHAR: "NCHAR",
         }
         # TDengine casts take its own type names (MySQL would print SIGNED/CHAR).
-        CAST_MAPPING: dict = {}
-        TIMESTAMP_FUNC_TYPES: set = set()
+        CAST_MAPPING: typing.ClassVar[dict] = {}
+        TIMESTAMP_FUNC_TYPES: typing.ClassVar[set] = set()
         VARCHAR_REQUIRES_SIZE = False
 
         def interval_sql(self, expression: exp.Interval) -> str:

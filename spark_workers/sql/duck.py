@@ -59,8 +59,14 @@ class DuckSession:
         self.con.register(name, data)
         return name
 
-    def register_source(self, src: Source, version: int | None = None, *,
-                        ts_range: tuple[int, int] | None = None, tbnames: list[str] | None = None) -> str:
+    def register_source(
+        self,
+        src: Source,
+        version: int | None = None,
+        *,
+        ts_range: tuple[int, int] | None = None,
+        tbnames: list[str] | None = None,
+    ) -> str:
         """A view of a table reference with logical names; returns the view name.
 
         Args:
@@ -120,6 +126,8 @@ def normalise(t: pa.Table) -> pa.Table:
     """Plain string columns instead of string views (what the rest of tdweb expects)."""
     if not any(pa.types.is_string_view(f.type) or pa.types.is_large_string(f.type) for f in t.schema):
         return t
-    cols = [c.cast(pa.string()) if (pa.types.is_string_view(c.type) or pa.types.is_large_string(c.type))
-            else c for c in t.columns]
+    cols = [
+        c.cast(pa.string()) if (pa.types.is_string_view(c.type) or pa.types.is_large_string(c.type)) else c
+        for c in t.columns
+    ]
     return pa.Table.from_arrays(cols, names=t.column_names)

@@ -24,7 +24,7 @@ from spark_workers.sql.parser import parse
 from spark_workers.sql.results import ResultColumn, ResultSet, StreamRegistry
 from spark_workers.sql.select import run_select
 from spark_workers.sql.values import Now, coerce, constant
-from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
+from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, varchar
 
 MAX_COLUMNS = 4096
 MAX_NAME = 192
@@ -32,8 +32,12 @@ MAX_NAME = 192
 
 def _name_ok(name: str, what: str, sql: str, span: ast.Span | None) -> None:
     if not name or len(name) > MAX_NAME:
-        raise SqlError(f"invalid {what} name {name!r}: 1 to {MAX_NAME} characters", sql=sql,
-                       offset=span.start if span else None, code=Code.INVALID_OPERATION)
+        raise SqlError(
+            f"invalid {what} name {name!r}: 1 to {MAX_NAME} characters",
+            sql=sql,
+            offset=span.start if span else None,
+            code=Code.INVALID_OPERATION,
+        )
 
 
 class Executor:
@@ -46,8 +50,9 @@ class Executor:
         default_db: database used for unqualified names (REST ``/rest/sql/{db}``, ``USE``).
     """
 
-    def __init__(self, lake: Lake, registry: StreamRegistry, *, tz: str = "UTC",
-                 default_db: str | None = None) -> None:
+    def __init__(
+        self, lake: Lake, registry: StreamRegistry, *, tz: str = "UTC", default_db: str | None = None
+    ) -> None:
         self.lake = lake
         self.catalog = lake.catalog
         self.registry = registry
@@ -57,7 +62,7 @@ class Executor:
     # ------------------------------------------------------------------ entry points
     def execute(self, sql: str) -> list[ResultSet]:
         """Execute every statement of ``sql`` in order; stops at the first error (raised)."""
-        return [self._run(stmt, sql) for stmt in parse(sql)]
+        return [self.run_statement(stmt, sql) for stmt in parse(sql)]
 
     def execute_one(self, sql: str) -> ResultSet:
         """Execute a text holding one statement (REST); the last result if there are several."""
@@ -66,7 +71,8 @@ class Executor:
             raise SqlError("empty statement", sql=sql, offset=0, code=Code.INCOMPLETE_SQL)
         return results[-1]
 
-    def _run(self, stmt: ast.Statement, sql: str) -> ResultSet:
+    def run_statement(self, stmt: ast.Statement, sql: str) -> ResultSet:
+        """Execute one parsed statement of the text ``sql`` (errors are anchored in ``sql``)."""
         handler = getattr(self, f"_do_{type(stmt).__name__}", None)
         if handler is None:
             raise SqlError(f"{type(stmt).__name__} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
@@ -84,16 +90,24 @@ class Executor:
         opts = dict(s.options)
         precision = str(opts.get("PRECISION", "ms")).strip("'\"").lower()
         if precision not in PRECISIONS:
-            raise SqlError(f"invalid PRECISION {precision!r}: use 'ms', 'us' or 'ns'", sql=sql,
-                           code=Code.INVALID_OPERATION)
+            raise SqlError(
+                f"invalid PRECISION {precision!r}: use 'ms', 'us' or 'ns'",
+                sql=sql,
+                code=Code.INVALID_OPERATION,
+            )
         opts["PRECISION"] = precision
         if "DURATION" in opts:
             text = str(opts["DURATION"]).strip("'\"")
             d = Duration.parse(text if not text.isdigit() else f"{text}m")
             if d.is_calendar or d.ns < 60 * 1_000_000_000:
                 raise SqlError("DURATION must be at least 1m", sql=sql, code=Code.INVALID_OPERATION)
-        self.catalog.create_database(s.name, precision=precision, options=opts,
-                                     if_not_exists=s.if_not_exists, now_ms=int(time.time() * 1000))
+        self.catalog.create_database(
+            s.name,
+            precision=precision,
+            options=opts,
+            if_not_exists=s.if_not_exists,
+            now_ms=int(time.time() * 1000),
+        )
         return ResultSet.affected(0)
 
     def _do_DropDatabase(self, s: ast.DropDatabase, sql: str) -> ResultSet:
@@ -102,10 +116,17 @@ class Executor:
             if s.if_exists:
                 return ResultSet.affected(0)
             raise CatalogError(f"database {s.name} does not exist", code=Code.DB_NOT_EXIST)
-        readers = [i.name for i in self.registry.list() if i.spec.source and i.spec.source.db.lower() == db.name.lower()]
+        readers = [
+            i.name
+            for i in self.registry.list()
+            if i.spec.source and i.spec.source.db.lower() == db.name.lower()
+        ]
         if readers and not s.force:
-            raise CatalogError(f"database {db.name} is the source of stream(s) {', '.join(readers)}; "
-                               "drop them first or use DROP DATABASE ... FORCE", code=Code.INVALID_OPERATION)
+            raise CatalogError(
+                f"database {db.name} is the source of stream(s) {', '.join(readers)}; "
+                "drop them first or use DROP DATABASE ... FORCE",
+                code=Code.INVALID_OPERATION,
+            )
         self.catalog.drop_database(db.name)
         self.lake.drop_database_storage(db.name)
         return ResultSet.affected(0)
@@ -122,37 +143,60 @@ class Executor:
             _name_ok(d.name, "tag" if tags else "column", sql, d.span)
             low = d.name.lower()
             if low in seen:
-                raise SqlError(f"duplicate {'tag' if tags else 'column'} name {d.name}", sql=sql,
-                               offset=d.span.start if d.span else None, code=Code.INVALID_COLUMN)
+                raise SqlError(
+                    f"duplicate {'tag' if tags else 'column'} name {d.name}",
+                    sql=sql,
+                    offset=d.span.start if d.span else None,
+                    code=Code.INVALID_COLUMN,
+                )
             if low == "tbname":
-                raise SqlError("tbname is reserved", sql=sql, offset=d.span.start if d.span else None,
-                               code=Code.INVALID_COLUMN)
+                raise SqlError(
+                    "tbname is reserved",
+                    sql=sql,
+                    offset=d.span.start if d.span else None,
+                    code=Code.INVALID_COLUMN,
+                )
             seen.add(low)
             names.append(d.name)
             if not tags and i == 0 and d.type.name != "TIMESTAMP":
-                raise SqlError("the first column must be of type TIMESTAMP", sql=sql,
-                               offset=d.span.start if d.span else None, code=Code.INVALID_COLUMN)
+                raise SqlError(
+                    "the first column must be of type TIMESTAMP",
+                    sql=sql,
+                    offset=d.span.start if d.span else None,
+                    code=Code.INVALID_COLUMN,
+                )
             if not tags and i > 0 and d.type.name == "TIMESTAMP" and d.composite_key:
-                raise SqlError("a composite key column cannot be a TIMESTAMP", sql=sql, code=Code.INVALID_COLUMN)
-        phys = physical_names(names) if not tags else [n.lower() if n.isidentifier() else f"_t{i}"
-                                                       for i, n in enumerate(names)]
-        return tuple(Column(d.name, d.type, p, d.comment, d.composite_key)
-                     for d, p in zip(defs, phys, strict=True))
+                raise SqlError(
+                    "a composite key column cannot be a TIMESTAMP", sql=sql, code=Code.INVALID_COLUMN
+                )
+        phys = (
+            physical_names(names)
+            if not tags
+            else [n.lower() if n.isidentifier() else f"_t{i}" for i, n in enumerate(names)]
+        )
+        return tuple(
+            Column(d.name, d.type, p, d.comment, d.composite_key) for d, p in zip(defs, phys, strict=True)
+        )
 
     def _do_CreateTable(self, s: ast.CreateTable, sql: str) -> ResultSet:
         dbname = self._db(s.table.db)
         db = self.catalog.require_database(dbname)
         _name_ok(s.table.name, "table", sql, s.table.span)
         if len(s.columns) < 1 or len(s.columns) + len(s.tags) > MAX_COLUMNS:
-            raise SqlError(f"a table needs 1 to {MAX_COLUMNS} columns and tags", sql=sql, code=Code.INVALID_COLUMN)
+            raise SqlError(
+                f"a table needs 1 to {MAX_COLUMNS} columns and tags", sql=sql, code=Code.INVALID_COLUMN
+            )
         cols = self._columns(s.columns, sql)
         tags = self._columns(s.tags, sql, tags=True) if s.kind == "super" else ()
         if s.kind == "super" and not tags:
             raise SqlError("a supertable needs at least one tag", sql=sql, code=Code.INVALID_COLUMN)
         clash = {c.name.lower() for c in cols} & {t.name.lower() for t in tags}
         if clash:
-            raise SqlError(f"tag and column names must differ: {', '.join(sorted(clash))}", sql=sql,
-                           code=Code.INVALID_COLUMN)
+            raise SqlError(
+                f"tag and column names must differ: {', '.join(sorted(clash))}",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
+            )
         table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment)
         if self.catalog.create_table(table, if_not_exists=s.if_not_exists, now_ms=int(time.time() * 1000)):
             self.lake.create_storage(db, table)
@@ -162,20 +206,31 @@ class Executor:
         db = self.catalog.require_database(stable.db)
         names = d.tag_names or [t.name for t in stable.tags]
         if len(names) != len(d.tag_values):
-            raise SqlError(f"{len(d.tag_values)} tag values for {len(names)} tags of {stable.name}", sql=sql,
-                           offset=d.span.start if d.span else None, code=Code.COLUMN_COUNT_MISMATCH)
+            raise SqlError(
+                f"{len(d.tag_values)} tag values for {len(names)} tags of {stable.name}",
+                sql=sql,
+                offset=d.span.start if d.span else None,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
         values: dict[str, Any] = {t.name.lower(): None for t in stable.tags}
         now = Now()
         for name, node in zip(names, d.tag_values, strict=True):
             tag = stable.tag(name)
             if tag is None:
-                raise SqlError(f"invalid tag name {name} for supertable {stable.name}", sql=sql,
-                               code=Code.INVALID_COLUMN)
+                raise SqlError(
+                    f"invalid tag name {name} for supertable {stable.name}", sql=sql, code=Code.INVALID_COLUMN
+                )
             try:
-                values[tag.name.lower()] = coerce(constant(node, db.precision, self.tz, now), tag.type,
-                                                  db.precision, self.tz, f"tag {tag.name} {tag.type.sql}")
+                values[tag.name.lower()] = coerce(
+                    constant(node, db.precision, self.tz, now),
+                    tag.type,
+                    db.precision,
+                    self.tz,
+                    f"tag {tag.name} {tag.type.sql}",
+                )
             except SqlError as e:
                 from spark_workers.sql.planner import offset_of
+
                 raise SqlError(e.message, sql=sql, offset=offset_of(node), code=e.code) from None
         return values
 
@@ -183,11 +238,22 @@ class Executor:
         dbname = self._db(d.table.db or d.using.db)
         stable = self.catalog.table(dbname, d.using.name)
         if stable is None or stable.kind != "super":
-            raise SqlError(f"supertable {d.using.name} does not exist", sql=sql,
-                           offset=d.using.span.start if d.using.span else None, code=Code.STB_NOT_EXIST)
+            raise SqlError(
+                f"supertable {d.using.name} does not exist",
+                sql=sql,
+                offset=d.using.span.start if d.using.span else None,
+                code=Code.STB_NOT_EXIST,
+            )
         _name_ok(d.table.name, "table", sql, d.table.span)
-        return Table(dbname, d.table.name, "sub", stable.columns, stable.tags, stable.name,
-                     self._tag_values(stable, d, sql))
+        return Table(
+            dbname,
+            d.table.name,
+            "sub",
+            stable.columns,
+            stable.tags,
+            stable.name,
+            self._tag_values(stable, d, sql),
+        )
 
     def _do_CreateSubtables(self, s: ast.CreateSubtables, sql: str) -> ResultSet:
         tables = [self._subtable(d, sql) for d in s.items]
@@ -202,9 +268,12 @@ class Executor:
             if t is None or (s.super_only and t.kind != "super"):
                 if s.if_exists:
                     continue
-                raise SqlError(f"table {dbname}.{name.name} does not exist", sql=sql,
-                               offset=name.span.start if name.span else None,
-                               code=Code.STB_NOT_EXIST if s.super_only else Code.TABLE_NOT_EXIST)
+                raise SqlError(
+                    f"table {dbname}.{name.name} does not exist",
+                    sql=sql,
+                    offset=name.span.start if name.span else None,
+                    code=Code.STB_NOT_EXIST if s.super_only else Code.TABLE_NOT_EXIST,
+                )
             if t.kind == "sub":
                 db = self.catalog.require_database(dbname)
                 stable = self.catalog.require_table(dbname, t.storage)
@@ -229,17 +298,29 @@ class Executor:
                 table = self._subtable(target.using, sql)
                 to_create.append(table)
             if table is None:
-                raise SqlError(f"table {dbname}.{target.table.name} does not exist", sql=sql,
-                               offset=target.table.span.start if target.table.span else None,
-                               code=Code.TABLE_NOT_EXIST)
+                raise SqlError(
+                    f"table {dbname}.{target.table.name} does not exist",
+                    sql=sql,
+                    offset=target.table.span.start if target.table.span else None,
+                    code=Code.TABLE_NOT_EXIST,
+                )
             if table.kind == "super":
-                raise SqlError(f"{table.name} is a supertable: insert into its subtables "
-                               f"(INSERT INTO t USING {table.name} TAGS (...) VALUES ...)", sql=sql,
-                               offset=target.table.span.start if target.table.span else None,
-                               code=Code.INVALID_OPERATION)
+                raise SqlError(
+                    f"{table.name} is a supertable: insert into its subtables "
+                    f"(INSERT INTO t USING {table.name} TAGS (...) VALUES ...)",
+                    sql=sql,
+                    offset=target.table.span.start if target.table.span else None,
+                    code=Code.INVALID_OPERATION,
+                )
             db = self.catalog.require_database(dbname)
-            storage = table if table.kind == "normal" else (
-                self.catalog.table(dbname, table.storage) or self.catalog.require_table(dbname, table.storage))
+            storage = (
+                table
+                if table.kind == "normal"
+                else (
+                    self.catalog.table(dbname, table.storage)
+                    or self.catalog.require_table(dbname, table.storage)
+                )
+            )
             storages[(dbname, storage.name)] = storage
             cols = list(table.columns)
             if target.columns is not None:
@@ -247,15 +328,19 @@ class Executor:
                 for i, name in enumerate(target.columns):
                     c = table.column(name)
                     if c is None:
-                        raise SqlError(f"invalid column name {name} in {table.name}", sql=sql,
-                                       code=Code.INVALID_COLUMN)
+                        raise SqlError(
+                            f"invalid column name {name} in {table.name}", sql=sql, code=Code.INVALID_COLUMN
+                        )
                     if c in picked:
                         raise SqlError(f"column {name} is listed twice", sql=sql, code=Code.INVALID_COLUMN)
                     picked.append(c)
                     del i
                 if table.columns[0] not in picked:
-                    raise SqlError(f"the timestamp column {table.columns[0].name} must be written", sql=sql,
-                                   code=Code.INVALID_COLUMN)
+                    raise SqlError(
+                        f"the timestamp column {table.columns[0].name} must be written",
+                        sql=sql,
+                        code=Code.INVALID_COLUMN,
+                    )
                 cols = picked
             data: dict[str, list[Any]] = {"tbname": []}
             for c in cols:
@@ -264,19 +349,32 @@ class Executor:
                 spans = target.row_spans[r] if r < len(target.row_spans) else []
                 if len(row) != len(cols):
                     off = spans[0].start if spans else (target.span.start if target.span else None)
-                    raise SqlError(f"{len(row)} values for {len(cols)} columns of {table.name}", sql=sql,
-                                   offset=off, code=Code.COLUMN_COUNT_MISMATCH)
+                    raise SqlError(
+                        f"{len(row)} values for {len(cols)} columns of {table.name}",
+                        sql=sql,
+                        offset=off,
+                        code=Code.COLUMN_COUNT_MISMATCH,
+                    )
                 for i, (c, node) in enumerate(zip(cols, row, strict=True)):
                     try:
-                        v = coerce(constant(node, db.precision, self.tz, now), c.type, db.precision, self.tz,
-                                   f"column {c.name} {c.type.sql}")
+                        v = coerce(
+                            constant(node, db.precision, self.tz, now),
+                            c.type,
+                            db.precision,
+                            self.tz,
+                            f"column {c.name} {c.type.sql}",
+                        )
                     except SqlError as e:
-                        raise SqlError(e.message, sql=sql, offset=spans[i].start if i < len(spans) else None,
-                                       code=e.code) from None
+                        raise SqlError(
+                            e.message, sql=sql, offset=spans[i].start if i < len(spans) else None, code=e.code
+                        ) from None
                     if i == 0 and v is None:
-                        raise SqlError(f"the timestamp column {c.name} cannot be NULL", sql=sql,
-                                       offset=spans[i].start if i < len(spans) else None,
-                                       code=Code.WRONG_VALUE_TYPE)
+                        raise SqlError(
+                            f"the timestamp column {c.name} cannot be NULL",
+                            sql=sql,
+                            offset=spans[i].start if i < len(spans) else None,
+                            code=Code.WRONG_VALUE_TYPE,
+                        )
                     data[c.physical].append(v)
                 data["tbname"].append(table.name)
             total += len(target.rows)
@@ -304,8 +402,12 @@ class Executor:
         db = self.catalog.require_database(dbname)
         table = self.catalog.table(dbname, s.table.name)
         if table is None:
-            raise SqlError(f"table {dbname}.{s.table.name} does not exist", sql=sql,
-                           offset=s.table.span.start if s.table.span else None, code=Code.TABLE_NOT_EXIST)
+            raise SqlError(
+                f"table {dbname}.{s.table.name} does not exist",
+                sql=sql,
+                offset=s.table.span.start if s.table.span else None,
+                code=Code.TABLE_NOT_EXIST,
+            )
         storage = table if table.kind != "sub" else self.catalog.require_table(dbname, table.storage)
         lo, hi, tbnames = self._delete_bounds(s.where, table, db.precision, sql)
         if table.kind == "sub":
@@ -313,8 +415,9 @@ class Executor:
         res = self.lake.delete(db, storage, ts_min=lo, ts_max=hi, tbnames=tbnames)
         return ResultSet.affected(res.deleted)
 
-    def _delete_bounds(self, where: exp.Expression | None, table: Table, precision: str,
-                       sql: str) -> tuple[int | None, int | None, list[str] | None]:
+    def _delete_bounds(
+        self, where: exp.Expr | None, table: Table, precision: str, sql: str
+    ) -> tuple[int | None, int | None, list[str] | None]:
         """Inclusive [lo, hi] on the timestamp column from a DELETE's WHERE (TDengine allows
         conditions on the primary timestamp, joined by AND), plus ``tbname = 'x'`` / IN."""
         lo: int | None = None
@@ -324,9 +427,9 @@ class Executor:
             return lo, hi, tbnames
         ts_name = table.columns[0].name.lower()
         now = Now()
-        conds: list[exp.Expression] = []
+        conds: list[exp.Expr] = []
 
-        def flatten(e: exp.Expression) -> None:
+        def flatten(e: exp.Expr) -> None:
             if isinstance(e, exp.And):
                 flatten(e.this)
                 flatten(e.expression)
@@ -338,20 +441,33 @@ class Executor:
         flatten(where)
         from spark_workers.sql.planner import offset_of
 
-        def value(node: exp.Expression) -> int:
-            return coerce(constant(node, precision, self.tz, now), TIMESTAMP, precision, self.tz,
-                          f"column {table.columns[0].name} TIMESTAMP")
+        def value(node: exp.Expr) -> int:
+            return coerce(
+                constant(node, precision, self.tz, now),
+                TIMESTAMP,
+                precision,
+                self.tz,
+                f"column {table.columns[0].name} TIMESTAMP",
+            )
 
         for c in conds:
             col = c.this if hasattr(c, "this") else None
-            if isinstance(c, exp.EQ | exp.In) and isinstance(col, exp.Column) and col.name.lower() == "tbname":
+            if (
+                isinstance(c, exp.EQ | exp.In)
+                and isinstance(col, exp.Column)
+                and col.name.lower() == "tbname"
+            ):
                 items = [c.expression] if isinstance(c, exp.EQ) else list(c.expressions)
                 tbnames = [str(constant(i, precision, self.tz, now)) for i in items]
                 continue
             if not (isinstance(col, exp.Column) and col.name.lower() in (ts_name, "_c0", "_rowts")):
-                raise SqlError("DELETE only accepts conditions on the primary timestamp column "
-                               f"{table.columns[0].name} (and tbname)", sql=sql, offset=offset_of(c),
-                               code=Code.INVALID_OPERATION)
+                raise SqlError(
+                    "DELETE only accepts conditions on the primary timestamp column "
+                    f"{table.columns[0].name} (and tbname)",
+                    sql=sql,
+                    offset=offset_of(c),
+                    code=Code.INVALID_OPERATION,
+                )
             if isinstance(c, exp.Between):
                 a, b = value(c.args["low"]), value(c.args["high"])
                 lo, hi = max(lo, a) if lo is not None else a, min(hi, b) if hi is not None else b
@@ -365,8 +481,12 @@ class Executor:
                 v = value(c.expression) - (1 if isinstance(c, exp.LT) else 0)
                 hi = min(hi, v) if hi is not None else v
             else:
-                raise SqlError("unsupported DELETE condition: use =, <, <=, >, >=, BETWEEN on the timestamp",
-                               sql=sql, offset=offset_of(c), code=Code.INVALID_OPERATION)
+                raise SqlError(
+                    "unsupported DELETE condition: use =, <, <=, >, >=, BETWEEN on the timestamp",
+                    sql=sql,
+                    offset=offset_of(c),
+                    code=Code.INVALID_OPERATION,
+                )
         return lo, hi, tbnames
 
     # ------------------------------------------------------------------ introspection
@@ -376,13 +496,32 @@ class Executor:
             rows = []
             for db, created in self.catalog.databases():
                 ntables = len(self.catalog.tables(db.name, kinds=("sub", "normal")))
-                rows.append([db.name, created, int(db.options.get("VGROUPS", 2)), ntables, db.precision,
-                             str(db.options.get("KEEP", "3650d")), str(db.duration), "ready"])
+                rows.append(
+                    [
+                        db.name,
+                        created,
+                        int(db.options.get("VGROUPS", 2)),
+                        ntables,
+                        db.precision,
+                        str(db.options.get("KEEP", "3650d")),
+                        str(db.duration),
+                        "ready",
+                    ]
+                )
             rows = self._like(rows, s.like)
-            return ResultSet([ResultColumn("name", varchar(64)), ResultColumn("create_time", TIMESTAMP),
-                              ResultColumn("vgroups", INT), ResultColumn("ntables", BIGINT),
-                              ResultColumn("precision", varchar(2)), ResultColumn("keep", varchar(32)),
-                              ResultColumn("duration", varchar(10)), ResultColumn("status", varchar(10))], rows)
+            return ResultSet(
+                [
+                    ResultColumn("name", varchar(64)),
+                    ResultColumn("create_time", TIMESTAMP),
+                    ResultColumn("vgroups", INT),
+                    ResultColumn("ntables", BIGINT),
+                    ResultColumn("precision", varchar(2)),
+                    ResultColumn("keep", varchar(32)),
+                    ResultColumn("duration", varchar(10)),
+                    ResultColumn("status", varchar(10)),
+                ],
+                rows,
+            )
         if w in ("stables", "tables"):
             dbname = self._db(s.db)
             kinds = ("super",) if w == "stables" else ("sub", "normal")
@@ -393,39 +532,75 @@ class Executor:
         if w == "streams":
             infos = self.registry.list()
             if s.db:
-                infos = [i for i in infos if (i.db or i.spec.source.db if i.spec.source else "").lower() == s.db.lower()]
-            rows = [[i.name, i.created_ms, i.sql, i.status,
-                     f"{i.spec.source.db}.{i.spec.source.table}" if i.spec.source else None,
-                     f"{i.spec.output.db}.{i.spec.output.table}" if i.spec.output else None,
-                     i.spec.options.trigger, i.message] for i in infos]
-            return ResultSet([ResultColumn("stream_name", varchar(192)), ResultColumn("create_time", TIMESTAMP),
-                              ResultColumn("sql", varchar(4096)), ResultColumn("status", varchar(20)),
-                              ResultColumn("source_table", varchar(192)), ResultColumn("target_table", varchar(192)),
-                              ResultColumn("trigger", varchar(32)), ResultColumn("message", varchar(1024))], rows)
+                infos = [
+                    i
+                    for i in infos
+                    if (i.db or i.spec.source.db if i.spec.source else "").lower() == s.db.lower()
+                ]
+            rows = [
+                [
+                    i.name,
+                    i.created_ms,
+                    i.sql,
+                    i.status,
+                    f"{i.spec.source.db}.{i.spec.source.table}" if i.spec.source else None,
+                    f"{i.spec.output.db}.{i.spec.output.table}" if i.spec.output else None,
+                    i.spec.options.trigger,
+                    i.message,
+                ]
+                for i in infos
+            ]
+            return ResultSet(
+                [
+                    ResultColumn("stream_name", varchar(192)),
+                    ResultColumn("create_time", TIMESTAMP),
+                    ResultColumn("sql", varchar(4096)),
+                    ResultColumn("status", varchar(20)),
+                    ResultColumn("source_table", varchar(192)),
+                    ResultColumn("target_table", varchar(192)),
+                    ResultColumn("trigger", varchar(32)),
+                    ResultColumn("message", varchar(1024)),
+                ],
+                rows,
+            )
         if w == "tags" and s.target is not None:
             dbname = self._db(s.target.db)
             t = self.catalog.require_table(dbname, s.target.name)
             if t.kind != "sub":
                 raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
-            rows = [[t.name, dbname, t.stable, tag.name, tag.type.sql, t.tag_values.get(tag.name.lower())]
-                    for tag in t.tags]
-            return ResultSet([ResultColumn("table_name", varchar(192)), ResultColumn("db_name", varchar(64)),
-                              ResultColumn("stable_name", varchar(192)), ResultColumn("tag_name", varchar(64)),
-                              ResultColumn("tag_type", varchar(64)), ResultColumn("tag_value", varchar(256))],
-                             [[*r[:5], None if r[5] is None else str(r[5])] for r in rows])
+            rows = [
+                [t.name, dbname, t.stable, tag.name, tag.type.sql, t.tag_values.get(tag.name.lower())]
+                for tag in t.tags
+            ]
+            return ResultSet(
+                [
+                    ResultColumn("table_name", varchar(192)),
+                    ResultColumn("db_name", varchar(64)),
+                    ResultColumn("stable_name", varchar(192)),
+                    ResultColumn("tag_name", varchar(64)),
+                    ResultColumn("tag_type", varchar(64)),
+                    ResultColumn("tag_value", varchar(256)),
+                ],
+                [[*r[:5], None if r[5] is None else str(r[5])] for r in rows],
+            )
         if w in ("create_table", "create_stable") and s.target is not None:
             dbname = self._db(s.target.db)
             t = self.catalog.require_table(dbname, s.target.name)
-            return ResultSet([ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
-                             [[t.name, self._create_sql(t)]])
+            return ResultSet(
+                [ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
+                [[t.name, self._create_sql(t)]],
+            )
         if w == "create_database" and s.db:
             db = self.catalog.require_database(s.db)
             opts = " ".join(f"{k} {v}" for k, v in db.options.items() if k != "PRECISION")
-            return ResultSet([ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
-                             [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]])
+            return ResultSet(
+                [ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
+                [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]],
+            )
         if w == "vgroups":
-            return ResultSet([ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))],
-                             [[1, self._db(s.db)]])
+            return ResultSet(
+                [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))], [[1, self._db(s.db)]]
+            )
         raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
 
     @staticmethod
@@ -437,8 +612,10 @@ class Executor:
 
     def _create_sql(self, t: Table) -> str:
         if t.kind == "sub":
-            vals = ", ".join("NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
-                             for g in t.tags)
+            vals = ", ".join(
+                "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
+                for g in t.tags
+            )
             return f"CREATE TABLE `{t.name}` USING `{t.stable}` TAGS ({vals})"
         cols = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.columns)
         if t.kind == "super":
@@ -450,13 +627,26 @@ class Executor:
         dbname = self._db(s.table.db)
         t = self.catalog.table(dbname, s.table.name)
         if t is None:
-            raise SqlError(f"table {dbname}.{s.table.name} does not exist", sql=sql,
-                           offset=s.table.span.start if s.table.span else None, code=Code.TABLE_NOT_EXIST)
-        rows: list[list[Any]] = [[c.name, c.type.meta_name, c.type.byte_length, "COMPOSITE KEY" if c.composite_key else ""]
-                                 for c in t.columns]
+            raise SqlError(
+                f"table {dbname}.{s.table.name} does not exist",
+                sql=sql,
+                offset=s.table.span.start if s.table.span else None,
+                code=Code.TABLE_NOT_EXIST,
+            )
+        rows: list[list[Any]] = [
+            [c.name, c.type.meta_name, c.type.byte_length, "COMPOSITE KEY" if c.composite_key else ""]
+            for c in t.columns
+        ]
         rows += [[g.name, g.type.meta_name, g.type.byte_length, "TAG"] for g in t.tags]
-        return ResultSet([ResultColumn("field", varchar(64)), ResultColumn("type", varchar(32)),
-                          ResultColumn("length", INT), ResultColumn("note", varchar(16))], rows)
+        return ResultSet(
+            [
+                ResultColumn("field", varchar(64)),
+                ResultColumn("type", varchar(32)),
+                ResultColumn("length", INT),
+                ResultColumn("note", varchar(16)),
+            ],
+            rows,
+        )
 
     # ------------------------------------------------------------------ queries
     def _do_Select(self, s: ast.Select, sql: str) -> ResultSet:
@@ -470,9 +660,13 @@ class Executor:
         return ResultSet.affected(0)
 
     def _do_CreateStream337(self, s: ast.CreateStream337, sql: str) -> ResultSet:
-        raise SqlError("TDengine 3.3.7 stream syntax is not supported yet; use the legacy syntax "
-                       "(CREATE STREAM s [TRIGGER ...] INTO stb AS SELECT ... INTERVAL(...))",
-                       sql=sql, offset=0, code=Code.NOT_SUPPORTED)
+        raise SqlError(
+            "TDengine 3.3.7 stream syntax is not supported yet; use the legacy syntax "
+            "(CREATE STREAM s [TRIGGER ...] INTO stb AS SELECT ... INTERVAL(...))",
+            sql=sql,
+            offset=0,
+            code=Code.NOT_SUPPORTED,
+        )
 
     def _do_StreamCommand(self, s: ast.StreamCommand, sql: str) -> ResultSet:
         info = self.registry.get(s.name, s.db)

@@ -922,8 +922,7 @@ class _StatementParser:
             self.expect("FROM", message="syntax error: expected FROM after SHOW TAGS")
             target = self.table_name()
             if self.accept("FROM"):
-                db = self.name("a database name")[0]
-                target = TableName(name=target.name, db=db, span=target.span)
+                target = TableName(name=target.name, db=self.name("a database name")[0], span=target.span)
             return ast.Show(what="tags", target=target, db=target.db)
         db = None
         if self.is_type(TokenType.DOT, 1):
@@ -1431,10 +1430,10 @@ class _StatementParser:
             count = self.integer_item(*items[0])
             if count is None:
                 raise self.err_at("COUNT_WINDOW expects an integer count", items[0][0])
-            sliding = None
+            count_sliding: int | None = None
             rest = items[1:]
             if rest and self.integer_item(*rest[0]) is not None:
-                sliding = self.integer_item(*rest[0])
+                count_sliding = self.integer_item(*rest[0])
                 rest = rest[1:]
             columns = []
             for lo, hi in rest:
@@ -1442,7 +1441,7 @@ class _StatementParser:
                     raise self.err_at("syntax error: COUNT_WINDOW expects column names after the counts", lo)
                 columns.append(self.toks[lo].text)
             return ast.CountWindow(
-                count=count, sliding=sliding, columns=tuple(columns), span=self.span(start, self.i)
+                count=count, sliding=count_sliding, columns=tuple(columns), span=self.span(start, self.i)
             )
         if stream_trigger:
             raise self.error("syntax error: expected a trigger type")
@@ -1683,7 +1682,7 @@ class _StatementParser:
                 )
             window = ek[0]
             removed.extend(ek[1])
-        gone = set()
+        gone: set[int] = set()
         for a, b in removed:
             gone.update(range(a, b))
         kept = [self.toks[k] for k in range(lo, hi) if k not in gone]

@@ -27,14 +27,33 @@ from spark_workers.tdtypes import BIGINT, TIMESTAMP, TdType, varchar
 
 WINDOW_PSEUDO = frozenset({"_wstart", "_wend", "_wduration"})
 # seed 000, "Functions supported by stream computing": not allowed in streams
-STREAM_FORBIDDEN = frozenset({
-    "leastsquares", "percentile", "top", "bottom", "elapsed", "interp", "derivative", "irate", "twa",
-    "histogram", "diff", "statecount", "stateduration", "csum", "mavg", "sample", "tail", "unique",
-    "mode"})
+STREAM_FORBIDDEN = frozenset(
+    {
+        "leastsquares",
+        "percentile",
+        "top",
+        "bottom",
+        "elapsed",
+        "interp",
+        "derivative",
+        "irate",
+        "twa",
+        "histogram",
+        "diff",
+        "statecount",
+        "stateduration",
+        "csum",
+        "mavg",
+        "sample",
+        "tail",
+        "unique",
+        "mode",
+    }
+)
 TBNAME_TYPE = varchar(192)
 
 
-def offset_of(node: exp.Expression) -> int | None:
+def offset_of(node: exp.Expr) -> int | None:
     """Character offset of a node in the statement, from sqlglot's token metadata."""
     for n in node.walk():
         meta = getattr(n, "meta", None) or {}
@@ -47,7 +66,7 @@ def offset_of(node: exp.Expression) -> int | None:
     return None
 
 
-def positioned(message: str, node: exp.Expression, sql: str, code: int) -> SqlError:
+def positioned(message: str, node: exp.Expr, sql: str, code: int) -> SqlError:
     return SqlError(message, sql=sql, offset=offset_of(node), code=code)
 
 
@@ -74,8 +93,9 @@ class Source:
         return self.table.name if self.table.kind == "sub" else None
 
     def scope(self, tz: str) -> Scope:
-        return Scope({k: v[1] for k, v in self.columns.items()}, self.table.columns[0].name,
-                     self.db.precision, tz)
+        return Scope(
+            {k: v[1] for k, v in self.columns.items()}, self.table.columns[0].name, self.db.precision, tz
+        )
 
 
 def resolve(catalog: Catalog, name: ast.TableName, default_db: str | None, sql: str = "") -> Source:
@@ -88,8 +108,12 @@ def resolve(catalog: Catalog, name: ast.TableName, default_db: str | None, sql: 
     db = catalog.require_database(name.db or default_db)
     table = catalog.table(db.name, name.name)
     if table is None:
-        raise SqlError(f"table {db.name}.{name.name} does not exist", sql=sql or None,
-                       offset=name.span.start if name.span else None, code=Code.TABLE_NOT_EXIST)
+        raise SqlError(
+            f"table {db.name}.{name.name} does not exist",
+            sql=sql or None,
+            offset=name.span.start if name.span else None,
+            code=Code.TABLE_NOT_EXIST,
+        )
     storage = catalog.require_table(db.name, table.storage) if table.kind == "sub" else table
     cols: dict[str, tuple[str, TdType]] = {"tbname": ("tbname", TBNAME_TYPE)}
     for c in storage.columns:
@@ -99,7 +123,7 @@ def resolve(catalog: Catalog, name: ast.TableName, default_db: str | None, sql: 
     return Source(db, table, storage, cols)
 
 
-def aggregate_call(node: exp.Expression) -> tuple[str, exp.Expression | None] | None:
+def aggregate_call(node: exp.Expr) -> tuple[str, exp.Expr | None] | None:
     """``(function, argument)`` if ``node`` is one of the engine's aggregates; argument is None for
     ``count(*)``."""
     name = func_name(node)
@@ -123,7 +147,7 @@ class GroupColumn:
 
     name: str
     display: str
-    expr: exp.Expression
+    expr: exp.Expr
     type: TdType | None = None
 
 
@@ -133,13 +157,13 @@ class WindowPlan:
 
     source: Source
     sql: str
-    filter: exp.Expression | None
+    filter: exp.Expr | None
     groups: list[GroupColumn]
-    inputs: dict[str, exp.Expression]
+    inputs: dict[str, exp.Expr]
     aggs: list[AggSpec]
     window: ast.Window
-    items: list[tuple[str, exp.Expression]]
-    having: exp.Expression | None = None
+    items: list[tuple[str, exp.Expr]]
+    having: exp.Expr | None = None
     order: list[exp.Ordered] = field(default_factory=list)
     limit: int | None = None
     offset: int = 0
@@ -151,9 +175,9 @@ class WindowPlan:
             raise SqlError(f"{w.kind} windows are not supported yet", code=Code.NOT_SUPPORTED)
         return IntervalAssigner.of(w.interval, w.offset, w.sliding, self.source.db.precision)
 
-    def stage1(self) -> list[tuple[str, exp.Expression]]:
+    def stage1(self) -> list[tuple[str, exp.Expr]]:
         """Stage-1 output columns (name, expression over the source)."""
-        cols: list[tuple[str, exp.Expression]] = [(g.name, g.expr) for g in self.groups]
+        cols: list[tuple[str, exp.Expr]] = [(g.name, g.expr) for g in self.groups]
         cols.append(("_ts", exp.column(self.source.table.columns[0].name, quoted=True)))
         cols += list(self.inputs.items())
         return cols
@@ -163,15 +187,19 @@ class WindowPlan:
         return [n for n, _ in self.items]
 
 
-def _check_columns(node: exp.Expression, source: Source, sql: str, allow: frozenset[str] = frozenset()) -> None:
+def _check_columns(node: exp.Expr, source: Source, sql: str, allow: frozenset[str] = frozenset()) -> None:
     for col in node.find_all(exp.Column):
         name = col.name.lower()
         if col.table and col.table.lower() not in (source.table.name.lower(),):
             continue  # qualified by an alias; checked by the backend
         if name in source.columns or name in PSEUDO_TS or name in allow:
             continue
-        raise positioned(f"invalid column name {col.name}: no such column or tag in "
-                         f"{source.table.name}", col, sql, Code.INVALID_COLUMN)
+        raise positioned(
+            f"invalid column name {col.name}: no such column or tag in {source.table.name}",
+            col,
+            sql,
+            Code.INVALID_COLUMN,
+        )
 
 
 def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool = False) -> WindowPlan:
@@ -190,13 +218,25 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
     for j in sel.args.get("joins") or []:
         raise positioned("window queries over joins are not supported yet", j, sql, Code.NOT_SUPPORTED)
     if sel.args.get("group"):
-        raise positioned("GROUP BY cannot be combined with a window clause; use PARTITION BY",
-                         sel.args["group"], sql, Code.INVALID_WINDOW)
-    if q.window.kind in ("state", "event", "count") and source.table.kind == "super":
-        if not any(isinstance(p.expr, exp.Column) and p.expr.name.lower() == "tbname" for p in q.partition_by):
-            raise SqlError(f"{q.window.kind} windows over a supertable need PARTITION BY tbname",
-                           sql=sql, offset=q.window.span.start if q.window.span else None,
-                           code=Code.INVALID_WINDOW)
+        raise positioned(
+            "GROUP BY cannot be combined with a window clause; use PARTITION BY",
+            sel.args["group"],
+            sql,
+            Code.INVALID_WINDOW,
+        )
+    if (
+        q.window.kind in ("state", "event", "count")
+        and source.table.kind == "super"
+        and not any(
+            isinstance(p.expr, exp.Column) and p.expr.name.lower() == "tbname" for p in q.partition_by
+        )
+    ):
+        raise SqlError(
+            f"{q.window.kind} windows over a supertable need PARTITION BY tbname",
+            sql=sql,
+            offset=q.window.span.start if q.window.span else None,
+            code=Code.INVALID_WINDOW,
+        )
     where = sel.args.get("where")
     flt = where.this if where is not None else None
     if flt is not None:
@@ -211,24 +251,31 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
         gtype = source.columns[p.expr.name.lower()][1] if isinstance(p.expr, exp.Column) else None
         groups.append(GroupColumn(f"_g{i}", display, p.expr, gtype))
 
-    inputs: dict[str, exp.Expression] = {}
+    inputs: dict[str, exp.Expr] = {}
     aggs: list[AggSpec] = []
     agg_by_key: dict[str, str] = {}
 
-    def rewrite(node: exp.Expression) -> exp.Expression:
+    def rewrite(node: exp.Expr) -> exp.Expr:
         """Stage-3 form of a select-list / HAVING / ORDER BY expression."""
-        def visit(n: exp.Expression) -> exp.Expression:
+
+        def visit(n: exp.Expr) -> exp.Expr:
             name = func_name(n)
             if streaming and name in STREAM_FORBIDDEN:
-                raise positioned(f"function {name} is not allowed in stream computing (seed 000 lists "
-                                 "the 19 aggregate/selection functions streams reject)", n, sql,
-                                 Code.INVALID_FUNCTION)
+                raise positioned(
+                    f"function {name} is not allowed in stream computing (seed 000 lists "
+                    "the 19 aggregate/selection functions streams reject)",
+                    n,
+                    sql,
+                    Code.INVALID_FUNCTION,
+                )
             call = aggregate_call(n)
             if call is not None:
                 fname, arg = call
                 if arg is not None:
                     if any(aggregate_call(x) for x in arg.walk()):
-                        raise positioned("aggregate functions cannot be nested", n, sql, Code.INVALID_FUNCTION)
+                        raise positioned(
+                            "aggregate functions cannot be nested", n, sql, Code.INVALID_FUNCTION
+                        )
                     _check_columns(arg, source, sql)
                 key = f"{fname}:{arg.sql() if arg is not None else '*'}"
                 if key not in agg_by_key:
@@ -248,11 +295,17 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
                 if low in WINDOW_PSEUDO:
                     return exp.column(low, quoted=True)
                 for g in groups:
-                    if g.display.lower() == low or (isinstance(g.expr, exp.Column) and g.expr.name.lower() == low):
+                    if g.display.lower() == low or (
+                        isinstance(g.expr, exp.Column) and g.expr.name.lower() == low
+                    ):
                         return exp.column(g.name, quoted=True)
                 if low in source.columns or low in PSEUDO_TS:
-                    raise positioned(f"column {n.name} must be used in an aggregate function or listed "
-                                     "in PARTITION BY", n, sql, Code.INVALID_COLUMN)
+                    raise positioned(
+                        f"column {n.name} must be used in an aggregate function or listed in PARTITION BY",
+                        n,
+                        sql,
+                        Code.INVALID_COLUMN,
+                    )
                 raise positioned(f"invalid column name {n.name}", n, sql, Code.INVALID_COLUMN)
             for g in groups:  # a PARTITION BY expression repeated in the select list
                 if not isinstance(g.expr, exp.Column) and n.sql() == g.expr.sql():
@@ -261,7 +314,7 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
 
         return node.copy().transform(visit)
 
-    items: list[tuple[str, exp.Expression]] = []
+    items: list[tuple[str, exp.Expr]] = []
     texts = q.item_texts
     for i, item in enumerate(sel.expressions):
         if isinstance(item, exp.Star):
@@ -276,11 +329,26 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
             name = texts[i] if i < len(texts) else inner.sql()
         items.append((name, rewrite(inner)))
     having = sel.args.get("having")
-    order = [exp.Ordered(this=rewrite(o.this), desc=o.args.get("desc")) for o in
-             (sel.args.get("order").expressions if sel.args.get("order") else [])]
+    order_clause = sel.args.get("order")
+    order = [
+        exp.Ordered(this=rewrite(o.this), desc=o.args.get("desc"))
+        for o in (order_clause.expressions if order_clause is not None else [])
+    ]
     limit, offset = _limit(sel)
-    return WindowPlan(source, sql, flt, groups, inputs, aggs, q.window, items,
-                      rewrite(having.this) if having is not None else None, order, limit, offset)
+    return WindowPlan(
+        source,
+        sql,
+        flt,
+        groups,
+        inputs,
+        aggs,
+        q.window,
+        items,
+        rewrite(having.this) if having is not None else None,
+        order,
+        limit,
+        offset,
+    )
 
 
 def _limit(sel: exp.Select) -> tuple[int | None, int]:

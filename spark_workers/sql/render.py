@@ -110,15 +110,15 @@ def window_sql(w: ast.Window, trigger: bool = False) -> str:
         text = f"EVENT_WINDOW({body})" if trigger else f"EVENT_WINDOW {body}"
         return text + (f" TRUE_FOR({w.true_for})" if w.true_for else "")
     if isinstance(w, ast.CountWindow):
-        args = [str(w.count)]
+        cargs = [str(w.count)]
         if w.sliding is not None:
-            args.append(str(w.sliding))
-        args.extend(name_sql(c) for c in w.columns)
-        return f"COUNT_WINDOW({', '.join(args)})"
+            cargs.append(str(w.sliding))
+        cargs.extend(name_sql(c) for c in w.columns)
+        return f"COUNT_WINDOW({', '.join(cargs)})"
     if isinstance(w, ast.EkuiperWindow):
         fname = {v: k for k, v in _EKUIPER_NAMES.items()}[w.function]
-        args = ([w.unit] if w.unit else []) + [str(a) for a in w.args]
-        text = f"{fname}({', '.join(args)})"
+        eargs = ([w.unit] if w.unit else []) + [str(a) for a in w.args]
+        text = f"{fname}({', '.join(eargs)})"
         if w.filter is not None:
             text += f" FILTER (WHERE {expr_sql(w.filter)})"
         if w.over_when is not None:

@@ -85,8 +85,14 @@ def arrow_rows(t: pa.Table, columns: list[ResultColumn]) -> list[list[Any]]:
             cols.append(col.to_pylist())
         else:
             vals = col.to_pylist()
-            cols.append([x.isoformat() if isinstance(x, dt.date | dt.time) and not isinstance(x, dt.datetime)
-                         else x for x in vals])
+            cols.append(
+                [
+                    x.isoformat()
+                    if isinstance(x, dt.date | dt.time) and not isinstance(x, dt.datetime)
+                    else x
+                    for x in vals
+                ]
+            )
     return [list(r) for r in zip(*cols, strict=True)] if cols else []
 
 
@@ -132,7 +138,9 @@ class MemoryRegistry:
         return self.streams.get(self._key(name, db))
 
     def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
-        self.streams[self._key(spec.name, spec.db)] = StreamInfo(spec.name, spec.db, spec.sql, "running", spec)
+        self.streams[self._key(spec.name, spec.db)] = StreamInfo(
+            spec.name, spec.db, spec.sql, "running", spec
+        )
         self.start_versions[self._key(spec.name, spec.db)] = (start_version, history_version)
 
     def drop(self, name: str, db: str | None) -> None:

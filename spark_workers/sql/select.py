@@ -39,12 +39,15 @@ if TYPE_CHECKING:
 EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 
 
-def _tables(sel: exp.Expression) -> list[exp.Table]:
-    return [t for t in sel.find_all(exp.Table) if t.name and not isinstance(t.this, exp.Subquery | exp.Select)]
+def _tables(sel: exp.Expr) -> list[exp.Table]:
+    return [
+        t for t in sel.find_all(exp.Table) if t.name and not isinstance(t.this, exp.Subquery | exp.Select)
+    ]
 
 
-def _bind_sources(ex: Executor, duck: DuckSession, sel: exp.Expression, sql: str,
-                  version: int | None = None) -> list[Source]:
+def _bind_sources(
+    ex: Executor, duck: DuckSession, sel: exp.Expr, sql: str, version: int | None = None
+) -> list[Source]:
     """Resolve every table of a query, register it in DuckDB and point the tree at the views."""
     sources = []
     ctes = {c.alias.lower() for c in sel.find_all(exp.CTE)}
@@ -59,8 +62,11 @@ def _bind_sources(ex: Executor, duck: DuckSession, sel: exp.Expression, sql: str
         sources.append(src)
         view = duck.register_source(src, version)
         alias = t.alias or t.name
-        t.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias,
-                                                                                                   quoted=True))))
+        t.replace(
+            exp.Table(
+                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
+            )
+        )
     return sources
 
 
@@ -84,8 +90,15 @@ def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
             if any(aggregate_call(n) for item in sel.expressions for n in item.walk()):
-                sel.set("group", exp.Group(expressions=[*parts, *(sel.args["group"].expressions
-                                                                  if sel.args.get("group") else [])]))
+                sel.set(
+                    "group",
+                    exp.Group(
+                        expressions=[
+                            *parts,
+                            *(sel.args["group"].expressions if sel.args.get("group") else []),
+                        ]
+                    ),
+                )
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
         names = _expand_and_check(sel, q, sources, sql)
@@ -108,10 +121,16 @@ def _duck_message(e: Exception) -> str:
     return text
 
 
-def _default_order(sel: exp.Expression, sources: list[Source]) -> None:
+def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
     """TDengine returns table scans in (tbname, timestamp) order; so do we when no ORDER BY."""
-    if not isinstance(sel, exp.Select) or sel.args.get("order") or sel.args.get("distinct") \
-            or sel.args.get("group") or len(sources) != 1 or sel.args.get("joins"):
+    if (
+        not isinstance(sel, exp.Select)
+        or sel.args.get("order")
+        or sel.args.get("distinct")
+        or sel.args.get("group")
+        or len(sources) != 1
+        or sel.args.get("joins")
+    ):
         return
     if any(aggregate_call(n) or isinstance(n, exp.AggFunc) for item in sel.expressions for n in item.walk()):
         return
@@ -123,14 +142,13 @@ def _default_order(sel: exp.Expression, sources: list[Source]) -> None:
     sel.set("order", exp.Order(expressions=keys))
 
 
-def _expand_and_check(sel: exp.Expression, q: ast.SelectQuery, sources: list[Source],
-                      sql: str) -> list[str] | None:
+def _expand_and_check(sel: exp.Expr, q: ast.SelectQuery, sources: list[Source], sql: str) -> list[str] | None:
     """For a single-table SELECT: expand ``*`` to the table's columns and tags (TDengine does not
     return ``tbname`` for ``*``), reject unknown column names with their position, and return the
     output column names (alias, else the item's text as written)."""
     if not isinstance(sel, exp.Select):
         return None
-    items: list[exp.Expression] = []
+    items: list[exp.Expr] = []
     names: list[str] = []
     single = len(sources) == 1 and not sel.args.get("joins")
     for i, item in enumerate(sel.expressions):
@@ -157,9 +175,12 @@ def _expand_and_check(sel: exp.Expression, q: ast.SelectQuery, sources: list[Sou
             if col.table or col.find_ancestor(exp.Subquery) is not None:
                 continue
             if col.name.lower() not in known:
-                raise SqlError(f"invalid column name {col.name}: no such column or tag in "
-                               f"{sources[0].table.name}", sql=sql, offset=offset_of(col),
-                               code=Code.INVALID_COLUMN)
+                raise SqlError(
+                    f"invalid column name {col.name}: no such column or tag in {sources[0].table.name}",
+                    sql=sql,
+                    offset=offset_of(col),
+                    code=Code.INVALID_COLUMN,
+                )
     return names if not any(isinstance(i, exp.Star) for i in items) else None
 
 
@@ -178,9 +199,9 @@ def _result_columns(result: pa.Table, names: list[str] | None, sources: list[Sou
         base = known.get(name.lower())
         if pa.types.is_timestamp(t):
             td = TIMESTAMP
-        elif base is not None and base.name == from_arrow(t).name:
-            td = base
-        elif base is not None and base.is_string and pa.types.is_string(t):
+        elif (base is not None and base.name == from_arrow(t).name) or (
+            base is not None and base.is_string and pa.types.is_string(t)
+        ):
             td = base
         elif pa.types.is_string(t):
             td = varchar(256)
@@ -192,6 +213,7 @@ def _result_columns(result: pa.Table, names: list[str] | None, sources: list[Sou
 
 # ---------------------------------------------------------------------- window queries
 
+
 def stage1_sql(plan: WindowPlan, view: str, backend: str, tz: str, passthrough: tuple[str, ...] = ()) -> str:
     """SQL of stage 1 over ``view`` (DuckDB), carrying ``passthrough`` columns along."""
     scope = plan.source.scope(tz)
@@ -199,7 +221,7 @@ def stage1_sql(plan: WindowPlan, view: str, backend: str, tz: str, passthrough: 
     cols = []
     for g in plan.groups:
         cols.append(f"{to_sql(g.expr, backend, scope)} AS {quote(g.name)}")
-    cols.append(f"{EPOCH_FN[plan.source.db.precision]}({ts_col}) AS \"_ts\"")
+    cols.append(f'{EPOCH_FN[plan.source.db.precision]}({ts_col}) AS "_ts"')
     for name, e in plan.inputs.items():
         cols.append(f"{to_sql(e, backend, scope)} AS {quote(name)}")
     cols += [quote(p) for p in passthrough]
@@ -214,13 +236,21 @@ def rows_from_stage1(plan: WindowPlan, t: pa.Table) -> tuple[RowBatch, dict[str,
     gkeys, gvalues = group_keys(gcols, t.num_rows)
     ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
     inputs = {name: column_arrays(t.column(name)) for name in plan.inputs}
-    aggs = [AggSpec(a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int")
-            for a in plan.aggs]
+    aggs = [
+        AggSpec(a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int")
+        for a in plan.aggs
+    ]
     return RowBatch(gkeys, ts, inputs), gvalues, aggs
 
 
-def results_table(plan: WindowPlan, res: WindowResults, gvalues: dict[str, list], aggs: list[AggSpec],
-                  input_types: dict[str, pa.DataType], group_types: list[pa.DataType]) -> pa.Table:
+def results_table(
+    plan: WindowPlan,
+    res: WindowResults,
+    gvalues: dict[str, list],
+    aggs: list[AggSpec],
+    input_types: dict[str, pa.DataType],
+    group_types: list[pa.DataType],
+) -> pa.Table:
     """Window results as an Arrow table for stage 3: ``_g*``, ``_wstart``, ``_wend``,
     ``_wduration``, ``_a*``."""
     precision = plan.source.db.precision
@@ -241,13 +271,14 @@ def results_table(plan: WindowPlan, res: WindowResults, gvalues: dict[str, list]
     for a in aggs:
         in_t = input_types.get(a.input) if a.input else None
         typ = result_arrow_type(a, in_t)
-        vals, valid = res.values[a.name]
-        cols[a.name] = to_arrow(vals, valid, typ)
+        values, valid = res.values[a.name]
+        cols[a.name] = to_arrow(values, valid, typ)
     return pa.table(cols)
 
 
-def stage3_sql(plan: WindowPlan, view: str, tz: str, *, passthrough: tuple[str, ...] = (),
-               streaming: bool = False) -> str:
+def stage3_sql(
+    plan: WindowPlan, view: str, tz: str, *, passthrough: tuple[str, ...] = (), streaming: bool = False
+) -> str:
     """Stage-3 SQL over the window results registered as ``view``; ``passthrough`` columns are
     carried along; a stream's stage 3 has no ORDER BY / LIMIT."""
     scope = Scope({}, None, plan.source.db.precision, tz, frozenset({"_wstart", "_wend"}))
@@ -269,13 +300,17 @@ def stage3_sql(plan: WindowPlan, view: str, tz: str, *, passthrough: tuple[str, 
     return sql
 
 
-def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expression, sql: str) -> ResultSet:
+def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str) -> ResultSet:
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
     tables = _tables(sel)
     if len(tables) != 1:
-        raise SqlError("a window query reads exactly one table", sql=sql,
-                       offset=offset_of(tables[1]) if len(tables) > 1 else None, code=Code.INVALID_WINDOW)
+        raise SqlError(
+            "a window query reads exactly one table",
+            sql=sql,
+            offset=offset_of(tables[1]) if len(tables) > 1 else None,
+            code=Code.INVALID_WINDOW,
+        )
     sources = _bind_sources(ex, duck, sel, sql)
     src = sources[0]
     view = sel.args["from_"].this.name if sel.args.get("from_") else None
@@ -299,21 +334,28 @@ def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Ex
         out = duck.query(stage3_sql(plan, wview, ex.tz))
     except Exception as e:
         raise SqlError(_duck_message(e), sql=sql, code=Code.INVALID_OPERATION) from None
-    columns = [ResultColumn(name, output_type(name, out.schema.field(i).type, plan), src.db.precision)
-               for i, name in enumerate(plan.output_names)]
+    columns = [
+        ResultColumn(name, output_type(name, out.schema.field(i).type, plan), src.db.precision)
+        for i, name in enumerate(plan.output_names)
+    ]
     return ResultSet(columns, arrow_rows(out, columns))
 
 
-def empty_stage_types(plan: WindowPlan, duck: DuckSession, view: str, tz: str) -> tuple[
-        dict[str, pa.DataType], list[pa.DataType], list[AggSpec], pa.Schema]:
+def empty_stage_types(
+    plan: WindowPlan, duck: DuckSession, view: str, tz: str
+) -> tuple[dict[str, pa.DataType], list[pa.DataType], list[AggSpec], pa.Schema]:
     """Types of stage-1 inputs and group values, aggregate specs and the stage-3 output schema,
     from a dry run on the empty table (used to create a stream's output table)."""
     t1 = duck.query(stage1_sql(plan, view, "duckdb", tz) + " LIMIT 0")
     _, gvalues, aggs = rows_from_stage1(plan, t1)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
     group_types = [t1.schema.field(g.name).type for g in plan.groups]
-    empty = WindowResults(np.empty(0, object), np.empty(0, np.int64), np.empty(0, np.int64),
-                          {a.name: (np.empty(0, _np_dtype(a, input_types)), np.empty(0, bool)) for a in aggs})
+    empty = WindowResults(
+        np.empty(0, object),
+        np.empty(0, np.int64),
+        np.empty(0, np.int64),
+        {a.name: (np.empty(0, _np_dtype(a, input_types)), np.empty(0, bool)) for a in aggs},
+    )
     table = results_table(plan, empty, gvalues, aggs, input_types, group_types)
     out = duck.query(stage3_sql(plan, duck.register_arrow(table), tz))
     return input_types, group_types, aggs, out.schema

@@ -131,16 +131,28 @@ class StreamSpec:
             raise ValueError(f"unsupported StreamSpec schema_version {version}")
         out = d.get("output")
         return cls(
-            name=d["name"], db=d.get("db"), syntax=d["syntax"],
+            name=d["name"],
+            db=d.get("db"),
+            syntax=d["syntax"],
             source=SourceSpec(**d["source"]) if d.get("source") else None,
-            trigger=dict(d["trigger"]), partition_by=[dict(p) for p in d.get("partition_by", [])],
-            filter=d.get("filter"), query=d.get("query"),
+            trigger=dict(d["trigger"]),
+            partition_by=[dict(p) for p in d.get("partition_by", [])],
+            filter=d.get("filter"),
+            query=d.get("query"),
             options=OptionsSpec(**d.get("options", {})),
-            output=OutputSpec(db=out["db"], table=out["table"], subtable=out.get("subtable"),
-                              columns=out.get("columns"),
-                              tags=[OutputTag(**t) for t in out.get("tags", [])]) if out else None,
+            output=OutputSpec(
+                db=out["db"],
+                table=out["table"],
+                subtable=out.get("subtable"),
+                columns=out.get("columns"),
+                tags=[OutputTag(**t) for t in out.get("tags", [])],
+            )
+            if out
+            else None,
             notify=NotifySpec(**d["notify"]) if d.get("notify") else None,
-            sql=d.get("sql", ""), schema_version=version)
+            sql=d.get("sql", ""),
+            schema_version=version,
+        )
 
     @property
     def qualified_name(self) -> str:

@@ -35,7 +35,15 @@ from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.planner import Source, WindowPlan, output_type, plan_window, resolve
 from spark_workers.sql.render import expr_sql
-from spark_workers.sql.spec import LEGACY, NotifySpec, OptionsSpec, OutputSpec, OutputTag, SourceSpec, StreamSpec
+from spark_workers.sql.spec import (
+    LEGACY,
+    NotifySpec,
+    OptionsSpec,
+    OutputSpec,
+    OutputTag,
+    SourceSpec,
+    StreamSpec,
+)
 from spark_workers.tdtypes import TIMESTAMP, TdType
 
 if TYPE_CHECKING:
@@ -83,7 +91,7 @@ class CompiledStream:
     tags: list[TagPlan]
     out_db: str
     out_table: str
-    subtable_expr: exp.Expression | None = None
+    subtable_expr: exp.Expr | None = None
     notify: NotifySpec | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -109,8 +117,12 @@ def _dur(d: Duration | None) -> str | None:
 def _trigger_of(q: ast.SelectQuery) -> dict[str, Any]:
     w = q.window
     if isinstance(w, ast.IntervalWindow):
-        return {"type": "interval", "interval": str(w.interval), "offset": _dur(w.offset),
-                "sliding": _dur(w.sliding)}
+        return {
+            "type": "interval",
+            "interval": str(w.interval),
+            "offset": _dur(w.offset),
+            "sliding": _dur(w.sliding),
+        }
     if w is None:
         return {"type": "none"}
     return {"type": w.kind}
@@ -122,8 +134,12 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     o = s.options
     from_tables = list(q.select.find_all(exp.Table)) if isinstance(q.select, exp.Select) else []
     if len(from_tables) != 1:
-        raise SqlError("a stream's query reads exactly one table", sql=sql,
-                       offset=q.span.start if q.span else None, code=Code.INVALID_STREAM_QUERY)
+        raise SqlError(
+            "a stream's query reads exactly one table",
+            sql=sql,
+            offset=q.span.start if q.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     t = from_tables[0]
     src_db = t.db or default_db
     if not src_db:
@@ -131,53 +147,89 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     into_db = s.into.db or default_db or src_db
     where = q.select.args.get("where") if isinstance(q.select, exp.Select) else None
     options = OptionsSpec(
-        trigger=(o.trigger or "WINDOW_CLOSE").upper(), max_delay=_dur(o.max_delay),
-        recalculate=_dur(o.recalculate), watermark=_dur(o.watermark),
+        trigger=(o.trigger or "WINDOW_CLOSE").upper(),
+        max_delay=_dur(o.max_delay),
+        recalculate=_dur(o.recalculate),
+        watermark=_dur(o.watermark),
         ignore_expired=bool(1 if o.ignore_expired is None else o.ignore_expired),
         ignore_update=bool(1 if o.ignore_update is None else o.ignore_update),
-        delete_mark=_dur(o.delete_mark), fill_history=bool(o.fill_history or 0),
-        fill_history_async=o.fill_history_async)
+        delete_mark=_dur(o.delete_mark),
+        fill_history=bool(o.fill_history or 0),
+        fill_history_async=o.fill_history_async,
+    )
     notify = None
     if s.notify is not None:
-        notify = NotifySpec(urls=list(s.notify.urls), events=[e.upper() for e in s.notify.events],
-                            history=bool(s.notify.history), on_failure=(s.notify.on_failure or "PAUSE").upper(),
-                            where=expr_sql(s.notify.where) if s.notify.where is not None else None)
+        notify = NotifySpec(
+            urls=list(s.notify.urls),
+            events=[e.upper() for e in s.notify.events],
+            history=bool(s.notify.history),
+            on_failure=(s.notify.on_failure or "PAUSE").upper(),
+            where=expr_sql(s.notify.where) if s.notify.where is not None else None,
+        )
     output = OutputSpec(
-        db=into_db, table=s.into.name,
+        db=into_db,
+        table=s.into.name,
         subtable=expr_sql(s.subtable) if s.subtable is not None else None,
-        columns=[{"name": c.name, "composite_key": c.composite_key} for c in s.columns] if s.columns else None,
-        tags=[OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
-              for t in (s.tags or [])])
+        columns=[{"name": c.name, "composite_key": c.composite_key} for c in s.columns]
+        if s.columns
+        else None,
+        tags=[
+            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
+            for t in (s.tags or [])
+        ],
+    )
     return StreamSpec(
-        name=s.name, db=s.db, syntax=LEGACY, source=SourceSpec(src_db, t.name),
+        name=s.name,
+        db=s.db,
+        syntax=LEGACY,
+        source=SourceSpec(src_db, t.name),
         trigger=_trigger_of(q),
         partition_by=[{"sql": p.text, "alias": p.alias} for p in q.partition_by],
         filter=expr_sql(where.this) if where is not None else None,
-        query=q.text, options=options, output=output, notify=notify, sql=sql)
+        query=q.text,
+        options=options,
+        output=output,
+        notify=notify,
+        sql=sql,
+    )
 
 
 def _validate_options(spec: StreamSpec, sql: str) -> None:
     o = spec.options
     if o.trigger not in TRIGGERS_SUPPORTED:
-        raise SqlError(f"TRIGGER {o.trigger} is not supported yet; use AT_ONCE or WINDOW_CLOSE", sql=sql,
-                       code=Code.NOT_SUPPORTED)
+        raise SqlError(
+            f"TRIGGER {o.trigger} is not supported yet; use AT_ONCE or WINDOW_CLOSE",
+            sql=sql,
+            code=Code.NOT_SUPPORTED,
+        )
     if spec.trigger.get("type") != "interval":
-        raise SqlError(f"{spec.trigger.get('type')} windows in streams are not supported yet; use INTERVAL",
-                       sql=sql, code=Code.NOT_SUPPORTED)
+        raise SqlError(
+            f"{spec.trigger.get('type')} windows in streams are not supported yet; use INTERVAL",
+            sql=sql,
+            code=Code.NOT_SUPPORTED,
+        )
     for name in ("watermark", "delete_mark"):
         v = getattr(o, name)
         if v is not None and (Duration.parse(v).is_calendar or Duration.parse(v).value < 0):
-            raise SqlError(f"{name.upper()} must be a non-negative fixed duration", sql=sql,
-                           code=Code.INVALID_OPERATION)
+            raise SqlError(
+                f"{name.upper()} must be a non-negative fixed duration", sql=sql, code=Code.INVALID_OPERATION
+            )
     if spec.notify is not None:
         for url in spec.notify.urls:
             if not (url.startswith("ws://") or url.startswith("wss://")):
-                raise SqlError(f"notification URL {url!r} must start with ws:// or wss:// (seed 000: only "
-                               "the WebSocket protocol is supported)", sql=sql, code=Code.INVALID_OPERATION)
+                raise SqlError(
+                    f"notification URL {url!r} must start with ws:// or wss:// (seed 000: only "
+                    "the WebSocket protocol is supported)",
+                    sql=sql,
+                    code=Code.INVALID_OPERATION,
+                )
         for ev in spec.notify.events:
             if ev not in ("WINDOW_OPEN", "WINDOW_CLOSE"):
-                raise SqlError(f"unknown notification event {ev}: use WINDOW_OPEN or WINDOW_CLOSE", sql=sql,
-                               code=Code.INVALID_OPERATION)
+                raise SqlError(
+                    f"unknown notification event {ev}: use WINDOW_OPEN or WINDOW_CLOSE",
+                    sql=sql,
+                    code=Code.INVALID_OPERATION,
+                )
         if spec.notify.on_failure not in ("DROP", "PAUSE"):
             raise SqlError("ON_FAILURE must be DROP or PAUSE", sql=sql, code=Code.INVALID_OPERATION)
 
@@ -204,39 +256,68 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
 
         view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
-    columns = [OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
-               for i, (name, _e) in enumerate(plan.items)]
+    columns = [
+        OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
+        for i, (name, _e) in enumerate(plan.items)
+    ]
     if not columns or columns[0].type.name != "TIMESTAMP":
         columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
     if spec.output.columns:
         names = [c["name"] for c in spec.output.columns]
         if len(names) != len(columns):
-            raise SqlError(f"the output column list names {len(names)} columns but the query produces "
-                           f"{len(columns)}", sql=spec.sql or sql, code=Code.COLUMN_COUNT_MISMATCH)
+            raise SqlError(
+                f"the output column list names {len(names)} columns but the query produces {len(columns)}",
+                sql=spec.sql or sql,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
         for c, n in zip(columns, names, strict=True):
             c.name = n
     seen: set[str] = set()
     for c in columns:
         if c.name.lower() in seen:
-            raise SqlError(f"duplicate output column name {c.name}: give the select items distinct aliases",
-                           sql=spec.sql or sql, code=Code.INVALID_COLUMN)
+            raise SqlError(
+                f"duplicate output column name {c.name}: give the select items distinct aliases",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         seen.add(c.name.lower())
     tags = _tag_plan(spec, plan, sql)
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
     events = spec.notify.events if spec.notify else []
-    rules = StreamRules(mode=o.trigger, watermark=dur(o.watermark, 0), ignore_expired=o.ignore_expired,
-                        ignore_update=o.ignore_update, delete_mark=dur(o.delete_mark, ten_years),
-                        notify_open="WINDOW_OPEN" in events, notify_close="WINDOW_CLOSE" in events,
-                        notify_history=bool(spec.notify.history) if spec.notify else False)
+    rules = StreamRules(
+        mode=o.trigger,
+        watermark=dur(o.watermark, 0),
+        ignore_expired=o.ignore_expired,
+        ignore_update=o.ignore_update,
+        delete_mark=dur(o.delete_mark, ten_years),
+        notify_open="WINDOW_OPEN" in events,
+        notify_close="WINDOW_CLOSE" in events,
+        notify_history=bool(spec.notify.history) if spec.notify else False,
+    )
     subtable_expr = None
     if spec.output.subtable:
         sub = parse_one(f"SELECT {spec.output.subtable}")
         assert isinstance(sub, ast.Select) and isinstance(sub.query.select, exp.Select)
         subtable_expr = sub.query.select.expressions[0]
-    return CompiledStream(spec, src, plan, assigner, aggs, rules, input_types, group_types, out_schema,
-                          columns, tags, spec.output.db, spec.output.table, subtable_expr, spec.notify)
+    return CompiledStream(
+        spec,
+        src,
+        plan,
+        assigner,
+        aggs,
+        rules,
+        input_types,
+        group_types,
+        out_schema,
+        columns,
+        tags,
+        spec.output.db,
+        spec.output.table,
+        subtable_expr,
+        spec.notify,
+    )
 
 
 def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
@@ -249,9 +330,12 @@ def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):
-                raise SqlError(f"tag {t.name} matches no PARTITION BY item: name a PARTITION BY item (or its "
-                               "alias) like the tag, or list as many tags as PARTITION BY items",
-                               sql=spec.sql or sql, code=Code.INVALID_COLUMN)
+                raise SqlError(
+                    f"tag {t.name} matches no PARTITION BY item: name a PARTITION BY item (or its "
+                    "alias) like the tag, or list as many tags as PARTITION BY items",
+                    sql=spec.sql or sql,
+                    code=Code.INVALID_COLUMN,
+                )
             idx = i
         out.append(TagPlan(t.name, ttype, idx))
     return out
@@ -281,8 +365,10 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
     names = [col.name for col in c.columns]
     phys = physical_names(names)
     cols = tuple(Column(col.name, col.type, p) for col, p in zip(c.columns, phys, strict=True))
-    tags = tuple(Column(t.name, t.type, t.name.lower() if t.name.isidentifier() else f"_t{i}")
-                 for i, t in enumerate(c.tags))
+    tags = tuple(
+        Column(t.name, t.type, t.name.lower() if t.name.isidentifier() else f"_t{i}")
+        for i, t in enumerate(c.tags)
+    )
     return cols, tags
 
 
@@ -303,19 +389,33 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
             lake.create_storage(db, table)
         return True
     if existing.kind != "super":
-        raise SqlError(f"output table {c.out_table} exists and is not a supertable", sql=sql,
-                       code=Code.STREAM_OUTPUT_CONFLICT)
+        raise SqlError(
+            f"output table {c.out_table} exists and is not a supertable",
+            sql=sql,
+            code=Code.STREAM_OUTPUT_CONFLICT,
+        )
     if len(existing.columns) != len(cols):
-        raise SqlError(f"output supertable {c.out_table} has {len(existing.columns)} columns but the stream "
-                       f"produces {len(cols)}: list the target columns (INTO {c.out_table}(col, ...))",
-                       sql=sql, code=Code.COLUMN_COUNT_MISMATCH)
+        raise SqlError(
+            f"output supertable {c.out_table} has {len(existing.columns)} columns but the stream "
+            f"produces {len(cols)}: list the target columns (INTO {c.out_table}(col, ...))",
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
     for mine, theirs in zip(cols, existing.columns, strict=True):
         if not _convertible(mine.type, theirs.type):
-            raise SqlError(f"output column {mine.name} {mine.type.sql} cannot be written to {theirs.name} "
-                           f"{theirs.type.sql}", sql=sql, code=Code.WRONG_VALUE_TYPE)
+            raise SqlError(
+                f"output column {mine.name} {mine.type.sql} cannot be written to {theirs.name} "
+                f"{theirs.type.sql}",
+                sql=sql,
+                code=Code.WRONG_VALUE_TYPE,
+            )
     if len(existing.tags) != len(tags):
-        raise SqlError(f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
-                       f"defines {len(tags)}", sql=sql, code=Code.COLUMN_COUNT_MISMATCH)
+        raise SqlError(
+            f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
+            f"defines {len(tags)}",
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
     return False
 
 
@@ -333,13 +433,27 @@ def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
     assert spec.source is not None and spec.output is not None
     compiled = compile_stream(spec, ex.lake, ex.tz)
     if spec.output.db.lower() == spec.source.db.lower() and (
-            spec.output.table.lower() in (compiled.source.table.name.lower(), compiled.source.storage.name.lower())):
-        raise SqlError("a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT)
+        spec.output.table.lower()
+        in (compiled.source.table.name.lower(), compiled.source.storage.name.lower())
+    ):
+        raise SqlError(
+            "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
+        )
     for other in ex.registry.list():
         o = other.spec.output
-        if o is not None and o.db.lower() == spec.output.db.lower() and o.table.lower() == spec.output.table.lower():
-            raise SqlError(f"stream {other.name} already writes to {o.db}.{o.table}; two streams cannot share "
-                           "an output table (seed 001)", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT)
+        if (
+            o is not None
+            and o.db.lower() == spec.output.db.lower()
+            and o.table.lower() == spec.output.table.lower()
+        ):
+            raise SqlError(
+                f"stream {other.name} already writes to {o.db}.{o.table}; two streams cannot share "
+                "an output table (seed 001)",
+                sql=sql,
+                code=Code.STREAM_OUTPUT_CONFLICT,
+            )
     ensure_output_table(compiled, ex.lake, sql=sql)
     version = ex.lake.version(spec.source.db, compiled.source.storage.name)
-    ex.registry.create(spec, start_version=version, history_version=version if spec.options.fill_history else None)
+    ex.registry.create(
+        spec, start_version=version, history_version=version if spec.options.fill_history else None
+    )

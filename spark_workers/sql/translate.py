@@ -46,7 +46,7 @@ class Scope:
     tz: str = "UTC"
     timestamp_names: frozenset[str] = frozenset()
 
-    def is_timestamp(self, node: exp.Expression) -> bool:
+    def is_timestamp(self, node: exp.Expr) -> bool:
         if isinstance(node, exp.Column) and not node.table:
             name = node.name.lower()
             if name in PSEUDO_TS or name in self.timestamp_names:
@@ -56,7 +56,7 @@ class Scope:
         return isinstance(node, exp.CurrentTimestamp)
 
 
-def func_name(node: exp.Expression) -> str | None:
+def func_name(node: exp.Expr) -> str | None:
     """Lower-case TDengine name of a function call node, or None if ``node`` is not a call."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
@@ -67,13 +67,13 @@ def func_name(node: exp.Expression) -> str | None:
     return None
 
 
-def ts_literal(value_us: int) -> exp.Expression:
+def ts_literal(value_us: int) -> exp.Expr:
     """An exact UTC timestamp literal (``CAST('...+00:00' AS TIMESTAMPTZ)``) for epoch µs."""
     text = timestamps.render(value_us, "us", "UTC").replace("T", " ").replace("Z", "+00:00")
     return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("TIMESTAMPTZ"))
 
 
-def literal_epoch(node: exp.Expression, scope: Scope) -> int | None:
+def literal_epoch(node: exp.Expr, scope: Scope) -> int | None:
     """Epoch (precision units) of an integer or timestamp-string literal, else None."""
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         v = literal_epoch(node.this, scope)
@@ -93,21 +93,20 @@ def _to_us(value: int, precision: str) -> int:
     return {"ms": value * 1000, "us": value, "ns": value // 1000}[precision]
 
 
-def normalize(expr: exp.Expression, scope: Scope) -> exp.Expression:
+def normalize(expr: exp.Expr, scope: Scope) -> exp.Expr:
     """Backend-neutral rewrite: pseudo columns and timestamp literals (returns a new tree)."""
     expr = expr.copy()
 
-    def fix_ts(node: exp.Expression, other: exp.Expression) -> None:
+    def fix_ts(node: exp.Expr, other: exp.Expr) -> None:
         if scope.is_timestamp(other):
             v = literal_epoch(node, scope)
             if v is not None:
                 node.replace(ts_literal(_to_us(v, scope.precision)))
 
-    def visit(node: exp.Expression) -> exp.Expression:
+    def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in PSEUDO_TS:
             if scope.ts_column is None:
-                raise SqlError(f"{node.name} needs a table with a timestamp column",
-                               code=Code.INVALID_COLUMN)
+                raise SqlError(f"{node.name} needs a table with a timestamp column", code=Code.INVALID_COLUMN)
             return exp.column(scope.ts_column, quoted=True)
         return node
 
@@ -116,26 +115,27 @@ def normalize(expr: exp.Expression, scope: Scope) -> exp.Expression:
         left, right = node.this, node.expression
         fix_ts(right, left)
         fix_ts(left, right)
-    for node in list(expr.find_all(exp.Between)):
+    for between in list(expr.find_all(exp.Between)):
         for bound in ("low", "high"):
-            b = node.args.get(bound)
+            b = between.args.get(bound)
             if b is not None:
-                fix_ts(b, node.this)
-    for node in list(expr.find_all(exp.In)):
-        for item in node.expressions:
-            fix_ts(item, node.this)
+                fix_ts(b, between.this)
+    for in_ in list(expr.find_all(exp.In)):
+        for item in in_.expressions:
+            fix_ts(item, in_.this)
     return expr
 
 
 def _interval_check(node: exp.Interval) -> None:
     raw = node.meta.get("td_duration")
     if raw and Duration.parse(raw).unit == "b":
-        raise SqlError(f"nanosecond durations ({raw}) are not supported in expressions",
-                       code=Code.NOT_SUPPORTED)
+        raise SqlError(
+            f"nanosecond durations ({raw}) are not supported in expressions", code=Code.NOT_SUPPORTED
+        )
 
 
-def _backend_rewrite(expr: exp.Expression, backend: str, scope: Scope) -> exp.Expression:
-    def visit(node: exp.Expression) -> exp.Expression:
+def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
+    def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Interval):
             _interval_check(node)
             return node
@@ -144,7 +144,9 @@ def _backend_rewrite(expr: exp.Expression, backend: str, scope: Scope) -> exp.Ex
             return node
         args = list(node.expressions) if isinstance(node, exp.Anonymous) else None
         if name == "spread" and args:
-            return exp.Paren(this=exp.Sub(this=exp.Max(this=args[0]), expression=exp.Min(this=args[0].copy())))
+            return exp.Paren(
+                this=exp.Sub(this=exp.Max(this=args[0]), expression=exp.Min(this=args[0].copy()))
+            )
         if name in ("first", "last", "last_row"):
             arg = node.this if not isinstance(node, exp.Anonymous) else (args[0] if args else None)
             if arg is None or scope.ts_column is None:
@@ -156,28 +158,38 @@ def _backend_rewrite(expr: exp.Expression, backend: str, scope: Scope) -> exp.Ex
             call = exp.Anonymous(this=fn, expressions=[arg.copy(), ts])
             if name == "last_row":
                 return call
-            return exp.Filter(this=call, expression=exp.Where(this=exp.Not(this=exp.Is(this=arg.copy(),
-                                                                                     expression=exp.Null()))))
+            return exp.Filter(
+                this=call,
+                expression=exp.Where(this=exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))),
+            )
         if name == "today" and not (args or []):
             return exp.Cast(this=exp.CurrentDate(), to=exp.DataType.build("TIMESTAMPTZ"))
         if name == "timetruncate" and args and len(args) >= 2:
             unit = args[1]
             raw = unit.meta.get("td_duration") if isinstance(unit, exp.Interval) else None
             if raw is None:
-                raise SqlError("timetruncate() needs a duration literal such as 1h",
-                               code=Code.INVALID_FUNCTION)
+                raise SqlError(
+                    "timetruncate() needs a duration literal such as 1h", code=Code.INVALID_FUNCTION
+                )
             size_us = Duration.parse(raw).ns // 1000
             if backend == "duckdb":
                 return exp.Anonymous(this="time_bucket", expressions=[unit, args[0]])
             micros = exp.Anonymous(this="unix_micros", expressions=[args[0]])
-            bucket = exp.Mul(this=exp.Anonymous(this="floor", expressions=[
-                exp.Div(this=micros, expression=exp.Literal.number(size_us))]),
-                expression=exp.Literal.number(size_us))
+            bucket = exp.Mul(
+                this=exp.Anonymous(
+                    this="floor", expressions=[exp.Div(this=micros, expression=exp.Literal.number(size_us))]
+                ),
+                expression=exp.Literal.number(size_us),
+            )
             return exp.Anonymous(this="timestamp_micros", expressions=[bucket])
         if name == "to_iso8601" and args:
             if backend == "duckdb":
-                return exp.Anonymous(this="strftime", expressions=[args[0], exp.Literal.string("%Y-%m-%dT%H:%M:%S.%g%z")])
-            return exp.Anonymous(this="date_format", expressions=[args[0], exp.Literal.string("yyyy-MM-dd'T'HH:mm:ss.SSSXXX")])
+                return exp.Anonymous(
+                    this="strftime", expressions=[args[0], exp.Literal.string("%Y-%m-%dT%H:%M:%S.%g%z")]
+                )
+            return exp.Anonymous(
+                this="date_format", expressions=[args[0], exp.Literal.string("yyyy-MM-dd'T'HH:mm:ss.SSSXXX")]
+            )
         if name == "to_unixtimestamp" and args:
             return exp.Cast(this=args[0], to=exp.DataType.build("TIMESTAMPTZ"))
         return node
@@ -185,7 +197,7 @@ def _backend_rewrite(expr: exp.Expression, backend: str, scope: Scope) -> exp.Ex
     return expr.transform(visit, copy=False)
 
 
-def to_sql(expr: exp.Expression, backend: str, scope: Scope) -> str:
+def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     """Backend SQL text for a TDengine expression (or query)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")

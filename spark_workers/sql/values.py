@@ -27,7 +27,7 @@ class Now:
         return self.ns // NS_PER_PRECISION[precision]
 
 
-def _duration_of(node: exp.Expression) -> Duration | None:
+def _duration_of(node: exp.Expr) -> Duration | None:
     if isinstance(node, exp.Interval):
         raw = node.meta.get("td_duration")
         if raw:
@@ -35,7 +35,7 @@ def _duration_of(node: exp.Expression) -> Duration | None:
     return None
 
 
-def constant(node: exp.Expression, precision: str, tz: str, now: Now) -> Any:
+def constant(node: exp.Expr, precision: str, tz: str, now: Now) -> Any:
     """Python value of a constant expression; timestamps stay as ``("ts", epoch)`` tuples only when
     produced by ``now``/arithmetic, so the column type decides how plain literals are read."""
     if isinstance(node, exp.Paren):
@@ -69,8 +69,9 @@ def constant(node: exp.Expression, precision: str, tz: str, now: Now) -> Any:
             right = constant(node.expression, precision, tz, now)
             if isinstance(left, int | float) and isinstance(right, int | float):
                 return left + right if isinstance(node, exp.Add) else left - right
-            raise SqlError("only a timestamp plus or minus a duration is allowed here",
-                           code=Code.WRONG_VALUE_TYPE)
+            raise SqlError(
+                "only a timestamp plus or minus a duration is allowed here", code=Code.WRONG_VALUE_TYPE
+            )
         base = left[1] if isinstance(left, tuple) else left
         if isinstance(base, str):
             base = timestamps.parse_literal(base, precision, tz)
@@ -132,8 +133,9 @@ def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:
             v = int(v)
         lo, hi = t.value_range() or (0, 0)
         if not lo <= v <= hi:
-            raise SqlError(f"value {value!r} is out of range for {what} [{lo}, {hi}]",
-                           code=Code.VALUE_OUT_OF_RANGE)
+            raise SqlError(
+                f"value {value!r} is out of range for {what} [{lo}, {hi}]", code=Code.VALUE_OUT_OF_RANGE
+            )
         return v
     if name in ("FLOAT", "DOUBLE"):
         if isinstance(value, bool):
@@ -149,6 +151,7 @@ def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:
     s = value if isinstance(value, str) else (str(value).lower() if isinstance(value, bool) else str(value))
     size = len(s.encode("utf-8")) if name == "VARCHAR" else len(s)
     if size > t.length:
-        raise SqlError(f"value of length {size} is too long for {what} (max {t.length})",
-                       code=Code.VALUE_OUT_OF_RANGE)
+        raise SqlError(
+            f"value of length {size} is too long for {what} (max {t.length})", code=Code.VALUE_OUT_OF_RANGE
+        )
     return s

@@ -47,8 +47,13 @@ def run(df: pd.DataFrame, func: str, splits: int):
     valid = df["x"].notna().to_numpy()
     parts = []
     for chunk in np.array_split(np.arange(len(df)), splits):
-        p = lift([spec], df["key"].to_numpy()[chunk], np.zeros(len(chunk), np.int64),
-                 df["ts"].to_numpy()[chunk], {"x": (vals[chunk], valid[chunk])})
+        p = lift(
+            [spec],
+            df["key"].to_numpy()[chunk],
+            np.zeros(len(chunk), np.int64),
+            df["ts"].to_numpy()[chunk],
+            {"x": (vals[chunk], valid[chunk])},
+        )
         parts.append(combine([spec], p))  # partial aggregation per chunk, then combine again
     total = combine([spec], Partials.concat(parts))
     v, ok = lower([spec], total)["r"]
@@ -75,8 +80,12 @@ def test_matches_pandas_with_nulls_and_any_split(func, splits):
 
 
 def test_first_last_on_strings_and_count_star():
-    specs = [AggSpec("first", "s", "f", "str"), AggSpec("last", "s", "l", "str"),
-             AggSpec("count", None, "n", "int"), AggSpec("last_row", "s", "lr", "str")]
+    specs = [
+        AggSpec("first", "s", "f", "str"),
+        AggSpec("last", "s", "l", "str"),
+        AggSpec("count", None, "n", "int"),
+        AggSpec("last_row", "s", "lr", "str"),
+    ]
     s = np.array(["b", None, "c", "a"], dtype=object)
     valid = np.array([True, False, True, True])
     ts = np.array([20, 10, 30, 5], np.int64)

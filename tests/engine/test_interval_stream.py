@@ -15,8 +15,12 @@ from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, R
 from spark_workers.engine.stream import IntervalEngine, StreamRules, StreamState, window_aggregate
 from spark_workers.engine.windows import IntervalAssigner
 
-AGGS = [AggSpec("count", None, "cnt", "int"), AggSpec("sum", "a", "s", "int"),
-        AggSpec("min", "a", "mn", "int"), AggSpec("max", "a", "mx", "int")]
+AGGS = [
+    AggSpec("count", None, "cnt", "int"),
+    AggSpec("sum", "a", "s", "int"),
+    AggSpec("min", "a", "mn", "int"),
+    AggSpec("max", "a", "mx", "int"),
+]
 
 
 class FakeLake:
@@ -60,8 +64,9 @@ class Harness:
         out = self.engine.step(self.state, batch(rows, history), self.lake.read)
         for i in range(len(out.upserts)):
             key = (out.upserts.gkey[i], int(out.upserts.wstart[i]))
-            self.table[key] = {k: (v[i].item() if valid[i] else None)
-                               for k, (v, valid) in out.upserts.values.items()}
+            self.table[key] = {
+                k: (v[i].item() if valid[i] else None) for k, (v, valid) in out.upserts.values.items()
+            }
         for k in out.removals:
             self.table.pop(k, None)
         self.events += out.events
@@ -96,14 +101,18 @@ def test_td001_at_once_reaggregates_open_window():
     h.feed([ins(t0 + 60_000, -111)])
     assert h.rows() == [(t0 - 120_000, {"cnt": 2, "s": 123, "mn": -111, "mx": 234})]
     h.feed([ins(t0 + 660_000, 789)])
-    assert [v for _, v in h.rows()] == [{"cnt": 2, "s": 123, "mn": -111, "mx": 234},
-                                        {"cnt": 1, "s": 789, "mn": 789, "mx": 789}]
+    assert [v for _, v in h.rows()] == [
+        {"cnt": 2, "s": 123, "mn": -111, "mx": 234},
+        {"cnt": 1, "s": 789, "mn": 789, "mx": 789},
+    ]
 
 
 def test_window_close_emits_only_closed_windows_with_watermark():
     # WINDOW_CLOSE, WATERMARK 5s, 10s windows: T = latest - 5s; [0,10s) closes when latest >= 15s
-    h = Harness(IntervalAssigner(10_000, 10_000), StreamRules(mode="WINDOW_CLOSE", watermark=5_000,
-                                                                notify_close=True, notify_open=True))
+    h = Harness(
+        IntervalAssigner(10_000, 10_000),
+        StreamRules(mode="WINDOW_CLOSE", watermark=5_000, notify_close=True, notify_open=True),
+    )
     h.feed([ins(1_000, 1), ins(9_000, 2)])
     assert h.rows() == []
     h.feed([ins(14_000, 3)])  # T = 9s: nothing closes
@@ -117,8 +126,7 @@ def test_window_close_emits_only_closed_windows_with_watermark():
 
 def test_expired_row_is_dropped_by_default_and_recalculated_with_ignore_expired_0():
     for ignore, expect in ((True, 1), (False, 2)):
-        h = Harness(IntervalAssigner(10_000, 10_000),
-                    StreamRules(mode="WINDOW_CLOSE", ignore_expired=ignore))
+        h = Harness(IntervalAssigner(10_000, 10_000), StreamRules(mode="WINDOW_CLOSE", ignore_expired=ignore))
         h.feed([ins(1_000, 1)])
         h.feed([ins(25_000, 2)])  # closes [0,10s) and [10,20s) (empty)
         out = h.feed([ins(2_000, 5)])  # expired: its window closed before it arrived
@@ -129,11 +137,20 @@ def test_expired_row_is_dropped_by_default_and_recalculated_with_ignore_expired_
 def test_at_once_late_row_recalculates_closed_window_td017():
     # td-017: INTERVAL(10s, 5s) AT_ONCE; the late 213004 row is counted in [205,215)
     h = Harness(IntervalAssigner(10_000, 10_000, 5_000), StreamRules(mode="AT_ONCE"))
-    for ts, a in [(1648791213000, 1), (1648791223001, 2), (1648791233002, 3), (1648791243003, 4),
-                  (1648791213004, 4)]:
+    for ts, a in [
+        (1648791213000, 1),
+        (1648791223001, 2),
+        (1648791233002, 3),
+        (1648791243003, 4),
+        (1648791213004, 4),
+    ]:
         h.feed([ins(ts, a)])
     assert [(w, v["cnt"], v["s"]) for w, v in h.rows()] == [
-        (1648791205000, 2, 5), (1648791215000, 1, 2), (1648791225000, 1, 3), (1648791235000, 1, 4)]
+        (1648791205000, 2, 5),
+        (1648791215000, 1, 2),
+        (1648791225000, 1, 3),
+        (1648791235000, 1, 4),
+    ]
     assert len(h.state.open) == 1  # only the newest window is held in memory
 
 
@@ -143,7 +160,11 @@ def test_sliding_windows_td016_and_identical_rewrite():
     for ts, a in [(1648791210000, 1), (1648791216000, 2), (1648791220000, 3)]:
         h.feed([ins(ts, a)])
     assert [(w, v["cnt"], v["s"]) for w, v in h.rows()] == [
-        (1648791205000, 1, 1), (1648791210000, 2, 3), (1648791215000, 2, 5), (1648791220000, 1, 3)]
+        (1648791205000, 1, 1),
+        (1648791210000, 2, 3),
+        (1648791215000, 2, 5),
+        (1648791220000, 1, 3),
+    ]
 
 
 def test_update_recalculates_with_ignore_update_0_and_double_counts_with_1():
@@ -163,7 +184,10 @@ def test_delete_recalculates_and_removes_empty_window():
     h = Harness(IntervalAssigner(10_000, 10_000), StreamRules(mode="AT_ONCE"))
     h.feed([ins(1_000, 1), ins(2_000, 2), ins(12_000, 5)])
     h.feed([("[]", 2_000, 2, DELETE)])
-    assert h.rows() == [(0, {"cnt": 1, "s": 1, "mn": 1, "mx": 1}), (10_000, {"cnt": 1, "s": 5, "mn": 5, "mx": 5})]
+    assert h.rows() == [
+        (0, {"cnt": 1, "s": 1, "mn": 1, "mx": 1}),
+        (10_000, {"cnt": 1, "s": 5, "mn": 5, "mx": 5}),
+    ]
     h.feed([("[]", 12_000, 5, DELETE)])
     assert h.rows() == [(0, {"cnt": 1, "s": 1, "mn": 1, "mx": 1})]
 
@@ -198,8 +222,10 @@ def test_any_split_into_batches_gives_the_batch_result(seed):
     assigner = IntervalAssigner(7_000, 3_000, 1_000)
     want = brute_force_windows(rows, size=7_000, step=3_000, offset=1_000)
     got = window_aggregate(assigner, AGGS, batch(rows))
-    assert {(got.gkey[i], int(got.wstart[i])): {k: v[i].item() for k, (v, _) in got.values.items()}
-            for i in range(len(got))} == want
+    assert {
+        (got.gkey[i], int(got.wstart[i])): {k: v[i].item() for k, (v, _) in got.values.items()}
+        for i in range(len(got))
+    } == want
     h = Harness(assigner, StreamRules(mode="AT_ONCE"))
     cuts = sorted(rng.choice(np.arange(1, len(rows)), 12, replace=False))
     for lo, hi in zip([0, *cuts], [*cuts, len(rows)], strict=True):
@@ -208,8 +234,11 @@ def test_any_split_into_batches_gives_the_batch_result(seed):
 
 
 def test_state_round_trip_and_size_per_window_is_constant():
-    eng = IntervalEngine(IntervalAssigner(60_000, 60_000), AGGS + [AggSpec("first", "a", "f", "int")],
-                         StreamRules(mode="WINDOW_CLOSE"))
+    eng = IntervalEngine(
+        IntervalAssigner(60_000, 60_000),
+        [*AGGS, AggSpec("first", "a", "f", "int")],
+        StreamRules(mode="WINDOW_CLOSE"),
+    )
     st = eng.new_state()
     eng.step(st, batch([ins(i * 10, i % 7, json.dumps([i % 3])) for i in range(100)]))
     small = st.open.nbytes()

@@ -1,0 +1,71 @@
+# tdweb — the README's commands. Every target installs what it needs first.
+#   make demo [ONCE=1] [SPEED=3600]   the main job on the real data (web, workers, beat, Redis)
+#   make up                            the services with no demo data
+#   make test                          the whole test suite (what .ci/run calls)
+
+SHELL := /bin/bash
+PY ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3.13 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json frontend/vite.config.ts frontend/tsconfig.json
+PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/tdweb
+
+.PHONY: install demo up test lint typecheck checks test-python test-frontend test-postgres browser-deps bench clean
+
+install: $(STAMP) frontend/dist/manifest.json
+
+$(STAMP): pyproject.toml
+	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "tdweb needs Python 3.11+, found " + sys.version)'
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+frontend/dist/manifest.json: $(FRONTEND_SRC)
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+
+demo: install
+	$(BIN)/python manage.py demo $(if $(ONCE),--once) $(if $(SPEED),--speed $(SPEED))
+
+up: install
+	$(BIN)/python manage.py up
+
+# Debian's Chromium for the browser tests (the only way to get a browser here: tools' own downloads fail)
+browser-deps:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; }
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check spark_workers streams_app tdweb tests bench
+
+typecheck: install
+	$(BIN)/mypy spark_workers streams_app tdweb
+
+checks: install
+	$(BIN)/python manage.py check --deploy --fail-level ERROR >/dev/null
+	$(BIN)/python manage.py check --fail-level WARNING
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/openapi.yml
+
+test-frontend: install
+	cd frontend && npm run --silent typecheck && npm test --silent
+
+test-python: install browser-deps
+	$(BIN)/pytest -q
+
+test-postgres: install
+	@if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null || $(BIN)/python -c 'import socket; socket.create_connection(("127.0.0.1", 5432), 2)' 2>/dev/null; then \
+	  DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m "not spark and not browser" tests/web; \
+	else echo "PostgreSQL not reachable at 127.0.0.1:5432: PostgreSQL run skipped"; fi
+
+test: lint checks typecheck test-frontend test-python test-postgres
+
+bench: install
+	$(BIN)/python bench/engine_bench.py
+	$(BIN)/python bench/stream_bench.py
+
+clean:
+	rm -rf var frontend/dist .pytest_cache .mypy_cache .ruff_cache
