@@ -96,6 +96,12 @@ class SqlError(TdError):
         self.offset = offset
         self.position = SqlPosition.of(sql, offset) if sql is not None and offset is not None else None
 
+    def shifted(self, sql: str, delta: int) -> SqlError:
+        """This error re-anchored in a larger text ``sql`` where its own text starts at ``delta``."""
+        if self.offset is None:
+            return SqlError(self.message, sql=sql, offset=delta if self.sql is None else None, code=self.code)
+        return SqlError(self.message, sql=sql, offset=self.offset + delta, code=self.code)
+
     def at(self, sql: str, offset: int | None) -> SqlError:
         """Return this error anchored in ``sql`` (used when a sub-parser did not know the text)."""
         if self.position is not None or offset is None:

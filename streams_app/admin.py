@@ -7,7 +7,16 @@ from streams_app.models import Delivery, Inbox, Notification, Stream, StreamProg
 
 @admin.register(Stream)
 class StreamAdmin(admin.ModelAdmin):
-    list_display = ("name", "db", "status", "desired_state", "worker", "heartbeat_at", "rows_in", "windows_out")
+    list_display = (
+        "name",
+        "db",
+        "status",
+        "desired_state",
+        "worker",
+        "heartbeat_at",
+        "rows_in",
+        "windows_out",
+    )
     list_filter = ("status", "syntax")
     search_fields = ("name", "sql")
 

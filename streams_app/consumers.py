@@ -108,5 +108,6 @@ class StreamsConsumer(AsyncJsonWebsocketConsumer):
 
     async def stream_progress(self, event: dict[str, Any]) -> None:
         if await self._visible(int(event["stream_id"])):
-            await self.send_json({"type": "stream.progress", "stream_id": event["stream_id"],
-                                  "progress": event["progress"]})
+            await self.send_json(
+                {"type": "stream.progress", "stream_id": event["stream_id"], "progress": event["progress"]}
+            )

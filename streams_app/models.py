@@ -59,16 +59,19 @@ class Stream(TimeStamped):
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.STARTING, db_index=True)
     start_version = models.BigIntegerField(help_text="source Delta version at CREATE STREAM")
     history_version = models.BigIntegerField(null=True, blank=True, help_text="FILL_HISTORY snapshot version")
-    ignore_until_version = models.BigIntegerField(null=True, blank=True,
-                                                  help_text="RESUME ... IGNORE UNTREATED: skip changes up to it")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="streams")
+    ignore_until_version = models.BigIntegerField(
+        null=True, blank=True, help_text="RESUME ... IGNORE UNTREATED: skip changes up to it"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="streams"
+    )
     worker = models.CharField(max_length=128, blank=True, default="")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
     last_batch_id = models.BigIntegerField(null=True, blank=True)
-    processed_version = models.BigIntegerField(null=True, blank=True,
-                                               help_text="source Delta version the query has committed")
+    processed_version = models.BigIntegerField(
+        null=True, blank=True, help_text="source Delta version the query has committed"
+    )
     last_progress = models.JSONField(null=True, blank=True)
     spark_ui_url = models.CharField(max_length=256, blank=True, default="")
     rows_in = models.BigIntegerField(default=0)
@@ -79,8 +82,12 @@ class Stream(TimeStamped):
     class Meta:
         ordering = ["name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["name_key"], condition=~Q(status="dropped"), name="stream_live_name_unique"),
-            models.CheckConstraint(condition=Q(rows_in__gte=0) & Q(windows_out__gte=0), name="stream_counters_positive"),
+            models.UniqueConstraint(
+                fields=["name_key"], condition=~Q(status="dropped"), name="stream_live_name_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(rows_in__gte=0) & Q(windows_out__gte=0), name="stream_counters_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -172,8 +179,9 @@ class Inbox(TimeStamped):
 
     name = models.SlugField(max_length=64, unique=True)
     key = models.CharField(max_length=64)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="inboxes")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="inboxes"
+    )
 
     class Meta:
         ordering = ["name"]
@@ -205,7 +213,9 @@ class Notification(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        constraints = [models.UniqueConstraint(fields=["inbox", "dedupe_key"], name="notification_once_per_inbox")]
+        constraints = [
+            models.UniqueConstraint(fields=["inbox", "dedupe_key"], name="notification_once_per_inbox")
+        ]
 
     def __str__(self) -> str:
         return f"{self.stream_name} {self.event_type} {self.window_start}"

@@ -42,11 +42,11 @@ def lake_compact_task() -> int:
 
 @worker_ready.connect
 def _on_worker_ready(sender=None, **kwargs):  # type: ignore[no-untyped-def]
-    from streams_app.services.supervisor import worker_recover
-
     import threading
 
     from django.conf import settings
+
+    from streams_app.services.supervisor import worker_recover
 
     def warm() -> None:
         from spark_workers.runtime.session import spark_session

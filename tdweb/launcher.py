@@ -22,7 +22,6 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR = BASE_DIR / "var"
 
 
 def _free_port() -> int:
@@ -50,14 +49,26 @@ class Launcher:
         slots: concurrent streams per worker (thread pool size).
     """
 
-    def __init__(self, *, host: str, port: int, redis_url: str, slots: int = 32, quiet: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        redis_url: str,
+        slots: int = 32,
+        quiet: bool = False,
+        var: Path | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.redis_url = redis_url
         self.slots = slots
         self.quiet = quiet
+        self.var = Path(var or os.environ.get("TDWEB_VAR") or BASE_DIR / "var")
+        self.extra_env = dict(extra_env or {})
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-        self.logs = VAR / "log"
+        self.logs = self.var / "log"
         self.logs.mkdir(parents=True, exist_ok=True)
 
     def say(self, msg: str) -> None:
@@ -82,6 +93,8 @@ class Launcher:
 
     def env(self) -> dict[str, str]:
         e = dict(os.environ)
+        e.update(self.extra_env)
+        e["TDWEB_VAR"] = str(self.var)
         e["REDIS_URL"] = self.redis_url
         e["TDWEB_HOST"] = self.host
         e["TDWEB_PORT"] = str(self.port)
@@ -98,7 +111,7 @@ class Launcher:
         port = _free_port()
         binary = shutil.which("redis-server")
         if binary:
-            data = VAR / "redis"
+            data = self.var / "redis"
             data.mkdir(parents=True, exist_ok=True)
             self._spawn(
                 "redis",
@@ -149,48 +162,28 @@ class Launcher:
         self.ensure_redis()
         self.prepare()
         py = sys.executable
-        self._spawn(
-            "web", [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "tdweb.asgi:application"]
-        )
-        self._spawn(
-            "worker",
-            [
-                py,
-                "-m",
-                "celery",
-                "-A",
-                "tdweb",
-                "worker",
-                "-Q",
-                "streams,default",
-                "--pool",
-                "threads",
-                "--concurrency",
-                str(self.slots),
-                "-n",
-                "tdweb@%h",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-        )
-        self._spawn(
-            "beat",
-            [
-                py,
-                "-m",
-                "celery",
-                "-A",
-                "tdweb",
-                "beat",
-                "--loglevel",
-                "INFO",
-                "--schedule",
-                str(VAR / "celerybeat-schedule"),
-            ],
-        )
+        web = [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "tdweb.asgi:application"]
+        self._spawn("web", web)
+        self.start_worker()
+        beat = [py, "-m", "celery", "-A", "tdweb", "beat", "--loglevel", "INFO"]
+        self._spawn("beat", [*beat, "--schedule", str(self.var / "celerybeat-schedule")])
         self.wait_web()
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        """Start the Celery worker: queues ``streams`` and ``default``, a thread per stream, one
+        SparkSession."""
+        args = [sys.executable, "-m", "celery", "-A", "tdweb", "worker", "-Q", "streams,default"]
+        args += ["--pool", "threads", "--concurrency", str(self.slots), "-n", "tdweb@%h"]
+        args += ["--loglevel", "INFO", "--without-gossip", "--without-mingle"]
+        return self._spawn("worker", args)
+
+    def kill(self, name: str) -> None:
+        """``kill -9`` a process we started, with its children (its process group)."""
+        for n, p in self.procs:
+            if n == name and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs = [(n, p) for n, p in self.procs if not (n == name and p.poll() is not None)]
 
     def wait_web(self, timeout: float = 60.0) -> None:
         url = f"http://{self.host}:{self.port}/accounts/login/"

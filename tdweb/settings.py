@@ -4,7 +4,8 @@ Environment variables (README "Configuration"): ``DATABASE_URL`` (default SQLite
 ``REDIS_URL`` (default redis://127.0.0.1:6379/0), ``TDWEB_LAKE`` (default var/lake),
 ``SPARK_MASTER`` (default local[*]), ``TDWEB_TIMEZONE`` (default UTC), ``TDWEB_HOST`` /
 ``TDWEB_PORT`` (default 127.0.0.1:8000), ``TDWEB_ADMIN_PASSWORD`` (default taosdata),
-``TDWEB_SECRET_KEY``, ``TDWEB_DEBUG``, ``TDWEB_STREAM_SLOTS`` (streams per worker, default 32).
+``TDWEB_SECRET_KEY``, ``TDWEB_DEBUG``, ``TDWEB_STREAM_SLOTS`` (streams per worker, default 32),
+``TDWEB_VAR`` (folder for the SQLite DB, logs and the default lake; default var/).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+VAR_DIR = Path(env.str("TDWEB_VAR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env.bool("TDWEB_DEBUG", default=False)
 SECRET_KEY = env.str("TDWEB_SECRET_KEY", default="tdweb-embedded-insecure-key-change-me-in-production")

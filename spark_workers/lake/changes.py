@@ -64,7 +64,8 @@ class ChangeReader:
     def latest_version(self) -> int:
         return self.lake.version(self.db.name, self.storage.name)
 
-    def history_buckets(self, version: int) -> list[int]:
+    def history_buckets(self, version: int) -> list[tuple[int, int]]:
+        """``(bucket, rows)`` of the history snapshot, in time order."""
         return self.lake.buckets(self.db.name, self.storage.name, version)
 
     def read_history(self, version: int, b_lo: int, b_hi: int, seq_base: int = 0) -> pa.Table:
@@ -147,16 +148,27 @@ class ChangeReader:
         return pa.Table.from_arrays(cols, schema=schema)
 
 
+HISTORY_ROWS_PER_BATCH = 1_000_000
+
+
 def next_offset(
-    reader: ChangeReader, start: dict[str, int], *, max_buckets: int = 8, max_versions: int = 1000
+    reader: ChangeReader,
+    start: dict[str, int],
+    *,
+    max_rows: int = HISTORY_ROWS_PER_BATCH,
+    max_versions: int = 1000,
 ) -> dict[str, int]:
     """The end offset of the next micro-batch from ``start`` (equal to ``start`` when there is no
-    new data). History advances ``max_buckets`` time buckets at a time and never past its own
-    snapshot; the change feed advances ``max_versions`` versions at a time."""
+    new data). History advances whole time buckets, in time order, up to about ``max_rows`` rows
+    (at least one bucket) and never past its own snapshot; the change feed advances at most
+    ``max_versions`` versions."""
     v, h = int(start["v"]), int(start["h"])
     if h >= 0:
         buckets = reader.history_buckets(v)
-        nxt = h + max_buckets
+        nxt, rows = h, 0
+        while nxt < len(buckets) and (nxt == h or rows + buckets[nxt][1] <= max_rows):
+            rows += buckets[nxt][1]
+            nxt += 1
         return {"v": v, "h": -1} if nxt >= len(buckets) else {"v": v, "h": nxt}
     latest = reader.latest_version()
     if latest <= v:
@@ -176,7 +188,7 @@ def read_range(
         upto = len(buckets) if h1 < 0 else h1
         if h0 >= upto or not buckets:
             return reader.schema().empty_table()
-        return reader.read_history(v0, buckets[h0], buckets[upto - 1])
+        return reader.read_history(v0, buckets[h0][0], buckets[upto - 1][0])
     if ignore_until is not None:
         v0 = max(v0, ignore_until)
     if v1 <= v0:

@@ -5,8 +5,8 @@ logical schema, cast exactly to the declared Spark schema (ARCHITECTURE pitfalls
 arrive as ``timestamp[us, tz=UTC]``; delta-rs hands out ``string_view``).
 
 Options: ``lake`` (root folder), ``db``, ``table``, ``start_version``, ``history_version``
-(empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_buckets``
-(history time buckets per micro-batch), ``max_versions`` (Delta versions per micro-batch).
+(empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_rows``
+(history rows per micro-batch), ``max_versions`` (Delta versions per micro-batch).
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark_workers.lake.changes import ChangeReader, initial_offset, next_offset, read_range
+from spark_workers.lake.changes import (
+    HISTORY_ROWS_PER_BATCH,
+    ChangeReader,
+    initial_offset,
+    next_offset,
+    read_range,
+)
 from spark_workers.lake.store import Lake
 
 _LAKES: dict[str, Lake] = {}
@@ -61,7 +67,7 @@ class TdLakeStreamReader(DataSourceStreamReader):
         return next_offset(
             self._reader(),
             {"v": int(start["v"]), "h": int(start["h"])},
-            max_buckets=int(self.opts.get("max_buckets", 8)),
+            max_rows=int(self.opts.get("max_rows", HISTORY_ROWS_PER_BATCH)),
             max_versions=int(self.opts.get("max_versions", 1000)),
         )
 

@@ -498,10 +498,19 @@ class Lake:
             t = t.sort_by([("_commit_version", "ascending")])
         return t
 
-    def buckets(self, db: str, storage: str, version: int) -> list[int]:
-        """Distinct ``_bucket`` values (DURATION-long time slices) of a snapshot, ascending."""
+    def buckets(self, db: str, storage: str, version: int) -> list[tuple[int, int]]:
+        """``(bucket, rows)`` of a snapshot's ``_bucket`` values (DURATION-long time slices),
+        ascending; rows from the Delta log's per-file record counts."""
         dt = DeltaTable(str(self.table_path(db, storage)), version=version)
         actions = pa.table(dt.get_add_actions(flatten=True))
         if actions.num_rows == 0:
             return []
-        return sorted({int(b) for b in actions.column("partition._bucket").to_pylist()})
+        rows: dict[int, int] = {}
+        counts = (
+            actions.column("num_records").to_pylist()
+            if "num_records" in actions.column_names
+            else [0] * actions.num_rows
+        )
+        for b, n in zip(actions.column("partition._bucket").to_pylist(), counts, strict=True):
+            rows[int(b)] = rows.get(int(b), 0) + int(n or 0)
+        return sorted(rows.items())

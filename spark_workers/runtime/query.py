@@ -9,6 +9,8 @@ stream folder, so a restarted query resumes where it stopped.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +31,26 @@ from spark_workers.sql.streams import CompiledStream
 
 DEFAULT_BUCKETS = 8
 TRIGGER_INTERVAL = "500 milliseconds"
+
+
+_register_lock = threading.Lock()
+
+
+def source_format(spark: SparkSession, stream_key: str) -> str:
+    """Register the ``tdlake`` data source under a name of this stream's own and return it.
+
+    Two streaming queries must not share one registered Python data source: Spark mutates the
+    registered function's environment map while it serializes tasks, and a query serializing its
+    tasks meanwhile can ship a corrupt copy (``java.io.OptionalDataException`` on the executor;
+    reproduced with two queries started together, see docs/decisions.md).
+    """
+    from spark_workers.lake.spark_source import TdLakeSource
+
+    fmt = f"tdlake_{stream_key}"
+    cls = type(f"TdLakeSource_{stream_key}", (TdLakeSource,), {"name": classmethod(lambda cls: fmt)})
+    with _register_lock:
+        spark.dataSource.register(cls)
+    return fmt
 
 
 def checkpoint_dir(lake_root: str | Path, stream_key: str) -> Path:
@@ -65,10 +87,13 @@ def build_stream_frame(
     history_version: int | None,
     ignore_until: int | None = None,
     buckets: int = DEFAULT_BUCKETS,
+    stream_key: str = "",
 ) -> tuple[DataFrame, KernelConfig]:
-    """The streaming DataFrame of kernel output rows, and the kernel config."""
+    """The streaming DataFrame of kernel output rows, and the kernel config (the source is
+    registered under the stream's own name when ``stream_key`` is given)."""
+    fmt = source_format(spark, stream_key) if stream_key else "tdlake"
     src = (
-        spark.readStream.format("tdlake")
+        spark.readStream.format(fmt)
         .option("lake", str(lake_root))
         .option("db", c.source.db.name)
         .option("table", c.source.table.name)
@@ -118,6 +143,7 @@ def start_query(
         history_version=history_version,
         ignore_until=ignore_until,
         buckets=buckets,
+        stream_key=stream_key,
     )
 
     def each_batch(df: DataFrame, batch_id: int) -> None:
@@ -146,3 +172,19 @@ def start_query(
         .trigger(processingTime=trigger)
         .start()
     )
+
+
+def committed_version(query: object) -> int | None:
+    """The source version the query has fully processed (its last committed end offset), or None
+    while it is still in the FILL_HISTORY snapshot."""
+    try:
+        progress = query.lastProgress  # type: ignore[attr-defined]
+        if not progress or not progress.get("sources"):
+            return None
+        end = progress["sources"][0].get("endOffset")
+        off = json.loads(end) if isinstance(end, str) else end
+        if off and int(off.get("h", -1)) < 0:
+            return int(off["v"])
+    except Exception:  # progress shapes vary between Spark versions; a missing value is harmless
+        return None
+    return None

@@ -20,7 +20,7 @@ from spark_workers.errors import CatalogError, Code, SqlError, TdError
 from spark_workers.lake.catalog import Column, Table, physical_names
 from spark_workers.lake.store import Lake, engine_schema
 from spark_workers.sql import ast
-from spark_workers.sql.parser import parse
+from spark_workers.sql.parser import parse_located
 from spark_workers.sql.results import ResultColumn, ResultSet, StreamRegistry
 from spark_workers.sql.select import run_select
 from spark_workers.sql.values import Now, coerce, constant
@@ -62,7 +62,13 @@ class Executor:
     # ------------------------------------------------------------------ entry points
     def execute(self, sql: str) -> list[ResultSet]:
         """Execute every statement of ``sql`` in order; stops at the first error (raised)."""
-        return [self.run_statement(stmt, sql) for stmt in parse(sql)]
+        results = []
+        for stmt, start, text in parse_located(sql):
+            try:
+                results.append(self.run_statement(stmt, text))
+            except SqlError as e:
+                raise e.shifted(sql, start) from None
+        return results
 
     def execute_one(self, sql: str) -> ResultSet:
         """Execute a text holding one statement (REST); the last result if there are several."""

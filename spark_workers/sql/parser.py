@@ -159,6 +159,14 @@ def parse(sql: str) -> list[ast.Statement]:
     return _parse_groups(sql, _split_statements(lexer.tokenize(sql, DIALECT.tokenizer())))
 
 
+def parse_located(sql: str) -> list[tuple[ast.Statement, int, str]]:
+    """Like :func:`parse`, with each statement's start offset in ``sql`` and its own text (the
+    text its spans are relative to)."""
+    groups = _split_statements(lexer.tokenize(sql, DIALECT.tokenizer()))
+    stmts = _parse_groups(sql, groups)
+    return [(s, g[0].start, sql[g[0].start : g[-1].end + 1]) for s, g in zip(stmts, groups, strict=True)]
+
+
 def parse_one(sql: str) -> ast.Statement:
     """Parse exactly one statement (an optional trailing ``;`` is allowed).
 

@@ -173,7 +173,12 @@ class WindowPlan:
         w = self.window
         if not isinstance(w, ast.IntervalWindow):
             raise SqlError(f"{w.kind} windows are not supported yet", code=Code.NOT_SUPPORTED)
-        return IntervalAssigner.of(w.interval, w.offset, w.sliding, self.source.db.precision)
+        try:
+            return IntervalAssigner.of(w.interval, w.offset, w.sliding, self.source.db.precision)
+        except SqlError as e:
+            if e.position is not None or w.span is None:
+                raise
+            raise SqlError(e.message, sql=self.sql, offset=w.span.start, code=e.code) from None
 
     def stage1(self) -> list[tuple[str, exp.Expr]]:
         """Stage-1 output columns (name, expression over the source)."""

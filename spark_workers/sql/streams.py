@@ -419,6 +419,24 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     return False
 
 
+def validate_stream(
+    s: ast.CreateStreamLegacy, sql: str, *, default_db: str | None, lake: Any, tz: str
+) -> tuple[StreamSpec, CompiledStream]:
+    """Check a legacy CREATE STREAM against the catalog without changing anything.
+
+    Errors are positioned in ``sql`` (the statement's text), including those found while
+    compiling the subquery.
+    """
+    spec = legacy_spec(s, sql, default_db)
+    _validate_options(spec, sql)
+    try:
+        return spec, compile_stream(spec, lake, tz)
+    except SqlError as e:
+        if e.sql == spec.query and s.query.span is not None:  # positioned in the subquery text
+            raise e.shifted(sql, s.query.span.start) from None
+        raise
+
+
 def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
     """Validate a legacy CREATE STREAM completely, create or check its output table, then register
     it with the source's current lake version as its start (rows written after CREATE STREAM
@@ -428,10 +446,8 @@ def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
         if s.if_not_exists:
             return
         raise CatalogError(f"stream {s.name} already exists", code=Code.STREAM_ALREADY_EXIST)
-    spec = legacy_spec(s, sql, ex.default_db)
-    _validate_options(spec, sql)
+    spec, compiled = validate_stream(s, sql, default_db=ex.default_db, lake=ex.lake, tz=ex.tz)
     assert spec.source is not None and spec.output is not None
-    compiled = compile_stream(spec, ex.lake, ex.tz)
     if spec.output.db.lower() == spec.source.db.lower() and (
         spec.output.table.lower()
         in (compiled.source.table.name.lower(), compiled.source.storage.name.lower())

@@ -15,6 +15,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import authenticate, get_user_model
+from django.db import close_old_connections
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -60,21 +61,29 @@ def _unauthorized() -> JsonResponse:
 
 
 def _run(header: str, sql: str, db: str | None) -> tuple[int, dict[str, Any]]:
-    user = basic_user(header)
-    if user is None:
-        return 401, {}
-    return 200, sql_execute_rest(sql=sql, db=db, user=user)
+    # runs in a pool thread, outside the request's connection handling: close this thread's DB
+    # connection like a request's own (else each pool thread keeps one forever, broken or not)
+    close_old_connections()
+    try:
+        user = basic_user(header)
+        if user is None:
+            return 401, {}
+        return 200, sql_execute_rest(sql=sql, db=db, user=user)
+    finally:
+        close_old_connections()
 
 
 @csrf_exempt
 async def rest_sql(request: HttpRequest, db: str | None = None) -> JsonResponse:
     """``POST /rest/sql`` and ``/rest/sql/{db}`` (TDengine REST API)."""
     if request.method != "POST":
-        return JsonResponse({"code": Code.INVALID_OPERATION, "desc": "use POST with the SQL text as body"},
-                            status=405)
+        return JsonResponse(
+            {"code": Code.INVALID_OPERATION, "desc": "use POST with the SQL text as body"}, status=405
+        )
     sql = request.body.decode("utf-8", errors="replace")
     status, answer = await sync_to_async(_run, thread_sensitive=False)(
-        request.headers.get("Authorization", ""), sql, db)
+        request.headers.get("Authorization", ""), sql, db
+    )
     if status == 401:
         return _unauthorized()
     return JsonResponse(answer, json_dumps_params={"ensure_ascii": False})

@@ -10,7 +10,9 @@ urlpatterns = [
     path("streams/<int:stream_id>/", v1.StreamDetailApi.as_view(), name="api-stream"),
     path("streams/<int:stream_id>/actions/", v1.StreamActionApi.as_view(), name="api-stream-actions"),
     path("streams/<int:stream_id>/progress/", v1.StreamProgressApi.as_view(), name="api-stream-progress"),
-    path("streams/<int:stream_id>/deliveries/", v1.StreamDeliveriesApi.as_view(), name="api-stream-deliveries"),
+    path(
+        "streams/<int:stream_id>/deliveries/", v1.StreamDeliveriesApi.as_view(), name="api-stream-deliveries"
+    ),
     path("streams/<int:stream_id>/runs/", v1.StreamRunsApi.as_view(), name="api-stream-runs"),
     path("sql/", v1.SqlExecuteApi.as_view(), name="api-sql"),
     path("sql/validate/", v1.SqlValidateApi.as_view(), name="api-sql-validate"),
@@ -21,5 +23,9 @@ urlpatterns = [
     path("notifications/", v1.NotificationListApi.as_view(), name="api-notifications"),
     path("notifications/ack-all/", v1.NotificationAckAllApi.as_view(), name="api-notifications-ack-all"),
     path("notifications/unread-count/", v1.NotificationUnreadApi.as_view(), name="api-notifications-unread"),
-    path("notifications/<int:notification_id>/ack/", v1.NotificationAckApi.as_view(), name="api-notification-ack"),
+    path(
+        "notifications/<int:notification_id>/ack/",
+        v1.NotificationAckApi.as_view(),
+        name="api-notification-ack",
+    ),
 ]

@@ -32,9 +32,15 @@ from streams_app.services.streams import stream_action, stream_drop
 class ErrorSerializer(serializers.Serializer):
     code = serializers.IntegerField()
     desc = serializers.CharField()
-    position = inline_serializer("SqlPosition", {"offset": serializers.IntegerField(),
-                                                 "line": serializers.IntegerField(),
-                                                 "column": serializers.IntegerField()}, allow_null=True)
+    position = inline_serializer(
+        "SqlPosition",
+        {
+            "offset": serializers.IntegerField(),
+            "line": serializers.IntegerField(),
+            "column": serializers.IntegerField(),
+        },
+        allow_null=True,
+    )
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -164,6 +170,26 @@ class RowsSerializer(serializers.Serializer):
     rows = serializers.ListField(child=serializers.ListField(child=serializers.JSONField()))
 
 
+# TDengine's REST answer: ``{code: 0, column_meta, data, rows}`` or ``{code, desc}`` (inline: a
+# serializer class may not declare a ``data`` field, it would hide ``Serializer.data``)
+SQL_ANSWER = inline_serializer(
+    "SqlAnswer",
+    {
+        "code": serializers.IntegerField(),
+        "desc": serializers.CharField(required=False),
+        "column_meta": serializers.ListField(
+            child=serializers.ListField(child=serializers.JSONField()),
+            required=False,
+            help_text="[name, type, length] per column",
+        ),
+        "data": serializers.ListField(
+            child=serializers.ListField(child=serializers.JSONField()), required=False
+        ),
+        "rows": serializers.IntegerField(required=False),
+    },
+)
+
+
 def td_error(e: TdError, http_status: int = status.HTTP_400_BAD_REQUEST) -> Response:
     return Response({"code": e.code, "desc": e.desc, "position": error_position(e)}, status=http_status)
 
@@ -183,11 +209,17 @@ def _stream_or_404(request: Request, stream_id: int) -> Stream:
 class StreamListApi(APIView):
     """List streams; create one from SQL (CREATE STREAM ...)."""
 
-    @extend_schema(responses=inline_serializer("StreamPage", {"count": serializers.IntegerField(),
-                                                              "results": StreamSerializer(many=True)}))
+    @extend_schema(
+        operation_id="v1_streams_list",
+        responses=inline_serializer(
+            "StreamPage", {"count": serializers.IntegerField(), "results": StreamSerializer(many=True)}
+        ),
+    )
     def get(self, request: Request) -> Response:
         streams = list(selectors.streams_visible(user=request.user))
-        return Response({"count": len(streams), "results": [selectors.stream_payload(stream=s) for s in streams]})
+        return Response(
+            {"count": len(streams), "results": [selectors.stream_payload(stream=s) for s in streams]}
+        )
 
     @extend_schema(request=SqlInputSerializer, responses={201: StreamDetailSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
@@ -199,16 +231,25 @@ class StreamListApi(APIView):
             if len(stmts) != 1 or not isinstance(stmts[0], ast.CreateStreamLegacy | ast.CreateStream337):
                 raise SqlError("expected exactly one CREATE STREAM statement", sql=sql, offset=0)
             stmt = stmts[0]
+            last_id = Stream.objects.order_by("-id").values_list("pk", flat=True).first() or 0
             sql_execute(sql=sql, db=db, user=request.user)
         except TdError as e:
             return td_error(e)
-        stream = (selectors.streams_visible(user=request.user)
-                  .filter(name__iexact=stmt.name).order_by("-id").first())
+        # only a stream this request created (IF NOT EXISTS on an existing one creates nothing)
+        stream = (
+            selectors.streams_visible(user=request.user)
+            .filter(name__iexact=stmt.name, pk__gt=last_id)
+            .order_by("-id")
+            .first()
+        )
         if stream is None:
-            return Response({"code": 0, "desc": "stream already exists (IF NOT EXISTS)", "position": None},
-                            status=status.HTTP_200_OK)
-        return Response({**selectors.stream_payload(stream=stream), "spec": stream.spec},
-                        status=status.HTTP_201_CREATED)
+            return Response(
+                {"code": 0, "desc": "stream already exists (IF NOT EXISTS)", "position": None},
+                status=status.HTTP_200_OK,
+            )
+        return Response(
+            {**selectors.stream_payload(stream=stream), "spec": stream.spec}, status=status.HTTP_201_CREATED
+        )
 
 
 class StreamDetailApi(APIView):
@@ -234,8 +275,11 @@ class StreamActionApi(APIView):
         data = ActionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            s = stream_action(stream=s, action=data.validated_data["action"],
-                              ignore_untreated=data.validated_data["ignore_untreated"])
+            s = stream_action(
+                stream=s,
+                action=data.validated_data["action"],
+                ignore_untreated=data.validated_data["ignore_untreated"],
+            )
         except CatalogError as e:
             return td_error(e)
         return Response(selectors.stream_payload(stream=s))
@@ -258,7 +302,9 @@ class StreamDeliveriesApi(APIView):
     def get(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
         limit = max(1, min(int(request.query_params.get("limit", 100)), 1000))
-        return Response(DeliverySerializer(selectors.stream_deliveries(stream_id=s.pk, limit=limit), many=True).data)
+        return Response(
+            DeliverySerializer(selectors.stream_deliveries(stream_id=s.pk, limit=limit), many=True).data
+        )
 
 
 class StreamRunsApi(APIView):
@@ -276,27 +322,39 @@ class StreamRunsApi(APIView):
 class SqlValidateApi(APIView):
     """Parse and check a statement without running it (errors carry their position)."""
 
-    @extend_schema(request=SqlInputSerializer,
-                   responses=inline_serializer("SqlValidation", {"ok": serializers.BooleanField(),
-                                                                  "statement": serializers.CharField(required=False),
-                                                                  "code": serializers.IntegerField(required=False),
-                                                                  "desc": serializers.CharField(required=False),
-                                                                  "position": serializers.JSONField(required=False)}))
+    @extend_schema(
+        request=SqlInputSerializer,
+        responses=inline_serializer(
+            "SqlValidation",
+            {
+                "ok": serializers.BooleanField(),
+                "statement": serializers.CharField(required=False),
+                "code": serializers.IntegerField(required=False),
+                "desc": serializers.CharField(required=False),
+                "position": serializers.JSONField(required=False),
+            },
+        ),
+    )
     def post(self, request: Request) -> Response:
         data = SqlInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(sql_validate(sql=data.validated_data["sql"], db=data.validated_data.get("db") or None))
+        return Response(
+            sql_validate(sql=data.validated_data["sql"], db=data.validated_data.get("db") or None)
+        )
 
 
 class SqlExecuteApi(APIView):
     """Run SQL (the console); answers like TDengine's REST protocol."""
 
-    @extend_schema(request=SqlInputSerializer, responses=serializers.JSONField())
+    @extend_schema(request=SqlInputSerializer, responses=SQL_ANSWER)
     def post(self, request: Request) -> Response:
         data = SqlInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(sql_execute_rest(sql=data.validated_data["sql"], db=data.validated_data.get("db") or None,
-                                         user=request.user))
+        return Response(
+            sql_execute_rest(
+                sql=data.validated_data["sql"], db=data.validated_data.get("db") or None, user=request.user
+            )
+        )
 
 
 # ---------------------------------------------------------------------- databases and tables
@@ -309,12 +367,19 @@ class DatabaseListApi(APIView):
 
 
 class TableListApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("stable", str)],
-                   responses=TableEntrySerializer(many=True))
+    @extend_schema(
+        parameters=[OpenApiParameter("kind", str), OpenApiParameter("stable", str)],
+        responses=TableEntrySerializer(many=True),
+    )
     def get(self, request: Request, db: str) -> Response:
         try:
-            return Response(selectors.table_list(db=db, kind=request.query_params.get("kind") or None,
-                                                 stable=request.query_params.get("stable") or None))
+            return Response(
+                selectors.table_list(
+                    db=db,
+                    kind=request.query_params.get("kind") or None,
+                    stable=request.query_params.get("stable") or None,
+                )
+            )
         except TdError as e:
             return td_error(e, status.HTTP_404_NOT_FOUND)
 
@@ -331,8 +396,14 @@ class TableDetailApi(APIView):
 class TableRowsApi(APIView):
     """Latest rows of a table (optionally in a time range), newest last."""
 
-    @extend_schema(parameters=[OpenApiParameter("limit", int), OpenApiParameter("start", str),
-                               OpenApiParameter("end", str)], responses={200: RowsSerializer, 400: ErrorSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", int),
+            OpenApiParameter("start", str),
+            OpenApiParameter("end", str),
+        ],
+        responses={200: RowsSerializer, 400: ErrorSerializer},
+    )
     def get(self, request: Request, db: str, name: str) -> Response:
         limit = max(1, min(int(request.query_params.get("limit", 200)), 10_000))
         try:
@@ -346,29 +417,53 @@ class TableRowsApi(APIView):
             if v:
                 conds.append(f"`{ts}` {op} '{v.replace(chr(39), '')}'")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        sql = f"SELECT * FROM (SELECT * FROM `{db}`.`{name}`{where} ORDER BY `{ts}` DESC LIMIT {limit}) ORDER BY `{ts}`"
+        sql = (
+            f"SELECT * FROM (SELECT * FROM `{db}`.`{name}`{where} ORDER BY `{ts}` DESC LIMIT {limit}) "
+            f"ORDER BY `{ts}`"
+        )
         try:
             res = sql_execute(sql=sql, db=db, user=request.user)
         except TdError as e:
             return td_error(e)
         rest = res.to_rest(settings.TDWEB_TIMEZONE)
-        return Response({"columns": [c[0] for c in rest["column_meta"]], "types": [c[1] for c in rest["column_meta"]],
-                         "rows": rest["data"]})
+        return Response(
+            {
+                "columns": [c[0] for c in rest["column_meta"]],
+                "types": [c[1] for c in rest["column_meta"]],
+                "rows": rest["data"],
+            }
+        )
 
 
 # ---------------------------------------------------------------------- notifications
 
 
 class NotificationListApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("stream", str), OpenApiParameter("event_type", str),
-                               OpenApiParameter("acknowledged", bool), OpenApiParameter("page", int)],
-                   responses=NotificationSerializer(many=True))
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("stream", str),
+            OpenApiParameter("event_type", str),
+            OpenApiParameter("acknowledged", bool),
+            OpenApiParameter("page", int),
+        ],
+        responses=inline_serializer(
+            "NotificationPage",
+            {
+                "count": serializers.IntegerField(),
+                "next": serializers.URLField(allow_null=True),
+                "previous": serializers.URLField(allow_null=True),
+                "results": NotificationSerializer(many=True),
+            },
+        ),
+    )
     def get(self, request: Request) -> Response:
         ack = request.query_params.get("acknowledged")
         qs = selectors.notifications_filter(
-            selectors.notifications_visible(user=request.user), stream=request.query_params.get("stream"),
+            selectors.notifications_visible(user=request.user),
+            stream=request.query_params.get("stream"),
             event_type=request.query_params.get("event_type"),
-            acknowledged=None if ack in (None, "") else ack.lower() in ("1", "true", "yes"))
+            acknowledged=None if ack in (None, "") else ack.lower() in ("1", "true", "yes"),
+        )
         pager = PageNumberPagination()
         page = pager.paginate_queryset(qs, request, view=self)
         return pager.get_paginated_response([selectors.notification_payload(n) for n in page or []])
@@ -382,7 +477,9 @@ class NotificationAckApi(APIView):
 
 
 class NotificationAckAllApi(APIView):
-    @extend_schema(request=None, responses=inline_serializer("AckAll", {"updated": serializers.IntegerField()}))
+    @extend_schema(
+        request=None, responses=inline_serializer("AckAll", {"updated": serializers.IntegerField()})
+    )
     def post(self, request: Request) -> Response:
         return Response({"updated": notif_services.notification_ack_all(user=request.user)})
 
@@ -396,13 +493,25 @@ class NotificationUnreadApi(APIView):
 class MeApi(APIView):
     """The signed-in user and the URL of their inbox for NOTIFY clauses."""
 
-    @extend_schema(responses=inline_serializer("Me", {"username": serializers.CharField(),
-                                                      "is_staff": serializers.BooleanField(),
-                                                      "inboxes": serializers.JSONField()}))
+    @extend_schema(
+        responses=inline_serializer(
+            "Me",
+            {
+                "username": serializers.CharField(),
+                "is_staff": serializers.BooleanField(),
+                "inboxes": serializers.JSONField(),
+            },
+        )
+    )
     def get(self, request: Request) -> Response:
         from streams_app.models import Inbox
         from streams_app.services.users import inbox_url
 
         inboxes: Any = Inbox.objects.filter(owner=request.user)
-        return Response({"username": request.user.get_username(), "is_staff": request.user.is_staff,
-                         "inboxes": [{"name": i.name, "url": inbox_url(inbox=i)} for i in inboxes]})
+        return Response(
+            {
+                "username": request.user.get_username(),
+                "is_staff": request.user.is_staff,
+                "inboxes": [{"name": i.name, "url": inbox_url(inbox=i)} for i in inboxes],
+            }
+        )

@@ -29,9 +29,20 @@ from streams_app.services.users import inbox_url
 DB = "air"
 LOCAL_TZ = "Asia/Shanghai"
 HISTORY_CUTOFF_LOCAL = "2017-02-20 00:00:00"
-COLUMNS = [("pm25", "PM2.5"), ("pm10", "PM10"), ("so2", "SO2"), ("no2", "NO2"), ("co", "CO"), ("o3", "O3"),
-           ("temp", "TEMP"), ("pres", "PRES"), ("dewp", "DEWP"), ("rain", "RAIN"), ("wd", "wd"),
-           ("wspm", "WSPM")]
+COLUMNS = [
+    ("pm25", "PM2.5"),
+    ("pm10", "PM10"),
+    ("so2", "SO2"),
+    ("no2", "NO2"),
+    ("co", "CO"),
+    ("o3", "O3"),
+    ("temp", "TEMP"),
+    ("pres", "PRES"),
+    ("dewp", "DEWP"),
+    ("rain", "RAIN"),
+    ("wd", "wd"),
+    ("wspm", "WSPM"),
+]
 STREAM_NAMES = ("pm25_daily", "pm25_6h_alerts")
 
 
@@ -41,8 +52,12 @@ def dataset_dir() -> Path:
     import os
 
     base = Path(settings.BASE_DIR)
-    candidates = [os.environ.get("TDWEB_DATASET") or "", base.parent / "shared/datasets/beijing-air-quality",
-                  Path("/work/shared/datasets/beijing-air-quality"), base / "data/beijing-air-quality"]
+    candidates = [
+        os.environ.get("TDWEB_DATASET") or "",
+        base.parent / "shared/datasets/beijing-air-quality",
+        Path("/work/shared/datasets/beijing-air-quality"),
+        base / "data/beijing-air-quality",
+    ]
     for c in candidates:
         if c and len(list(Path(c).glob("PRSA_Data_*.csv.gz"))) == 12:
             return Path(c)
@@ -59,8 +74,13 @@ def read_dataset(path: Path | None = None) -> pd.DataFrame:
         df = pd.read_csv(f, na_values=["NA", "", " "], keep_default_na=False)
         local = pd.to_datetime(df[["year", "month", "day", "hour"]])
         utc = local.dt.tz_localize(LOCAL_TZ).dt.tz_convert("UTC")
-        out = pd.DataFrame({"station": df["station"].str.lower(), "station_name": df["station"],
-                            "ts": (utc.astype("int64") // 1_000_000).astype("int64")})
+        out = pd.DataFrame(
+            {
+                "station": df["station"].str.lower(),
+                "station_name": df["station"],
+                "ts": (utc.astype("int64") // 1_000_000).astype("int64"),
+            }
+        )
         for col, src in COLUMNS:
             out[col] = df[src] if col == "wd" else df[src].astype("float64")
         frames.append(out)
@@ -75,7 +95,8 @@ def cutoff_ms() -> int:
 def stream_sql(*, notify_url: str) -> list[str]:
     """The two demo streams, exactly as the issue specifies them."""
     return [
-        "CREATE STREAM IF NOT EXISTS pm25_daily FILL_HISTORY 1 INTO air.pm25_daily TAGS (station VARCHAR(32)) AS\n"
+        "CREATE STREAM IF NOT EXISTS pm25_daily FILL_HISTORY 1 INTO air.pm25_daily "
+        "TAGS (station VARCHAR(32)) AS\n"
         "  SELECT _wstart AS wstart, avg(pm25) AS avg_pm25, max(pm25) AS max_pm25, count(*) AS n\n"
         "  FROM air.quality PARTITION BY station INTERVAL(1d);",
         "CREATE STREAM IF NOT EXISTS pm25_6h_alerts INTO air.pm25_6h TAGS (station VARCHAR(32)) AS\n"
@@ -99,21 +120,32 @@ def demo_load_history(*, user: object, data: pd.DataFrame, log: Callable[[str], 
     ex = executor_for(user=user)
     ex.execute_one(f"CREATE DATABASE IF NOT EXISTS {DB} PRECISION 'ms'")
     cols = ", ".join(f"{c} {'VARCHAR(8)' if c == 'wd' else 'DOUBLE'}" for c, _ in COLUMNS)
-    ex.execute_one(f"CREATE STABLE IF NOT EXISTS {DB}.quality (ts TIMESTAMP, {cols}) TAGS (station VARCHAR(32))")
+    ex.execute_one(
+        f"CREATE STABLE IF NOT EXISTS {DB}.quality (ts TIMESTAMP, {cols}) TAGS (station VARCHAR(32))"
+    )
     stations = data.drop_duplicates("station")[["station", "station_name"]]
-    ex.execute_one("CREATE TABLE " + " ".join(
-        f"IF NOT EXISTS {DB}.{s} USING {DB}.quality TAGS ('{n}')" for s, n in stations.itertuples(index=False)))
+    ex.execute_one(
+        "CREATE TABLE "
+        + " ".join(
+            f"IF NOT EXISTS {DB}.{s} USING {DB}.quality TAGS ('{n}')"
+            for s, n in stations.itertuples(index=False)
+        )
+    )
     hist = data[data["ts"] < cutoff_ms()]
     lake = lake_get()
     db = lake.catalog.require_database(DB)
     table = lake.catalog.require_table(DB, "quality")
     step = 100_000
     for i in range(0, len(hist), step):
-        chunk = hist.iloc[i:i + step]
-        arrays = {"tbname": pa.array(chunk["station"].to_numpy(), pa.string()),
-                  "ts": pa.array(chunk["ts"].to_numpy(), pa.int64())}
+        chunk = hist.iloc[i : i + step]
+        arrays = {
+            "tbname": pa.array(chunk["station"].to_numpy(), pa.string()),
+            "ts": pa.array(chunk["ts"].to_numpy(), pa.int64()),
+        }
         for c, _ in COLUMNS:
-            arrays[c] = pa.array(chunk[c].to_numpy(), pa.string() if c == "wd" else pa.float64(), from_pandas=True)
+            arrays[c] = pa.array(
+                chunk[c].to_numpy(), pa.string() if c == "wd" else pa.float64(), from_pandas=True
+            )
         lake.write(db, table, pa.table(arrays))
         log(f"  history: {min(i + step, len(hist)):,} / {len(hist):,} rows")
     return len(hist)
@@ -165,8 +197,10 @@ def demo_replay(*, user: object, data: pd.DataFrame, speed: float, log: Callable
                 time.sleep(delay)
         rows += ex.execute_one(sql).affected_rows or 0
         if i % 24 == 0:
-            log(f"  replay: {pd.Timestamp(ts, unit='ms', tz='UTC').tz_convert(LOCAL_TZ):%Y-%m-%d %H:%M} "
-                f"local, {rows:,} rows")
+            log(
+                f"  replay: {pd.Timestamp(ts, unit='ms', tz='UTC').tz_convert(LOCAL_TZ):%Y-%m-%d %H:%M} "
+                f"local, {rows:,} rows"
+            )
     return rows
 
 
@@ -180,7 +214,9 @@ class StreamSummary:
     notifications_failed: int
 
 
-def demo_wait_caught_up(*, timeout_s: float = 900.0, log: Callable[[str], None] = print) -> list[StreamSummary]:
+def demo_wait_caught_up(
+    *, timeout_s: float = 900.0, log: Callable[[str], None] = print
+) -> list[StreamSummary]:
     """Wait until every demo stream has processed the source's latest version; raises
     ``TimeoutError`` (naming the laggards) otherwise."""
     lake = lake_get()
@@ -192,24 +228,45 @@ def demo_wait_caught_up(*, timeout_s: float = 900.0, log: Callable[[str], None] 
         behind = [s for s in streams if s.processed_version is None or s.processed_version < target]
         failed = [s for s in streams if s.status == Stream.Status.FAILED]
         if len(streams) == len(STREAM_NAMES) and not behind:
-            return [StreamSummary(s.name, s.status, s.rows_in, s.windows_out, s.notifications_sent,
-                                  s.notifications_failed) for s in sorted(streams, key=lambda s: s.name)]
+            return [
+                StreamSummary(
+                    s.name, s.status, s.rows_in, s.windows_out, s.notifications_sent, s.notifications_failed
+                )
+                for s in sorted(streams, key=lambda s: s.name)
+            ]
         if time.monotonic() > deadline:
-            names = ", ".join(f"{s.name} ({s.status}, at version {s.processed_version} of {target}; "
-                              f"{s.last_error[:200]})" for s in behind or streams)
+            names = ", ".join(
+                f"{s.name} ({s.status}, at version {s.processed_version} of {target}; {s.last_error[:200]})"
+                for s in behind or streams
+            )
             raise TimeoutError(f"demo streams did not catch up within {timeout_s:.0f}s: {names}")
         if time.monotonic() - last_note > 10:
             last_note = time.monotonic()
-            log("  waiting for: " + ", ".join(f"{s.name} {s.status} v{s.processed_version}/{target}"
-                                               + (f" [{s.last_error[:120]}]" if s in failed else "") for s in behind))
+            log(
+                "  waiting for: "
+                + ", ".join(
+                    f"{s.name} {s.status} v{s.processed_version}/{target}"
+                    + (f" [{s.last_error[:120]}]" if s in failed else "")
+                    for s in behind
+                )
+            )
         time.sleep(1.0)
 
 
 def summary_table(rows: list[StreamSummary]) -> str:
     """The summary printed at the end of ``make demo ONCE=1``."""
     head = ("stream", "status", "rows in", "windows out", "notifications sent", "failed")
-    body = [(r.name, r.status, f"{r.rows_in:,}", f"{r.windows_out:,}", f"{r.notifications_sent:,}",
-             f"{r.notifications_failed:,}") for r in rows]
+    body = [
+        (
+            r.name,
+            r.status,
+            f"{r.rows_in:,}",
+            f"{r.windows_out:,}",
+            f"{r.notifications_sent:,}",
+            f"{r.notifications_failed:,}",
+        )
+        for r in rows
+    ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
     line = "+-" + "-+-".join("-" * w for w in widths) + "-+"
     fmt = "| " + " | ".join(f"{{:<{w}}}" for w in widths) + " |"

@@ -24,4 +24,6 @@ def executor_for(*, db: str | None = None, user: object | None = None) -> Execut
     """An executor whose streams are registered in the metadata DB and owned by ``user``."""
     from streams_app.services.registry import DjangoStreamRegistry
 
-    return Executor(lake_get(), DjangoStreamRegistry(user=user), tz=settings.TDWEB_TIMEZONE, default_db=db or None)
+    return Executor(
+        lake_get(), DjangoStreamRegistry(user=user), tz=settings.TDWEB_TIMEZONE, default_db=db or None
+    )

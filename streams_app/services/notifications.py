@@ -85,7 +85,9 @@ def parse_message(text: str) -> dict[str, Any]:
 def _dedupe_key(stream: str, idx: str, event: dict[str, Any]) -> str:
     wid = event.get("windowId") or event.get("triggerId")
     if wid:
-        basis = json.dumps([stream, wid, event.get("eventType"), event.get("result")], sort_keys=True, default=str)
+        basis = json.dumps(
+            [stream, wid, event.get("eventType"), event.get("result")], sort_keys=True, default=str
+        )
     else:
         basis = idx
     return hashlib.sha256(basis.encode()).hexdigest()[:64]
@@ -106,12 +108,18 @@ def notification_ingest(*, inbox: Inbox, text: str) -> list[Notification]:
             try:
                 with transaction.atomic():
                     n = Notification.objects.create(
-                        inbox=inbox, dedupe_key=key, message_id=msg["messageId"][:128],
-                        stream_name=s["streamName"][:192], event_type=str(e["eventType"])[:32],
+                        inbox=inbox,
+                        dedupe_key=key,
+                        message_id=msg["messageId"][:128],
+                        stream_name=s["streamName"][:192],
+                        event_type=str(e["eventType"])[:32],
                         table_name=str(e.get("tableName") or "")[:192],
                         window_id=str(e.get("windowId") or e.get("triggerId") or "")[:128],
-                        window_start=_int(e.get("windowStart")), window_end=_int(e.get("windowEnd")),
-                        event_time=_int(e.get("eventTime")), payload=e)
+                        window_start=_int(e.get("windowStart")),
+                        window_end=_int(e.get("windowEnd")),
+                        event_time=_int(e.get("eventTime")),
+                        payload=e,
+                    )
                 created.append(n)
             except IntegrityError:
                 continue  # already stored: at-least-once delivery sent it again
@@ -123,8 +131,11 @@ def notification_ingest(*, inbox: Inbox, text: str) -> list[Notification]:
 def inbox_users(inbox: Inbox) -> list[int]:
     """Users who see an inbox: its owner and staff users."""
     User = get_user_model()
-    return list(User.objects.filter(Q(is_staff=True) | Q(pk=inbox.owner_id), is_active=True)
-                .values_list("pk", flat=True).distinct())
+    return list(
+        User.objects.filter(Q(is_staff=True) | Q(pk=inbox.owner_id), is_active=True)
+        .values_list("pk", flat=True)
+        .distinct()
+    )
 
 
 def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> None:
@@ -137,10 +148,12 @@ def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> No
     for uid in inbox_users(inbox):
         try:
             for n in notifications:
-                async_to_sync(layer.group_send)(f"inbox.{uid}", {"type": "inbox.notification",
-                                                                  "notification": notification_payload(n)})
-            async_to_sync(layer.group_send)(f"inbox.{uid}", {"type": "inbox.unread",
-                                                              "count": notification_unread_count(user_id=uid)})
+                async_to_sync(layer.group_send)(
+                    f"inbox.{uid}", {"type": "inbox.notification", "notification": notification_payload(n)}
+                )
+            async_to_sync(layer.group_send)(
+                f"inbox.{uid}", {"type": "inbox.unread", "count": notification_unread_count(user_id=uid)}
+            )
         except Exception as e:  # live push is best effort; the inbox keeps the truth
             log.warning("push to inbox.%s failed: %s", uid, e)
 

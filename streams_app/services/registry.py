@@ -24,8 +24,15 @@ def live_streams():  # type: ignore[no-untyped-def]
 
 
 def _info(s: Stream) -> StreamInfo:
-    return StreamInfo(s.name, s.db or None, s.sql, s.status, StreamSpec.from_json(s.spec),
-                      int(s.created_at.timestamp() * 1000) if s.created_at else 0, s.last_error)
+    return StreamInfo(
+        s.name,
+        s.db or None,
+        s.sql,
+        s.status,
+        StreamSpec.from_json(s.spec),
+        int(s.created_at.timestamp() * 1000) if s.created_at else 0,
+        s.last_error,
+    )
 
 
 class DjangoStreamRegistry:
@@ -46,9 +53,17 @@ class DjangoStreamRegistry:
 
         with transaction.atomic():
             s = Stream.objects.create(
-                name=spec.name, name_key=name_key(spec.name, spec.db), db=spec.db or "", key=Stream.new_key(),
-                syntax=spec.syntax, sql=spec.sql, spec=spec.to_json(), start_version=start_version,
-                history_version=history_version, owner=self.user)
+                name=spec.name,
+                name_key=name_key(spec.name, spec.db),
+                db=spec.db or "",
+                key=Stream.new_key(),
+                syntax=spec.syntax,
+                sql=spec.sql,
+                spec=spec.to_json(),
+                start_version=start_version,
+                history_version=history_version,
+                owner=self.user,
+            )
             transaction.on_commit(lambda: stream_enqueue(stream_id=s.pk))
 
     def drop(self, name: str, db: str | None) -> None:

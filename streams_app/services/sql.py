@@ -9,7 +9,7 @@ from django.conf import settings
 from spark_workers.errors import SqlError, TdError
 from spark_workers.sql import ast
 from spark_workers.sql.executor import error_answer
-from spark_workers.sql.parser import parse
+from spark_workers.sql.parser import parse_located
 from spark_workers.sql.results import ResultSet
 from streams_app.services.lake import executor_for
 
@@ -40,18 +40,19 @@ def sql_validate(*, sql: str, db: str | None = None) -> dict[str, Any]:
     """Check a statement without changing anything: parse it and, for CREATE STREAM, compile the
     stream against the catalog. Returns ``{ok: true, statement}`` or ``{ok: false, code, desc,
     position}``."""
-    from spark_workers.sql.streams import _validate_options, compile_stream, legacy_spec
+    from spark_workers.sql.streams import validate_stream
     from streams_app.services.lake import lake_get
 
     try:
-        stmts = parse(sql)
+        stmts = parse_located(sql)
         if not stmts:
             raise SqlError("empty statement", sql=sql, offset=0)
-        last = stmts[-1]
+        last, start, text = stmts[-1]
         if isinstance(last, ast.CreateStreamLegacy):
-            spec = legacy_spec(last, sql, db)
-            _validate_options(spec, sql)
-            compile_stream(spec, lake_get(), settings.TDWEB_TIMEZONE)
+            try:
+                validate_stream(last, text, default_db=db, lake=lake_get(), tz=settings.TDWEB_TIMEZONE)
+            except SqlError as e:
+                raise e.shifted(sql, start) from None
         return {"ok": True, "statement": type(last).__name__}
     except TdError as e:
         return {"ok": False, "code": e.code, "desc": e.desc, "position": error_position(e)}

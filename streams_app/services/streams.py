@@ -70,8 +70,9 @@ def stream_action(*, stream: Stream, action: str, ignore_untreated: bool = False
         CatalogError: unknown action or a dropped stream.
     """
     if action not in ACTIONS:
-        raise CatalogError(f"unknown stream action {action!r}: use one of {', '.join(ACTIONS)}",
-                           code=Code.INVALID_OPERATION)
+        raise CatalogError(
+            f"unknown stream action {action!r}: use one of {', '.join(ACTIONS)}", code=Code.INVALID_OPERATION
+        )
     if stream.status == Stream.Status.DROPPED:
         raise CatalogError(f"stream {stream.name} was dropped", code=Code.STREAM_NOT_EXIST)
     if action in ("pause", "stop"):
@@ -106,8 +107,9 @@ def stream_drop(*, stream: Stream) -> None:
     from streams_app.services.lake import lake_get
     from streams_app.services.registry import checkpoint_remove
 
-    Stream.objects.filter(pk=stream.pk).update(status=Stream.Status.DROPPED, desired_state=Stream.Desired.STOPPED,
-                                               updated_at=timezone.now())
+    Stream.objects.filter(pk=stream.pk).update(
+        status=Stream.Status.DROPPED, desired_state=Stream.Desired.STOPPED, updated_at=timezone.now()
+    )
     stream.refresh_from_db()
     if not stream.worker:
         checkpoint_remove(stream, str(lake_get().root))
@@ -120,24 +122,44 @@ def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProg
     rows_per_s = report.input_rows / (report.duration_ms / 1000.0) if report.duration_ms > 0 else 0.0
     d["rows_per_s"] = rows_per_s
     p = StreamProgress.objects.create(
-        stream_id=stream_id, batch_id=report.batch_id, phase=report.phase, input_rows=report.input_rows,
-        output_rows=report.output_rows, removed_windows=report.removed_windows, rows_per_s=rows_per_s,
-        duration_ms=report.duration_ms, open_windows=report.open_windows, state_bytes=report.state_bytes,
-        watermark_ms=report.watermark_ms, max_event_ms=report.max_event_ms,
-        notifications_sent=report.notifications_sent, notifications_failed=report.notifications_failed,
-        expired_rows=report.expired_rows, recalculated=report.recalculated)
+        stream_id=stream_id,
+        batch_id=report.batch_id,
+        phase=report.phase,
+        input_rows=report.input_rows,
+        output_rows=report.output_rows,
+        removed_windows=report.removed_windows,
+        rows_per_s=rows_per_s,
+        duration_ms=report.duration_ms,
+        open_windows=report.open_windows,
+        state_bytes=report.state_bytes,
+        watermark_ms=report.watermark_ms,
+        max_event_ms=report.max_event_ms,
+        notifications_sent=report.notifications_sent,
+        notifications_failed=report.notifications_failed,
+        expired_rows=report.expired_rows,
+        recalculated=report.recalculated,
+    )
     status = Stream.Status.CATCHING_UP if report.phase == "history" else Stream.Status.RUNNING
     d["created_at"] = p.created_at.isoformat()
-    Stream.objects.filter(pk=stream_id).exclude(status__in=[Stream.Status.DROPPED, Stream.Status.PAUSED,
-                                                            Stream.Status.STOPPED]).update(
-        status=status, last_batch_id=report.batch_id, last_progress=d, heartbeat_at=timezone.now(),
-        rows_in=F("rows_in") + report.input_rows, windows_out=F("windows_out") + report.output_rows,
+    Stream.objects.filter(pk=stream_id).exclude(
+        status__in=[Stream.Status.DROPPED, Stream.Status.PAUSED, Stream.Status.STOPPED]
+    ).update(
+        status=status,
+        last_batch_id=report.batch_id,
+        last_progress=d,
+        heartbeat_at=timezone.now(),
+        rows_in=F("rows_in") + report.input_rows,
+        windows_out=F("windows_out") + report.output_rows,
         notifications_sent=F("notifications_sent") + report.notifications_sent,
-        notifications_failed=F("notifications_failed") + report.notifications_failed)
+        notifications_failed=F("notifications_failed") + report.notifications_failed,
+    )
     keep = settings.TDWEB_PROGRESS_KEEP
     if report.batch_id % 100 == 0:
-        old = list(StreamProgress.objects.filter(stream_id=stream_id).order_by("-id").values_list("id", flat=True)
-                   [keep:keep + 1])
+        old = list(
+            StreamProgress.objects.filter(stream_id=stream_id)
+            .order_by("-id")
+            .values_list("id", flat=True)[keep : keep + 1]
+        )
         if old:
             StreamProgress.objects.filter(stream_id=stream_id, id__lte=old[0]).delete()
     msg = {"type": "stream.progress", "stream_id": stream_id, "progress": d}
@@ -148,6 +170,13 @@ def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProg
 
 def stream_delivery_record(*, stream_id: int, attempt: Attempt) -> Delivery:
     """Store one notification delivery attempt (the delivery log)."""
-    return Delivery.objects.create(stream_id=stream_id, url=attempt.url[:1024], message_id=attempt.message_id,
-                                   events=attempt.events, ok=attempt.ok, latency_ms=attempt.latency_ms,
-                                   error=attempt.error[:4000], attempt=attempt.attempt)
+    return Delivery.objects.create(
+        stream_id=stream_id,
+        url=attempt.url[:1024],
+        message_id=attempt.message_id,
+        events=attempt.events,
+        ok=attempt.ok,
+        latency_ms=attempt.latency_ms,
+        error=attempt.error[:4000],
+        attempt=attempt.attempt,
+    )

@@ -10,7 +10,9 @@ a live worker, which resumes from the checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import random
 import threading
 import time
 from datetime import timedelta
@@ -21,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from spark_workers.notify.sender import Sender
-from spark_workers.runtime.query import start_query
+from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
 from spark_workers.sql.spec import StreamSpec
 from spark_workers.sql.streams import compile_stream
@@ -48,10 +50,17 @@ def _stale_before() -> timezone.datetime:
 
 def stream_claim(*, stream_id: int, worker: str) -> bool:
     """Take the stream for this worker unless another live worker holds it."""
-    n = (Stream.objects.filter(pk=stream_id, desired_state=Stream.Desired.RUNNING)
-         .exclude(status=Stream.Status.DROPPED)
-         .filter(Q(worker="") | Q(worker=worker) | Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before()))
-         .update(worker=worker, heartbeat_at=timezone.now()))
+    n = (
+        Stream.objects.filter(pk=stream_id, desired_state=Stream.Desired.RUNNING)
+        .exclude(status=Stream.Status.DROPPED)
+        .filter(
+            Q(worker="")
+            | Q(worker=worker)
+            | Q(heartbeat_at__isnull=True)
+            | Q(heartbeat_at__lt=_stale_before())
+        )
+        .update(worker=worker, heartbeat_at=timezone.now())
+    )
     return n == 1
 
 
@@ -73,8 +82,12 @@ def stream_supervise(*, stream_id: int, worker: str) -> None:
 
 def _should_run(stream_id: int) -> bool:
     s = Stream.objects.filter(pk=stream_id).values("desired_state", "status").first()
-    return bool(s) and s["desired_state"] == Stream.Desired.RUNNING and s["status"] != Stream.Status.DROPPED \
+    return (
+        bool(s)
+        and s["desired_state"] == Stream.Desired.RUNNING
+        and s["status"] != Stream.Status.DROPPED
         and not SHUTDOWN.is_set()
+    )
 
 
 def _supervise(stream_id: int, worker: str) -> None:
@@ -92,19 +105,38 @@ def _supervise(stream_id: int, worker: str) -> None:
                 spark = spark_session(settings.SPARK_MASTER)
                 spec = StreamSpec.from_json(stream.spec)
                 compiled = compile_stream(spec, lake, settings.TDWEB_TIMEZONE)
-                sender = Sender(on_attempt=lambda a: stream_delivery_record(stream_id=stream_id, attempt=a),
-                                should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set())
-                sink = OutputSink(compiled, lake, stream_key=stream.key, tz=settings.TDWEB_TIMEZONE, sender=sender,
-                                  progress=lambda r: stream_progress_record(stream_id=stream_id, report=r))
-                query = start_query(spark, compiled, sink, stream_key=stream.key, lake_root=str(lake.root),
-                                    tz=settings.TDWEB_TIMEZONE, start_version=stream.start_version,
-                                    history_version=stream.history_version,
-                                    ignore_until=stream.ignore_until_version,
-                                    buckets=settings.TDWEB_STREAM_BUCKETS)
-                stream_set_status(stream_id=stream_id,
-                                  status=Stream.Status.CATCHING_UP if stream.history_version is not None
-                                  and stream.last_batch_id is None else Stream.Status.RUNNING,
-                                  error="", spark_ui_url=spark.sparkContext.uiWebUrl or "")
+                sender = Sender(
+                    on_attempt=lambda a: stream_delivery_record(stream_id=stream_id, attempt=a),
+                    should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set(),
+                )
+                sink = OutputSink(
+                    compiled,
+                    lake,
+                    stream_key=stream.key,
+                    tz=settings.TDWEB_TIMEZONE,
+                    sender=sender,
+                    progress=lambda r: stream_progress_record(stream_id=stream_id, report=r),
+                )
+                query = start_query(
+                    spark,
+                    compiled,
+                    sink,
+                    stream_key=stream.key,
+                    lake_root=str(lake.root),
+                    tz=settings.TDWEB_TIMEZONE,
+                    start_version=stream.start_version,
+                    history_version=stream.history_version,
+                    ignore_until=stream.ignore_until_version,
+                    buckets=settings.TDWEB_STREAM_BUCKETS,
+                )
+                stream_set_status(
+                    stream_id=stream_id,
+                    status=Stream.Status.CATCHING_UP
+                    if stream.history_version is not None and stream.last_batch_id is None
+                    else Stream.Status.RUNNING,
+                    error="",
+                    spark_ui_url=spark.sparkContext.uiWebUrl or "",
+                )
                 while True:
                     if query.awaitTermination(settings.TDWEB_HEARTBEAT_S):
                         exc = query.exception()
@@ -120,21 +152,20 @@ def _supervise(stream_id: int, worker: str) -> None:
                         stop_flag.set()
                         query.stop()
                         break
-                    backoff = 1.0
+                    if _made_progress(query):  # the back-off restarts once a micro-batch commits
+                        backoff = 1.0
                 if not _should_run(stream_id):
                     break
             except Exception as e:  # any failure: record it, back off, try again
                 log.exception("stream %s failed", stream_id)
                 if query is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         query.stop()
-                    except Exception:
-                        pass
                 run.restarts += 1
                 run.error = str(e)[:4000]
                 run.save(update_fields=["restarts", "error", "updated_at"])
                 stream_set_status(stream_id=stream_id, status=Stream.Status.FAILED, error=str(e))
-                deadline = time.monotonic() + backoff
+                deadline = time.monotonic() + backoff * random.uniform(0.75, 1.25)
                 while time.monotonic() < deadline and _should_run(stream_id):
                     Stream.objects.filter(pk=stream_id, worker=worker).update(heartbeat_at=timezone.now())
                     time.sleep(min(1.0, backoff))
@@ -151,36 +182,30 @@ def _supervise(stream_id: int, worker: str) -> None:
         elif SHUTDOWN.is_set():
             Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
         else:
-            status = {Stream.Desired.PAUSED: Stream.Status.PAUSED, Stream.Desired.STOPPED: Stream.Status.STOPPED}.get(
-                stream.desired_state, stream.status)
+            status = {
+                Stream.Desired.PAUSED: Stream.Status.PAUSED,
+                Stream.Desired.STOPPED: Stream.Status.STOPPED,
+            }.get(stream.desired_state, stream.status)
             Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
             stream_set_status(stream_id=stream_id, status=status)
 
 
-def committed_version(query: object) -> int | None:
-    """The source version the query has fully processed (its last committed end offset), or None
-    while it is still in the FILL_HISTORY snapshot."""
-    import json
-
+def _made_progress(query: object) -> bool:
+    """True once the query has committed at least one micro-batch since it started."""
     try:
-        progress = query.lastProgress  # type: ignore[attr-defined]
-        if not progress or not progress.get("sources"):
-            return None
-        end = progress["sources"][0].get("endOffset")
-        off = json.loads(end) if isinstance(end, str) else end
-        if off and int(off.get("h", -1)) < 0:
-            return int(off["v"])
-    except Exception:  # progress shapes vary between Spark versions; a missing value is harmless
-        return None
-    return None
+        return bool(query.recentProgress)  # type: ignore[attr-defined]
+    except Exception:  # the query may be stopping
+        return False
 
 
 def stream_reconcile() -> list[int]:
     """Enqueue every stream that should run but has no live worker (beat, every few seconds)."""
-    ids = list(Stream.objects.filter(desired_state=Stream.Desired.RUNNING)
-               .exclude(status=Stream.Status.DROPPED)
-               .filter(Q(worker="") | Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before()))
-               .values_list("pk", flat=True))
+    ids = list(
+        Stream.objects.filter(desired_state=Stream.Desired.RUNNING)
+        .exclude(status=Stream.Status.DROPPED)
+        .filter(Q(worker="") | Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before()))
+        .values_list("pk", flat=True)
+    )
     for pk in ids:
         stream_enqueue(stream_id=pk)
     return ids
@@ -188,8 +213,11 @@ def stream_reconcile() -> list[int]:
 
 def worker_recover(*, worker: str) -> list[int]:
     """On worker start: streams this worker name held before it died are taken back at once."""
-    ids = list(Stream.objects.filter(worker=worker, desired_state=Stream.Desired.RUNNING)
-               .exclude(status=Stream.Status.DROPPED).values_list("pk", flat=True))
+    ids = list(
+        Stream.objects.filter(worker=worker, desired_state=Stream.Desired.RUNNING)
+        .exclude(status=Stream.Status.DROPPED)
+        .values_list("pk", flat=True)
+    )
     Stream.objects.filter(pk__in=ids).update(worker="", heartbeat_at=None)
     for pk in ids:
         stream_enqueue(stream_id=pk)

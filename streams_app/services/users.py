@@ -17,8 +17,9 @@ def admin_bootstrap() -> tuple[object, Inbox]:
     User = get_user_model()
     user = User.objects.filter(username=settings.TDWEB_ADMIN_USER).first()
     if user is None:
-        user = User.objects.create_superuser(settings.TDWEB_ADMIN_USER, email="",
-                                             password=settings.TDWEB_ADMIN_PASSWORD)
+        user = User.objects.create_superuser(
+            settings.TDWEB_ADMIN_USER, email="", password=settings.TDWEB_ADMIN_PASSWORD
+        )
     inbox = inbox_get_or_create(name=DEFAULT_INBOX, owner=user)
     return user, inbox
 

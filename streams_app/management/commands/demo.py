@@ -23,24 +23,39 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--once", action="store_true", help="exit 0 after the streams caught up")
-        parser.add_argument("--speed", type=float, default=3600.0,
-                            help="replay speed in data seconds per wall second (default 3600; 0 = no pacing)")
-        parser.add_argument("--no-services", action="store_true",
-                            help="do not start processes; use ones already running (make up)")
+        parser.add_argument(
+            "--speed",
+            type=float,
+            default=3600.0,
+            help="replay speed in data seconds per wall second (default 3600; 0 = no pacing)",
+        )
+        parser.add_argument(
+            "--no-services",
+            action="store_true",
+            help="do not start processes; use ones already running (make up)",
+        )
         parser.add_argument("--timeout", type=float, default=1200.0, help="catch-up timeout in seconds")
 
     def handle(self, *args: object, **opts: object) -> None:
         out = self.stdout
         launcher = None
         if not opts["no_services"]:
-            launcher = Launcher(host=settings.TDWEB_HOST, port=settings.TDWEB_PORT, redis_url=settings.REDIS_URL,
-                                slots=settings.TDWEB_STREAM_SLOTS)
+            launcher = Launcher(
+                host=settings.TDWEB_HOST,
+                port=settings.TDWEB_PORT,
+                redis_url=settings.REDIS_URL,
+                slots=settings.TDWEB_STREAM_SLOTS,
+            )
         try:
             if launcher is not None:
                 launcher.start()
             url = f"http://{settings.TDWEB_HOST}:{settings.TDWEB_PORT}/"
-            out.write(self.style.SUCCESS(f"tdweb is up: {url}  sign in as {settings.TDWEB_ADMIN_USER} "
-                                         "(password: TDWEB_ADMIN_PASSWORD, default taosdata)"))
+            out.write(
+                self.style.SUCCESS(
+                    f"tdweb is up: {url}  sign in as {settings.TDWEB_ADMIN_USER} "
+                    "(password: TDWEB_ADMIN_PASSWORD, default taosdata)"
+                )
+            )
             self._bootstrap()
             user = get_user_model().objects.get(username=settings.TDWEB_ADMIN_USER)
             t0 = time.monotonic()
@@ -49,12 +64,18 @@ class Command(BaseCommand):
             out.write(f"read {len(data):,} rows of {data['station'].nunique()} stations")
             demo.demo_reset(user=user)
             n = demo.demo_load_history(user=user, data=data, log=out.write)
-            out.write(f"history: {n:,} rows up to {demo.HISTORY_CUTOFF_LOCAL} (Asia/Shanghai) "
-                      f"in {time.monotonic() - t0:.1f}s")
-            for sql in demo.demo_create_streams(user=user, host=settings.TDWEB_HOST, port=settings.TDWEB_PORT):
+            out.write(
+                f"history: {n:,} rows up to {demo.HISTORY_CUTOFF_LOCAL} (Asia/Shanghai) "
+                f"in {time.monotonic() - t0:.1f}s"
+            )
+            for sql in demo.demo_create_streams(
+                user=user, host=settings.TDWEB_HOST, port=settings.TDWEB_PORT
+            ):
                 out.write(sql)
-            out.write(f"replaying the remaining rows at speed {opts['speed']:g} "
-                      f"(watch {url}, the inbox at {url}inbox/)")
+            out.write(
+                f"replaying the remaining rows at speed {opts['speed']:g} "
+                f"(watch {url}, the inbox at {url}inbox/)"
+            )
             rows = demo.demo_replay(user=user, data=data, speed=float(opts["speed"]), log=out.write)
             out.write(f"replayed {rows:,} rows; waiting for the streams to catch up")
             if launcher is not None:

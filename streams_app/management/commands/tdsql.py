@@ -9,8 +9,10 @@ Exit status is 1 when a statement failed (its error is printed with the SQL posi
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -18,8 +20,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from spark_workers import timestamps
-from spark_workers.errors import TdError
-from spark_workers.sql.parser import parse
+from spark_workers.errors import SqlError, TdError
+from spark_workers.sql.parser import parse_located
 from spark_workers.sql.results import ResultSet
 from streams_app.services.lake import executor_for
 
@@ -41,8 +43,10 @@ def format_result(res: ResultSet, tz: str, elapsed_s: float) -> str:
     names = [c.name for c in res.columns]
     rows = [[cell(v, c) for v, c in zip(r, res.columns, strict=True)] for r in res.rows]
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
-    lines = [" | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)),
-             "=" * (sum(widths) + 3 * max(0, len(widths) - 1))]
+    lines = [
+        " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)),
+        "=" * (sum(widths) + 3 * max(0, len(widths) - 1)),
+    ]
     lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
     lines.append(f"Query OK, {len(rows)} row(s) in set ({elapsed_s:.6f}s)")
     return "\n".join(lines)
@@ -63,7 +67,11 @@ class Command(BaseCommand):
         self.ex = executor_for(db=opts["database"], user=user)
         self.tz = settings.TDWEB_TIMEZONE
         if opts["execute"] is not None or opts["file"]:
-            text = opts["execute"] if opts["execute"] is not None else open(opts["file"], encoding="utf-8").read()
+            text = (
+                opts["execute"]
+                if opts["execute"] is not None
+                else Path(opts["file"]).read_text(encoding="utf-8")
+            )
             if not self.run_text(text):
                 sys.exit(1)
             return
@@ -72,25 +80,24 @@ class Command(BaseCommand):
     def run_text(self, text: str) -> bool:
         """Run every statement of ``text``; False after the first failure."""
         try:
-            stmts = parse(text)
+            stmts = parse_located(text)
         except TdError as e:
             self.stderr.write(f"DB error: {e.desc} [0x{e.code:04X}]")
             return False
-        for stmt in stmts:
+        for stmt, start, own_text in stmts:
             t0 = time.perf_counter()
             try:
-                res = self.ex.run_statement(stmt, text)
+                res = self.ex.run_statement(stmt, own_text)
             except TdError as e:
-                self.stderr.write(f"DB error: {e.desc} [0x{e.code:04X}]")
+                err = e.shifted(text, start) if isinstance(e, SqlError) else e
+                self.stderr.write(f"DB error: {err.desc} [0x{err.code:04X}]")
                 return False
             self.stdout.write(format_result(res, self.tz, time.perf_counter() - t0))
         return True
 
     def interactive(self) -> None:
-        try:
+        with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history)
-        except ImportError:
-            pass
         self.stdout.write("tdweb TDengine SQL shell. End statements with ';'. Type 'quit' to leave.")
         buf: list[str] = []
         while True:

@@ -13,14 +13,22 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="start, check, stop, exit 0 (smoke test)")
 
     def handle(self, *args: object, **options: object) -> None:
-        launcher = Launcher(host=settings.TDWEB_HOST, port=settings.TDWEB_PORT, redis_url=settings.REDIS_URL,
-                            slots=settings.TDWEB_STREAM_SLOTS)
+        launcher = Launcher(
+            host=settings.TDWEB_HOST,
+            port=settings.TDWEB_PORT,
+            redis_url=settings.REDIS_URL,
+            slots=settings.TDWEB_STREAM_SLOTS,
+        )
         try:
             launcher.start()
-            self.stdout.write(self.style.SUCCESS(
-                f"tdweb is up: http://{settings.TDWEB_HOST}:{settings.TDWEB_PORT}/  "
-                f"(sign in as {settings.TDWEB_ADMIN_USER} / the TDWEB_ADMIN_PASSWORD, default taosdata)\n"
-                f"TDengine REST: http://{settings.TDWEB_HOST}:{settings.TDWEB_PORT}/rest/sql   logs: var/log/"))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"tdweb is up: http://{settings.TDWEB_HOST}:{settings.TDWEB_PORT}/  "
+                    f"(sign in as {settings.TDWEB_ADMIN_USER} / the TDWEB_ADMIN_PASSWORD, default taosdata)\n"
+                    f"TDengine REST: http://{settings.TDWEB_HOST}:{settings.TDWEB_PORT}/rest/sql   "
+                    "logs: var/log/"
+                )
+            )
             if not options["once"]:
                 self.stdout.write("Press Ctrl-C to stop.")
                 launcher.wait_forever()

@@ -1,0 +1,149 @@
+"""The lake: catalog, (tbname, ts) upserts, deletes, the change feed, precisions, stream offsets."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from spark_workers.errors import CatalogError, Code
+from spark_workers.lake.catalog import Column, Table, physical_names
+from spark_workers.lake.changes import ChangeReader, initial_offset, next_offset, read_range
+from spark_workers.lake.store import Lake
+from spark_workers.tdtypes import TdType
+
+
+def make(lake: Lake, precision: str = "ms", duration: str = "10d") -> tuple:
+    lake.catalog.create_database("d", precision=precision, options={"DURATION": duration})
+    db = lake.catalog.require_database("d")
+    names = ["ts", "v", "min(k)", "s"]
+    cols = tuple(Column(n, TdType.parse(t, ln), p) for n, (t, ln), p in
+                 zip(names, [("TIMESTAMP", None), ("INT", None), ("DOUBLE", None), ("NCHAR", 4)],
+                     physical_names(names), strict=True))
+    st = Table("d", "st", "super", cols, (Column("site", TdType.parse("VARCHAR", 8), "site"),))
+    lake.catalog.create_table(st)
+    lake.create_storage(db, st)
+    for name, site in (("a", "n"), ("b", "s")):
+        lake.catalog.create_table(Table("d", name, "sub", (), (), "st", {"site": site}))
+    return db, st
+
+
+def rows(*tuples: tuple) -> pa.Table:
+    return pa.table({"tbname": [t[0] for t in tuples], "ts": [t[1] for t in tuples], "v": [t[2] for t in tuples]})
+
+
+@pytest.fixture
+def lake(tmp_path) -> Lake:  # type: ignore[no-untyped-def]
+    return Lake(tmp_path / "lake")
+
+
+def test_physical_names_are_safe_and_unique():
+    assert physical_names(["ts", "min(k)", "tbname", "Ts", "_bucket"]) == ["ts", "_c1", "_c2", "_c3", "_c4"]
+
+
+def test_later_write_of_same_key_overwrites_and_identical_rewrite_is_a_noop(lake):
+    db, st = make(lake)
+    assert lake.write(db, st, rows(("a", 1000, 1), ("a", 2000, 2))).mode == "append"
+    assert lake.write(db, st, rows(("a", 1000, 1))).version is None  # identical: nothing changes
+    r = lake.write(db, st, rows(("a", 2000, 7), ("b", 2000, 9)))
+    assert (r.mode, r.inserted, r.updated) == ("merge", 1, 1)
+    got = lake.read(db, st).to_pydict()
+    assert list(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [("a", 1000, 1), ("a", 2000, 7), ("b", 2000, 9)]
+
+
+def test_duplicate_keys_inside_one_write_keep_the_last(lake):
+    db, st = make(lake)
+    lake.write(db, st, rows(("a", 1000, 1), ("a", 1000, 5), ("a", 500, 3)))
+    got = lake.read(db, st).to_pydict()
+    assert got["ts"] == [500, 1000] and got["v"] == [3, 5]
+
+
+def test_change_feed_shows_inserts_updates_and_deletes_in_order(lake):
+    db, st = make(lake)
+    v0 = lake.version("d", "st")
+    lake.write(db, st, rows(("a", 1000, 1)))
+    lake.write(db, st, rows(("a", 1000, 2)))
+    lake.delete(db, st, ts_min=1000, ts_max=1000, tbnames=["a"])
+    feed = lake.changes(db, st, v0, lake.version("d", "st")).to_pydict()
+    assert feed["_change_type"] == ["insert", "update_preimage", "update_postimage", "delete"]
+    assert feed["v"] == [1, 1, 2, 2]
+    assert feed["_commit_version"] == sorted(feed["_commit_version"])
+
+
+def test_delete_by_time_range_and_subtable(lake):
+    db, st = make(lake)
+    lake.write(db, st, rows(*[(t, ts, 1) for t in "ab" for ts in (1000, 2000, 3000)]))
+    assert lake.delete(db, st, ts_min=2000, ts_max=None, tbnames=["a"]).deleted == 2
+    got = lake.read(db, st).to_pydict()
+    assert list(zip(got["tbname"], got["ts"], strict=True)) == [("a", 1000), ("b", 1000), ("b", 2000), ("b", 3000)]
+    assert lake.delete(db, st, ts_min=10, ts_max=20, tbnames=None).version is None  # nothing matched
+
+
+@pytest.mark.parametrize(("precision", "ts"), [("ms", 1_700_000_000_123), ("us", 1_700_000_000_123_456),
+                                               ("ns", 1_700_000_000_123_456_789)])
+def test_precisions_round_trip_exactly(lake, precision, ts):
+    db, st = make(lake, precision)
+    lake.write(db, st, rows(("a", ts, 1), ("a", ts + 1, 2)))
+    assert lake.read(db, st).column("ts").to_pylist() == [ts, ts + 1]
+    assert lake.read(db, st, ts_min=ts + 1).column("ts").to_pylist() == [ts + 1]
+
+
+def test_out_of_range_value_fails_and_writes_nothing(lake):
+    db, st = make(lake)
+    bad = pa.table({"tbname": ["a"], "ts": [1], "v": pa.array([2**40], pa.int64())})
+    with pytest.raises(pa.ArrowInvalid):
+        lake.write(db, st, bad)
+    assert lake.read(db, st).num_rows == 0
+
+
+def test_recreated_table_is_not_served_from_a_stale_handle(lake):
+    db, st = make(lake)
+    lake.write(db, st, rows(("a", 1000, 1), ("a", 2000, 2), ("a", 3000, 3)))
+    assert lake.version("d", "st") == 1
+    lake.catalog.drop_database("d")
+    lake.drop_database_storage("d")
+    db, st = make(lake)
+    lake.write(db, st, rows(("b", 5, 5)))
+    assert lake.read(db, st).to_pydict()["tbname"] == ["b"]
+
+
+def test_catalog_names_are_case_insensitive_and_unique(lake):
+    make(lake)
+    assert lake.catalog.table("D", "ST").name == "st"
+    with pytest.raises(CatalogError) as e:
+        lake.catalog.create_table(Table("d", "A", "normal", lake.catalog.require_table("d", "st").columns))
+    assert e.value.code == Code.TABLE_ALREADY_EXIST
+    tags = lake.catalog.subtable_tags("d", "st").to_pydict()
+    assert tags == {"tbname": ["a", "b"], "site": ["n", "s"]}
+
+
+def test_history_then_changes_offsets(lake):
+    db, st = make(lake, duration="1d")  # one bucket per day
+    day = 86_400_000
+    lake.write(db, st, rows(*[("a", d * day + 1, d) for d in range(5)]))
+    reader = ChangeReader(lake, "d", "st")
+    hv = lake.version("d", "st")
+    start = initial_offset(hv, hv)
+    assert start == {"v": hv, "h": 0}
+    first = next_offset(reader, start, max_rows=2)
+    assert first == {"v": hv, "h": 2}  # two one-row buckets
+    assert read_range(reader, start, first).column("v").to_pylist() == [0, 1]
+    rest = next_offset(reader, first, max_rows=10)
+    assert rest == {"v": hv, "h": -1}
+    assert read_range(reader, first, rest).column("v").to_pylist() == [2, 3, 4]
+    assert next_offset(reader, rest) == rest  # nothing new
+    lake.write(db, st, rows(("b", 1, 9)))
+    live = next_offset(reader, rest)
+    batch = read_range(reader, rest, live)
+    assert live == {"v": hv + 1, "h": -1}
+    assert batch.column("tbname").to_pylist() == ["b"] and batch.column("site").to_pylist() == ["s"]
+    assert batch.column("_ct").to_pylist() == [0] and batch.column("_hist").to_pylist() == [False]
+    assert read_range(reader, rest, live, ignore_until=live["v"]).num_rows == 0  # IGNORE UNTREATED
+
+
+def test_subtable_reader_sees_only_its_rows(lake):
+    db, st = make(lake)
+    v = lake.version("d", "st")
+    lake.write(db, st, rows(("a", 1, 1), ("b", 1, 2)))
+    reader = ChangeReader(lake, "d", "b")
+    got = read_range(reader, {"v": v, "h": -1}, {"v": v + 1, "h": -1})
+    assert got.column("tbname").to_pylist() == ["b"] and got.column("v").to_pylist() == [2]
