@@ -20,7 +20,11 @@ from spark_workers.engine.rows import RowBatch
 from spark_workers.engine.stream import IntervalEngine, StreamRules
 from spark_workers.engine.windows import IntervalAssigner
 
-AGGS = [AggSpec("avg", "v", "a0", "float"), AggSpec("max", "v", "a1", "float"), AggSpec("count", None, "a2", "int")]
+AGGS = [
+    AggSpec("avg", "v", "a0", "float"),
+    AggSpec("max", "v", "a1", "float"),
+    AggSpec("count", None, "a2", "int"),
+]
 
 
 def batch(devices: int, start_ts: int, rows: int, step_ms: int) -> RowBatch:
@@ -56,9 +60,14 @@ def state_per_window(devices: int) -> list[dict[str, float]]:
         st = eng.new_state()
         for k in range(rows_per_window):
             eng.step(st, batch(devices, 1_000 + k, devices, 1))
-        out.append({"rows_per_window": rows_per_window, "open_windows": len(st.open),
-                    "state_bytes": len(st.to_bytes()),
-                    "bytes_per_open_window": len(st.to_bytes()) / max(1, len(st.open))})
+        out.append(
+            {
+                "rows_per_window": rows_per_window,
+                "open_windows": len(st.open),
+                "state_bytes": len(st.to_bytes()),
+                "bytes_per_open_window": len(st.to_bytes()) / max(1, len(st.open)),
+            }
+        )
     return out
 
 
@@ -69,11 +78,16 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=20)
     args = ap.parse_args()
     res = throughput(args.devices, args.batch_rows, args.batches)
-    print(f"engine INTERVAL(1m), {args.devices} devices, {args.batch_rows:,} rows/batch: "
-          f"{res['rows_per_s']:,.0f} rows/s ({res['rows']:,} rows in {res['seconds']:.2f} s, state serialized per batch)")
+    print(
+        f"engine INTERVAL(1m), {args.devices} devices, {args.batch_rows:,} rows/batch: "
+        f"{res['rows_per_s']:,.0f} rows/s ({res['rows']:,} rows in {res['seconds']:.2f} s, "
+        "state serialized per batch)"
+    )
     for r in state_per_window(args.devices):
-        print(f"state with {r['rows_per_window']:>5} rows/window: {r['open_windows']} open windows, "
-              f"{r['state_bytes']:,} bytes = {r['bytes_per_open_window']:.1f} bytes per open window")
+        print(
+            f"state with {r['rows_per_window']:>5} rows/window: {r['open_windows']} open windows, "
+            f"{r['state_bytes']:,} bytes = {r['bytes_per_open_window']:.1f} bytes per open window"
+        )
     print(json.dumps({"throughput": res, "state": state_per_window(args.devices)}))
 
 

@@ -205,19 +205,20 @@ class Launcher:
                 )
 
     def stop(self) -> None:
-        """Stop every process this launcher started (SIGTERM, then SIGKILL after 20 s)."""
+        """Stop every process this launcher started: SIGTERM to each (the worker's warm shutdown
+        stops its streams at a micro-batch boundary, then its SparkSession), then SIGKILL of the
+        process group for any still alive after 30 s; children left in a group are killed too."""
         for _name, p in reversed(self.procs):
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
+                    p.terminate()
+        deadline = time.monotonic() + 30
         for _name, p in reversed(self.procs):
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)  # the process, if it hung, and its leftovers (JVM)
+            p.wait()
         self.procs.clear()
 
     def wait_forever(self) -> None:

@@ -52,15 +52,15 @@ def dataset_dir() -> Path:
     import os
 
     base = Path(settings.BASE_DIR)
-    candidates = [
-        os.environ.get("TDWEB_DATASET") or "",
+    candidates: list[Path] = [Path(os.environ["TDWEB_DATASET"])] if os.environ.get("TDWEB_DATASET") else []
+    candidates += [
         base.parent / "shared/datasets/beijing-air-quality",
         Path("/work/shared/datasets/beijing-air-quality"),
         base / "data/beijing-air-quality",
     ]
     for c in candidates:
-        if c and len(list(Path(c).glob("PRSA_Data_*.csv.gz"))) == 12:
-            return Path(c)
+        if len(list(c.glob("PRSA_Data_*.csv.gz"))) == 12:
+            return c
     raise FileNotFoundError("Beijing air-quality CSVs not found; set TDWEB_DATASET to their folder")
 
 

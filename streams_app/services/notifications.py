@@ -76,8 +76,8 @@ def parse_message(text: str) -> dict[str, Any]:
             raise NotificationError(f"field streams[{i}].streamName: a string is required")
         if not isinstance(s.get("events"), list):
             raise NotificationError(f"field streams[{i}].events: an array is required")
-        for j, e in enumerate(s["events"]):
-            if not isinstance(e, dict) or not isinstance(e.get("eventType"), str):
+        for j, ev in enumerate(s["events"]):
+            if not isinstance(ev, dict) or not isinstance(ev.get("eventType"), str):
                 raise NotificationError(f"field streams[{i}].events[{j}].eventType: a string is required")
     return msg
 

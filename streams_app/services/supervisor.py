@@ -15,7 +15,7 @@ import logging
 import random
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -44,7 +44,7 @@ _running_lock = threading.Lock()
 BACKOFF_MAX_S = 60.0
 
 
-def _stale_before() -> timezone.datetime:
+def _stale_before() -> datetime:
     return timezone.now() - timedelta(seconds=settings.TDWEB_STALE_AFTER_S)
 
 
@@ -83,7 +83,7 @@ def stream_supervise(*, stream_id: int, worker: str) -> None:
 def _should_run(stream_id: int) -> bool:
     s = Stream.objects.filter(pk=stream_id).values("desired_state", "status").first()
     return (
-        bool(s)
+        s is not None
         and s["desired_state"] == Stream.Desired.RUNNING
         and s["status"] != Stream.Status.DROPPED
         and not SHUTDOWN.is_set()
@@ -106,7 +106,7 @@ def _supervise(stream_id: int, worker: str) -> None:
                 spec = StreamSpec.from_json(stream.spec)
                 compiled = compile_stream(spec, lake, settings.TDWEB_TIMEZONE)
                 sender = Sender(
-                    on_attempt=lambda a: stream_delivery_record(stream_id=stream_id, attempt=a),
+                    on_attempt=lambda a: _discard(stream_delivery_record(stream_id=stream_id, attempt=a)),
                     should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set(),
                 )
                 sink = OutputSink(
@@ -115,7 +115,7 @@ def _supervise(stream_id: int, worker: str) -> None:
                     stream_key=stream.key,
                     tz=settings.TDWEB_TIMEZONE,
                     sender=sender,
-                    progress=lambda r: stream_progress_record(stream_id=stream_id, report=r),
+                    progress=lambda r: _discard(stream_progress_record(stream_id=stream_id, report=r)),
                 )
                 query = start_query(
                     spark,
@@ -157,10 +157,12 @@ def _supervise(stream_id: int, worker: str) -> None:
                 if not _should_run(stream_id):
                     break
             except Exception as e:  # any failure: record it, back off, try again
-                log.exception("stream %s failed", stream_id)
                 if query is not None:
                     with contextlib.suppress(Exception):
                         query.stop()
+                if not _should_run(stream_id):  # stopping (shutdown, pause, drop): not a failure
+                    break
+                log.exception("stream %s failed", stream_id)
                 run.restarts += 1
                 run.error = str(e)[:4000]
                 run.save(update_fields=["restarts", "error", "updated_at"])
@@ -182,12 +184,17 @@ def _supervise(stream_id: int, worker: str) -> None:
         elif SHUTDOWN.is_set():
             Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
         else:
-            status = {
+            final: dict[str, str] = {
                 Stream.Desired.PAUSED: Stream.Status.PAUSED,
                 Stream.Desired.STOPPED: Stream.Status.STOPPED,
-            }.get(stream.desired_state, stream.status)
+            }
+            status = final.get(stream.desired_state, stream.status)
             Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
             stream_set_status(stream_id=stream_id, status=status)
+
+
+def _discard(_value: object) -> None:
+    """Adapt a service that returns the row it wrote to a callback that returns nothing."""
 
 
 def _made_progress(query: object) -> bool:

@@ -16,9 +16,15 @@ def make(lake: Lake, precision: str = "ms", duration: str = "10d") -> tuple:
     lake.catalog.create_database("d", precision=precision, options={"DURATION": duration})
     db = lake.catalog.require_database("d")
     names = ["ts", "v", "min(k)", "s"]
-    cols = tuple(Column(n, TdType.parse(t, ln), p) for n, (t, ln), p in
-                 zip(names, [("TIMESTAMP", None), ("INT", None), ("DOUBLE", None), ("NCHAR", 4)],
-                     physical_names(names), strict=True))
+    cols = tuple(
+        Column(n, TdType.parse(t, ln), p)
+        for n, (t, ln), p in zip(
+            names,
+            [("TIMESTAMP", None), ("INT", None), ("DOUBLE", None), ("NCHAR", 4)],
+            physical_names(names),
+            strict=True,
+        )
+    )
     st = Table("d", "st", "super", cols, (Column("site", TdType.parse("VARCHAR", 8), "site"),))
     lake.catalog.create_table(st)
     lake.create_storage(db, st)
@@ -28,7 +34,9 @@ def make(lake: Lake, precision: str = "ms", duration: str = "10d") -> tuple:
 
 
 def rows(*tuples: tuple) -> pa.Table:
-    return pa.table({"tbname": [t[0] for t in tuples], "ts": [t[1] for t in tuples], "v": [t[2] for t in tuples]})
+    return pa.table(
+        {"tbname": [t[0] for t in tuples], "ts": [t[1] for t in tuples], "v": [t[2] for t in tuples]}
+    )
 
 
 @pytest.fixture
@@ -47,7 +55,11 @@ def test_later_write_of_same_key_overwrites_and_identical_rewrite_is_a_noop(lake
     r = lake.write(db, st, rows(("a", 2000, 7), ("b", 2000, 9)))
     assert (r.mode, r.inserted, r.updated) == ("merge", 1, 1)
     got = lake.read(db, st).to_pydict()
-    assert list(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [("a", 1000, 1), ("a", 2000, 7), ("b", 2000, 9)]
+    assert list(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+        ("a", 1000, 1),
+        ("a", 2000, 7),
+        ("b", 2000, 9),
+    ]
 
 
 def test_duplicate_keys_inside_one_write_keep_the_last(lake):
@@ -74,12 +86,19 @@ def test_delete_by_time_range_and_subtable(lake):
     lake.write(db, st, rows(*[(t, ts, 1) for t in "ab" for ts in (1000, 2000, 3000)]))
     assert lake.delete(db, st, ts_min=2000, ts_max=None, tbnames=["a"]).deleted == 2
     got = lake.read(db, st).to_pydict()
-    assert list(zip(got["tbname"], got["ts"], strict=True)) == [("a", 1000), ("b", 1000), ("b", 2000), ("b", 3000)]
+    assert list(zip(got["tbname"], got["ts"], strict=True)) == [
+        ("a", 1000),
+        ("b", 1000),
+        ("b", 2000),
+        ("b", 3000),
+    ]
     assert lake.delete(db, st, ts_min=10, ts_max=20, tbnames=None).version is None  # nothing matched
 
 
-@pytest.mark.parametrize(("precision", "ts"), [("ms", 1_700_000_000_123), ("us", 1_700_000_000_123_456),
-                                               ("ns", 1_700_000_000_123_456_789)])
+@pytest.mark.parametrize(
+    ("precision", "ts"),
+    [("ms", 1_700_000_000_123), ("us", 1_700_000_000_123_456), ("ns", 1_700_000_000_123_456_789)],
+)
 def test_precisions_round_trip_exactly(lake, precision, ts):
     db, st = make(lake, precision)
     lake.write(db, st, rows(("a", ts, 1), ("a", ts + 1, 2)))

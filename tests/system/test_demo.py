@@ -37,8 +37,11 @@ def pandas_daily() -> pd.DataFrame:
         day = local.dt.tz_convert("UTC").dt.floor("D")
         frames.append(pd.DataFrame({"station": df["station"], "day": day, "pm25": df["PM2.5"]}))
     d = pd.concat(frames)
-    ref = d.groupby(["station", "day"]).agg(avg_pm25=("pm25", "mean"), max_pm25=("pm25", "max"),
-                                            n=("pm25", "size")).reset_index()
+    ref = (
+        d.groupby(["station", "day"])
+        .agg(avg_pm25=("pm25", "mean"), max_pm25=("pm25", "max"), n=("pm25", "size"))
+        .reset_index()
+    )
     last = ref.groupby("station")["day"].transform("max")
     return ref[ref["day"] < last].reset_index(drop=True)
 
@@ -47,8 +50,15 @@ def start_demo(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], dict[
     flush_redis(REDIS)
     port = free_port()
     env = {**os.environ, **system_env(tmp_path, port)}
-    proc = subprocess.Popen([sys.executable, "manage.py", "demo", "--speed", "0", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--speed", "0", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     lines: list[str] = []
 
     def pump() -> None:
@@ -65,11 +75,20 @@ def test_demo_running_serves_daily_averages_equal_to_pandas(tmp_path: Path) -> N
 
     proc, env, lines = start_demo(tmp_path)
     try:
-        wait_for(lambda: any("demo caught up" in ln for ln in lines) or proc.poll() is not None, 900,
-                 "the demo to catch up", interval=2)
+        wait_for(
+            lambda: any("demo caught up" in ln for ln in lines) or proc.poll() is not None,
+            900,
+            "the demo to catch up",
+            interval=2,
+        )
         assert proc.poll() is None, "\n".join(lines[-40:])
-        client = RestClient(f"http://127.0.0.1:{env['TDWEB_PORT']}", user="root", password="taosdata",
-                            timezone="UTC", timeout=120)
+        client = RestClient(
+            f"http://127.0.0.1:{env['TDWEB_PORT']}",
+            user="root",
+            password="taosdata",
+            timezone="UTC",
+            timeout=120,
+        )
         r = client.sql("SELECT station, wstart, avg_pm25, max_pm25, n FROM air.pm25_daily")
         got = pd.DataFrame(r["data"], columns=[m[0] for m in r["column_meta"]])
         got["day"] = pd.to_datetime(got["wstart"], utc=True)
@@ -102,8 +121,11 @@ def test_demo_once_exits_zero_after_printing_the_summary(tmp_path: Path) -> None
     assert proc.returncode == 0, text[-3000:]
     header = next(ln for ln in lines if ln.startswith("| stream"))
     assert "rows in" in header and "windows out" in header and "notifications sent" in header
-    rows = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]] for ln in lines
-            if ln.startswith("| pm25")}
+    rows = {
+        ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
+        for ln in lines
+        if ln.startswith("| pm25")
+    }
     assert set(rows) == {"pm25_daily", "pm25_6h_alerts"}
     assert rows["pm25_daily"][1] == "420,768"  # every row, history and replay
     assert rows["pm25_6h_alerts"][1] == "2,592"  # the replayed rows only (no FILL_HISTORY)

@@ -45,7 +45,8 @@ def difference(got: list[tuple], want: list[tuple]) -> str | None:
     order than a batch sum); else the first difference."""
     if len(got) != len(want):
         keys_g, keys_w = {r[:2] for r in got}, {r[:2] for r in want}
-        return f"{len(got)} rows, expected {len(want)}; missing {sorted(keys_w - keys_g)[:3]}, extra {sorted(keys_g - keys_w)[:3]}"
+        missing, extra = sorted(keys_w - keys_g)[:3], sorted(keys_g - keys_w)[:3]
+        return f"{len(got)} rows, expected {len(want)}; missing {missing}, extra {extra}"
     for g, w in zip(got, want, strict=True):
         if g[:2] != w[:2] or len(g) != len(w):
             return f"row {g} != {w}"

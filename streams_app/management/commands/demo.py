@@ -9,6 +9,7 @@ after printing a summary table.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--timeout", type=float, default=1200.0, help="catch-up timeout in seconds")
 
-    def handle(self, *args: object, **opts: object) -> None:
+    def handle(self, *args: object, **opts: Any) -> None:
         out = self.stdout
         launcher = None
         if not opts["no_services"]:
