@@ -262,31 +262,42 @@ def combine(aggs: list[AggSpec], p: Partials) -> Partials:
             cols[a.field("k")] = seg_k
             cols[a.field("s1")] = np.add.reduceat(s1 + nn * d, starts)
             cols[a.field("s2")] = np.add.reduceat(s2 + 2.0 * d * s1 + nn * d * d, starts)
-        else:  # first / last / last_row: pick one partial per segment by t
-            t = get["t"]
-            if f == "first":
-                pick = _arg_reduce(seg, t, starts, smallest=True)
-            else:
-                pick = _arg_reduce(seg, t, starts, smallest=False)
+        else:  # first / last / last_row: pick one partial per segment by (t, value)
+            keys = [_value_rank(get["v"])]
+            if f == "last_row":
+                keys.insert(0, ~get["isnull"])  # at equal times a value wins over NULL, then the larger
+            pick = _arg_reduce(seg, get["t"], keys, smallest=(f == "first"))
             for fld in a.fields:
                 cols[a.field(fld)] = get[fld][pick]
     return Partials(g[starts], w[starts], cols)
 
 
-def _arg_reduce(seg: np.ndarray, t: np.ndarray, starts: np.ndarray, *, smallest: bool) -> np.ndarray:
-    """Index (into the sorted arrays) of the min/max ``t`` in each segment; ties -> later element
-    for max (a later write wins), earlier for min."""
+def _value_rank(v: np.ndarray) -> np.ndarray:
+    """An int64 sort key with the order of the values (strings compared as text)."""
+    if v.dtype == object:
+        _, inv = np.unique(
+            np.array(["" if x is None else str(x) for x in v], dtype=object), return_inverse=True
+        )
+        return inv.astype(np.int64)
+    return v.astype(np.float64) if v.dtype.kind == "f" else v.astype(np.int64)
+
+
+def _arg_reduce(seg: np.ndarray, t: np.ndarray, ties: list[np.ndarray], *, smallest: bool) -> np.ndarray:
+    """Index (into the sorted arrays) of the min (``smallest``) or max ``t`` of each segment.
+
+    Rows with equal ``t`` (two subtables of one group at the same instant) are ordered by the
+    ``ties`` keys (most significant first), so the pick never depends on arrival order: ``first`` takes the smallest value,
+    ``last``/``last_row`` the largest (decisions.md, "first/last ties").
+    """
     n = t.shape[0]
-    idx = np.arange(n)
+    order = np.lexsort((*reversed(ties), t, seg))
+    ss = seg[order]
+    edge = np.ones(n, bool)
     if smallest:
-        order = np.lexsort((idx, t, seg))
-        first = np.ones(n, bool)
-        first[1:] = seg[order][1:] != seg[order][:-1]
-        return order[first]
-    order = np.lexsort((idx, t, seg))
-    last = np.ones(n, bool)
-    last[:-1] = seg[order][1:] != seg[order][:-1]
-    return order[last]
+        edge[1:] = ss[1:] != ss[:-1]
+    else:
+        edge[:-1] = ss[1:] != ss[:-1]
+    return order[edge]
 
 
 def lower(aggs: list[AggSpec], p: Partials) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -155,7 +155,17 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
             fn = "arg_min" if name == "first" else "arg_max"
             if backend == "spark":
                 fn = "min_by" if name == "first" else "max_by"
-            call = exp.Anonymous(this=fn, expressions=[arg.copy(), ts])
+            # order by (ts, value): rows at the same instant pick the smaller (first) or larger
+            # (last, last_row; a value before NULL) value, as the engine does
+            parts: list[exp.Expr] = [ts, arg.copy()]
+            if name == "last_row":
+                parts.insert(1, exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))
+            key = (
+                exp.Anonymous(this="struct", expressions=parts)
+                if backend == "spark"
+                else exp.Tuple(expressions=parts)
+            )
+            call = exp.Anonymous(this=fn, expressions=[arg.copy(), key])
             if name == "last_row":
                 return call
             return exp.Filter(
