@@ -71,6 +71,18 @@ class Launcher:
         self.logs = self.var / "log"
         self.logs.mkdir(parents=True, exist_ok=True)
 
+    @classmethod
+    def from_settings(cls) -> Launcher:
+        """The launcher of this installation's Django settings (``up`` and ``demo``)."""
+        from django.conf import settings
+
+        return cls(
+            host=settings.TDWEB_HOST,
+            port=settings.TDWEB_PORT,
+            redis_url=settings.REDIS_URL,
+            slots=settings.TDWEB_STREAM_SLOTS,
+        )
+
     def say(self, msg: str) -> None:
         if not self.quiet:
             print(msg, flush=True)

@@ -286,8 +286,9 @@ def _arg_reduce(seg: np.ndarray, t: np.ndarray, ties: list[np.ndarray], *, small
     """Index (into the sorted arrays) of the min (``smallest``) or max ``t`` of each segment.
 
     Rows with equal ``t`` (two subtables of one group at the same instant) are ordered by the
-    ``ties`` keys (most significant first), so the pick never depends on arrival order: ``first`` takes the smallest value,
-    ``last``/``last_row`` the largest (decisions.md, "first/last ties").
+    ``ties`` keys (most significant first), so the pick never depends on arrival order:
+    ``first`` takes the smallest value, ``last``/``last_row`` the largest (decisions.md,
+    "first/last ties").
     """
     n = t.shape[0]
     order = np.lexsort((*reversed(ties), t, seg))

@@ -21,10 +21,11 @@ from spark_workers.lake.catalog import Column, Table, physical_names
 from spark_workers.lake.store import Lake, engine_schema
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located
+from spark_workers.sql.planner import offset_of
 from spark_workers.sql.results import ResultColumn, ResultSet, StreamRegistry
 from spark_workers.sql.select import run_select
 from spark_workers.sql.values import Now, coerce, constant
-from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, varchar
+from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
 
 MAX_COLUMNS = 4096
 MAX_NAME = 192
@@ -226,19 +227,26 @@ class Executor:
                 raise SqlError(
                     f"invalid tag name {name} for supertable {stable.name}", sql=sql, code=Code.INVALID_COLUMN
                 )
-            try:
-                values[tag.name.lower()] = coerce(
-                    constant(node, db.precision, self.tz, now),
-                    tag.type,
-                    db.precision,
-                    self.tz,
-                    f"tag {tag.name} {tag.type.sql}",
-                )
-            except SqlError as e:
-                from spark_workers.sql.planner import offset_of
-
-                raise SqlError(e.message, sql=sql, offset=offset_of(node), code=e.code) from None
+            values[tag.name.lower()] = self._value(
+                node,
+                tag.type,
+                db.precision,
+                now,
+                f"tag {tag.name} {tag.type.sql}",
+                sql=sql,
+                offset=offset_of(node),
+            )
         return values
+
+    def _value(
+        self, node: exp.Expr, t: TdType, precision: str, now: Now, what: str, *, sql: str, offset: int | None
+    ) -> Any:
+        """A constant expression converted for a column or tag of type ``t`` (``what`` names it in
+        errors, positioned at ``offset``)."""
+        try:
+            return coerce(constant(node, precision, self.tz, now), t, precision, self.tz, what)
+        except SqlError as e:
+            raise SqlError(e.message, sql=sql, offset=offset, code=e.code) from None
 
     def _subtable(self, d: ast.SubtableDef, sql: str) -> Table:
         dbname = self._db(d.table.db or d.using.db)
@@ -362,18 +370,15 @@ class Executor:
                         code=Code.COLUMN_COUNT_MISMATCH,
                     )
                 for i, (c, node) in enumerate(zip(cols, row, strict=True)):
-                    try:
-                        v = coerce(
-                            constant(node, db.precision, self.tz, now),
-                            c.type,
-                            db.precision,
-                            self.tz,
-                            f"column {c.name} {c.type.sql}",
-                        )
-                    except SqlError as e:
-                        raise SqlError(
-                            e.message, sql=sql, offset=spans[i].start if i < len(spans) else None, code=e.code
-                        ) from None
+                    v = self._value(
+                        node,
+                        c.type,
+                        db.precision,
+                        now,
+                        f"column {c.name} {c.type.sql}",
+                        sql=sql,
+                        offset=spans[i].start if i < len(spans) else None,
+                    )
                     if i == 0 and v is None:
                         raise SqlError(
                             f"the timestamp column {c.name} cannot be NULL",
@@ -445,16 +450,10 @@ class Executor:
                 conds.append(e)
 
         flatten(where)
-        from spark_workers.sql.planner import offset_of
 
         def value(node: exp.Expr) -> int:
-            return coerce(
-                constant(node, precision, self.tz, now),
-                TIMESTAMP,
-                precision,
-                self.tz,
-                f"column {table.columns[0].name} TIMESTAMP",
-            )
+            what = f"column {table.columns[0].name} TIMESTAMP"
+            return int(self._value(node, TIMESTAMP, precision, now, what, sql=sql, offset=offset_of(node)))
 
         for c in conds:
             col = c.this if hasattr(c, "this") else None

@@ -99,8 +99,11 @@ def test_first_last_on_strings_and_count_star():
 def test_ties_at_equal_timestamps_do_not_depend_on_input_order():
     """Two subtables of one group write at the same instant: first takes the smaller value,
     last / last_row the larger, last_row prefers a value to NULL (decisions.md)."""
-    specs = [AggSpec("first", "x", "f", "float"), AggSpec("last", "x", "l", "float"),
-             AggSpec("last_row", "x", "lr", "float")]
+    specs = [
+        AggSpec("first", "x", "f", "float"),
+        AggSpec("last", "x", "l", "float"),
+        AggSpec("last_row", "x", "lr", "float"),
+    ]
     x = np.array([4.0, 9.0, 1.0, 0.0])
     valid = np.array([True, True, True, False])
     ts = np.array([10, 10, 20, 20], np.int64)
@@ -109,8 +112,13 @@ def test_ties_at_equal_timestamps_do_not_depend_on_input_order():
         idx = np.array(perm)
         p = lift(specs, np.zeros(4, np.int64), np.zeros(4, np.int64), ts[idx], {"x": (x[idx], valid[idx])})
         for split in (1, 2):  # combined at once, or in two partials
-            parts = [combine(specs, Partials(p.gid[i::split], p.wkey[i::split],
-                                             {k: v[i::split] for k, v in p.cols.items()})) for i in range(split)]
+            parts = [
+                combine(
+                    specs,
+                    Partials(p.gid[i::split], p.wkey[i::split], {k: v[i::split] for k, v in p.cols.items()}),
+                )
+                for i in range(split)
+            ]
             res = lower(specs, combine(specs, Partials.concat(parts)))
             results.add(tuple(float(res[k][0][0]) for k in ("f", "l", "lr")))
     assert results == {(4.0, 1.0, 1.0)}

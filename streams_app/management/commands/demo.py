@@ -41,12 +41,7 @@ class Command(BaseCommand):
         out = self.stdout
         launcher = None
         if not opts["no_services"]:
-            launcher = Launcher(
-                host=settings.TDWEB_HOST,
-                port=settings.TDWEB_PORT,
-                redis_url=settings.REDIS_URL,
-                slots=settings.TDWEB_STREAM_SLOTS,
-            )
+            launcher = Launcher.from_settings()
         try:
             if launcher is not None:
                 launcher.start()

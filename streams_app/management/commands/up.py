@@ -13,12 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="start, check, stop, exit 0 (smoke test)")
 
     def handle(self, *args: object, **options: object) -> None:
-        launcher = Launcher(
-            host=settings.TDWEB_HOST,
-            port=settings.TDWEB_PORT,
-            redis_url=settings.REDIS_URL,
-            slots=settings.TDWEB_STREAM_SLOTS,
-        )
+        launcher = Launcher.from_settings()
         try:
             launcher.start()
             self.stdout.write(
