@@ -38,7 +38,7 @@ from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine,
 from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch
 from spark_workers.engine.windows import IntervalAssigner
 
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 TEN_YEARS_MS = 10 * 365 * 86_400_000
 
 RecalcReader = Callable[[list[str], int, int], RowBatch]
@@ -58,6 +58,13 @@ class StreamRules:
         delete_mark: DELETE_MARK (default 10 years).
         notify_open / notify_close: which window events are wanted.
         notify_history: send events caused by FILL_HISTORY rows.
+        max_delay: MAX_DELAY's delay (processing time, precision units).
+        processing_time: windows follow the arrival time and close by the wall clock (eKuiper's
+            processing-time mode, seed 003 "Timestamp Management").
+        late_by_watermark: eKuiper's lateness rule: a row older than ``latest - watermark`` when
+            it arrives is dropped, whatever its window (ek-009, ek-011).
+        recalc_every: CONTINUOUS_WINDOW_CLOSE's RECALCULATE period (processing time; 60 min by
+            default, seed 000).
     """
 
     mode: str = "WINDOW_CLOSE"
@@ -68,6 +75,15 @@ class StreamRules:
     notify_open: bool = False
     notify_close: bool = False
     notify_history: bool = False
+    max_delay: int = 0
+    processing_time: bool = False
+    late_by_watermark: bool = False
+    recalc_every: int = 3_600_000
+
+    @property
+    def clock_driven(self) -> bool:
+        """Windows close by the wall clock: processing time, FORCE_WINDOW_CLOSE (seed 000)."""
+        return self.processing_time or self.mode == "FORCE_WINDOW_CLOSE"
 
 
 @dataclass
@@ -80,6 +96,7 @@ class WindowEvent:
     wstart: int
     wend: int
     history: bool = False
+    info: dict[str, Any] = field(default_factory=dict)  # window-type details (state values, conditions)
 
 
 @dataclass
@@ -121,7 +138,13 @@ class StreamState:
         self.gkeys: list[str] = []
         self.gid_of: dict[str, int] = {}
         self.max_ts = np.empty(0, np.int64)
+        self.first_ts = np.empty(0, np.int64)
         self.open = Partials.empty(aggs)
+        # (gid, wstart) -> processing time: MAX_DELAY's unwritten changes of open windows
+        self.dirty: dict[tuple[int, int], int] = {}
+        # CONTINUOUS_WINDOW_CLOSE: windows waiting for the next periodic recalculation
+        self.pending: set[tuple[int, int]] = set()
+        self.last_recalc = I64_MIN
 
     def gids(self, gkeys: np.ndarray) -> np.ndarray:
         """Group ids for keys, registering new groups."""
@@ -138,6 +161,7 @@ class StreamState:
             ids[i] = gid
         if added:
             self.max_ts = np.concatenate([self.max_ts, np.full(added, I64_MIN, np.int64)])
+            self.first_ts = np.concatenate([self.first_ts, np.full(added, I64_MIN, np.int64)])
         return ids[inv]
 
     def nbytes(self) -> int:
@@ -146,27 +170,59 @@ class StreamState:
     # -------------------------------------------------------------- serialization (Arrow IPC)
     def to_bytes(self) -> bytes:
         """Compact versioned serialization: Arrow IPC of the group table and the open windows."""
-        groups = pa.table({"gkey": pa.array(self.gkeys, pa.string()), "max_ts": self.max_ts})
+        groups = pa.table(
+            {"gkey": pa.array(self.gkeys, pa.string()), "max_ts": self.max_ts, "first_ts": self.first_ts}
+        )
         cols: dict[str, Any] = {"gid": self.open.gid, "wkey": self.open.wkey}
         for k, v in self.open.cols.items():
             cols[k] = pa.array(v, from_pandas=True) if v.dtype == object else v
         windows = pa.table(cols)
-        parts = [_ipc(groups), _ipc(windows)]
-        head = struct.pack("<III", STATE_FORMAT, len(parts[0]), len(parts[1]))
-        return head + parts[0] + parts[1]
+        marks = [(g, w, t, 0) for (g, w), t in self.dirty.items()] + [(g, w, 0, 1) for g, w in self.pending]
+        mt = pa.table(
+            {
+                "gid": pa.array([m[0] for m in marks], pa.int64()),
+                "wkey": pa.array([m[1] for m in marks], pa.int64()),
+                "t": pa.array([m[2] for m in marks], pa.int64()),
+                "kind": pa.array([m[3] for m in marks], pa.int8()),
+            }
+        )
+        parts = [_ipc(groups), _ipc(windows), _ipc(mt)]
+        head = struct.pack("<IIIIq", STATE_FORMAT, *(len(p) for p in parts), self.last_recalc)
+        return head + b"".join(parts)
 
     @classmethod
     def from_bytes(cls, aggs: list[AggSpec], data: bytes) -> StreamState:
-        fmt, n0, n1 = struct.unpack_from("<III", data, 0)
-        if fmt != STATE_FORMAT:
+        (fmt,) = struct.unpack_from("<I", data, 0)
+        st = cls(aggs)
+        if fmt == 1:  # issue-2 checkpoints: no first times, no marks
+            _, n0, n1 = struct.unpack_from("<III", data, 0)
+            off = struct.calcsize("<III")
+            n2 = 0
+        elif fmt == STATE_FORMAT:
+            _, n0, n1, n2, st.last_recalc = struct.unpack_from("<IIIIq", data, 0)
+            off = struct.calcsize("<IIIIq")
+        else:
             raise ValueError(f"unsupported engine state format {fmt}")
-        off = struct.calcsize("<III")
         groups = pa.ipc.open_stream(io.BytesIO(data[off : off + n0])).read_all()
         windows = pa.ipc.open_stream(io.BytesIO(data[off + n0 : off + n0 + n1])).read_all()
-        st = cls(aggs)
         st.gkeys = groups.column("gkey").to_pylist()
         st.gid_of = {k: i for i, k in enumerate(st.gkeys)}
         st.max_ts = groups.column("max_ts").to_numpy(zero_copy_only=False).astype(np.int64)
+        if "first_ts" in groups.column_names:
+            st.first_ts = groups.column("first_ts").to_numpy(zero_copy_only=False).astype(np.int64)
+        else:
+            st.first_ts = np.full(len(st.gkeys), I64_MIN, np.int64)
+        if n2:
+            mt = (
+                pa.ipc.open_stream(io.BytesIO(data[off + n0 + n1 : off + n0 + n1 + n2]))
+                .read_all()
+                .to_pydict()
+            )
+            for g, w, t, kind in zip(mt["gid"], mt["wkey"], mt["t"], mt["kind"], strict=True):
+                if kind == 0:
+                    st.dirty[(g, w)] = t
+                else:
+                    st.pending.add((g, w))
         template = Partials.empty(aggs)
         cols = {}
         for k, empty in template.cols.items():
@@ -190,7 +246,7 @@ def _ipc(t: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def _key_index(gid_a: np.ndarray, w_a: np.ndarray, gid_b: np.ndarray, w_b: np.ndarray) -> np.ndarray:
+def key_index(gid_a: np.ndarray, w_a: np.ndarray, gid_b: np.ndarray, w_b: np.ndarray) -> np.ndarray:
     """Position of each (gid_b, w_b) key in the (gid_a, w_a) keys, -1 if absent."""
     if gid_a.shape[0] == 0:
         return np.full(gid_b.shape[0], -1, np.int64)
@@ -227,12 +283,22 @@ class IntervalEngine:
         assigner: the window assigner.
         aggs: aggregate calls whose partials the state keeps.
         rules: trigger mode and time rules.
+        first_start_at_first_row: eKuiper's TUMBLINGWINDOW reports the first window's
+            ``window_start()`` as the first event's time, not the aligned start (ek-009).
     """
 
-    def __init__(self, assigner: IntervalAssigner, aggs: list[AggSpec], rules: StreamRules) -> None:
+    def __init__(
+        self,
+        assigner: IntervalAssigner,
+        aggs: list[AggSpec],
+        rules: StreamRules,
+        *,
+        first_start_at_first_row: bool = False,
+    ) -> None:
         self.assigner = assigner
         self.aggs = aggs
         self.rules = rules
+        self.first_start_at_first_row = first_start_at_first_row
 
     def new_state(self) -> StreamState:
         return StreamState(self.aggs)
@@ -242,14 +308,26 @@ class IntervalEngine:
         has = latest != I64_MIN
         return has & (wend <= np.where(has, latest, 0) - horizon)
 
-    def step(self, state: StreamState, batch: RowBatch, recalc: RecalcReader | None = None) -> StepOutput:
+    def _latest(self, state: StreamState, gids: np.ndarray, now: int | None) -> np.ndarray:
+        """The time windows of these groups are judged against: their latest event time, or the
+        wall clock in clock-driven modes (FORCE_WINDOW_CLOSE, processing time)."""
+        if self.rules.clock_driven and now is not None:
+            return np.full(gids.shape[0], now, np.int64)
+        return state.max_ts[gids]
+
+    def step(
+        self, state: StreamState, batch: RowBatch, recalc: RecalcReader | None = None, now: int | None = None
+    ) -> StepOutput:
         """Process one batch of rows (arrival order) and return what to write and notify.
 
         Args:
             state: the bucket's state; updated in place.
-            batch: rows of this bucket in arrival order.
+            batch: rows of this bucket in arrival order (empty for a timer step). A ``keep``
+                extra marks rows removed by WHERE: they advance time but join no window.
             recalc: reader of the lake snapshot for recalculation; without it, windows that need
                 recalculation are left as they are (counted in ``stats['recalc_skipped']``).
+            now: the wall clock in precision units: closes windows in clock-driven modes, drives
+                MAX_DELAY and CONTINUOUS_WINDOW_CLOSE's periodic recalculation (seed 000).
         """
         r, a = self.rules, self.assigner
         n = len(batch)
@@ -266,20 +344,32 @@ class IntervalEngine:
         removals: list[tuple[str, int]] = []
         gid = state.gids(batch.gkey) if n else np.empty(0, np.int64)
         ch = batch.changes
-        incr = (ch == INSERT) | ((ch == UPDATE_POST) & r.ignore_update)
+        keep = batch.extra["keep"][0].astype(bool) if "keep" in batch.extra else np.ones(n, bool)
+        advancing = (ch == INSERT) | ((ch == UPDATE_POST) & r.ignore_update)
         changed = (ch == DELETE) | (((ch == UPDATE_PRE) | (ch == UPDATE_POST)) & (not r.ignore_update))
 
         # ---- incremental rows: window pairs, expiry against the running latest event time
-        inc_idx = np.flatnonzero(incr)
-        g_inc, t_inc = gid[inc_idx], batch.ts[inc_idx]
-        prev = _prev_running_max(g_inc, t_inc, state.max_ts) if inc_idx.size else np.empty(0, np.int64)
+        adv_idx = np.flatnonzero(advancing)
+        g_adv, t_adv = gid[adv_idx], batch.ts[adv_idx]
+        kept = keep[adv_idx]
+        inc_idx = adv_idx[kept]
+        g_inc, t_inc = g_adv[kept], t_adv[kept]
+        if r.clock_driven and now is not None:
+            prev = np.full(inc_idx.size, now, np.int64)
+        elif adv_idx.size:
+            prev = _prev_running_max(g_adv, t_adv, state.max_ts)[kept]
+        else:
+            prev = np.empty(0, np.int64)
         pair_row, pair_w = a.assign(t_inc)
         pair_g = g_inc[pair_row]
         pair_end = a.end(pair_w)
         pair_prev = prev[pair_row]
         closed_before = self._closed(pair_end, pair_prev, r.watermark)
+        if r.late_by_watermark and pair_row.size:
+            late = (prev != I64_MIN) & (t_inc < prev - r.watermark)
+            closed_before |= late[pair_row]
         beyond_mark = self._closed(pair_end, pair_prev, r.delete_mark)
-        if r.mode == "AT_ONCE" or not r.ignore_expired:
+        if (r.mode == "AT_ONCE" or not r.ignore_expired) and not r.late_by_watermark:
             late_recalc = closed_before & ~beyond_mark
         else:
             late_recalc = np.zeros_like(closed_before)
@@ -293,11 +383,24 @@ class IntervalEngine:
         if chg_idx.size:
             crow, cw = a.assign(batch.ts[chg_idx])
             cg = gid[chg_idx][crow]
-            keep = ~self._closed(a.end(cw), state.max_ts[cg], r.delete_mark)
-            rc_g.append(cg[keep])
-            rc_w.append(cw[keep])
+            keep_c = ~self._closed(a.end(cw), state.max_ts[cg], r.delete_mark)
+            rc_g.append(cg[keep_c])
+            rc_w.append(cw[keep_c])
         rc_gid = np.concatenate(rc_g)
         rc_wst = np.concatenate(rc_w)
+        if r.mode == "CONTINUOUS_WINDOW_CLOSE":
+            # changes wait for the periodic recalculation (seed 000, CONTINUOUS_WINDOW_CLOSE)
+            state.pending.update(zip(rc_gid.tolist(), rc_wst.tolist(), strict=True))
+            rc_gid, rc_wst = np.empty(0, np.int64), np.empty(0, np.int64)
+            if now is not None:
+                if state.last_recalc == I64_MIN:
+                    state.last_recalc = now
+                elif now - state.last_recalc >= r.recalc_every and state.pending:
+                    due = sorted(state.pending)
+                    state.pending.clear()
+                    state.last_recalc = now
+                    rc_gid = np.array([d[0] for d in due], np.int64)
+                    rc_wst = np.array([d[1] for d in due], np.int64)
         if rc_gid.size:
             uk = pd.MultiIndex.from_arrays([rc_gid, rc_wst]).unique()
             rc_gid = uk.get_level_values(0).to_numpy().astype(np.int64)
@@ -306,14 +409,14 @@ class IntervalEngine:
         # ---- incremental combine into open windows (windows under recalculation excluded)
         use = ~closed_before
         if rc_gid.size and use.any():
-            use &= _key_index(rc_gid, rc_wst, pair_g, pair_w) < 0
+            use &= key_index(rc_gid, rc_wst, pair_g, pair_w) < 0
         touched_g: list[np.ndarray] = []
         touched_w: list[np.ndarray] = []
         if use.any():
             rows = inc_idx[pair_row[use]]
             inputs = {k: (v[rows], m[rows]) for k, (v, m) in batch.inputs.items()}
             part = combine(self.aggs, lift(self.aggs, pair_g[use], pair_w[use], batch.ts[rows], inputs))
-            pos = _key_index(state.open.gid, state.open.wkey, part.gid, part.wkey)
+            pos = key_index(state.open.gid, state.open.wkey, part.gid, part.wkey)
             new = pos < 0
             stats["windows_opened"] = int(new.sum())
             if r.notify_open and new.any() and (r.notify_history or not history):
@@ -325,9 +428,12 @@ class IntervalEngine:
             touched_g.append(part.gid)
             touched_w.append(part.wkey)
 
-        # ---- latest event time per group (all inserted rows, even expired ones)
-        if inc_idx.size:
-            np.maximum.at(state.max_ts, g_inc, t_inc)
+        # ---- latest event time per group (every inserted row, even expired or filtered ones)
+        if adv_idx.size:
+            np.maximum.at(state.max_ts, g_adv, t_adv)
+            ug, first = np.unique(g_adv, return_index=True)
+            unset = state.first_ts[ug] == I64_MIN
+            state.first_ts[ug[unset]] = t_adv[first[unset]]
 
         # ---- recalculation from the lake snapshot
         recalc_closed: Partials | None = None
@@ -337,13 +443,13 @@ class IntervalEngine:
             else:
                 fresh = self._recalculate(state, rc_gid, rc_wst, recalc)
                 stats["recalculated"] = int(rc_gid.size)
-                found = _key_index(fresh.gid, fresh.wkey, rc_gid, rc_wst)
+                found = key_index(fresh.gid, fresh.wkey, rc_gid, rc_wst)
                 empty = found < 0
-                still_open = ~self._closed(a.end(rc_wst), state.max_ts[rc_gid], r.watermark)
+                still_open = ~self._closed(a.end(rc_wst), self._latest(state, rc_gid, now), r.watermark)
                 # drop recalculated windows from the open set, then add back the open non-empty ones
                 if len(state.open):
-                    keep = _key_index(rc_gid, rc_wst, state.open.gid, state.open.wkey) < 0
-                    state.open = state.open.take(np.flatnonzero(keep))
+                    keep_open = key_index(rc_gid, rc_wst, state.open.gid, state.open.wkey) < 0
+                    state.open = state.open.take(np.flatnonzero(keep_open))
                 reopen = fresh.take(found[~empty & still_open])
                 if len(reopen):
                     state.open = combine(self.aggs, Partials.concat([state.open, reopen]))
@@ -351,7 +457,8 @@ class IntervalEngine:
                     touched_w.append(reopen.wkey)
                 recalc_closed = fresh.take(found[~empty & ~still_open])
                 for g, w in zip(rc_gid[empty], rc_wst[empty], strict=True):
-                    removals.append((state.gkeys[g], int(w)))
+                    removals.append((state.gkeys[g], self._out_start(state, int(g), int(w))))
+                    state.dirty.pop((int(g), int(w)), None)
                     if r.notify_close and (r.notify_history or not history):
                         events.append(
                             WindowEvent(
@@ -359,14 +466,17 @@ class IntervalEngine:
                             )
                         )
 
-        # ---- close windows whose end passed the watermark
+        # ---- close windows whose end passed the watermark (or the clock)
         closing = Partials.empty(self.aggs)
         if len(state.open):
-            shut = self._closed(a.end(state.open.wkey), state.max_ts[state.open.gid], r.watermark)
+            latest = self._latest(state, state.open.gid, now)
+            shut = self._closed(a.end(state.open.wkey), latest, r.watermark)
             if shut.any():
                 closing = state.open.take(np.flatnonzero(shut))
                 state.open = state.open.take(np.flatnonzero(~shut))
                 stats["windows_closed"] = len(closing)
+                for g, w in zip(closing.gid.tolist(), closing.wkey.tolist(), strict=True):
+                    state.dirty.pop((g, w), None)
         if r.notify_close and (r.notify_history or not history):
             for p in (recalc_closed, closing):
                 if p is not None and len(p):
@@ -381,14 +491,41 @@ class IntervalEngine:
             emit.append(recalc_closed)
         if r.mode == "AT_ONCE" and touched_g:
             tg, tw = np.concatenate(touched_g), np.concatenate(touched_w)
-            pos = _key_index(state.open.gid, state.open.wkey, tg, tw)
+            pos = key_index(state.open.gid, state.open.wkey, tg, tw)
             emit.append(state.open.take(np.unique(pos[pos >= 0])))
+        if r.mode == "MAX_DELAY" and now is not None:
+            emit.append(self._max_delay_due(state, touched_g, touched_w, now))
         out = combine(self.aggs, Partials.concat(emit))
         stats["open_windows"] = len(state.open)
         stats["state_bytes"] = state.nbytes()
         seen = state.max_ts[state.max_ts != I64_MIN]
         stats["max_ts"] = int(seen.max()) if seen.size else None
         return StepOutput(self._results(state, out), removals, events, stats)
+
+    def _max_delay_due(
+        self, state: StreamState, touched_g: list[np.ndarray], touched_w: list[np.ndarray], now: int
+    ) -> Partials:
+        """MAX_DELAY (seed 000): an open window with unwritten changes is written once
+        ``max_delay`` of processing time has passed since its first unwritten change."""
+        if touched_g:
+            for g, w in zip(
+                np.concatenate(touched_g).tolist(), np.concatenate(touched_w).tolist(), strict=True
+            ):
+                state.dirty.setdefault((g, w), now)
+        due = [k for k, t in state.dirty.items() if now - t >= self.rules.max_delay]
+        if not due or not len(state.open):
+            return Partials.empty(self.aggs)
+        for k in due:
+            del state.dirty[k]
+        dg = np.array([k[0] for k in due], np.int64)
+        dw = np.array([k[1] for k in due], np.int64)
+        pos = key_index(state.open.gid, state.open.wkey, dg, dw)
+        return state.open.take(np.unique(pos[pos >= 0]))
+
+    def _out_start(self, state: StreamState, g: int, w: int) -> int:
+        if self.first_start_at_first_row and state.first_ts[g] != I64_MIN:
+            return max(w, int(state.first_ts[g]))
+        return w
 
     def _recalculate(
         self, state: StreamState, gids: np.ndarray, wstarts: np.ndarray, recalc: RecalcReader
@@ -399,10 +536,12 @@ class IntervalEngine:
         rows = recalc(keys, int(wstarts.min()), int(a.end(wstarts).max()) - 1)
         if not len(rows):
             return Partials.empty(self.aggs)
+        if "keep" in rows.extra:
+            rows = rows.take(np.flatnonzero(rows.extra["keep"][0].astype(bool) & rows.extra["keep"][1]))
         rg = np.array([state.gid_of.get(k, -1) for k in rows.gkey], np.int64)
         prow, pw = a.assign(rows.ts)
         pg = rg[prow]
-        want = _key_index(gids, wstarts, pg, pw) >= 0
+        want = key_index(gids, wstarts, pg, pw) >= 0
         if not want.any():
             return Partials.empty(self.aggs)
         sel = prow[want]
@@ -412,7 +551,11 @@ class IntervalEngine:
     def _results(self, state: StreamState, p: Partials) -> WindowResults:
         vals = lower(self.aggs, p)
         gk = np.array([state.gkeys[g] for g in p.gid], dtype=object)
-        return WindowResults(gk, p.wkey.copy(), self.assigner.end(p.wkey), vals)
+        start = p.wkey.copy()
+        if self.first_start_at_first_row and len(p):
+            first = state.first_ts[p.gid]
+            start = np.where(first != I64_MIN, np.maximum(start, first), start)
+        return WindowResults(gk, start, self.assigner.end(p.wkey), vals)
 
 
 def window_aggregate(assigner: IntervalAssigner, aggs: list[AggSpec], rows: RowBatch) -> WindowResults:

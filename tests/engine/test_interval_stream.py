@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from spark_workers.engine.aggregates import AggSpec
+from spark_workers.engine.aggregates import I64_MIN, AggSpec
 from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch
 from spark_workers.engine.stream import IntervalEngine, StreamRules, StreamState, window_aggregate
 from spark_workers.engine.windows import IntervalAssigner
@@ -43,6 +43,11 @@ class FakeLake:
 
 def batch(rows: list[tuple], history: bool = False) -> RowBatch:
     """rows: (gkey, ts, a, change)"""
+    if not rows:
+        e = np.empty(0, np.int64)
+        return RowBatch(
+            np.empty(0, object), e, {"a": (e, np.empty(0, bool))}, e.astype(np.int8), np.empty(0, bool)
+        )
     g = np.array([r[0] for r in rows], dtype=object)
     ts = np.array([r[1] for r in rows], np.int64)
     a = np.array([0 if r[2] is None else r[2] for r in rows], np.int64)
@@ -59,9 +64,19 @@ class Harness:
         self.table: dict[tuple[str, int], dict] = {}  # the output table
         self.events: list = []
 
-    def feed(self, rows: list[tuple], history: bool = False):
+    def feed(self, rows: list[tuple], history: bool = False, now: int | None = None, keep=None):
         self.lake.apply(rows)  # the lake commits before the stream sees the change
-        out = self.engine.step(self.state, batch(rows, history), self.lake.read)
+        b = batch(rows, history)
+        if keep is not None:
+            b.extra["keep"] = (np.asarray(keep, bool), np.ones(len(rows), bool))
+        out = self.engine.step(self.state, b, self.lake.read, now)
+        self.apply(out)
+        return out
+
+    def tick(self, now: int):
+        return self.feed([], now=now)
+
+    def apply(self, out):
         for i in range(len(out.upserts)):
             key = (out.upserts.gkey[i], int(out.upserts.wstart[i]))
             self.table[key] = {
@@ -70,7 +85,6 @@ class Harness:
         for k in out.removals:
             self.table.pop(k, None)
         self.events += out.events
-        return out
 
     def rows(self, g: str = "[]"):
         return [(w, v) for (gk, w), v in sorted(self.table.items()) if gk == g]
@@ -249,3 +263,86 @@ def test_state_round_trip_and_size_per_window_is_constant():
     assert np.array_equal(back.max_ts, st.max_ts)
     for k in st.open.cols:
         assert np.array_equal(back.open.cols[k], st.open.cols[k])
+
+
+def test_max_delay_writes_open_windows_on_processing_time_and_closed_ones_at_once():
+    # MAX_DELAY 5s (seed 000): a window closes -> written; an open window with changes is written
+    # once 5 s of wall clock have passed since its first unwritten change
+    h = Harness(IntervalAssigner(10_000, 10_000), StreamRules(mode="MAX_DELAY", max_delay=5_000))
+    h.feed([ins(1_000, 1)], now=100_000)
+    assert h.rows() == []
+    h.tick(now=104_999)
+    assert h.rows() == []
+    h.tick(now=105_000)
+    assert h.rows() == [(0, {"cnt": 1, "s": 1, "mn": 1, "mx": 1})]
+    out = h.tick(now=200_000)  # no new change: nothing written again
+    assert len(out.upserts) == 0
+    h.feed([ins(2_000, 2)], now=201_000)
+    h.feed([ins(12_000, 3)], now=202_000)  # closes [0, 10s): written at once, before the delay
+    assert h.rows()[0] == (0, {"cnt": 2, "s": 3, "mn": 1, "mx": 2})
+
+
+def test_force_window_close_closes_by_the_clock_and_drops_rows_of_closed_windows():
+    h = Harness(IntervalAssigner(10_000, 10_000), StreamRules(mode="FORCE_WINDOW_CLOSE"))
+    h.feed([ins(1_000, 1), ins(3_000, 2)], now=5_000)
+    assert h.rows() == []
+    h.tick(now=10_000)  # the clock reaches the end of [0, 10s): computed once
+    assert h.rows() == [(0, {"cnt": 2, "s": 3, "mn": 1, "mx": 2})]
+    out = h.feed([ins(4_000, 9)], now=11_000)  # too late: not recalculated
+    assert out.stats["rows_expired"] == 1
+    assert h.rows() == [(0, {"cnt": 2, "s": 3, "mn": 1, "mx": 2})]
+
+
+def test_continuous_window_close_defers_recalculation_to_the_period():
+    rules = StreamRules(mode="CONTINUOUS_WINDOW_CLOSE", ignore_update=False, recalc_every=60_000)
+    h = Harness(IntervalAssigner(10_000, 10_000), rules)
+    h.feed([ins(1_000, 1), ins(2_000, 2), ins(15_000, 3)], now=0)
+    assert h.rows() == [(0, {"cnt": 2, "s": 3, "mn": 1, "mx": 2})]
+    h.feed([("[]", 2_000, 2, DELETE)], now=30_000)  # not recalculated yet
+    assert h.rows()[0][1]["cnt"] == 2
+    back = StreamState.from_bytes(h.engine.aggs, h.state.to_bytes())  # pending survives restarts
+    assert back.pending == {(0, 0)}
+    h.state = back
+    h.tick(now=60_000)
+    assert h.rows()[0][1] == {"cnt": 1, "s": 1, "mn": 1, "mx": 1}
+
+
+def test_ek009_tumbling_window_ekuiper_lateness_first_start_and_where():
+    # TUMBLINGWINDOW(ss, 1), WHERE size > 2 (keep), watermark 1 s, eKuiper lateness (ek-009)
+    h = Harness(
+        IntervalAssigner(1_000, 1_000),
+        StreamRules(mode="WINDOW_CLOSE", watermark=1_000, late_by_watermark=True),
+    )
+    h.engine.first_start_at_first_row = True
+    rows = [(1541152486013, 3), (1541152487632, 2), (1541152489252, 1), (1541152486822, 6),
+            (1541152488442, 4), (1541152492342, 4)]  # fmt: skip
+    expired = 0
+    for ts, size in rows:
+        expired += h.feed([ins(ts, size)], keep=[size > 2]).stats["rows_expired"]
+    assert expired == 1  # 486822 arrives at watermark 488252
+    assert [(w, v["cnt"], v["s"]) for w, v in h.rows()] == [(1541152486013, 1, 3), (1541152488000, 1, 4)]
+
+
+def test_processing_time_windows_close_by_the_clock():
+    h = Harness(IntervalAssigner(10_000, 10_000), StreamRules(mode="WINDOW_CLOSE", processing_time=True))
+    h.feed([ins(1_000, 1)], now=1_000)
+    h.tick(now=9_999)
+    assert h.rows() == []
+    h.tick(now=10_000)
+    assert h.rows() == [(0, {"cnt": 1, "s": 1, "mn": 1, "mx": 1})]
+
+
+def test_reads_issue_2_checkpoints():
+    import struct
+
+    import pyarrow as pa
+
+    from spark_workers.engine.stream import _ipc
+
+    groups = pa.table({"gkey": pa.array(['["a"]'], pa.string()), "max_ts": np.array([5], np.int64)})
+    st = StreamState(AGGS)
+    cols = {"gid": st.open.gid, "wkey": st.open.wkey, **st.open.cols}
+    parts = [_ipc(groups), _ipc(pa.table(cols))]
+    blob = struct.pack("<III", 1, len(parts[0]), len(parts[1])) + parts[0] + parts[1]
+    back = StreamState.from_bytes(AGGS, blob)
+    assert back.gkeys == ['["a"]'] and back.max_ts.tolist() == [5] and back.first_ts.tolist() == [I64_MIN]
