@@ -18,6 +18,11 @@ Functions (TDengine SQL manual, "Aggregate functions" / "Selection functions"):
 | stddev(x)     | n, k, s1, s2 (shifted sums) | DOUBLE (population)   |
 | first/last(x) | t, v (first/last non-NULL)  | type of x             |
 | last_row(x)   | t, v, isnull (row at max ts)| type of x             |
+| rows          | r: list of (ts, values...)  | the window's rows (eKuiper windows without aggregates) |
+
+``rows`` is the one exception to constant-size state: eKuiper queries that select plain columns
+(``SELECT temp FROM s GROUP BY SESSIONWINDOW(...)``) output every row of a window when it fires
+(seed 003), so the window must hold them.
 
 Cost: ``combine`` sorts the partials by key: O(p log p) for p partials.
 """
@@ -33,6 +38,7 @@ import pyarrow as pa
 from spark_workers.errors import Code, SqlError
 
 AGGREGATES = ("count", "sum", "avg", "min", "max", "spread", "stddev", "first", "last", "last_row")
+ROWS = "rows"
 # selection functions that must see the row's timestamp
 _TIMED = frozenset({"first", "last", "last_row"})
 I64_MAX = np.iinfo(np.int64).max
@@ -48,12 +54,14 @@ class AggSpec:
         input: name of the input column in the row batch (None for ``count(*)``).
         name: name of the state/result prefix (unique per query, e.g. ``_a0``).
         kind: storage kind of the input: ``int``, ``float``, ``bool``, ``str`` or ``ts``.
+        columns: for ``rows``: the input columns each collected row carries, in order.
     """
 
     func: str
     input: str | None
     name: str
     kind: str = "float"
+    columns: tuple[str, ...] = ()
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -72,6 +80,8 @@ class AggSpec:
             return ("t", "v")
         if f == "last_row":
             return ("t", "v", "isnull")
+        if f == ROWS:
+            return ("r",)
         raise SqlError(f"aggregate {f} is not supported", code=Code.INVALID_FUNCTION)
 
     def field(self, f: str) -> str:
@@ -128,6 +138,8 @@ class Partials:
 
 
 def _field_dtype(a: AggSpec, f: str) -> Any:
+    if f == "r":
+        return object
     if f in ("n", "isnull"):
         return np.int64 if f == "n" else np.bool_
     if f == "t":
@@ -206,9 +218,19 @@ def lift(
             cols[a.field("t")] = ts.astype(np.int64, copy=True)
             cols[a.field("v")] = _as_values(a, vals, valid)
             cols[a.field("isnull")] = ~valid
+        elif f == ROWS:
+            per_col = [_as_values_list(*inputs[c]) for c in a.columns]
+            r_col = np.empty(r, dtype=object)
+            for i, row in enumerate(zip(ts.tolist(), *per_col, strict=True)):
+                r_col[i] = [row]
+            cols[a.field("r")] = r_col
         else:
             raise SqlError(f"aggregate {f} is not supported", code=Code.INVALID_FUNCTION)
     return Partials(gid.astype(np.int64, copy=False), wkey.astype(np.int64, copy=False), cols)
+
+
+def _as_values_list(vals: np.ndarray, valid: np.ndarray) -> list[Any]:
+    return [v if ok else None for v, ok in zip(vals.tolist(), valid.tolist(), strict=True)]
 
 
 def _as_values(a: AggSpec, vals: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -251,6 +273,16 @@ def combine(aggs: list[AggSpec], p: Partials) -> Partials:
             cols[a.field("lo")] = np.minimum.reduceat(get["lo"], starts)
             cols[a.field("hi")] = np.maximum.reduceat(get["hi"], starts)
             cols[a.field("n")] = np.add.reduceat(get["n"], starts)
+        elif f == ROWS:
+            rr = get["r"]
+            merged = np.empty(starts.shape[0], dtype=object)
+            bounds = [*starts.tolist(), n]
+            for j in range(starts.shape[0]):
+                acc: list[Any] = []
+                for x in rr[bounds[j] : bounds[j + 1]]:
+                    acc.extend(x)
+                merged[j] = acc
+            cols[a.field("r")] = merged
         elif f == "stddev":
             nn, k, s1, s2 = get["n"], get["k"], get["s1"], get["s2"]
             # shift of each segment: k of its first non-empty partial (0 if none)
@@ -334,6 +366,11 @@ def lower(aggs: list[AggSpec], p: Partials) -> dict[str, tuple[np.ndarray, np.nd
             out[a.name] = (c["v"], c["t"] != I64_MIN)
         elif f == "last_row":
             out[a.name] = (c["v"], ~c["isnull"])
+        elif f == ROWS:
+            ordered = np.empty(len(p), dtype=object)
+            for i, rows in enumerate(c["r"]):
+                ordered[i] = sorted(rows, key=lambda x: x[0])
+            out[a.name] = (ordered, np.ones(len(p), bool))
     return out
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import pickle
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -175,7 +176,10 @@ class StreamState:
         )
         cols: dict[str, Any] = {"gid": self.open.gid, "wkey": self.open.wkey}
         for k, v in self.open.cols.items():
-            cols[k] = pa.array(v, from_pandas=True) if v.dtype == object else v
+            if k.endswith(".r"):  # collected rows (eKuiper windows without aggregates)
+                cols[k] = pa.array([pickle.dumps(x, protocol=5) for x in v], pa.binary())
+            else:
+                cols[k] = pa.array(v, from_pandas=True) if v.dtype == object else v
         windows = pa.table(cols)
         marks = [(g, w, t, 0) for (g, w), t in self.dirty.items()] + [(g, w, 0, 1) for g, w in self.pending]
         mt = pa.table(
@@ -227,7 +231,11 @@ class StreamState:
         cols = {}
         for k, empty in template.cols.items():
             col = windows.column(k)
-            if empty.dtype == object:
+            if k.endswith(".r"):
+                cols[k] = np.empty(len(col), dtype=object)
+                for i, b in enumerate(col.to_pylist()):
+                    cols[k][i] = pickle.loads(b)  # our own checkpointed state
+            elif empty.dtype == object:
                 cols[k] = np.asarray(col.to_pylist(), dtype=object)
             else:
                 cols[k] = col.to_numpy(zero_copy_only=False).astype(empty.dtype)
