@@ -16,8 +16,10 @@ One row can therefore merge, split or shift later windows, so:
 - A late row whose window is already final is *expired*: AT_ONCE re-segments it while it is within
   DELETE_MARK; the other modes drop it unless IGNORE EXPIRED is 0. With eKuiper's rule
   (``StreamRules.late_by_watermark``) every row older than the watermark is dropped, whatever its
-  window. A change older than every retained window (the last ``RETAIN_CLOSED`` final windows of
-  the group) cannot be anchored and is dropped.
+  window. Final windows stay known for anchoring: the last ``RETAIN_CLOSED`` in full, older ones as
+  bare bounds (start, last row, count-window index; up to ``RETAIN_BOUNDS`` per group and within
+  DELETE_MARK, TDengine's "cached window states", seed 000). A change older than every known
+  window cannot be anchored and is dropped (counted as expired).
 
 Each window gets a *close time* once a later row ends it — session: last row + tolerance;
 eKuiper session: the earlier of timeout after the last row and the max-duration check that cut it;
@@ -53,6 +55,7 @@ from spark_workers.engine.stream import StepOutput, StreamRules, WindowEvent, Wi
 
 KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
 RETAIN_CLOSED = 16
+RETAIN_BOUNDS = 1024
 STATE_FORMAT = 1
 RangeReader = Callable[[list[str], int], RowBatch]
 """``read(gkeys, ts_from)``: the lake's current rows of those groups with ``ts >= ts_from``
@@ -114,10 +117,11 @@ class SegmentGroup:
     Invariant: final windows form a prefix of ``windows`` (close times grow with the start).
     """
 
-    __slots__ = ("carry", "evicted", "last_ts", "max_ts", "next_wid", "windows")
+    __slots__ = ("bounds", "carry", "evicted", "last_ts", "max_ts", "next_wid", "windows")
 
     def __init__(self) -> None:
         self.windows: list[Win] = []
+        self.bounds = np.empty((0, 3), np.int64)  # older final windows: wstart, wlast, j (-1)
         self.next_wid = 0
         self.last_ts = I64_MIN  # latest kept row segmented
         self.max_ts = I64_MIN  # latest event time of any row
@@ -136,6 +140,22 @@ class SegmentGroup:
 
     def open(self) -> list[Win]:
         return [w for w in self.unfinished() if w.close_time is None]
+
+    def known(self) -> list[Win]:
+        """Every known window in start order: the bounds as stand-ins (wid -1), then ``windows``."""
+        stand_ins = [
+            Win(
+                -1,
+                int(a),
+                int(b),
+                close_time=int(b),
+                final=True,
+                written=True,
+                info={"j": int(j)} if j >= 0 else {},
+            )
+            for a, b, j in self.bounds.tolist()
+        ]
+        return stand_ins + self.windows
 
 
 @dataclass
@@ -379,22 +399,35 @@ class SegmentState:
             pos = key_index(g, w, self.partials.gid, self.partials.wkey)
             self.partials = self.partials.take(np.flatnonzero(pos < 0))
 
-    def trim(self, g: int) -> None:
-        """Keep at most RETAIN_CLOSED final windows of group ``g`` (bounds for late changes)."""
+    def trim(self, g: int, delete_mark: int) -> None:
+        """Keep RETAIN_CLOSED final windows of group ``g`` in full and older ones as bounds
+        (at most RETAIN_BOUNDS, none older than DELETE_MARK)."""
         grp = self.groups[g]
         nfinal = len(grp.windows) - len(grp.unfinished())
         if nfinal > RETAIN_CLOSED:
+            old = grp.windows[: nfinal - RETAIN_CLOSED]
             grp.windows = grp.windows[nfinal - RETAIN_CLOSED :]
-            grp.evicted = True
+            rows = np.array([(w.wstart, w.wlast, w.info.get("j", -1)) for w in old], np.int64).reshape(-1, 3)
+            grp.bounds = np.concatenate([grp.bounds, rows])
+        if grp.bounds.shape[0]:
+            floor = grp.max_ts - delete_mark if grp.max_ts != I64_MIN else I64_MIN
+            keep = grp.bounds[:, 1] >= floor
+            keep[: max(0, grp.bounds.shape[0] - RETAIN_BOUNDS)] = False
+            if not keep.all():
+                grp.bounds = grp.bounds[keep]
+                grp.evicted = True
 
     def nbytes(self) -> int:
         """Approximate memory: partials, ~120 bytes per retained window, the group keys."""
         wins = sum(len(g.windows) for g in self.groups)
-        return self.partials.nbytes() + 120 * wins + sum(len(k) + 120 for k in self.gkeys)
+        bounds = sum(g.bounds.nbytes for g in self.groups)
+        return self.partials.nbytes() + 120 * wins + bounds + sum(len(k) + 120 for k in self.gkeys)
 
     def to_bytes(self) -> bytes:
         """Versioned serialization of tdweb's own state (pickle protocol 5, numpy buffers)."""
-        groups = [(g.windows, g.next_wid, g.last_ts, g.max_ts, g.carry, g.evicted) for g in self.groups]
+        groups = [
+            (g.windows, g.next_wid, g.last_ts, g.max_ts, g.carry, g.evicted, g.bounds) for g in self.groups
+        ]
         payload = {
             "v": STATE_FORMAT,
             "gkeys": self.gkeys,
@@ -418,8 +451,9 @@ class SegmentState:
         st = cls(aggs)
         st.gkeys = payload["gkeys"]
         st.gid_of = {k: i for i, k in enumerate(st.gkeys)}
-        for wins, nxt, last, mx, carry, evicted in payload["groups"]:
+        for wins, nxt, last, mx, carry, evicted, bounds in payload["groups"]:
             grp = SegmentGroup()
+            grp.bounds = bounds
             grp.windows, grp.next_wid, grp.last_ts, grp.max_ts = wins, nxt, last, mx
             grp.carry, grp.evicted = carry, evicted
             st.groups.append(grp)
@@ -556,7 +590,7 @@ class SegmentEngine:
             self._finalize(g, state.groups[g], out, stats, now)
         res = out.finish()
         for g in touched:
-            state.trim(g)
+            state.trim(g, self.rules.delete_mark)
         stats["open_windows"] = len(state.partials)
         stats["state_bytes"] = state.nbytes()
         seen = [grp.max_ts for grp in state.groups if grp.max_ts != I64_MIN]
@@ -627,9 +661,10 @@ class SegmentEngine:
     def _is_final_at(self, grp: SegmentGroup, ts: int, prev_max: int) -> bool:
         """Was the window a row at ``ts`` falls into (or would extend) final when it arrived?"""
         t_now = prev_max - self.rules.watermark
-        before = [w for w in grp.windows if w.wstart <= ts]
+        known = grp.known()
+        before = [w for w in known if w.wstart <= ts]
         if not before:
-            return bool(grp.windows) and grp.windows[0].final
+            return bool(known) and known[0].final
         w = before[-1]
         if w.final:
             return True
@@ -639,7 +674,8 @@ class SegmentEngine:
     def _anchor(self, grp: SegmentGroup, ts: int) -> int | None:
         """Start of the earliest retained window a change at ``ts`` can touch; ``ts`` when no window
         starts at or before it and none was forgotten; None when it cannot be anchored."""
-        before = [w for w in grp.windows if w.wstart <= ts]
+        known = grp.known()
+        before = [w for w in known if w.wstart <= ts]
         if not before:
             return None if grp.evicted else ts
         covering = [w.wstart for w in before if w.wlast >= ts]
@@ -654,7 +690,7 @@ class SegmentEngine:
         anchor = min([before[-1].wstart, *covering])
         if self.spec.kind == "state":
             # emptying a window can merge its neighbours (same state on both sides)
-            starts = [w.wstart for w in grp.windows]
+            starts = [w.wstart for w in known]
             i = starts.index(anchor)
             if i > 0:
                 return starts[i - 1]
@@ -685,15 +721,20 @@ class SegmentEngine:
             grp.last_ts = max(grp.last_ts, int(batch.ts[sel[-1]]))
         stats["windows_opened"] = int(stats["windows_opened"] or 0) + len(fresh)
         if seg.rows.size:
-            rows = sel[seg.rows]
+            rows, wids = sel[seg.rows], seg.wids
+            if "where" in batch.extra:  # eKuiper: WHERE filters a window's rows after windowing
+                wv, wok = batch.extra["where"]
+                agg = wv[rows].astype(bool) & wok[rows]
+                rows, wids = rows[agg], wids[agg]
+        if seg.rows.size and rows.size:
             if lift_now:
                 inputs = {k: (v[rows], m[rows]) for k, (v, m) in batch.inputs.items()}
                 gids = np.full(rows.size, g, np.int64)
-                out.parts.append(lift(self.aggs, gids, seg.wids, batch.ts[rows], inputs))
+                out.parts.append(lift(self.aggs, gids, wids, batch.ts[rows], inputs))
             else:
                 out.lift_rows.append(rows)
                 out.lift_gid.append(np.full(rows.size, g, np.int64))
-                out.lift_wid.append(seg.wids)
+                out.lift_wid.append(wids)
         by_wid = {w.wid: w for w in seg.wins}
         for wid, i in seg.opened_at.items():
             by_wid[wid].info["open_values"] = _condition_values(batch, int(sel[i]), "start")
@@ -724,18 +765,20 @@ class SegmentEngine:
                 mask &= rows.extra["keep"][0].astype(bool) & rows.extra["keep"][1]
             sel = np.flatnonzero(mask)
             sel = sel[np.argsort(rows.ts[sel], kind="stable")]
-        old = [w for w in grp.windows if w.wstart >= anchor]
+        old = [w for w in grp.known() if w.wstart >= anchor]
         grp.windows = [w for w in grp.windows if w.wstart < anchor]
-        state.drop([(g, w.wid) for w in old])
+        grp.bounds = grp.bounds[grp.bounds[:, 0] < anchor]
+        state.drop([(g, w.wid) for w in old if w.wid >= 0])
         out.replaced(g, old)
+        remaining = grp.known()
         carry: dict[str, Any] = {}
         if self.spec.kind in ("count", "ek_count"):
-            js = [w.info["j"] for w in grp.windows if "j" in w.info]
+            js = [w.info["j"] for w in remaining if "j" in w.info]
             carry["seen"] = self.spec.first + (max(js) + 1) * self.spec.step if js else 0
         elif self.spec.kind == "state":
             carry["prev_state"] = grp.windows[-1].info.get("state") if grp.windows else None
         grp.carry = carry
-        grp.last_ts = max([I64_MIN, *[w.wlast for w in grp.windows]])
+        grp.last_ts = max([I64_MIN, *[w.wlast for w in remaining[-RETAIN_CLOSED - 1 :]]])
         if sel.size:
             seg = segment_rows(self.spec, rows.ts[sel], self._extras(rows, sel), carry, [], grp.next_wid)
             self._absorb(g, grp, rows, sel, seg, out, stats, lift_now=True)

@@ -215,7 +215,10 @@ class SlidingEngine:
             gone = (ch == DELETE) | (ch == UPDATE_PRE)
             if gone.any():
                 state.remove(gid[gone], batch.ts[gone])
-            add = new | ((ch == UPDATE_POST) & keep)
+            add = new | ((ch == UPDATE_POST) & keep & ~late)
+            if "where" in batch.extra:  # eKuiper: WHERE filters a window's rows after windowing
+                wv, wok = batch.extra["where"]
+                add &= wv.astype(bool) & wok
             if add.any():
                 idx = np.flatnonzero(add)
                 state.add_rows(
@@ -330,7 +333,10 @@ def sliding_aggregate(spec: SlidingSpec, aggs: list[AggSpec], rows: RowBatch) ->
             if "trigger" in rows.extra
             else np.ones(len(rows), bool)
         )
-        idx = np.flatnonzero(keep)
+        where = (
+            rows.extra["where"][0].astype(bool) & rows.extra["where"][1] if "where" in rows.extra else True
+        )
+        idx = np.flatnonzero(keep & where)
         st.add_rows(gid[idx], rows.ts[idx], {k: (v[idx], m[idx]) for k, (v, m) in rows.inputs.items()})
         fire = np.flatnonzero(keep & trig)
         st.trig_gid, st.trig_t = gid[fire], rows.ts[fire]

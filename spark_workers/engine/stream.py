@@ -330,8 +330,9 @@ class IntervalEngine:
 
         Args:
             state: the bucket's state; updated in place.
-            batch: rows of this bucket in arrival order (empty for a timer step). A ``keep``
-                extra marks rows removed by WHERE: they advance time but join no window.
+            batch: rows of this bucket in arrival order (empty for a timer step). ``keep`` /
+                ``where`` extras (eKuiper FILTER / WHERE) mark rows that advance time but join no
+                window.
             recalc: reader of the lake snapshot for recalculation; without it, windows that need
                 recalculation are left as they are (counted in ``stats['recalc_skipped']``).
             now: the wall clock in precision units: closes windows in clock-driven modes, drives
@@ -352,7 +353,10 @@ class IntervalEngine:
         removals: list[tuple[str, int]] = []
         gid = state.gids(batch.gkey) if n else np.empty(0, np.int64)
         ch = batch.changes
-        keep = batch.extra["keep"][0].astype(bool) if "keep" in batch.extra else np.ones(n, bool)
+        keep = np.ones(n, bool)
+        for key in ("keep", "where"):  # eKuiper FILTER and WHERE: both only keep rows out of windows
+            if key in batch.extra:
+                keep &= batch.extra[key][0].astype(bool) & batch.extra[key][1]
         advancing = (ch == INSERT) | ((ch == UPDATE_POST) & r.ignore_update)
         changed = (ch == DELETE) | (((ch == UPDATE_PRE) | (ch == UPDATE_POST)) & (not r.ignore_update))
 
@@ -544,8 +548,12 @@ class IntervalEngine:
         rows = recalc(keys, int(wstarts.min()), int(a.end(wstarts).max()) - 1)
         if not len(rows):
             return Partials.empty(self.aggs)
-        if "keep" in rows.extra:
-            rows = rows.take(np.flatnonzero(rows.extra["keep"][0].astype(bool) & rows.extra["keep"][1]))
+        use = np.ones(len(rows), bool)
+        for key in ("keep", "where"):
+            if key in rows.extra:
+                use &= rows.extra[key][0].astype(bool) & rows.extra[key][1]
+        if not use.all():
+            rows = rows.take(np.flatnonzero(use))
         rg = np.array([state.gid_of.get(k, -1) for k in rows.gkey], np.int64)
         prow, pw = a.assign(rows.ts)
         pg = rg[prow]

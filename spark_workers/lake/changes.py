@@ -6,7 +6,8 @@ with FILL_HISTORY starts at ``{"v": H, "h": 0}`` (H = the version when CREATE ST
 walks the snapshot bucket by bucket in time order; any other stream starts at ``{"v": S, "h": -1}``
 and reads changes after S. Rows come out in the logical schema (column and tag names users write,
 TIMESTAMP as ``timestamp[us, UTC]``) plus ``_ct`` change kind, ``_cv`` commit version, ``_seq``
-arrival order, ``_hist`` and ``_bv`` (the version the batch ends at).
+arrival order, ``_hist``, ``_bv`` (the version the batch ends at) and ``_at``, the arrival time:
+the commit time of the row's version in epoch milliseconds (processing-time streams window by it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ META_FIELDS = [
     pa.field("_seq", pa.int64()),
     pa.field("_hist", pa.bool_()),
     pa.field("_bv", pa.int64()),
+    pa.field("_at", pa.int64()),
 ]
 SEQ_SHIFT = 1 << 32
 
@@ -80,12 +82,14 @@ class ChangeReader:
         if t.num_rows:
             t = t.sort_by([(self.storage.columns[0].physical, "ascending"), ("tbname", "ascending")])
         n = t.num_rows
+        at = self.lake.commit_time_ms(self.db.name, self.storage.name, version) if n else 0
         meta = {
             "_ct": np.full(n, INSERT, np.int8),
             "_cv": np.full(n, version, np.int64),
             "_seq": np.arange(n, dtype=np.int64) + seq_base,
             "_hist": np.ones(n, bool),
             "_bv": np.full(n, version, np.int64),
+            "_at": np.full(n, at, np.int64),
         }
         return self._logical(t, meta)
 
@@ -106,16 +110,21 @@ class ChangeReader:
             else np.empty(0, np.int64)
         )
         seq = cv * SEQ_SHIFT + np.arange(n, dtype=np.int64)
+        at = (
+            t.column("_commit_timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
+            if n and "_commit_timestamp" in t.column_names
+            else np.zeros(n, np.int64)
+        )
         meta = {
             "_ct": ct,
             "_cv": cv,
             "_seq": seq,
             "_hist": np.zeros(n, bool),
             "_bv": np.full(n, end, np.int64),
+            "_at": at,
         }
-        return self._logical(
-            t.drop_columns([c for c in ("_change_type", "_commit_version") if c in t.column_names]), meta
-        )
+        drop = [c for c in ("_change_type", "_commit_version", "_commit_timestamp") if c in t.column_names]
+        return self._logical(t.drop_columns(drop), meta)
 
     def _logical(self, t: pa.Table, meta: dict[str, np.ndarray]) -> pa.Table:
         """Engine-form rows -> logical schema: names, timestamps, tags joined."""

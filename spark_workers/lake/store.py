@@ -37,7 +37,7 @@ from spark_workers.errors import LakeError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
-CHANGE_COLUMNS = ("_change_type", "_commit_version")
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _US_PER = {"ms": 1000, "us": 1}
 
 
@@ -97,9 +97,13 @@ def to_engine(data: pa.Table, db: Database, columns: tuple[Column, ...]) -> pa.T
     out_cols, names = [], []
     by_phys = {c.physical: c for c in columns}
     for name in data.column_names:
-        if name == "_bucket" or name == "_commit_timestamp":
+        if name == "_bucket":
             continue
         col = data.column(name)
+        if name == "_commit_timestamp":  # arrival time of a change: epoch milliseconds
+            out_cols.append(col.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64()))
+            names.append(name)
+            continue
         c = by_phys.get(name)
         if c is not None and c.type.name == "TIMESTAMP" and db.precision != "ns":
             col = col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
@@ -428,6 +432,14 @@ class Lake:
         )
         return int(dt.version()), ds
 
+    def snapshot_files(self, db: Database, table: Table, version: int | None = None) -> tuple[int, list[str]]:
+        """``(version, Parquet file paths)`` of a snapshot (the latest for None)."""
+        dt = self.delta(db.name, table.name)
+        if version is not None and version != dt.version():
+            dt = DeltaTable(str(self.table_path(db.name, table.name)), version=version)
+        paths = [u[len("file://") :] if u.startswith("file://") else u for u in dt.file_uris()]
+        return int(dt.version()), paths
+
     def read(
         self,
         db: Database,
@@ -457,12 +469,16 @@ class Lake:
         if ts_max is not None:
             flt = _and(flt, pads.field("_bucket") <= ts_max // bucket_len)
             flt = _and(flt, ts_field <= self._ts_scalar(db, ts_max))
-        if tbnames is not None:
-            flt = _and(flt, pads.field("tbname").isin(tbnames))
         if buckets is not None:
             flt = _and(flt, (pads.field("_bucket") >= buckets[0]) & (pads.field("_bucket") <= buckets[1]))
         cols = None if columns is None else ["tbname", *[c for c in columns if c != "tbname"]]
         t = ds.to_table(filter=flt, columns=cols)
+        if tbnames is not None:
+            # after the scan: MERGE writes strings as string_view, which Arrow cannot compare
+            # inside a scan (docs/decisions.md, "string_view files")
+            t = t.filter(
+                pc.is_in(t.column("tbname").cast(pa.string()), value_set=pa.array(tbnames, pa.string()))
+            )
         t = to_engine(t, db, table.columns)
         if t.num_rows:
             t = t.sort_by([("tbname", "ascending"), (ts_name, "ascending")])
@@ -497,6 +513,12 @@ class Lake:
         if t.num_rows:
             t = t.sort_by([("_commit_version", "ascending")])
         return t
+
+    def commit_time_ms(self, db: str, storage: str, version: int) -> int:
+        """Commit time of a table version (epoch milliseconds), from the Delta log."""
+        dt = DeltaTable(str(self.table_path(db, storage)), version=version)
+        hist = dt.history(1)
+        return int(hist[0]["timestamp"]) if hist else 0
 
     def buckets(self, db: str, storage: str, version: int) -> list[tuple[int, int]]:
         """``(bucket, rows)`` of a snapshot's ``_bucket`` values (DURATION-long time slices),

@@ -53,6 +53,23 @@ class Event:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def window_fields(window_kind: str, event_type: str, info: dict[str, Any]) -> dict[str, Any]:
+    """The window-type fields of an event (seed 000 "Fields for State Windows" / "Fields for Event
+    Windows") from the engine's window details ``info``: state windows carry ``prevState`` and
+    ``curState`` when they open, ``curState`` and ``nextState`` when they close; event windows the
+    condition that opened (index 0) or closed (index 1) them with the condition columns' values."""
+    if window_kind == "state" and event_type in ("WINDOW_OPEN", "WINDOW_CLOSE"):
+        if event_type == "WINDOW_OPEN":
+            return {"prevState": info.get("prev_state"), "curState": info.get("state")}
+        return {"curState": info.get("state"), "nextState": info.get("next_state")}
+    if window_kind == "event":
+        if event_type == "WINDOW_OPEN" and "open_values" in info:
+            return {"triggerCondition": {"conditionIndex": 0, "fieldValue": info["open_values"]}}
+        if event_type == "WINDOW_CLOSE" and "close_values" in info:
+            return {"triggerCondition": {"conditionIndex": 1, "fieldValue": info["close_values"]}}
+    return {}
+
+
 def event_json(stream_key: str, window_kind: str, e: Event, now_ms: int) -> dict[str, Any]:
     """One event object with the fields its type needs."""
     legacy_type, trigger_type = WINDOW_TYPES.get(window_kind, ("Time", "Interval"))

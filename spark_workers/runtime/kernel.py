@@ -4,28 +4,32 @@ Runs inside ``applyInPandasWithState`` (Python workers) and in ``LocalRunner`` (
 depends on nothing from Spark. Its configuration is a small picklable ``KernelConfig``.
 
 Input rows (stage-1 shape): ``_g0..`` group values, ``_ts`` (int64, precision units), ``_i0..``
-aggregate inputs, ``_ct`` change kind (0 insert, 1 update pre-image, 2 update post-image,
-3 delete), ``_seq`` arrival order, ``_hist`` FILL_HISTORY row, ``_bv`` lake version the batch
-ends at (recalculation reads that snapshot).
+aggregate inputs, ``_x0..`` window extras (state value, event conditions, eKuiper FILTER/WHERE/
+OVER), ``_ct`` change kind (0 insert, 1 update pre-image, 2 update post-image, 3 delete), ``_seq``
+arrival order, ``_hist`` FILL_HISTORY row, ``_bv`` lake version the batch ends at (recalculation
+reads that snapshot).
 
 Output rows (``OUTPUT_FIELDS`` + one column per aggregate): ``_kind`` ``r`` result, ``x`` removal,
-``e`` event, ``s`` stats.
+``e`` event (``_info``: JSON of window-type details), ``s`` stats. Collected rows (eKuiper windows
+without aggregates) travel as JSON text.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.aggregates import ROWS, AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys
-from spark_workers.engine.stream import IntervalEngine, StepOutput, StreamRules, StreamState
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.shape import Engine, WindowShape, load_state, make_engine
+from spark_workers.engine.stream import StepOutput, StreamRules
 
+TS_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: "no upper bound" for range reads
 OUTPUT_FIELDS = [
     pa.field("_bucket", pa.int32()),
     pa.field("_kind", pa.string()),
@@ -35,6 +39,7 @@ OUTPUT_FIELDS = [
     pa.field("_event", pa.string()),
     pa.field("_hist", pa.bool_()),
     pa.field("_stats", pa.string()),
+    pa.field("_info", pa.string()),
 ]
 
 
@@ -46,11 +51,13 @@ class KernelConfig:
         lake_root: the lake folder (recalculation reads snapshots from it).
         db, table: the source storage table; ``tbname_filter`` when the source is a subtable.
         tz: server time zone for the stage-1 SQL.
-        interval, sliding, offset: the INTERVAL window in precision units.
+        precision: the source database's precision (ms, us, ns).
+        shape: the window in precision units.
         aggs: aggregate specs (with input kinds).
         rules: trigger mode and time rules.
         groups: stage-1 group column names; ``group_is_tbname`` when the only group is tbname.
         inputs: stage-1 aggregate input names.
+        extras: ``(engine extra name, stage-1 column)`` of the window's extras.
         stage1_sql: DuckDB stage-1 query over the placeholder view ``__SOURCE__``.
         input_types: Arrow type per input (for result types).
     """
@@ -60,27 +67,38 @@ class KernelConfig:
     table: str
     tbname_filter: str | None
     tz: str
-    interval: int
-    sliding: int
-    offset: int
+    precision: str
+    shape: WindowShape
     aggs: tuple[AggSpec, ...]
     rules: StreamRules
     groups: tuple[str, ...]
     group_is_tbname: bool
     inputs: tuple[str, ...]
+    extras: tuple[tuple[str, str], ...]
     stage1_sql: str
     input_types: tuple[tuple[str, pa.DataType], ...]
 
-    def engine(self) -> IntervalEngine:
-        return IntervalEngine(
-            IntervalAssigner(self.interval, self.sliding, self.offset), list(self.aggs), self.rules
-        )
+    def engine(self) -> Engine:
+        return make_engine(self.shape, list(self.aggs), self.rules)
+
+    @property
+    def timers(self) -> bool:
+        """Does the stream need steps without data (processing-time timers, seed 000 MAX_DELAY,
+        FORCE_WINDOW_CLOSE, CONTINUOUS_WINDOW_CLOSE's period; eKuiper processing time)?"""
+        r = self.rules
+        return r.processing_time or r.mode in ("MAX_DELAY", "FORCE_WINDOW_CLOSE", "CONTINUOUS_WINDOW_CLOSE")
+
+    def now(self) -> int:
+        """The wall clock in the stream's precision units."""
+        per_ms = {"ms": 1, "us": 1_000, "ns": 1_000_000}[self.precision]
+        return int(time.time() * 1000) * per_ms
 
     def output_schema(self) -> pa.Schema:
         types = dict(self.input_types)
         fields = list(OUTPUT_FIELDS)
         for a in self.aggs:
-            fields.append(pa.field(a.name, result_arrow_type(a, types.get(a.input or ""))))
+            typ = pa.string() if a.func == ROWS else result_arrow_type(a, types.get(a.input or ""))
+            fields.append(pa.field(a.name, typ))
         return pa.schema(fields)
 
 
@@ -91,11 +109,12 @@ def rows_from_table(cfg: KernelConfig, t: pa.Table) -> RowBatch:
     gkeys, _ = group_keys([t.column(g) for g in cfg.groups], t.num_rows)
     ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
     inputs = {n: column_arrays(t.column(n)) for n in cfg.inputs}
+    extra = {key: column_arrays(t.column(col)) for key, col in cfg.extras if col in t.column_names}
     change = (
         t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False) if "_ct" in t.column_names else None
     )
     hist = t.column("_hist").to_numpy(zero_copy_only=False) if "_hist" in t.column_names else None
-    return RowBatch(gkeys, ts, inputs, change, hist)
+    return RowBatch(gkeys, ts, inputs, change, hist, extra)
 
 
 class Kernel:
@@ -118,7 +137,7 @@ class Kernel:
         """A ``RecalcReader`` over the lake snapshot ``version`` using the stage-1 SQL."""
         cfg = self.cfg
 
-        def read(gkeys: list[str], lo: int, hi: int) -> RowBatch:
+        def read(gkeys: list[str], lo: int, hi: int | None = None) -> RowBatch:
             from spark_workers.sql import ast
             from spark_workers.sql.duck import DuckSession
             from spark_workers.sql.planner import resolve
@@ -128,7 +147,12 @@ class Kernel:
             if cfg.group_is_tbname:
                 tbnames = [json.loads(k)[0] for k in gkeys]
             with DuckSession(self.lake) as duck:
-                view = duck.register_source(src, version, ts_range=(lo, hi), tbnames=tbnames)
+                top = (
+                    hi
+                    if hi is not None
+                    else TS_MAX_MS * {"ms": 1, "us": 1_000, "ns": 1_000_000}[cfg.precision]
+                )
+                view = duck.register_source(src, version, ts_range=(lo, top), tbnames=tbnames)
                 t = duck.query(cfg.stage1_sql.replace("__SOURCE__", view))
             rows = rows_from_table(cfg, t)
             if len(rows):
@@ -138,16 +162,20 @@ class Kernel:
 
         return read
 
-    def step(self, bucket: int, state_bytes: bytes | None, t: pa.Table) -> tuple[pa.Table, bytes]:
-        """One micro-batch of one bucket: returns (output rows, new state)."""
-        state = (
-            StreamState.from_bytes(list(self.cfg.aggs), state_bytes)
-            if state_bytes
-            else self.engine.new_state()
-        )
-        rows = rows_from_table(self.cfg, t)
+    def step(
+        self, bucket: int, state_bytes: bytes | None, t: pa.Table, now: int | None = None
+    ) -> tuple[pa.Table, bytes]:
+        """One micro-batch of one bucket (``t`` may be empty: a timer step at ``now``, the wall
+        clock in precision units): returns (output rows, new state)."""
+        cfg = self.cfg
+        state = load_state(cfg.shape, list(cfg.aggs), list(cfg.inputs), state_bytes)
+        rows = rows_from_table(cfg, t)
         version = int(t.column("_bv")[0].as_py()) if "_bv" in t.column_names and t.num_rows else None
-        out = self.engine.step(state, rows, self.recalc_reader(version) if version is not None else None)
+        # arrival times are not in the lake: processing-time streams never recalculate
+        recalc = (
+            self.recalc_reader(version) if version is not None and not cfg.rules.processing_time else None
+        )
+        out = self.engine.step(state, rows, recalc, now)
         history = bool(len(rows)) and bool(rows.is_history.all())
         return self.to_table(bucket, out, history=history), state.to_bytes()
 
@@ -162,13 +190,18 @@ class Kernel:
         wstart = list(res.wstart) + [w for _, w in out.removals] + [e.wstart for e in out.events] + [None]
         wend = (
             list(res.wend)
-            + [w + self.engine.assigner.interval for _, w in out.removals]
+            + [self.cfg.shape.nominal_end(w) for _, w in out.removals]
             + [e.wend for e in out.events]
             + [None]
         )
         event = [None] * (n_r + n_x) + [e.kind for e in out.events] + [None]
         hist = [False] * (n_r + n_x) + [e.history for e in out.events] + [history]
         stats = [None] * (n - 1) + [json.dumps(out.stats)]
+        info = (
+            [None] * (n_r + n_x)
+            + [json.dumps(e.info, default=str) if e.info else None for e in out.events]
+            + [None]
+        )
         cols: list[pa.Array] = [
             pa.array(np.full(n, bucket, np.int32)),
             pa.array(kind, pa.string()),
@@ -178,10 +211,14 @@ class Kernel:
             pa.array(event, pa.string()),
             pa.array(hist, pa.bool_()),
             pa.array(stats, pa.string()),
+            pa.array(info, pa.string()),
         ]
         for a in self.cfg.aggs:
             typ = schema.field(a.name).type
             vals, valid = res.values[a.name]
-            head = to_arrow(vals, valid, typ)
+            if a.func == ROWS:
+                head = pa.array([json.dumps(v) for v in vals], pa.string())
+            else:
+                head = to_arrow(vals, valid, typ)
             cols.append(pa.concat_arrays([head, pa.nulls(n - n_r, typ)]))
         return pa.Table.from_arrays(cols, schema=schema)

@@ -32,6 +32,7 @@ class LocalRunner:
         compiled: the compiled stream; lake: the lake.
         start_version / history_version: as registered at CREATE STREAM.
         buckets: number of state buckets (as in Spark).
+        clock: the wall clock in precision units (tests pass their own).
     """
 
     def __init__(
@@ -47,6 +48,7 @@ class LocalRunner:
         sender: Sender | None = None,
         ignore_until: int | None = None,
         progress: Callable[[BatchReport], None] | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.c = compiled
         self.lake = lake
@@ -59,6 +61,7 @@ class LocalRunner:
         self.states: dict[int, bytes] = {}
         self.ignore_until = ignore_until
         self.batch_id = 0
+        self.clock = clock or self.kernel.cfg.now
 
     def poll(self) -> BatchReport | None:
         """Run one micro-batch if there is new data; None otherwise."""
@@ -86,7 +89,7 @@ class LocalRunner:
     def _process(self, rows: pa.Table) -> pa.Table:
         with DuckSession(None) as duck:
             view = duck.register_arrow(rows)
-            staged = duck.query(stage1_sql(self.c.plan, view, "duckdb", self.tz, passthrough=META))
+            staged = duck.query(self._stage1(view))
         gcols = [g.name for g in self.c.plan.groups]
         if gcols and staged.num_rows:
             keys = staged.select(gcols).to_pylist()
@@ -96,24 +99,41 @@ class LocalRunner:
         else:
             bucket = pa.array([0] * staged.num_rows, pa.int32())
         outs = []
+        now = self.clock() if self.kernel.cfg.timers else None
         for b in sorted(set(bucket.to_pylist())):
             part = staged.filter(pc.equal(bucket, b))
-            out, self.states[b] = self.kernel.step(b, self.states.get(b), part)
+            out, self.states[b] = self.kernel.step(b, self.states.get(b), part, now)
             outs.append(out)
         if not outs:
-            return self.kernel.to_table(
-                0, self.kernel.engine.step(self.kernel.engine.new_state(), _empty_rows(self.kernel))
-            )
+            return self._timer_step(staged.schema.empty_table(), now)
         return pa.concat_tables(outs)
 
+    def tick(self) -> BatchReport | None:
+        """A step without data at the clock's time for every bucket (what Spark's processing-time
+        timeouts do), for streams with timers; None for the others."""
+        if not self.kernel.cfg.timers:
+            return None
+        with DuckSession(None) as duck:
+            view = duck.register_arrow(self.reader.schema().empty_table())
+            staged = duck.query(self._stage1(view))
+        out = self._timer_step(staged, self.clock())
+        rep = self.sink.process(out, self.batch_id, phase="live")
+        self.batch_id += 1
+        return rep
 
-def _empty_rows(kernel: Kernel):  # type: ignore[no-untyped-def]
-    import numpy as np
+    def _timer_step(self, empty: pa.Table, now: int | None) -> pa.Table:
+        outs = []
+        for b in sorted(self.states) or [0]:
+            out, self.states[b] = self.kernel.step(b, self.states.get(b), empty, now)
+            outs.append(out)
+        return pa.concat_tables(outs)
 
-    from spark_workers.engine.rows import RowBatch
-
-    return RowBatch(
-        np.empty(0, object),
-        np.empty(0, np.int64),
-        {n: (np.empty(0), np.empty(0, bool)) for n in kernel.cfg.inputs},
-    )
+    def _stage1(self, view: str) -> str:
+        return stage1_sql(
+            self.c.plan,
+            view,
+            "duckdb",
+            self.tz,
+            passthrough=META,
+            processing_time=self.c.rules.processing_time,
+        )

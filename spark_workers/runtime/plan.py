@@ -5,16 +5,15 @@ from __future__ import annotations
 from sqlglot import exp
 
 from spark_workers.runtime.kernel import KernelConfig
-from spark_workers.sql.select import stage1_sql
+from spark_workers.sql.select import AT_FACTOR, stage1_sql
 from spark_workers.sql.streams import CompiledStream
 from spark_workers.sql.translate import to_sql
 
-META = ("_ct", "_cv", "_seq", "_hist", "_bv")
+META = ("_ct", "_cv", "_seq", "_hist", "_bv", "_at")
 
 
 def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
     """The picklable kernel settings of a compiled stream."""
-    a = c.assigner
     groups = c.plan.groups
     by_tbname = (
         len(groups) == 1
@@ -27,14 +26,14 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
         table=c.source.storage.name,
         tbname_filter=c.source.tbname_filter,
         tz=tz,
-        interval=a.interval,
-        sliding=a.sliding,
-        offset=a.offset,
+        precision=c.precision,
+        shape=c.shape,
         aggs=tuple(c.aggs),
         rules=c.rules,
         groups=tuple(g.name for g in groups),
         group_is_tbname=by_tbname,
         inputs=tuple(c.plan.inputs),
+        extras=tuple(c.plan.extra_columns),
         stage1_sql=stage1_sql(c.plan, "__SOURCE__", "duckdb", tz),
         input_types=tuple(c.input_types.items()),
     )
@@ -50,9 +49,12 @@ def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
         "us": f"unix_micros({ts})",
         "ns": f"CAST({ts} AS BIGINT)",
     }[c.precision]
+    if c.rules.processing_time:  # EVENT_TIME 0: windows follow the arrival time (seed 003)
+        ts_expr = f"CAST(`_at` * {AT_FACTOR[c.precision]} AS BIGINT)"
     exprs = [f"{to_sql(g.expr, 'spark', scope)} AS `{g.name}`" for g in c.plan.groups]
     exprs.append(f"{ts_expr} AS `_ts`")
     exprs += [f"{to_sql(e, 'spark', scope)} AS `{n}`" for n, e in c.plan.inputs.items()]
+    exprs += [f"{to_sql(c.plan.extras[k], 'spark', scope)} AS `{col}`" for k, col in c.plan.extra_columns]
     exprs += [f"`{m}`" for m in META]
     cond = to_sql(c.plan.filter, "spark", scope) if c.plan.filter is not None else None
     return cond, exprs

@@ -1,8 +1,10 @@
 """Build and start a stream's Structured Streaming query (ARCHITECTURE "The engine").
 
 ``tdlake`` source -> stage 1 in Spark SQL (WHERE, PARTITION BY values, ``_ts``, aggregate
-inputs) -> ``_bucket = pmod(hash(group values), buckets)`` -> ``applyInPandasWithState`` keyed by
-bucket (the vectorized kernel, state = engine bytes per bucket in RocksDB) -> ``foreachBatch``
+inputs, window extras) -> ``_bucket = pmod(hash(group values), buckets)`` ->
+``applyInPandasWithState`` keyed by bucket (the vectorized kernel, state = engine bytes per bucket
+in RocksDB; streams with timers use a processing-time timeout, so Spark calls buckets without new
+rows every ``TIMER_MS`` and micro-batches run without data) -> ``foreachBatch``
 (the output sink: idempotent writes, notifications, progress). Checkpoints live under the lake's
 stream folder, so a restarted query resumes where it stopped.
 """
@@ -31,6 +33,7 @@ from spark_workers.sql.streams import CompiledStream
 
 DEFAULT_BUCKETS = 8
 TRIGGER_INTERVAL = "500 milliseconds"
+TIMER_MS = 1000  # processing-time timeout of a bucket's state: how often timers are checked
 
 
 _register_lock = threading.Lock()
@@ -70,8 +73,11 @@ def make_state_func(cfg: KernelConfig, stage1_schema: pa.Schema) -> Callable[...
         frames = [pa.Table.from_pandas(p, schema=stage1_schema, preserve_index=False) for p in pdfs]
         table = pa.concat_tables(frames) if frames else stage1_schema.empty_table()
         blob = state.get[0] if state.exists else None
-        out, new_state = kernel.step(int(key[0]), blob, table)
+        now = cfg.now() if cfg.timers else None  # a timed-out call has no rows: a timer step
+        out, new_state = kernel.step(int(key[0]), blob, table, now)
         state.update((new_state,))
+        if cfg.timers:
+            state.setTimeoutDuration(TIMER_MS)
         yield out.cast(out_schema).to_pandas(integer_object_nulls=True, date_as_object=False)
 
     return func
@@ -113,8 +119,9 @@ def build_stream_frame(
     cfg = kernel_config(c, lake_root, tz)
     out_schema = from_arrow_schema(cfg.output_schema())
     state_schema = "blob binary"
+    timeout = GroupStateTimeout.ProcessingTimeTimeout if cfg.timers else GroupStateTimeout.NoTimeout
     frame = staged.groupBy("_bucket").applyInPandasWithState(
-        make_state_func(cfg, stage1_schema), out_schema, state_schema, "append", GroupStateTimeout.NoTimeout
+        make_state_func(cfg, stage1_schema), out_schema, state_schema, "append", timeout
     )
     return frame, cfg
 

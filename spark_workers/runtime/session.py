@@ -46,7 +46,9 @@ def spark_session(
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "2g"))
-            .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+            # streams with timers (processing-time timeouts) need micro-batches without new data;
+            # queries without a timeout never ask for one
+            .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
             .config("spark.python.worker.reuse", "true")
         )
         if ui_port is not None:

@@ -27,11 +27,17 @@ from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
 from spark_workers.lake.catalog import Table
 from spark_workers.lake.store import Lake
-from spark_workers.notify.messages import Event, build_messages
+from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
 from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.select import stage3_sql
-from spark_workers.sql.streams import CompiledStream, default_subtable, ensure_output_table, group_id
+from spark_workers.sql.select import explode_rows, stage3_sql
+from spark_workers.sql.streams import (
+    CompiledStream,
+    default_subtable,
+    ensure_output_table,
+    group_id,
+    notification_window_kind,
+)
 from spark_workers.sql.translate import Scope, to_sql
 from spark_workers.sql.values import coerce
 
@@ -180,10 +186,13 @@ class OutputSink:
             cols["_wstart"] = ws.cast(ts_t)
             cols["_wend"] = we.cast(ts_t)
         cols["_wduration"] = pc.subtract(we, ws)
-        for a in self.c.aggs:
-            cols[a.name] = rows.column(a.name)
         cols["_gkey"] = rows.column("_gkey")
         cols["_ws"] = ws
+        if self.c.plan.row_mode:  # eKuiper windows without aggregates: one row per collected row
+            collected = [json.loads(x) if x else [] for x in rows.column("_rows").to_pylist()]
+            return explode_rows(pa.table(cols), collected, self.c.plan, self.c.input_types)
+        for a in self.c.aggs:
+            cols[a.name] = rows.column(a.name)
         return pa.table(cols)
 
     def _stage3(
@@ -310,12 +319,14 @@ class OutputSink:
         rep: BatchReport,
     ) -> None:
         notify = self.c.notify
+        wkind = notification_window_kind(self.c.spec)
         evs: list[Event] = []
-        for g, w, we, kind in zip(
+        for g, w, we, kind, info in zip(
             events.column("_gkey").to_pylist(),
             events.column("_wstart").to_pylist(),
             events.column("_wend").to_pylist(),
             events.column("_event").to_pylist(),
+            events.column("_info").to_pylist(),
             strict=True,
         ):
             result = out_rows.get((g, int(w))) if kind == "WINDOW_CLOSE" else None
@@ -328,14 +339,13 @@ class OutputSink:
                     int(w),
                     int(we) if we is not None else None,
                     result,
+                    window_fields(wkind, kind, json.loads(info) if info else {}),
                 )
             )
         rep.events = len(evs)
         if notify is None or not evs or self.sender is None:
             return
-        for msg in build_messages(
-            self.key, self.c.spec.name, self.c.spec.trigger.get("type", "interval"), evs, batch_id
-        ):
+        for msg in build_messages(self.key, self.c.spec.name, wkind, evs, batch_id):
             n = len(msg["streams"][0]["events"])
             for url in notify.urls:
                 if self.sender.deliver(url, msg, on_failure=notify.on_failure):

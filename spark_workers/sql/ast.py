@@ -371,6 +371,9 @@ class LegacyStreamOptions:
     fill_history: int | None = None
     fill_history_async: bool = False
     ignore_update: int | None = None
+    # tdweb extension: EVENT_TIME 0 windows follow the arrival (processing) time, as eKuiper's
+    # processing-time mode (seed 003 "Timestamp Management"); 1 (default) the table's timestamp
+    event_time: int | None = None
     spans: dict[str, Span] = field(default_factory=dict)
 
 

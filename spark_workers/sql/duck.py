@@ -2,8 +2,10 @@
 
 Each table reference becomes a temporary view with the logical column names users write:
 ``tbname``, the columns, and the tags (joined from the catalog's tag table); a subtable is its
-supertable filtered on ``tbname``. Scans read the Delta snapshot's Parquet files through a
-pyarrow dataset, so DuckDB pushes filters (``tbname``, time ranges) into the scan.
+supertable filtered on ``tbname``. Scans read the Delta snapshot's Parquet files with DuckDB's
+own Parquet reader (``_bucket`` hive partitions pruned, row groups skipped by statistics). Not
+through a pyarrow dataset: delta-rs MERGE writes strings as ``string_view``, and pyarrow cannot
+evaluate a pushed-down string filter on such files (docs/decisions.md).
 The session time zone is UTC; the translator turns literals into exact UTC timestamps.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from spark_workers.lake.store import Lake
+from spark_workers.lake.store import Lake, storage_schema
 from spark_workers.sql.planner import Source
 
 
@@ -77,9 +79,17 @@ class DuckSession:
         """
         assert self.lake is not None
         db, storage = src.db, src.storage
-        ver, dataset = self.lake.dataset(db, storage, version)
+        ver, files = self.lake.snapshot_files(db, storage, version)
         self.versions[f"{db.name}.{storage.name}"] = ver
-        data = self.register_arrow(dataset)
+        if files:
+            data = self._name("p")
+            listing = ", ".join(sql_string(f) for f in files)
+            self.con.execute(
+                f"CREATE TEMP VIEW {data} AS SELECT * FROM read_parquet([{listing}], "
+                "hive_partitioning = true, union_by_name = true, hive_types = {'_bucket': BIGINT})"
+            )
+        else:
+            data = self.register_arrow(storage_schema(db, storage.columns).empty_table())
         parts = ["d.tbname AS tbname"]
         for c in storage.columns:
             expr = f"d.{quote(c.physical)}"

@@ -79,7 +79,9 @@ _FILL_MODES = frozenset({"NONE", "NULL", "PREV", "NEXT", "LINEAR", "VALUE", "NUL
 _LEGACY_TRIGGERS = frozenset(
     {"AT_ONCE", "WINDOW_CLOSE", "MAX_DELAY", "FORCE_WINDOW_CLOSE", "CONTINUOUS_WINDOW_CLOSE"}
 )
-_LEGACY_OPTION_WORDS = frozenset({"TRIGGER", "WATERMARK", "IGNORE", "DELETE_MARK", "FILL_HISTORY", "INTO"})
+_LEGACY_OPTION_WORDS = frozenset(
+    {"TRIGGER", "WATERMARK", "IGNORE", "DELETE_MARK", "FILL_HISTORY", "EVENT_TIME", "INTO"}
+)
 _TRIGGER_WORDS = frozenset(
     {"PERIOD", "INTERVAL", "SLIDING", "SESSION", "STATE_WINDOW", "EVENT_WINDOW", "COUNT_WINDOW"}
 )
@@ -1008,6 +1010,8 @@ class _StatementParser:
                 key, label = "delete_mark", "DELETE_MARK"
             elif w == ("FILL_HISTORY",):
                 key, label = "fill_history", "FILL_HISTORY"
+            elif w == ("EVENT_TIME",):
+                key, label = "event_time", "EVENT_TIME"
             elif w == ("IGNORE",):
                 nxt = self.word(1)
                 if nxt == ("EXPIRED",):
@@ -1049,6 +1053,8 @@ class _StatementParser:
             elif key == "fill_history":
                 opts.fill_history = self.flag01("FILL_HISTORY")
                 opts.fill_history_async = bool(self.accept("ASYNC"))
+            elif key == "event_time":
+                opts.event_time = self.flag01("EVENT_TIME")
             elif key == "ignore_expired":
                 opts.ignore_expired = self.flag01("IGNORE EXPIRED")
             else:

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from spark_workers.engine.aggregates import AGGREGATES, AggSpec
+from spark_workers.duration import Duration
+from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
+from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Database, Table
@@ -26,6 +28,17 @@ from spark_workers.sql.translate import PSEUDO_TS, Scope, func_name
 from spark_workers.tdtypes import BIGINT, TIMESTAMP, TdType, varchar
 
 WINDOW_PSEUDO = frozenset({"_wstart", "_wend", "_wduration"})
+# eKuiper's window_start() / window_end() (seed 003) are TDengine's _wstart / _wend
+EKUIPER_PSEUDO = {"window_start": "_wstart", "window_end": "_wend"}
+# eKuiper time units (seed 003 "Time-units") in nanoseconds
+EKUIPER_UNIT_NS = {
+    "DD": 86_400_000_000_000,
+    "HH": 3_600_000_000_000,
+    "MI": 60_000_000_000,
+    "SS": 1_000_000_000,
+    "MS": 1_000_000,
+}
+COUNT_WINDOW_MAX = 2_147_483_648
 # seed 000, "Functions supported by stream computing": not allowed in streams
 STREAM_FORBIDDEN = frozenset(
     {
@@ -168,28 +181,181 @@ class WindowPlan:
     limit: int | None = None
     offset: int = 0
     input_types: dict[str, TdType] = field(default_factory=dict)
+    extras: dict[str, exp.Expr] = field(default_factory=dict)
+    row_mode: bool = False
+    shape: WindowShape | None = None
+
+    @property
+    def extra_columns(self) -> list[tuple[str, str]]:
+        """``(engine extra name, stage-1 column)`` of the extras: ``state``, ``start``, ``end``,
+        ``cond.<start|end>.<column>``, ``count_valid``, ``keep``, ``where``, ``trigger``."""
+        return [(k, f"_x{i}") for i, k in enumerate(self.extras)]
+
+    @property
+    def ekuiper(self) -> bool:
+        return isinstance(self.window, ast.EkuiperWindow)
 
     def assigner(self) -> IntervalAssigner:
-        w = self.window
-        if not isinstance(w, ast.IntervalWindow):
-            raise SqlError(f"{w.kind} windows are not supported yet", code=Code.NOT_SUPPORTED)
-        try:
-            return IntervalAssigner.of(w.interval, w.offset, w.sliding, self.source.db.precision)
-        except SqlError as e:
-            if e.position is not None or w.span is None:
-                raise
-            raise SqlError(e.message, sql=self.sql, offset=w.span.start, code=e.code) from None
-
-    def stage1(self) -> list[tuple[str, exp.Expr]]:
-        """Stage-1 output columns (name, expression over the source)."""
-        cols: list[tuple[str, exp.Expr]] = [(g.name, g.expr) for g in self.groups]
-        cols.append(("_ts", exp.column(self.source.table.columns[0].name, quoted=True)))
-        cols += list(self.inputs.items())
-        return cols
+        """The INTERVAL assigner (INTERVAL and eKuiper TUMBLINGWINDOW / HOPPINGWINDOW)."""
+        assert self.shape is not None
+        return self.shape.assigner()
 
     @property
     def output_names(self) -> list[str]:
         return [n for n, _ in self.items]
+
+
+def _error_at(sql: str, span: ast.Span | None, message: str, code: int = Code.INVALID_WINDOW) -> SqlError:
+    return SqlError(message, sql=sql, offset=span.start if span else None, code=code)
+
+
+def window_shape(
+    window: ast.Window, source: Source, sql: str, tz: str, *, min_count: int = 1, emit_open: bool = True
+) -> tuple[WindowShape, dict[str, exp.Expr]]:
+    """The engine shape of a window clause and the stage-1 extras it needs.
+
+    Rules: seed 000 window_clause (SESSION over the primary timestamp, positive tolerance,
+    COUNT_WINDOW bounds ``min_count <= count_val < 2^31`` and ``sliding_val <= count_val``,
+    INTERVAL's offset/sliding limits) and seed 003 (eKuiper units DD/HH/MI/SS/MS; hop <= size;
+    COUNTWINDOW interval <= count). eKuiper day windows end at midnight in ``tz``.
+
+    Raises:
+        SqlError: positioned at the window clause.
+    """
+    precision = source.db.precision
+    ns = {"ms": 1_000_000, "us": 1_000, "ns": 1}[precision]
+    span = window.span
+    extras: dict[str, exp.Expr] = {}
+    if isinstance(window, ast.IntervalWindow):
+        try:
+            a = IntervalAssigner.of(window.interval, window.offset, window.sliding, precision)
+        except SqlError as e:
+            if e.position is not None or span is None:
+                raise
+            raise SqlError(e.message, sql=sql, offset=span.start, code=e.code) from None
+        return WindowShape("interval", a.interval, a.sliding, a.offset, emit_open=emit_open), extras
+    if isinstance(window, ast.SessionWindow):
+        ts_name = source.table.columns[0].name.lower()
+        if window.ts_column.lower() not in (ts_name, "_c0", "_rowts"):
+            raise _error_at(
+                sql,
+                span,
+                f"SESSION needs the primary timestamp column {source.table.columns[0].name}, "
+                f"not {window.ts_column}",
+            )
+        gap = _fixed(window.gap, precision, sql, span, "SESSION tolerance")
+        if gap <= 0:
+            raise _error_at(sql, span, "SESSION tolerance must be positive")
+        return WindowShape("session", gap, emit_open=emit_open), extras
+    if isinstance(window, ast.StateWindow):
+        if window.true_for is not None:
+            raise _error_at(sql, span, "STATE_WINDOW ... TRUE_FOR is not supported yet", Code.NOT_SUPPORTED)
+        _check_state_type(window.expr, source, sql)
+        extras["state"] = window.expr
+        return WindowShape("state", emit_open=emit_open), extras
+    if isinstance(window, ast.EventWindow):
+        if window.true_for is not None:
+            raise _error_at(sql, span, "EVENT_WINDOW ... TRUE_FOR is not supported yet", Code.NOT_SUPPORTED)
+        extras["start"] = window.start
+        extras["end"] = window.end
+        for which, condition in (("start", window.start), ("end", window.end)):
+            for col in sorted({c.name for c in condition.find_all(exp.Column)}, key=str.lower):
+                if col.lower() in source.columns:
+                    extras[f"cond.{which}.{source.columns[col.lower()][0]}"] = exp.column(col)
+        # legacy event windows exist in results only once they end (td-011a)
+        return WindowShape("event", emit_open=False), extras
+    if isinstance(window, ast.CountWindow):
+        if not min_count <= window.count < COUNT_WINDOW_MAX:
+            raise _error_at(
+                sql, span, f"COUNT_WINDOW count_val must be between {min_count} and {COUNT_WINDOW_MAX - 1}"
+            )
+        slide = window.sliding or 0
+        if window.sliding is not None and not 0 < slide <= window.count:
+            raise _error_at(sql, span, "COUNT_WINDOW sliding_val must be positive and at most count_val")
+        if window.columns:
+            cond: exp.Expr | None = None
+            for c in window.columns:
+                if c.lower() not in source.columns:
+                    raise _error_at(
+                        sql, span, f"invalid column name {c} in COUNT_WINDOW", Code.INVALID_COLUMN
+                    )
+                part = exp.Not(this=exp.Is(this=exp.column(c), expression=exp.Null()))
+                cond = part if cond is None else exp.Or(this=cond, expression=part)
+            assert cond is not None
+            extras["count_valid"] = cond
+        return WindowShape("count", window.count, slide, emit_open=emit_open), extras
+    assert isinstance(window, ast.EkuiperWindow)
+    w = window
+    unit_ns = EKUIPER_UNIT_NS[w.unit] if w.unit else 0
+    if unit_ns and unit_ns < ns:
+        raise _error_at(sql, span, f"time unit {w.unit} is finer than the table's precision {precision}")
+    per = unit_ns // ns if unit_ns else 0
+    if any(x <= 0 for x in w.args[:1]) or any(x < 0 for x in w.args[1:]):
+        raise _error_at(sql, span, f"{w.function.upper()}WINDOW arguments must be positive")
+    if w.filter is not None:
+        extras["keep"] = w.filter
+    if w.over_when is not None:
+        extras["trigger"] = w.over_when
+    f = w.function
+    if f in ("tumbling", "hopping"):
+        size = w.args[0] * per
+        hop = w.args[1] * per if f == "hopping" else size
+        if not 0 < hop <= size:
+            raise _error_at(sql, span, "HOPPINGWINDOW hop must be positive and at most the window size")
+        offset = _local_midnight_offset(tz, ns, size) if w.unit == "DD" else 0
+        shape = WindowShape(
+            "interval",
+            size,
+            hop,
+            offset,
+            emit_open=False,
+            first_start_at_first_row=f == "tumbling",
+            ekuiper=True,
+        )
+        return shape, extras
+    if f == "sliding":
+        delay = w.args[1] * per if len(w.args) > 1 else 0
+        return WindowShape("sliding", w.args[0] * per, delay=delay, emit_open=False, ekuiper=True), extras
+    if f == "session":
+        # SESSIONWINDOW(unit, max_duration, timeout): eKuiper's Length, then Interval (ek-011)
+        max_d, timeout = w.args[0] * per, w.args[1] * per
+        if timeout <= 0:
+            raise _error_at(sql, span, "SESSIONWINDOW timeout must be positive")
+        return WindowShape("ek_session", timeout, max_duration=max_d, emit_open=False, ekuiper=True), extras
+    count = w.args[0]
+    interval = w.args[1] if len(w.args) > 1 else count
+    if not 0 < interval <= count:
+        raise _error_at(sql, span, "COUNTWINDOW interval must be positive and not larger than the count")
+    return WindowShape(
+        "ek_count", count, interval, (-count) % interval, emit_open=False, ekuiper=True
+    ), extras
+
+
+def _fixed(d: Duration, precision: str, sql: str, span: ast.Span | None, what: str) -> int:
+    if d.is_calendar:
+        raise _error_at(sql, span, f"{what} cannot be a calendar duration ({d})")
+    return d.in_precision(precision)
+
+
+def _local_midnight_offset(tz: str, ns_per_unit: int, size: int) -> int:
+    """Offset that aligns day windows to midnight in ``tz`` (its current UTC offset)."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    off = dt.datetime.now(ZoneInfo(tz)).utcoffset() or dt.timedelta(0)
+    return int(-off.total_seconds() * 1_000_000_000 // ns_per_unit) % size
+
+
+def _check_state_type(expr: exp.Expr, source: Source, sql: str) -> None:
+    if isinstance(expr, exp.Column) and expr.name.lower() in source.columns:
+        t = source.columns[expr.name.lower()][1]
+        if t.name in ("FLOAT", "DOUBLE", "TIMESTAMP"):
+            raise positioned(
+                f"STATE_WINDOW needs an integer, bool or string column; {expr.name} is {t.sql}",
+                expr,
+                sql,
+                Code.INVALID_WINDOW,
+            )
 
 
 def _check_columns(node: exp.Expr, source: Source, sql: str, allow: frozenset[str] = frozenset()) -> None:
@@ -207,34 +373,53 @@ def _check_columns(node: exp.Expr, source: Source, sql: str, allow: frozenset[st
         )
 
 
-def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool = False) -> WindowPlan:
+def plan_window(
+    q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool = False, tz: str = "UTC"
+) -> WindowPlan:
     """Build the WindowPlan of a query with a window clause over one table.
+
+    eKuiper window functions (seed 003) come with their own rules: the other GROUP BY items
+    partition like PARTITION BY, ``window_start()`` / ``window_end()`` are ``_wstart`` / ``_wend``,
+    WHERE filters a window's rows after windowing (the ``where`` extra; filtered rows still
+    advance time), ``FILTER (WHERE ...)`` before it (``keep``), and a select list without
+    aggregates outputs the rows of each window (``row_mode``).
 
     Raises:
         SqlError: unknown columns (INVALID_COLUMN, positioned), a non-aggregated column outside
             PARTITION BY, functions not allowed in streams (seed 000 list), nested aggregates,
-            state/event/count windows over a supertable without PARTITION BY tbname (seed 000).
+            state/event/count windows over a supertable without PARTITION BY tbname (seed 000),
+            invalid window arguments.
     """
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("a window clause needs a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
     if q.window is None:
         raise SqlError("query has no window clause", sql=sql, code=Code.INVALID_WINDOW)
+    ekuiper = isinstance(q.window, ast.EkuiperWindow)
     for j in sel.args.get("joins") or []:
         raise positioned("window queries over joins are not supported yet", j, sql, Code.NOT_SUPPORTED)
-    if sel.args.get("group"):
+    group_clause = sel.args.get("group")
+    if group_clause and not ekuiper:
         raise positioned(
             "GROUP BY cannot be combined with a window clause; use PARTITION BY",
-            sel.args["group"],
+            group_clause,
             sql,
             Code.INVALID_WINDOW,
         )
+    if ekuiper and q.partition_by:
+        raise SqlError(
+            "an eKuiper window partitions by its other GROUP BY items, not PARTITION BY",
+            sql=sql,
+            offset=q.partition_by[0].span.start if q.partition_by[0].span else None,
+            code=Code.INVALID_WINDOW,
+        )
+    partition: list[tuple[exp.Expr, str | None, str]] = [(p.expr, p.alias, p.text) for p in q.partition_by]
+    if ekuiper and group_clause:
+        partition = [(e, None, e.sql()) for e in group_clause.expressions]
     if (
         q.window.kind in ("state", "event", "count")
         and source.table.kind == "super"
-        and not any(
-            isinstance(p.expr, exp.Column) and p.expr.name.lower() == "tbname" for p in q.partition_by
-        )
+        and not any(isinstance(e, exp.Column) and e.name.lower() == "tbname" for e, _, _ in partition)
     ):
         raise SqlError(
             f"{q.window.kind} windows over a supertable need PARTITION BY tbname",
@@ -248,17 +433,42 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
         _check_columns(flt, source, sql)
         if any(aggregate_call(n) for n in flt.walk()):
             raise positioned("aggregate functions are not allowed in WHERE", flt, sql, Code.INVALID_FUNCTION)
+    shape, extras = window_shape(q.window, source, sql, tz, min_count=2 if streaming else 1)
+    for e in extras.values():
+        _check_columns(e, source, sql)
+        if any(aggregate_call(n) for n in e.walk()):
+            raise positioned(
+                "aggregate functions are not allowed in a window condition", e, sql, Code.INVALID_FUNCTION
+            )
+    if ekuiper and flt is not None:
+        extras["where"] = flt  # eKuiper: WHERE runs after windowing (seed 003, "Filter Window Inputs")
+        flt = None
 
     groups: list[GroupColumn] = []
-    for i, p in enumerate(q.partition_by):
-        _check_columns(p.expr, source, sql)
-        display = p.alias or (p.expr.name if isinstance(p.expr, exp.Column) else p.text)
-        gtype = source.columns[p.expr.name.lower()][1] if isinstance(p.expr, exp.Column) else None
-        groups.append(GroupColumn(f"_g{i}", display, p.expr, gtype))
+    for i, (gexpr, alias, text) in enumerate(partition):
+        _check_columns(gexpr, source, sql)
+        display = alias or (gexpr.name if isinstance(gexpr, exp.Column) else text)
+        gtype = source.columns[gexpr.name.lower()][1] if isinstance(gexpr, exp.Column) else None
+        groups.append(GroupColumn(f"_g{i}", display, gexpr, gtype))
 
     inputs: dict[str, exp.Expr] = {}
     aggs: list[AggSpec] = []
     agg_by_key: dict[str, str] = {}
+    having = sel.args.get("having")
+    order_clause = sel.args.get("order")
+    row_mode = ekuiper and not any(
+        aggregate_call(n)
+        for part in [*sel.expressions, *([having] if having is not None else [])]
+        for n in part.walk()
+    )
+
+    def input_for(e: exp.Expr) -> str:
+        e_sql = e.sql()
+        name = next((k for k, v in inputs.items() if v.sql() == e_sql), None)
+        if name is None:
+            name = f"_i{len(inputs)}"
+            inputs[name] = e.copy()
+        return name
 
     def rewrite(node: exp.Expr) -> exp.Expr:
         """Stage-3 form of a select-list / HAVING / ORDER BY expression."""
@@ -273,6 +483,15 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
                     sql,
                     Code.INVALID_FUNCTION,
                 )
+            if name in EKUIPER_PSEUDO and not (isinstance(n, exp.Anonymous) and n.expressions):
+                if not ekuiper:
+                    raise positioned(
+                        f"{name}() belongs to eKuiper windows; use {EKUIPER_PSEUDO[name]}",
+                        n,
+                        sql,
+                        Code.INVALID_FUNCTION,
+                    )
+                return exp.column(EKUIPER_PSEUDO[name], quoted=True)
             call = aggregate_call(n)
             if call is not None:
                 fname, arg = call
@@ -284,13 +503,7 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
                     _check_columns(arg, source, sql)
                 key = f"{fname}:{arg.sql() if arg is not None else '*'}"
                 if key not in agg_by_key:
-                    in_name = None
-                    if arg is not None:
-                        arg_sql = arg.sql()
-                        in_name = next((k for k, v in inputs.items() if v.sql() == arg_sql), None)
-                        if in_name is None:
-                            in_name = f"_i{len(inputs)}"
-                            inputs[in_name] = arg.copy()
+                    in_name = input_for(arg) if arg is not None else None
                     a_name = f"_a{len(aggs)}"
                     aggs.append(AggSpec(fname, in_name, a_name))
                     agg_by_key[key] = a_name
@@ -304,9 +517,12 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
                         isinstance(g.expr, exp.Column) and g.expr.name.lower() == low
                     ):
                         return exp.column(g.name, quoted=True)
+                if row_mode and (low in source.columns or low in PSEUDO_TS):
+                    return exp.column(input_for(n), quoted=True)
                 if low in source.columns or low in PSEUDO_TS:
                     raise positioned(
-                        f"column {n.name} must be used in an aggregate function or listed in PARTITION BY",
+                        f"column {n.name} must be used in an aggregate function or listed in "
+                        + ("GROUP BY" if ekuiper else "PARTITION BY"),
                         n,
                         sql,
                         Code.INVALID_COLUMN,
@@ -323,7 +539,13 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
     texts = q.item_texts
     for i, item in enumerate(sel.expressions):
         if isinstance(item, exp.Star):
-            raise positioned("SELECT * cannot be used with a window clause", item, sql, Code.INVALID_WINDOW)
+            if not row_mode:
+                raise positioned(
+                    "SELECT * cannot be used with a window clause", item, sql, Code.INVALID_WINDOW
+                )
+            for c in source.storage.columns:
+                items.append((c.name, rewrite(exp.column(c.name))))
+            continue
         alias = item.alias if isinstance(item, exp.Alias) else None
         inner = item.this if isinstance(item, exp.Alias) else item
         if alias:
@@ -333,12 +555,12 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
         else:
             name = texts[i] if i < len(texts) else inner.sql()
         items.append((name, rewrite(inner)))
-    having = sel.args.get("having")
-    order_clause = sel.args.get("order")
     order = [
         exp.Ordered(this=rewrite(o.this), desc=o.args.get("desc"))
         for o in (order_clause.expressions if order_clause is not None else [])
     ]
+    if row_mode:
+        aggs = [AggSpec(ROWS, None, "_rows", columns=tuple(inputs))]
     limit, offset = _limit(sel)
     return WindowPlan(
         source,
@@ -353,6 +575,9 @@ def plan_window(q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool
         order,
         limit,
         offset,
+        extras=extras,
+        row_mode=row_mode,
+        shape=shape,
     )
 
 

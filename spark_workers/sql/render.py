@@ -239,6 +239,8 @@ def legacy_options_sql(o: ast.LegacyStreamOptions) -> str:
         parts.append(f"FILL_HISTORY {o.fill_history}" + (" ASYNC" if o.fill_history_async else ""))
     if o.ignore_update is not None:
         parts.append(f"IGNORE UPDATE {o.ignore_update}")
+    if o.event_time is not None:
+        parts.append(f"EVENT_TIME {o.event_time}")
     return " ".join(parts)
 
 

@@ -16,7 +16,8 @@ from sqlglot import exp
 
 from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
-from spark_workers.engine.stream import WindowResults, window_aggregate
+from spark_workers.engine.shape import batch_windows
+from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.duck import DuckSession, quote
@@ -214,16 +215,33 @@ def _result_columns(result: pa.Table, names: list[str] | None, sources: list[Sou
 # ---------------------------------------------------------------------- window queries
 
 
-def stage1_sql(plan: WindowPlan, view: str, backend: str, tz: str, passthrough: tuple[str, ...] = ()) -> str:
-    """SQL of stage 1 over ``view`` (DuckDB), carrying ``passthrough`` columns along."""
+AT_FACTOR = {"ms": 1, "us": 1_000, "ns": 1_000_000}  # ``_at`` (epoch ms) -> precision units
+
+
+def stage1_sql(
+    plan: WindowPlan,
+    view: str,
+    backend: str,
+    tz: str,
+    passthrough: tuple[str, ...] = (),
+    *,
+    processing_time: bool = False,
+) -> str:
+    """SQL of stage 1 over ``view`` (DuckDB), carrying ``passthrough`` columns along; with
+    ``processing_time`` the window time ``_ts`` is the arrival time ``_at`` (change rows only)."""
     scope = plan.source.scope(tz)
     ts_col = quote(plan.source.table.columns[0].name)
     cols = []
     for g in plan.groups:
         cols.append(f"{to_sql(g.expr, backend, scope)} AS {quote(g.name)}")
-    cols.append(f'{EPOCH_FN[plan.source.db.precision]}({ts_col}) AS "_ts"')
+    if processing_time:
+        cols.append(f'CAST("_at" * {AT_FACTOR[plan.source.db.precision]} AS BIGINT) AS "_ts"')
+    else:
+        cols.append(f'{EPOCH_FN[plan.source.db.precision]}({ts_col}) AS "_ts"')
     for name, e in plan.inputs.items():
         cols.append(f"{to_sql(e, backend, scope)} AS {quote(name)}")
+    for key, col in plan.extra_columns:
+        cols.append(f"{to_sql(plan.extras[key], backend, scope)} AS {quote(col)}")
     cols += [quote(p) for p in passthrough]
     where = f" WHERE {to_sql(plan.filter, backend, scope)}" if plan.filter is not None else ""
     return f"SELECT {', '.join(cols)} FROM {view}{where}"
@@ -236,11 +254,14 @@ def rows_from_stage1(plan: WindowPlan, t: pa.Table) -> tuple[RowBatch, dict[str,
     gkeys, gvalues = group_keys(gcols, t.num_rows)
     ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
     inputs = {name: column_arrays(t.column(name)) for name in plan.inputs}
+    extra = {key: column_arrays(t.column(col)) for key, col in plan.extra_columns}
     aggs = [
-        AggSpec(a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int")
+        AggSpec(
+            a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int", a.columns
+        )
         for a in plan.aggs
     ]
-    return RowBatch(gkeys, ts, inputs), gvalues, aggs
+    return RowBatch(gkeys, ts, inputs, extra=extra), gvalues, aggs
 
 
 def results_table(
@@ -268,12 +289,35 @@ def results_table(
     cols["_wstart"] = pa.array(res.wstart * mult, pa.int64()).cast(ts_type)
     cols["_wend"] = pa.array(res.wend * mult, pa.int64()).cast(ts_type)
     cols["_wduration"] = pa.array(res.wend - res.wstart, pa.int64())
+    if plan.row_mode:
+        return explode_rows(pa.table(cols), list(res.values["_rows"][0]), plan, input_types)
     for a in aggs:
         in_t = input_types.get(a.input) if a.input else None
         typ = result_arrow_type(a, in_t)
         values, valid = res.values[a.name]
         cols[a.name] = to_arrow(values, valid, typ)
     return pa.table(cols)
+
+
+def explode_rows(
+    windows: pa.Table, rows: list[list[Any]], plan: WindowPlan, input_types: dict[str, pa.DataType]
+) -> pa.Table:
+    """Row mode (eKuiper windows without aggregates, seed 003): one stage-3 row per collected row
+    of each window: the window's columns repeated, the row's inputs ``_i*``, and ``_rn`` (order
+    inside the window).
+
+    Args:
+        windows: one row per window (group columns, ``_wstart``, ``_wend``, ``_wduration``, ...).
+        rows: per window, its rows as ``(ts, input values...)`` in input order.
+    """
+    counts = [len(r) for r in rows]
+    take = pa.array(np.repeat(np.arange(len(rows), dtype=np.int64), counts))
+    out = windows.take(take)
+    flat = [row for r in rows for row in r]
+    for j, name in enumerate(plan.inputs):
+        out = out.append_column(name, pa.array([row[j + 1] for row in flat], input_types[name]))
+    rn = [k for c in counts for k in range(c)]
+    return out.append_column("_rn", pa.array(rn, pa.int64()))
 
 
 def stage3_sql(
@@ -292,6 +336,8 @@ def stage3_sql(
     order = [f"{to_sql(o.this, 'duckdb', scope)}{' DESC' if o.args.get('desc') else ''}" for o in plan.order]
     if not order:
         order = [quote(g.name) for g in plan.groups] + ['"_wstart"']
+        if plan.row_mode:
+            order.append('"_rn"')
     sql += " ORDER BY " + ", ".join(order)
     if plan.limit is not None:
         sql += f" LIMIT {plan.limit}"
@@ -316,8 +362,8 @@ def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Ex
     view = sel.args["from_"].this.name if sel.args.get("from_") else None
     if view is None:
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
-    plan = plan_window(q, src, sql)
-    assigner = plan.assigner()
+    plan = plan_window(q, src, sql, tz=ex.tz)
+    assert plan.shape is not None
     try:
         t1 = duck.query(stage1_sql(plan, view, "duckdb", ex.tz))
     except SqlError:
@@ -325,7 +371,7 @@ def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Ex
     except Exception as e:
         raise SqlError(_duck_message(e), sql=sql, code=Code.INVALID_OPERATION) from None
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
-    res = window_aggregate(assigner, aggs, rows)
+    res = batch_windows(plan.shape, aggs, rows)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
     group_types = [t1.schema.field(g.name).type for g in plan.groups]
     table = results_table(plan, res, gvalues, aggs, input_types, group_types)
@@ -356,12 +402,16 @@ def empty_stage_types(
         np.empty(0, np.int64),
         {a.name: (np.empty(0, _np_dtype(a, input_types)), np.empty(0, bool)) for a in aggs},
     )
+    if plan.row_mode:
+        empty.values["_rows"] = (np.empty(0, object), np.empty(0, bool))
     table = results_table(plan, empty, gvalues, aggs, input_types, group_types)
     out = duck.query(stage3_sql(plan, duck.register_arrow(table), tz))
     return input_types, group_types, aggs, out.schema
 
 
 def _np_dtype(a: AggSpec, input_types: dict[str, pa.DataType]) -> Any:
+    if a.func == "rows":
+        return object
     if a.func in ("count",):
         return np.int64
     if a.func in ("avg", "spread", "stddev"):

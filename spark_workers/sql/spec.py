@@ -53,6 +53,7 @@ class OptionsSpec:
     delete_mark: str | None = None
     fill_history: bool = False
     fill_history_async: bool = False
+    event_time: bool = True  # tdweb: False = processing time (eKuiper's mode, seed 003)
     # 3.3.7 STREAM_OPTIONS (seed 002); unused by legacy streams
     expired_time: str | None = None
     ignore_disorder: bool = False

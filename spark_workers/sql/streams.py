@@ -26,8 +26,8 @@ from sqlglot import exp
 
 from spark_workers.duration import Duration
 from spark_workers.engine.aggregates import AggSpec
+from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.stream import TEN_YEARS_MS, StreamRules
-from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.sql import ast
@@ -50,7 +50,10 @@ if TYPE_CHECKING:
     from spark_workers.sql.executor import Executor
 
 GROUP_ID_TAG = "groupId"
-TRIGGERS_SUPPORTED = ("AT_ONCE", "WINDOW_CLOSE")
+TRIGGERS = ("AT_ONCE", "WINDOW_CLOSE", "MAX_DELAY", "FORCE_WINDOW_CLOSE", "CONTINUOUS_WINDOW_CLOSE")
+MAX_DELAY_MIN = Duration(5, "s")  # legacy syntax (ARCHITECTURE.md decisions)
+DEFAULT_RECALCULATE = Duration(60, "m")  # CONTINUOUS_WINDOW_CLOSE without RECALCULATE (seed 000)
+FILL_HISTORY_MAX_WINDOWS = 20_000_000  # seed 000 "FILL_HISTORY"
 MAX_CONVERTIBLE_LENGTH = 4096
 
 
@@ -81,7 +84,7 @@ class CompiledStream:
     spec: StreamSpec
     source: Source
     plan: WindowPlan
-    assigner: IntervalAssigner
+    shape: WindowShape
     aggs: list[AggSpec]
     rules: StreamRules
     input_types: dict[str, pa.DataType]
@@ -115,6 +118,7 @@ def _dur(d: Duration | None) -> str | None:
 
 
 def _trigger_of(q: ast.SelectQuery) -> dict[str, Any]:
+    """The window clause as StreamSpec JSON (durations and expressions as written)."""
     w = q.window
     if isinstance(w, ast.IntervalWindow):
         return {
@@ -123,9 +127,32 @@ def _trigger_of(q: ast.SelectQuery) -> dict[str, Any]:
             "offset": _dur(w.offset),
             "sliding": _dur(w.sliding),
         }
-    if w is None:
-        return {"type": "none"}
-    return {"type": w.kind}
+    if isinstance(w, ast.SessionWindow):
+        return {"type": "session", "ts_column": w.ts_column, "tolerance": str(w.gap)}
+    if isinstance(w, ast.StateWindow):
+        return {"type": "state", "column": expr_sql(w.expr)}
+    if isinstance(w, ast.EventWindow):
+        return {"type": "event", "start": expr_sql(w.start), "end": expr_sql(w.end)}
+    if isinstance(w, ast.CountWindow):
+        return {"type": "count", "count": w.count, "sliding": w.sliding, "columns": list(w.columns)}
+    if isinstance(w, ast.EkuiperWindow):
+        return {
+            "type": "ekuiper",
+            "function": w.function,
+            "unit": w.unit,
+            "args": list(w.args),
+            "filter": expr_sql(w.filter) if w.filter is not None else None,
+            "over_when": expr_sql(w.over_when) if w.over_when is not None else None,
+        }
+    return {"type": "none"}
+
+
+def notification_window_kind(spec: StreamSpec) -> str:
+    """The window type notifications name (seed 000 "windowType"; ARCHITECTURE triggerType)."""
+    t = spec.trigger.get("type", "interval")
+    if t != "ekuiper":
+        return str(t)
+    return {"session": "session", "count": "count"}.get(str(spec.trigger.get("function")), "interval")
 
 
 def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> StreamSpec:
@@ -156,6 +183,7 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
         delete_mark=_dur(o.delete_mark),
         fill_history=bool(o.fill_history or 0),
         fill_history_async=o.fill_history_async,
+        event_time=bool(1 if o.event_time is None else o.event_time),
     )
     notify = None
     if s.notify is not None:
@@ -194,26 +222,52 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     )
 
 
-def _validate_options(spec: StreamSpec, sql: str) -> None:
+def _validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | None = None) -> None:
+    """The trigger modes' constraints (seed 000 "Stream Computing Trigger Modes"): MAX_DELAY at
+    least 5 s; FORCE_WINDOW_CLOSE only for INTERVAL without SLIDING, with FILL_HISTORY 0,
+    IGNORE EXPIRED 1 and IGNORE UPDATE 1; CONTINUOUS_WINDOW_CLOSE only for INTERVAL."""
     o = spec.options
-    if o.trigger not in TRIGGERS_SUPPORTED:
-        raise SqlError(
-            f"TRIGGER {o.trigger} is not supported yet; use AT_ONCE or WINDOW_CLOSE",
-            sql=sql,
-            code=Code.NOT_SUPPORTED,
-        )
-    if spec.trigger.get("type") != "interval":
-        raise SqlError(
-            f"{spec.trigger.get('type')} windows in streams are not supported yet; use INTERVAL",
-            sql=sql,
-            code=Code.NOT_SUPPORTED,
-        )
+    spans = spans or {}
+
+    def err(message: str, key: str | None = None, code: int = Code.INVALID_OPERATION) -> SqlError:
+        sp = spans.get(key or "") or spans.get("trigger")
+        return SqlError(message, sql=sql, offset=sp.start if sp else None, code=code)
+
+    if o.trigger not in TRIGGERS:
+        raise err(f"unknown TRIGGER {o.trigger}: use one of {', '.join(TRIGGERS)}", "trigger")
+    kind = spec.trigger.get("type")
+    legacy_interval = kind == "interval"
+    if o.trigger == "MAX_DELAY":
+        if o.max_delay is None:
+            raise err("TRIGGER MAX_DELAY needs a time, e.g. MAX_DELAY 10s", "max_delay")
+        d = Duration.parse(o.max_delay)
+        if d.is_calendar or d.ns < MAX_DELAY_MIN.ns:
+            raise err(f"MAX_DELAY must be at least {MAX_DELAY_MIN} (seed 000), got {d}", "max_delay")
+    if o.trigger == "FORCE_WINDOW_CLOSE":
+        sliding = spec.trigger.get("sliding")
+        if not legacy_interval or (sliding is not None and sliding != spec.trigger.get("interval")):
+            raise err("TRIGGER FORCE_WINDOW_CLOSE supports only INTERVAL windows without SLIDING (seed 000)")
+        if o.fill_history:
+            raise err("TRIGGER FORCE_WINDOW_CLOSE needs FILL_HISTORY 0 (seed 000)", "fill_history")
+        if not o.ignore_expired:
+            raise err("TRIGGER FORCE_WINDOW_CLOSE needs IGNORE EXPIRED 1 (seed 000)", "ignore_expired")
+        if not o.ignore_update:
+            raise err("TRIGGER FORCE_WINDOW_CLOSE needs IGNORE UPDATE 1 (seed 000)", "ignore_update")
+    if o.trigger == "CONTINUOUS_WINDOW_CLOSE":
+        if not legacy_interval:
+            raise err("TRIGGER CONTINUOUS_WINDOW_CLOSE supports only INTERVAL windows (seed 000)")
+        if o.recalculate is not None:
+            r = Duration.parse(o.recalculate)
+            if r.is_calendar or r.value <= 0:
+                raise err("RECALCULATE must be a positive fixed duration", "recalculate")
+    elif o.recalculate is not None:
+        raise err("RECALCULATE belongs to TRIGGER CONTINUOUS_WINDOW_CLOSE", "recalculate")
+    if kind in (None, "none"):
+        raise err("a stream's query needs a window clause", code=Code.INVALID_STREAM_QUERY)
     for name in ("watermark", "delete_mark"):
         v = getattr(o, name)
         if v is not None and (Duration.parse(v).is_calendar or Duration.parse(v).value < 0):
-            raise SqlError(
-                f"{name.upper()} must be a non-negative fixed duration", sql=sql, code=Code.INVALID_OPERATION
-            )
+            raise err(f"{name.upper()} must be a non-negative fixed duration", name)
     if spec.notify is not None:
         for url in spec.notify.urls:
             if not (url.startswith("ws://") or url.startswith("wss://")):
@@ -248,8 +302,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     q = stmt.query
     assert spec.source is not None and spec.output is not None
     src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
-    plan = plan_window(q, src, sql, streaming=True)
-    assigner = plan.assigner()
+    plan = plan_window(q, src, sql, streaming=True, tz=tz)
+    assert plan.shape is not None
     precision = src.db.precision
     with DuckSession(lake) as duck:
         from spark_workers.sql.select import empty_stage_types
@@ -295,6 +349,10 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         notify_open="WINDOW_OPEN" in events,
         notify_close="WINDOW_CLOSE" in events,
         notify_history=bool(spec.notify.history) if spec.notify else False,
+        max_delay=dur(o.max_delay, 0),
+        processing_time=not o.event_time,
+        late_by_watermark=plan.shape.ekuiper,
+        recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
     )
     subtable_expr = None
     if spec.output.subtable:
@@ -305,7 +363,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         spec,
         src,
         plan,
-        assigner,
+        plan.shape,
         aggs,
         rules,
         input_types,
@@ -428,7 +486,7 @@ def validate_stream(
     compiling the subquery.
     """
     spec = legacy_spec(s, sql, default_db)
-    _validate_options(spec, sql)
+    _validate_options(spec, sql, s.options.spans)
     try:
         return spec, compile_stream(spec, lake, tz)
     except SqlError as e:
@@ -468,8 +526,49 @@ def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
                 sql=sql,
                 code=Code.STREAM_OUTPUT_CONFLICT,
             )
-    ensure_output_table(compiled, ex.lake, sql=sql)
     version = ex.lake.version(spec.source.db, compiled.source.storage.name)
+    if spec.options.fill_history:
+        _check_history_windows(compiled, ex.lake, version, sql, s.options.spans.get("fill_history"))
+    ensure_output_table(compiled, ex.lake, sql=sql)
     ex.registry.create(
         spec, start_version=version, history_version=version if spec.options.fill_history else None
     )
+
+
+def history_window_estimate(c: CompiledStream, lake: Any, version: int) -> int | None:
+    """Upper bound of the windows FILL_HISTORY computes: INTERVAL windows spanning the history's
+    time range (per partition), COUNT windows over its rows; None where no bound is known before
+    computing (data-defined windows)."""
+    db = c.source.db
+    buckets = lake.buckets(db.name, c.source.storage.name, version)
+    if not buckets:
+        return 0
+    rows = sum(n for _, n in buckets)
+    span_unit = db.duration.in_precision(db.precision)
+    lo, hi = buckets[0][0] * span_unit, (buckets[-1][0] + 1) * span_unit
+    groups = 1
+    if c.plan.groups and c.source.table.kind == "super":
+        groups = max(1, len(lake.catalog.tables(db.name, kinds=("sub",), stable=c.source.storage.name)))
+    sh = c.shape
+    if sh.kind == "interval":
+        step = sh.step or sh.size
+        return groups * ((hi - lo) // step + -(-sh.size // step))
+    if sh.kind in ("count", "ek_count"):
+        return rows // (sh.step or sh.size) + groups
+    return None
+
+
+def _check_history_windows(
+    c: CompiledStream, lake: Any, version: int, sql: str, span: ast.Span | None
+) -> None:
+    """Seed 000: "The maximum number of windows for processing historical data is 20 million,
+    exceeding this limit will result in an error"."""
+    n = history_window_estimate(c, lake, version)
+    if n is not None and n > FILL_HISTORY_MAX_WINDOWS:
+        raise SqlError(
+            f"FILL_HISTORY would compute up to {n:,} windows; the limit is {FILL_HISTORY_MAX_WINDOWS:,} "
+            "(seed 000): narrow the history with WHERE ts >= ... or use a larger window",
+            sql=sql,
+            offset=span.start if span else None,
+            code=Code.INVALID_OPERATION,
+        )

@@ -7,7 +7,9 @@ rewrites what differs from standard SQL, then lets sqlglot generate the backend'
 - timestamp comparisons with integer literals (epoch in the database precision) or string literals
   (read in ``TDWEB_TIMEZONE``) -> exact UTC timestamp literals;
 - TDengine functions with other names or semantics (``spread``, ``stddev`` (population),
-  ``first``/``last``/``last_row`` (by timestamp), ``timetruncate``, ``to_iso8601``, ``today``...).
+  ``first``/``last``/``last_row`` (by timestamp)); single-row functions (math, string, conversion,
+  time: ``timetruncate``, ``to_iso8601``, ``today``...) through the catalog in
+  :mod:`spark_workers.sql.functions`.
 
 Both backends see TIMESTAMP columns as UTC timestamps with microsecond resolution.
 """
@@ -21,6 +23,7 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
+from spark_workers.sql import functions
 from spark_workers.tdtypes import TdType
 
 BACKENDS = ("duckdb", "spark")
@@ -139,6 +142,8 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
         if isinstance(node, exp.Interval):
             _interval_check(node)
             return node
+        if functions.lookup(node) is not None:  # single-row functions, ``%`` included (MOD)
+            return functions.rewrite(node, backend, scope, lambda arg: arg.transform(visit, copy=False))
         name = func_name(node)
         if name is None:
             return node
@@ -172,36 +177,6 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
                 this=call,
                 expression=exp.Where(this=exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))),
             )
-        if name == "today" and not (args or []):
-            return exp.Cast(this=exp.CurrentDate(), to=exp.DataType.build("TIMESTAMPTZ"))
-        if name == "timetruncate" and args and len(args) >= 2:
-            unit = args[1]
-            raw = unit.meta.get("td_duration") if isinstance(unit, exp.Interval) else None
-            if raw is None:
-                raise SqlError(
-                    "timetruncate() needs a duration literal such as 1h", code=Code.INVALID_FUNCTION
-                )
-            size_us = Duration.parse(raw).ns // 1000
-            if backend == "duckdb":
-                return exp.Anonymous(this="time_bucket", expressions=[unit, args[0]])
-            micros = exp.Anonymous(this="unix_micros", expressions=[args[0]])
-            bucket = exp.Mul(
-                this=exp.Anonymous(
-                    this="floor", expressions=[exp.Div(this=micros, expression=exp.Literal.number(size_us))]
-                ),
-                expression=exp.Literal.number(size_us),
-            )
-            return exp.Anonymous(this="timestamp_micros", expressions=[bucket])
-        if name == "to_iso8601" and args:
-            if backend == "duckdb":
-                return exp.Anonymous(
-                    this="strftime", expressions=[args[0], exp.Literal.string("%Y-%m-%dT%H:%M:%S.%g%z")]
-                )
-            return exp.Anonymous(
-                this="date_format", expressions=[args[0], exp.Literal.string("yyyy-MM-dd'T'HH:mm:ss.SSSXXX")]
-            )
-        if name == "to_unixtimestamp" and args:
-            return exp.Cast(this=args[0], to=exp.DataType.build("TIMESTAMPTZ"))
         return node
 
     return expr.transform(visit, copy=False)

@@ -24,6 +24,7 @@ import pytest
 from spark_workers.engine.aggregates import AggSpec
 from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch
 from spark_workers.engine.segments import (
+    RETAIN_BOUNDS,
     RETAIN_CLOSED,
     SegmentEngine,
     SegmentSpec,
@@ -425,14 +426,27 @@ def test_at_once_late_row_beyond_delete_mark_is_dropped():
     assert h.rows("[]", "cnt") == [(0, 1), (450, 1), (500, 1)]
 
 
-def test_changes_older_than_every_retained_window_are_dropped():
-    h = Harness(SegmentSpec("count", count=1 + 1), StreamRules(mode="AT_ONCE"))
-    h.feed([ins(t, a=1) for t in range(0, 2 * (RETAIN_CLOSED + 10), 1)])
+def test_changes_older_than_every_known_window_are_dropped():
+    h = Harness(SegmentSpec("count", count=2), StreamRules(mode="AT_ONCE"))
+    h.feed([ins(t, a=1) for t in range(0, 2 * (RETAIN_CLOSED + RETAIN_BOUNDS + 10))])
     assert h.state.groups[0].evicted
     before = dict(h.table)
     out = h.feed([dele(0)])
     assert out.stats["rows_expired"] == 0 and out.stats["recalculated"] == 0
     assert h.table == before
+
+
+def test_late_row_far_behind_the_retained_windows_uses_their_bounds():
+    # STATE_WINDOW over 200 windows; a late row splits window 10 (long evicted from the full list)
+    h = Harness(SegmentSpec("state"), StreamRules(mode="AT_ONCE"), state_of("c"))
+    h.feed([ins(t * 10, a=1, c=(t // 3) % 2) for t in range(600)])
+    grp = h.state.groups[0]
+    assert len(grp.windows) <= RETAIN_CLOSED + 1 and grp.bounds.shape[0] > 150 and not grp.evicted
+    h.feed([ins(301, a=5, c=7)])  # inside window [300, 320] (c = 0): splits it in two
+    rows = [(t, row) for (_, t), row in h.lake.rows.items()]
+    want = reference(SegmentSpec("state"), rows, state_of("c"))
+    got = {w: {k: v[k] for k in ("cnt", "sa", "mxa")} for (_, w), v in h.table.items()}
+    assert got == want and got[301] == {"cnt": 1, "sa": 5, "mxa": 5}
 
 
 def test_where_filtered_rows_advance_time_but_join_no_window():

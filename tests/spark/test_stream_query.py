@@ -196,3 +196,78 @@ def test_notifications_reach_a_websocket_server(spark, env):
         assert all(m["streams"][0]["streamName"] == "s_note" and m["messageId"] for m in received)
     finally:
         server.shutdown()
+
+
+def test_data_defined_windows_in_spark_match_the_batch_queries(spark, env):
+    """SESSION, STATE_WINDOW, EVENT_WINDOW and COUNT_WINDOW streams (AT_ONCE) over history and
+    live rows, with a late row, equal the interactive queries of the same SQL."""
+    for q in SETUP:
+        env.sql(q, "d1")
+    rows = []
+    for i in range(240):
+        ts = 1_700_000_000_000 + i * 60_000 + (0 if i % 50 else 3_600_000 * (i // 50))
+        rows.append(
+            f"a1 values ({ts}, {i % 4}, {(i // 6) % 3}) b1 values ({ts + 7}, {i % 5}, {(i // 9) % 2})"
+        )
+    env.sql("insert into " + " ".join(rows[:120]), "d1")
+    bodies = {
+        "s_sess": "select _wstart, _wend, count(*) n, sum(v) sv from st partition by tbname session(ts, 2m)",
+        "s_state": "select _wstart, count(*) n, max(v) mv from st partition by tbname state_window(k)",
+        "s_event": "select _wstart, count(*) n, sum(k) sk from st partition by tbname "
+        "event_window start with v = 0 end with v >= 3",
+        "s_count": "select _wstart, count(*) n, sum(v) sv from st partition by tbname count_window(7, 3)",
+    }
+    for name, body in bodies.items():
+        env.sql(f"create stream {name} trigger at_once fill_history 1 into o_{name} as {body}", "d1")
+        env.start(spark, name)
+    for chunk in range(120, 240, 40):
+        env.sql("insert into " + " ".join(rows[chunk : chunk + 40]), "d1")
+    env.sql("insert into a1 values (1700000030000, 0, 2)", "d1")  # late: splits/merges windows
+    for name, body in bodies.items():
+        # the output subtables are named after the groups: compare the rows of all groups
+        want = sorted(tuple(r) for r in env.sql(body, "d1").rows)
+        cols = ", ".join(c.split()[-1] for c in body.split(" from ")[0][7:].split(", "))
+
+        def same(got: list, want: list = want) -> bool:
+            return sorted(tuple(r) for r in got) == want
+
+        env.wait_rows(f"select {cols} from o_{name}", "d1", same)
+
+
+def test_ekuiper_windows_and_timers_in_spark(spark, env):
+    """eKuiper tumbling (rows without aggregates) and session windows, and a MAX_DELAY stream
+    whose open window is written by the processing-time timer without any new data."""
+    env.sql("create database e1", None)
+    env.sql("create table m (ts timestamp, temp double, hum bigint)", "e1")
+    env.sql(
+        "create stream s_tumble trigger window_close watermark 1s into o_tumble as "
+        "select window_start() ws, temp, ts from m where hum > 2 group by tumblingwindow(ss, 1)",
+        "e1",
+    )
+    env.sql(
+        "create stream s_ses trigger window_close into o_ses as "
+        "select window_start() ws, count(*) n, sum(temp) st from m group by sessionwindow(ss, 10, 2)",
+        "e1",
+    )
+    env.sql(
+        "create stream s_delay trigger max_delay 5s into o_delay as "
+        "select _wstart, count(*) n from m interval(1h)",
+        "e1",
+    )
+    for name in ("s_tumble", "s_ses", "s_delay"):
+        env.start(spark, name)
+    t0 = 1_541_152_486_000
+    for i, (dt, temp, hum) in enumerate([(13, 25.5, 3), (632, 26.0, 1), (1_900, 27.0, 5), (5_100, 28.0, 4)]):
+        env.sql(f"insert into m values ({t0 + dt}, {temp}, {hum})", "e1")
+        if i == 0:
+            time.sleep(1)
+    # tumbling: windows [486, 487) and [487, 488) are closed by 491.1 - 1 s; rows with hum > 2
+    got = env.wait_rows("select ws, temp from o_tumble", "e1", lambda r: len(r) >= 2)
+    assert sorted(r[1] for r in got) == [25.5, 27.0]
+    assert min(r[0] for r in got) == t0 + 13  # eKuiper: the first window starts at the first event
+    # session: 486.013, 486.632, 487.9 (gaps < 2 s), then 491.1 (gap 3.2 s) closes the first
+    got = env.wait_rows("select ws, n, st from o_ses", "e1", lambda r: len(r) >= 1)
+    assert got[0][1:] == [3, 78.5]
+    # MAX_DELAY: the hour window never closes; the timer writes it about 5 s after its changes
+    got = env.wait_rows("select _wstart, n from o_delay", "e1", lambda r: r and r[0][1] == 4, timeout=60)
+    assert got[0][0] == (t0 // 3_600_000) * 3_600_000
