@@ -241,6 +241,8 @@ class Launcher:
             stop["flag"] = True
 
         signal.signal(signal.SIGTERM, handler)
+        # also when started in the background, where a shell leaves SIGINT ignored
+        signal.signal(signal.SIGINT, handler)
         try:
             while not stop["flag"]:
                 self.check_alive()

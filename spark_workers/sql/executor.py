@@ -667,7 +667,7 @@ class Executor:
     def _do_CreateStream337(self, s: ast.CreateStream337, sql: str) -> ResultSet:
         raise SqlError(
             "TDengine 3.3.7 stream syntax is not supported yet; use the legacy syntax "
-            "(CREATE STREAM s [TRIGGER ...] INTO stb AS SELECT ... INTERVAL(...))",
+            "(CREATE STREAM s [TRIGGER ...] INTO stb AS SELECT ... FROM t <window clause>)",
             sql=sql,
             offset=0,
             code=Code.NOT_SUPPORTED,

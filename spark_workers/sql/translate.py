@@ -144,6 +144,11 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
             return node
         if functions.lookup(node) is not None:  # single-row functions, ``%`` included (MOD)
             return functions.rewrite(node, backend, scope, lambda arg: arg.transform(visit, copy=False))
+        if isinstance(node, exp.Div) and not node.meta.get("td_safe"):
+            # division by zero is NULL on both backends (Spark's ANSI mode would fail a stream)
+            node.meta["td_safe"] = True
+            node.set("expression", exp.Nullif(this=node.expression, expression=exp.Literal.number(0)))
+            return node
         name = func_name(node)
         if name is None:
             return node
@@ -158,6 +163,8 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
                 raise SqlError(f"{name}() needs one column argument", code=Code.INVALID_FUNCTION)
             ts = exp.column(scope.ts_column, quoted=True)
             fn = "arg_min" if name == "first" else "arg_max"
+            if name == "last_row":
+                fn = "arg_max_null"  # DuckDB's arg_max skips NULL values; last_row keeps them
             if backend == "spark":
                 fn = "min_by" if name == "first" else "max_by"
             # order by (ts, value): rows at the same instant pick the smaller (first) or larger

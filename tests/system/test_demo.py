@@ -1,7 +1,8 @@
 """The main job on real data: ``manage.py demo`` (what ``make demo`` runs).
 
-With the demo running, the ``taosrest`` client reads ``air.pm25_daily``: one row per closed UTC day
-per station, equal to an independent pandas computation over the CSVs. ``--once`` exits 0 after
+With the demo running, the ``taosrest`` client reads ``air.pm25_daily`` (one row per closed UTC day
+per station) and the STATE_WINDOW, SESSION and COUNT_WINDOW streams' tables, each equal to an
+independent pandas computation over the CSVs (``demo_reference``). ``--once`` exits 0 after
 printing the summary table.
 """
 
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.system import demo_reference as dref
 from tests.system.conftest import REDIS, flush_redis, free_port, system_env, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -103,6 +105,36 @@ def test_demo_running_serves_daily_averages_equal_to_pandas(tmp_path: Path) -> N
             assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-12), col
         six = client.sql("SELECT count(*) FROM air.pm25_6h")["data"][0][0]
         assert six == 12 * 36  # the closed 6-hour windows of the replayed days
+
+        def table(sql: str) -> pd.DataFrame:
+            r = client.sql(sql)
+            t = pd.DataFrame(r["data"], columns=[m[0] for m in r["column_meta"]])
+            for c in ("wstart", "wend"):
+                t[c] = pd.to_datetime(t[c], utc=True).astype("int64") // 1_000_000
+            return t
+
+        d = dref.raw()
+        dref.compare(
+            table("SELECT station, wstart, wend, wd, n, avg_wspm FROM air.wd_states"),
+            dref.wd_states(d),
+            ["station", "wstart"],
+            ["wend", "wd", "n"],
+            ["avg_wspm"],
+        )
+        dref.compare(
+            table("SELECT station, wstart, wend, rain_mm, max_rain, hours FROM air.rain_sessions"),
+            dref.rain_sessions(d),
+            ["station", "wstart"],
+            ["wend", "hours"],
+            ["rain_mm", "max_rain"],
+        )
+        dref.compare(
+            table("SELECT station, wstart, wend, avg_temp, min_temp, max_temp, n FROM air.temp_24h"),
+            dref.temp_24h(d),
+            ["station", "wstart"],
+            ["wend", "n"],
+            ["avg_temp", "min_temp", "max_temp"],
+        )
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=120)
@@ -124,9 +156,13 @@ def test_demo_once_exits_zero_after_printing_the_summary(tmp_path: Path) -> None
     rows = {
         ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
         for ln in lines
-        if ln.startswith("| pm25")
+        if ln.startswith(("| pm25", "| wd_", "| rain_", "| temp_"))
     }
-    assert set(rows) == {"pm25_daily", "pm25_6h_alerts"}
+    assert set(rows) == {"pm25_daily", "pm25_6h_alerts", "wd_states", "rain_sessions", "temp_24h"}
+    d = dref.raw()
+    assert rows["wd_states"][1] == rows["temp_24h"][1] == "420,768"
+    assert rows["rain_sessions"][1] == f"{int((d['rain'] > 0).sum()):,}"  # WHERE rain > 0
+    assert rows["temp_24h"][2] == f"{len(dref.temp_24h(d)):,}"
     assert rows["pm25_daily"][1] == "420,768"  # every row, history and replay
     assert rows["pm25_6h_alerts"][1] == "2,592"  # the replayed rows only (no FILL_HISTORY)
     assert rows["pm25_6h_alerts"][3] == "432"  # one notification per closed 6-hour window
