@@ -247,7 +247,11 @@ def combine(aggs: list[AggSpec], p: Partials) -> Partials:
     n = len(p)
     if n == 0:
         return p
-    order = np.lexsort((p.wkey, p.gid))
+    g0, w0 = p.gid, p.wkey
+    if n > 1 and bool(np.all((g0[1:] > g0[:-1]) | ((g0[1:] == g0[:-1]) & (w0[1:] >= w0[:-1])))):
+        order = np.arange(n)  # already in key order (in-order rows): no sort
+    else:
+        order = np.lexsort((p.wkey, p.gid))
     g, w = p.gid[order], p.wkey[order]
     brk = np.empty(n, bool)
     brk[0] = True

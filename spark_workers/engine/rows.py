@@ -7,6 +7,7 @@ inputs) and by the batch query path from a lake snapshot. No Spark, no pandas re
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,24 @@ CHANGE_CODES = {
 
 
 @dataclass
+class Lifted:
+    """Rows already lifted into partial aggregates (map-side pre-aggregation of INTERVAL streams,
+    ``runtime/premerge.py``): per item its window start, latest row time, whether it carries
+    partials (False: a changed row, only its time counts), the partial fields by
+    ``"<agg>.<field>"`` and the rows it stands for. The batch's ``ts`` holds each item's earliest row time."""
+
+    wkey: np.ndarray
+    tmax: np.ndarray
+    pre: np.ndarray
+    cols: dict[str, np.ndarray]
+    n: np.ndarray  # rows each item stands for (``rows_in``)
+
+    def take(self, idx: np.ndarray) -> Lifted:
+        cols = {k: v[idx] for k, v in self.cols.items()}
+        return Lifted(self.wkey[idx], self.tmax[idx], self.pre[idx], cols, self.n[idx])
+
+
+@dataclass
 class RowBatch:
     """Rows in arrival order.
 
@@ -34,6 +53,8 @@ class RowBatch:
         change: int8 change kind per row (INSERT, UPDATE_PRE, UPDATE_POST, DELETE).
         history: bool per row: the row comes from the FILL_HISTORY snapshot.
         extra: other columns the window type needs (state column, event conditions), by name.
+        lifted: set when the rows are pre-aggregated items (``Lifted``).
+        gcodes: optional ``(codes, keys)`` with ``gkey == keys[codes]`` (saves re-hashing the keys).
     """
 
     gkey: np.ndarray
@@ -42,6 +63,8 @@ class RowBatch:
     change: np.ndarray | None = None
     history: np.ndarray | None = None
     extra: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    lifted: Lifted | None = None
+    gcodes: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return int(self.ts.shape[0])
@@ -66,6 +89,8 @@ class RowBatch:
             None if self.change is None else self.change[idx],
             None if self.history is None else self.history[idx],
             {k: (v[idx], m[idx]) for k, (v, m) in self.extra.items()},
+            None if self.lifted is None else self.lifted.take(idx),
+            None if self.gcodes is None else (self.gcodes[0][idx], self.gcodes[1]),
         )
 
     @staticmethod
@@ -86,6 +111,15 @@ class RowBatch:
             np.concatenate([b.is_history for b in batches]),
             {k: cat([b.extra[k] for b in batches]) for k in first.extra},
         )
+
+
+def group_ids(batch: RowBatch, gids: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Per-row group ids of a batch through a state's ``gids(keys)``: on the distinct keys only when
+    the batch knows its codes (1,000 groups, not 100,000 rows, hashed)."""
+    if batch.gcodes is not None:
+        codes, keys = batch.gcodes
+        return gids(keys)[codes]
+    return gids(batch.gkey)
 
 
 def column_arrays(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +158,17 @@ def kind_of(t: pa.DataType) -> str:
     return "str"
 
 
+def group_codes(
+    columns: list[pa.Array | pa.ChunkedArray], n: int
+) -> tuple[np.ndarray, np.ndarray, dict[str, list]]:
+    """Like ``group_keys`` but also returns per-row codes into the distinct keys:
+    ``(codes, keys, values)`` with ``keys[codes]`` the per-row keys."""
+    if not columns:
+        return np.zeros(n, np.int64), np.array(["[]"], dtype=object), {"[]": []}
+    _per_row, values, codes, keys = _group_keys(columns, n)
+    return codes, keys, values
+
+
 def group_keys(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[np.ndarray, dict[str, list]]:
     """Canonical group keys (compact JSON arrays of the PARTITION BY values) for n rows.
 
@@ -136,6 +181,13 @@ def group_keys(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[np.nd
     """
     if not columns:
         return np.full(n, "[]", dtype=object), {"[]": []}
+    per_row, values, _codes, _keys = _group_keys(columns, n)
+    return per_row, values
+
+
+def _group_keys(
+    columns: list[pa.Array | pa.ChunkedArray], n: int
+) -> tuple[np.ndarray, dict[str, list], np.ndarray, np.ndarray]:
     combined = np.zeros(n, np.int64)
     dictionaries = []
     for col in columns:
@@ -160,4 +212,5 @@ def group_keys(columns: list[pa.Array | pa.ChunkedArray], n: int) -> tuple[np.nd
         k = json.dumps(vals, separators=(",", ":"), ensure_ascii=False, default=str)
         keys.append(k)
         values[k] = vals
-    return np.array(keys, dtype=object)[inv], values
+    karr = np.array(keys, dtype=object)
+    return karr[inv], values, inv.astype(np.int64), karr

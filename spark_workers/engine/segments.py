@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
-from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch
+from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch, group_ids
 from spark_workers.engine.stream import StepOutput, StreamRules, WindowEvent, WindowResults, key_index
 
 KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
@@ -558,7 +558,7 @@ class SegmentEngine:
         }
         touched: list[int] = []
         if n:
-            gid = state.gids(batch.gkey)
+            gid = group_ids(batch, state.gids)
             order = np.argsort(gid, kind="stable")  # group slices, arrival order inside
             gs = gid[order]
             edges = np.append(np.flatnonzero(np.diff(gs)) + 1, n)

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
-from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch
+from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch, group_ids
 from spark_workers.engine.stream import StepOutput, StreamRules, WindowEvent, WindowResults, _ipc, key_index
 
 STATE_FORMAT = 1
@@ -187,7 +187,7 @@ class SlidingEngine:
         }
         history = bool(n) and bool(batch.is_history.all())
         if n:
-            gid = state.gids(batch.gkey)
+            gid = group_ids(batch, state.gids)
             ch = batch.changes
             keep = batch.extra["keep"][0].astype(bool) if "keep" in batch.extra else np.ones(n, bool)
             trig = (

@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
-from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch
+from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch, group_ids
 from spark_workers.engine.windows import IntervalAssigner
 
 STATE_FORMAT = 2
@@ -341,7 +341,7 @@ class IntervalEngine:
         r, a = self.rules, self.assigner
         n = len(batch)
         stats: dict[str, int | None] = {
-            "rows_in": n,
+            "rows_in": int(batch.lifted.n.sum()) if batch.lifted is not None else n,
             "rows_expired": 0,
             "windows_opened": 0,
             "windows_closed": 0,
@@ -351,7 +351,7 @@ class IntervalEngine:
         history = bool(n) and bool(batch.is_history.all())
         events: list[WindowEvent] = []
         removals: list[tuple[str, int]] = []
-        gid = state.gids(batch.gkey) if n else np.empty(0, np.int64)
+        gid = group_ids(batch, state.gids) if n else np.empty(0, np.int64)
         ch = batch.changes
         keep = np.ones(n, bool)
         for key in ("keep", "where"):  # eKuiper FILTER and WHERE: both only keep rows out of windows
@@ -361,18 +361,24 @@ class IntervalEngine:
         changed = (ch == DELETE) | (((ch == UPDATE_PRE) | (ch == UPDATE_POST)) & (not r.ignore_update))
 
         # ---- incremental rows: window pairs, expiry against the running latest event time
+        lifted = batch.lifted  # pre-aggregated items: ``ts`` is their earliest, ``tmax`` latest time
         adv_idx = np.flatnonzero(advancing)
-        g_adv, t_adv = gid[adv_idx], batch.ts[adv_idx]
+        t_latest = lifted.tmax if lifted is not None else batch.ts
+        g_adv, t_adv = gid[adv_idx], t_latest[adv_idx]
         kept = keep[adv_idx]
         inc_idx = adv_idx[kept]
-        g_inc, t_inc = g_adv[kept], t_adv[kept]
+        g_inc, t_inc = g_adv[kept], batch.ts[inc_idx]
         if r.clock_driven and now is not None:
             prev = np.full(inc_idx.size, now, np.int64)
         elif adv_idx.size:
-            prev = _prev_running_max(g_adv, t_adv, state.max_ts)[kept]
+            # earliest times: an item's rows are in order, so its first row is the one judged
+            prev = _prev_running_max(g_adv, batch.ts[adv_idx], state.max_ts)[kept]
         else:
             prev = np.empty(0, np.int64)
-        pair_row, pair_w = a.assign(t_inc)
+        if lifted is not None:
+            pair_row, pair_w = np.arange(inc_idx.size, dtype=np.int64), lifted.wkey[inc_idx]
+        else:
+            pair_row, pair_w = a.assign(t_inc)
         pair_g = g_inc[pair_row]
         pair_end = a.end(pair_w)
         pair_prev = prev[pair_row]
@@ -426,8 +432,14 @@ class IntervalEngine:
         touched_w: list[np.ndarray] = []
         if use.any():
             rows = inc_idx[pair_row[use]]
-            inputs = {k: (v[rows], m[rows]) for k, (v, m) in batch.inputs.items()}
-            part = combine(self.aggs, lift(self.aggs, pair_g[use], pair_w[use], batch.ts[rows], inputs))
+            if lifted is not None:
+                part = combine(
+                    self.aggs,
+                    Partials(pair_g[use], pair_w[use], {k: v[rows] for k, v in lifted.cols.items()}),
+                )
+            else:
+                inputs = {k: (v[rows], m[rows]) for k, (v, m) in batch.inputs.items()}
+                part = combine(self.aggs, lift(self.aggs, pair_g[use], pair_w[use], batch.ts[rows], inputs))
             pos = key_index(state.open.gid, state.open.wkey, part.gid, part.wkey)
             new = pos < 0
             stats["windows_opened"] = int(new.sum())
@@ -445,7 +457,7 @@ class IntervalEngine:
             np.maximum.at(state.max_ts, g_adv, t_adv)
             ug, first = np.unique(g_adv, return_index=True)
             unset = state.first_ts[ug] == I64_MIN
-            state.first_ts[ug[unset]] = t_adv[first[unset]]
+            state.first_ts[ug[unset]] = batch.ts[adv_idx][first[unset]]
 
         # ---- recalculation from the lake snapshot
         recalc_closed: Partials | None = None

@@ -12,6 +12,8 @@ the commit time of the row's version in epoch milliseconds (processing-time stre
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -197,7 +199,8 @@ def read_range(
         upto = len(buckets) if h1 < 0 else h1
         if h0 >= upto or not buckets:
             return reader.schema().empty_table()
-        return reader.read_history(v0, buckets[h0][0], buckets[upto - 1][0])
+        # arrival order across partitions of one history batch: bucket index, then row
+        return reader.read_history(v0, buckets[h0][0], buckets[upto - 1][0], seq_base=h0 << 32)
     if ignore_until is not None:
         v0 = max(v0, ignore_until)
     if v1 <= v0:
@@ -210,3 +213,23 @@ def initial_offset(start_version: int, history_version: int | None) -> dict[str,
     if history_version is not None:
         return {"v": int(history_version), "h": 0}
     return {"v": int(start_version), "h": -1}
+
+
+def split_range(
+    reader: ChangeReader, start: dict[str, int], end: dict[str, int], parts: int
+) -> list[tuple[dict[str, int], dict[str, int]]]:
+    """Split one micro-batch's offsets into up to ``parts`` consecutive ranges (whole Delta versions
+    of the change feed, whole time buckets of the history) that ``read_range`` reads independently;
+    together they hold exactly the rows of ``(start, end)``, each with its global arrival order."""
+    v0, h0 = int(start["v"]), int(start["h"])
+    v1, h1 = int(end["v"]), int(end["h"])
+    if parts <= 1:
+        return [(start, end)]
+    if h0 >= 0:
+        upto = len(reader.history_buckets(v0)) if h1 < 0 else h1
+        cuts = sorted({h0 + (upto - h0) * k // parts for k in range(1, parts)} - {h0, upto})
+        bounds = [{"v": v0, "h": h0}, *[{"v": v0, "h": c} for c in cuts], end]
+    else:
+        cuts = sorted({v0 + (v1 - v0) * k // parts for k in range(1, parts)} - {v0, v1})
+        bounds = [start, *[{"v": c, "h": -1} for c in cuts], end]
+    return list(itertools.pairwise(bounds))

@@ -6,7 +6,12 @@ arrive as ``timestamp[us, tz=UTC]``; delta-rs hands out ``string_view``).
 
 Options: ``lake`` (root folder), ``db``, ``table``, ``start_version``, ``history_version``
 (empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_rows``
-(history rows per micro-batch), ``max_versions`` (Delta versions per micro-batch).
+(history rows per micro-batch), ``max_versions`` (Delta versions per micro-batch), ``partitions``
+(input partitions per micro-batch, read in parallel; default 2).
+
+A subclass may set ``transform`` (a picklable ``pa.Table -> pa.Table``) and ``transform_schema``:
+each partition's rows are then transformed where they are read (``runtime/premerge.py`` turns an
+INTERVAL stream's rows into partial aggregates there) and the source declares that schema.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from spark_workers.lake.changes import (
     initial_offset,
     next_offset,
     read_range,
+    split_range,
 )
 from spark_workers.lake.store import Lake
 
@@ -50,9 +56,10 @@ class RangePartition(InputPartition):
 class TdLakeStreamReader(DataSourceStreamReader):
     """Reader of one trigger table (see module docstring)."""
 
-    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType, transform: Any = None) -> None:
         self.opts = dict(options)
         self.schema = schema
+        self.transform = transform
 
     def _reader(self) -> ChangeReader:
         return ChangeReader(_lake(self.opts["lake"]), self.opts["db"], self.opts["table"])
@@ -76,7 +83,8 @@ class TdLakeStreamReader(DataSourceStreamReader):
         e = {"v": int(end["v"]), "h": int(end["h"])}
         if s == e:
             return []
-        return [RangePartition(s, e)]
+        parts = int(self.opts.get("partitions", 2))
+        return [RangePartition(a, b) for a, b in split_range(self._reader(), s, e, parts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -84,6 +92,8 @@ class TdLakeStreamReader(DataSourceStreamReader):
         table = read_range(
             self._reader(), partition.start, partition.end, ignore_until=int(skip) if skip != "" else None
         )
+        if self.transform is not None:
+            table = self.transform(table)
         target = _arrow_schema(self.schema)
         table = table.cast(target)
         yield from table.to_batches(max_chunksize=65_536)
@@ -99,12 +109,17 @@ class TdLakeSource(DataSource):
     def name(cls) -> str:
         return "tdlake"
 
+    transform: Any = None
+    transform_schema: pa.Schema | None = None
+
     def schema(self) -> StructType:
+        if self.transform_schema is not None:
+            return from_arrow_schema(self.transform_schema)
         reader = ChangeReader(_lake(self.options["lake"]), self.options["db"], self.options["table"])
         return from_arrow_schema(reader.schema())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return TdLakeStreamReader(dict(self.options), schema)
+        return TdLakeStreamReader(dict(self.options), schema, self.transform)
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_workers.engine.aggregates import ROWS, AggSpec, result_arrow_type, to_arrow
-from spark_workers.engine.rows import RowBatch, column_arrays, group_keys
+from spark_workers.engine.rows import Lifted, RowBatch, column_arrays, group_codes
 from spark_workers.engine.shape import Engine, WindowShape, load_state, make_engine
 from spark_workers.engine.stream import StepOutput, StreamRules
 
@@ -60,6 +61,7 @@ class KernelConfig:
         extras: ``(engine extra name, stage-1 column)`` of the window's extras.
         stage1_sql: DuckDB stage-1 query over the placeholder view ``__SOURCE__``.
         input_types: Arrow type per input (for result types).
+        premerge: rows are pre-aggregated before the shuffle (``runtime/premerge.py``).
     """
 
     lake_root: str
@@ -77,6 +79,7 @@ class KernelConfig:
     extras: tuple[tuple[str, str], ...]
     stage1_sql: str
     input_types: tuple[tuple[str, pa.DataType], ...]
+    premerge: bool = False
 
     def engine(self) -> Engine:
         return make_engine(self.shape, list(self.aggs), self.rules)
@@ -103,18 +106,34 @@ class KernelConfig:
 
 
 def rows_from_table(cfg: KernelConfig, t: pa.Table) -> RowBatch:
-    """Stage-1 Arrow rows -> engine RowBatch, sorted into arrival order by ``_seq``."""
+    """Stage-1 Arrow rows (or pre-aggregated items, ``runtime/premerge.py``) -> engine RowBatch,
+    sorted into arrival order by ``_seq``."""
     if "_seq" in t.column_names and t.num_rows > 1:
         t = t.take(pa.array(np.argsort(t.column("_seq").to_numpy(zero_copy_only=False), kind="stable")))
-    gkeys, _ = group_keys([t.column(g) for g in cfg.groups], t.num_rows)
+    codes, keys, _ = group_codes([t.column(g) for g in cfg.groups], t.num_rows)
     ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    inputs = {n: column_arrays(t.column(n)) for n in cfg.inputs}
     extra = {key: column_arrays(t.column(col)) for key, col in cfg.extras if col in t.column_names}
     change = (
         t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False) if "_ct" in t.column_names else None
     )
     hist = t.column("_hist").to_numpy(zero_copy_only=False) if "_hist" in t.column_names else None
-    return RowBatch(gkeys, ts, inputs, change, hist, extra)
+    lifted = None
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if "_pre" in t.column_names:
+        cols = {}
+        for i, a in enumerate(cfg.aggs):
+            for f in a.fields:
+                cols[a.field(f)] = column_arrays(t.column(f"_p{i}_{f}"))[0]
+        lifted = Lifted(
+            t.column("_wkey").to_numpy(zero_copy_only=False).astype(np.int64),
+            t.column("_tmax").to_numpy(zero_copy_only=False).astype(np.int64),
+            t.column("_pre").to_numpy(zero_copy_only=False).astype(bool),
+            cols,
+            t.column("_n").to_numpy(zero_copy_only=False).astype(np.int64),
+        )
+    else:
+        inputs = {n: column_arrays(t.column(n)) for n in cfg.inputs}
+    return RowBatch(keys[codes], ts, inputs, change, hist, extra, lifted, (codes, keys))
 
 
 class Kernel:
@@ -170,7 +189,8 @@ class Kernel:
         cfg = self.cfg
         state = load_state(cfg.shape, list(cfg.aggs), list(cfg.inputs), state_bytes)
         rows = rows_from_table(cfg, t)
-        version = int(t.column("_bv")[0].as_py()) if "_bv" in t.column_names and t.num_rows else None
+        # the micro-batch's end: its input partitions each know the end of their own range
+        version = int(pc.max(t.column("_bv")).as_py()) if "_bv" in t.column_names and t.num_rows else None
         # arrival times are not in the lake: processing-time streams never recalculate
         recalc = (
             self.recalc_reader(version) if version is not None and not cfg.rules.processing_time else None

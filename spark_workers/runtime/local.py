@@ -19,6 +19,7 @@ from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
 from spark_workers.runtime.kernel import Kernel
 from spark_workers.runtime.plan import META, kernel_config
+from spark_workers.runtime.premerge import premerge
 from spark_workers.runtime.sink import BatchReport, OutputSink
 from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.select import stage1_sql
@@ -102,6 +103,8 @@ class LocalRunner:
         now = self.clock() if self.kernel.cfg.timers else None
         for b in sorted(set(bucket.to_pylist())):
             part = staged.filter(pc.equal(bucket, b))
+            if self.kernel.cfg.premerge:  # as Spark does before its shuffle
+                part = premerge(self.kernel.cfg, part)
             out, self.states[b] = self.kernel.step(b, self.states.get(b), part, now)
             outs.append(out)
         if not outs:

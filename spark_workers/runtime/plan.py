@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 from sqlglot import exp
 
 from spark_workers.runtime.kernel import KernelConfig
@@ -20,7 +23,7 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
         and isinstance(groups[0].expr, exp.Column)
         and groups[0].expr.name.lower() == "tbname"
     )
-    return KernelConfig(
+    cfg = KernelConfig(
         lake_root=str(lake_root),
         db=c.source.db.name,
         table=c.source.storage.name,
@@ -37,6 +40,10 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
         stage1_sql=stage1_sql(c.plan, "__SOURCE__", "duckdb", tz),
         input_types=tuple(c.input_types.items()),
     )
+    from spark_workers.runtime.premerge import eligible
+
+    # TDWEB_PREMERGE=0 turns the pre-aggregation off (benchmarks compare both)
+    return dataclasses.replace(cfg, premerge=eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0")
 
 
 def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:

@@ -27,8 +27,10 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
-from spark_workers.runtime.plan import kernel_config, stage1_spark
+from spark_workers.runtime.plan import META, kernel_config, stage1_spark
+from spark_workers.runtime.premerge import SourcePipeline
 from spark_workers.runtime.sink import OutputSink
+from spark_workers.sql.select import stage1_sql
 from spark_workers.sql.streams import CompiledStream
 
 DEFAULT_BUCKETS = 8
@@ -39,7 +41,9 @@ TIMER_MS = 1000  # processing-time timeout of a bucket's state: how often timers
 _register_lock = threading.Lock()
 
 
-def source_format(spark: SparkSession, stream_key: str) -> str:
+def source_format(
+    spark: SparkSession, stream_key: str, transform: Any = None, schema: pa.Schema | None = None
+) -> str:
     """Register the ``tdlake`` data source under a name of this stream's own and return it.
 
     Two streaming queries must not share one registered Python data source: Spark mutates the
@@ -50,7 +54,8 @@ def source_format(spark: SparkSession, stream_key: str) -> str:
     from spark_workers.lake.spark_source import TdLakeSource
 
     fmt = f"tdlake_{stream_key}"
-    cls = type(f"TdLakeSource_{stream_key}", (TdLakeSource,), {"name": classmethod(lambda cls: fmt)})
+    attrs = {"name": classmethod(lambda cls: fmt), "transform": transform, "transform_schema": schema}
+    cls = type(f"TdLakeSource_{stream_key}", (TdLakeSource,), attrs)
     with _register_lock:
         spark.dataSource.register(cls)
     return fmt
@@ -97,7 +102,20 @@ def build_stream_frame(
 ) -> tuple[DataFrame, KernelConfig]:
     """The streaming DataFrame of kernel output rows, and the kernel config (the source is
     registered under the stream's own name when ``stream_key`` is given)."""
-    fmt = source_format(spark, stream_key) if stream_key else "tdlake"
+    cfg = kernel_config(c, lake_root, tz)
+    pipeline = None
+    items: pa.Schema | None = None
+    if cfg.premerge:
+        # stage 1 and partial aggregates where the rows are read: the JVM sees items only
+        from spark_workers.lake.changes import ChangeReader
+        from spark_workers.lake.store import Lake
+
+        sql = stage1_sql(
+            c.plan, "__SOURCE__", "duckdb", tz, passthrough=META, processing_time=c.rules.processing_time
+        )
+        pipeline = SourcePipeline(cfg, sql)
+        items = pipeline.schema(ChangeReader(Lake(lake_root), c.source.db.name, c.source.table.name).schema())
+    fmt = source_format(spark, stream_key or "default", pipeline, items)
     src = (
         spark.readStream.format(fmt)
         .option("lake", str(lake_root))
@@ -108,15 +126,17 @@ def build_stream_frame(
         .option("ignore_until", "" if ignore_until is None else str(ignore_until))
         .load()
     )
-    cond, exprs = stage1_spark(c, tz)
-    if cond is not None:
-        src = src.where(cond)
-    staged = src.selectExpr(*exprs)
+    if pipeline is None:
+        cond, exprs = stage1_spark(c, tz)
+        if cond is not None:
+            src = src.where(cond)
+        staged = src.selectExpr(*exprs)
+    else:
+        staged = src
     groups = [g.name for g in c.plan.groups]
     bucket = F.pmod(F.hash(*[F.col(f"`{g}`") for g in groups]), F.lit(buckets)) if groups else F.lit(0)
     staged = staged.withColumn("_bucket", bucket.cast("int"))
     stage1_schema = to_arrow_schema(staged.drop("_bucket").schema, timezone="UTC")
-    cfg = kernel_config(c, lake_root, tz)
     out_schema = from_arrow_schema(cfg.output_schema())
     state_schema = "blob binary"
     timeout = GroupStateTimeout.ProcessingTimeTimeout if cfg.timers else GroupStateTimeout.NoTimeout
