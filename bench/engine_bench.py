@@ -2,9 +2,11 @@
 
 Measures rows/s of ``IntervalEngine.step`` (the code that runs inside applyInPandasWithState) for
 micro-batches of in-order rows, and the engine state size per open (group, window), for growing
-rows per window (it must not grow with them).
+rows per window (it must not grow with them), for INTERVAL and for every data-defined window
+(SESSION, STATE_WINDOW, EVENT_WINDOW, COUNT_WINDOW, eKuiper SESSIONWINDOW / COUNTWINDOW).
 
     .venv/bin/python bench/engine_bench.py [--devices 1000] [--batch-rows 100000] [--batches 20]
+        [--state-devices 100]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from spark_workers.engine.aggregates import AggSpec
 from spark_workers.engine.rows import RowBatch
+from spark_workers.engine.segments import SegmentEngine, SegmentSpec
 from spark_workers.engine.stream import IntervalEngine, StreamRules
 from spark_workers.engine.windows import IntervalAssigner
 
@@ -71,11 +74,56 @@ def state_per_window(devices: int) -> list[dict[str, float]]:
     return out
 
 
+SEGMENT_KINDS = {
+    # windows that stay open however many rows arrive: the state must not grow with the rows
+    "SESSION": SegmentSpec("session", gap=10**12),
+    "STATE_WINDOW": SegmentSpec("state"),
+    "EVENT_WINDOW": SegmentSpec("event", emit_open=False),
+    "COUNT_WINDOW": SegmentSpec("count", count=10**9),
+    "SESSIONWINDOW": SegmentSpec("ek_session", gap=10**12, max_duration=10**13, emit_open=False),
+    "COUNTWINDOW": SegmentSpec("ek_count", count=10**9, emit_open=False),
+}
+
+
+def segment_batch(devices: int, ts: int, kind: str) -> RowBatch:
+    rb = batch(devices, ts, devices, 1)
+    ones = np.ones(devices, bool)
+    if kind == "state":
+        rb.extra["state"] = (np.full(devices, 7, np.int64), ones)
+    elif kind == "event":
+        rb.extra["start"] = (np.full(devices, ts == 1_000), ones)  # opened by the first row only
+        rb.extra["end"] = (np.zeros(devices, bool), ones)
+    return rb
+
+
+def segment_state_per_window(devices: int) -> list[dict[str, float | str]]:
+    out: list[dict[str, float | str]] = []
+    for name, spec in SEGMENT_KINDS.items():
+        for rows_per_window in (1, 10, 100, 1000):
+            eng = SegmentEngine(spec, AGGS, StreamRules(mode="WINDOW_CLOSE"))
+            st = eng.new_state()
+            for k in range(rows_per_window):
+                eng.step(st, segment_batch(devices, 1_000 + k, spec.kind))
+            opened = sum(len(g.unfinished()) for g in st.groups)
+            size = len(st.to_bytes())
+            out.append(
+                {
+                    "window": name,
+                    "rows_per_window": rows_per_window,
+                    "open_windows": opened,
+                    "state_bytes": size,
+                    "bytes_per_open_window": size / max(1, opened),
+                }
+            )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--devices", type=int, default=1000)
     ap.add_argument("--batch-rows", type=int, default=100_000)
     ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--state-devices", type=int, default=100, help="groups in the state-size runs")
     args = ap.parse_args()
     res = throughput(args.devices, args.batch_rows, args.batches)
     print(
@@ -83,12 +131,19 @@ def main() -> None:
         f"{res['rows_per_s']:,.0f} rows/s ({res['rows']:,} rows in {res['seconds']:.2f} s, "
         "state serialized per batch)"
     )
-    for r in state_per_window(args.devices):
+    states = state_per_window(args.state_devices)
+    for r in states:
         print(
             f"state with {r['rows_per_window']:>5} rows/window: {r['open_windows']} open windows, "
             f"{r['state_bytes']:,} bytes = {r['bytes_per_open_window']:.1f} bytes per open window"
         )
-    print(json.dumps({"throughput": res, "state": state_per_window(args.devices)}))
+    segs = segment_state_per_window(args.state_devices)
+    for seg in segs:
+        print(
+            f"{seg['window']:<14} state with {seg['rows_per_window']:>5} rows/window: "
+            f"{seg['open_windows']} open windows, {seg['bytes_per_open_window']:.1f} bytes per open window"
+        )
+    print(json.dumps({"throughput": res, "state": states, "segments": segs}))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -93,10 +94,14 @@ class LocalRunner:
             staged = duck.query(self._stage1(view))
         gcols = [g.name for g in self.c.plan.groups]
         if gcols and staged.num_rows:
-            keys = staged.select(gcols).to_pylist()
-            bucket = pa.array(
-                [zlib.crc32(repr(list(k.values())).encode()) % self.buckets for k in keys], pa.int32()
-            )
+            code = np.zeros(staged.num_rows, np.int64)
+            for name in gcols:  # one code per combination of group values
+                enc = pc.dictionary_encode(staged.column(name).combine_chunks(), null_encoding="encode")
+                code = code * len(enc.dictionary) + enc.indices.to_numpy(zero_copy_only=False)
+            _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+            keys = staged.select(gcols).take(pa.array(first)).to_pylist()
+            per = np.array([zlib.crc32(repr(list(k.values())).encode()) % self.buckets for k in keys])
+            bucket = pa.array(per[inv].astype(np.int32), pa.int32())
         else:
             bucket = pa.array([0] * staged.num_rows, pa.int32())
         outs = []

@@ -50,6 +50,9 @@ def spark_session(
             # queries without a timeout never ask for one
             .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
             .config("spark.python.worker.reuse", "true")
+            # rows reach the kernel in Arrow batches of this size; Spark's 10,000 made the Arrow ->
+            # pandas conversion cost more than the engine (docs/PERFORMANCE.md)
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         )
         if ui_port is not None:
             builder = builder.config("spark.ui.port", str(ui_port))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -124,7 +125,7 @@ class OutputSink:
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         table = self._output_table()
         if results.num_rows:
-            data, out_rows = self._stage3(results, table)
+            data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0)
             if data is not None and data.num_rows:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
@@ -165,12 +166,14 @@ class OutputSink:
 
     def _windows_table(self, rows: pa.Table) -> pa.Table:
         """Kernel rows -> stage-3 input (``_g*``, ``_wstart``, ``_wend``, ``_wduration``, ``_a*``)."""
-        gkeys = rows.column("_gkey").to_pylist()
-        values = [json.loads(k) for k in gkeys]
+        enc = pc.dictionary_encode(rows.column("_gkey").combine_chunks())
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        uniq = [json.loads(k) for k in enc.dictionary.to_pylist()]  # once per group
         cols: dict[str, pa.Array] = {}
         for i, g in enumerate(self.c.plan.groups):
             gt = self.c.group_types[i]
-            vals = [v[i] if i < len(v) else None for v in values]
+            per_group = np.array([v[i] if i < len(v) else None for v in uniq] + [None], dtype=object)
+            vals = per_group[codes].tolist() if len(uniq) else []
             if pa.types.is_timestamp(gt):
                 cols[g.name] = pa.array(vals, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
             else:
@@ -196,10 +199,11 @@ class OutputSink:
         return pa.table(cols)
 
     def _stage3(
-        self, results: pa.Table, table: Table
+        self, results: pa.Table, table: Table, *, want_rows: bool = True
     ) -> tuple[pa.Table | None, dict[tuple[str, int], dict[str, Any]]]:
-        """Output rows in engine form for ``table`` and, per (gkey, wstart), the result dict used
-        by WINDOW_CLOSE notifications."""
+        """Output rows in engine form for ``table`` and, when ``want_rows`` (the batch has
+        notification events), per (gkey, wstart) the result dict used by WINDOW_CLOSE
+        notifications."""
         with DuckSession(None) as duck:
             view = duck.register_arrow(self._windows_table(results))
             out = duck.query(
@@ -207,8 +211,8 @@ class OutputSink:
             )
         gkeys = out.column("_gkey").to_pylist()
         ws = out.column("_ws").to_pylist()
-        names = [self._subtable(g) for g in gkeys]
-        cols: dict[str, Any] = {"tbname": pa.array(names, pa.string())}
+        subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
+        cols: dict[str, Any] = {"tbname": pa.array([subtables[g] for g in gkeys], pa.string())}
         by_name: dict[str, list[Any]] = {}
         for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
             if col_plan.source < 0:
@@ -218,10 +222,11 @@ class OutputSink:
                 if pa.types.is_timestamp(arr.type):
                     arr = self._ts_ints(arr)
             cols[phys.physical] = arr
-            by_name[col_plan.name] = arr.to_pylist()
+            if want_rows:
+                by_name[col_plan.name] = arr.to_pylist()
         data = pa.table(cols)
-        out_rows = {}
-        for i, (g, w) in enumerate(zip(gkeys, ws, strict=True)):
+        out_rows: dict[tuple[str, int], dict[str, Any]] = {}
+        for i, (g, w) in enumerate(zip(gkeys, ws, strict=True) if want_rows else ()):
             out_rows[(g, int(w))] = {n: v[i] for n, v in by_name.items()}
         return data, out_rows
 
