@@ -25,7 +25,7 @@ from spark_workers.sql.planner import offset_of
 from spark_workers.sql.results import ResultColumn, ResultSet, StreamRegistry
 from spark_workers.sql.select import run_select
 from spark_workers.sql.values import Now, coerce, constant
-from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
+from spark_workers.tdtypes import INT, TIMESTAMP, TdType, varchar
 
 MAX_COLUMNS = 4096
 MAX_NAME = 192
@@ -497,77 +497,25 @@ class Executor:
     # ------------------------------------------------------------------ introspection
     def _do_Show(self, s: ast.Show, sql: str) -> ResultSet:
         w = s.what
-        if w == "databases":
-            rows = []
-            for db, created in self.catalog.databases():
-                ntables = len(self.catalog.tables(db.name, kinds=("sub", "normal")))
-                rows.append(
-                    [
-                        db.name,
-                        created,
-                        int(db.options.get("VGROUPS", 2)),
-                        ntables,
-                        db.precision,
-                        str(db.options.get("KEEP", "3650d")),
-                        str(db.duration),
-                        "ready",
-                    ]
-                )
-            rows = self._like(rows, s.like)
-            return ResultSet(
-                [
-                    ResultColumn("name", varchar(64)),
-                    ResultColumn("create_time", TIMESTAMP),
-                    ResultColumn("vgroups", INT),
-                    ResultColumn("ntables", BIGINT),
-                    ResultColumn("precision", varchar(2)),
-                    ResultColumn("keep", varchar(32)),
-                    ResultColumn("duration", varchar(10)),
-                    ResultColumn("status", varchar(10)),
-                ],
-                rows,
-            )
+        if w == "databases":  # TDengine lists information_schema too
+            return self._system_rows("ins_databases", s.like)
         if w in ("stables", "tables"):
             dbname = self._db(s.db)
             kinds = ("super",) if w == "stables" else ("sub", "normal")
-            rows = [[name] for name, _k, _s, _c in self.catalog.tables(dbname, kinds=kinds)]
+            rows: list[list[Any]] = [[n] for n, _k, _s, _c in self.catalog.tables(dbname, kinds=kinds)]
             rows = self._like(rows, s.like)
             col = "stable_name" if w == "stables" else "table_name"
             return ResultSet([ResultColumn(col, varchar(192))], rows)
         if w == "streams":
-            infos = self.registry.list()
-            if s.db:
-                infos = [
-                    i
-                    for i in infos
-                    if (i.db or i.spec.source.db if i.spec.source else "").lower() == s.db.lower()
-                ]
-            rows = [
-                [
-                    i.name,
-                    i.created_ms,
-                    i.sql,
-                    i.status,
-                    f"{i.spec.source.db}.{i.spec.source.table}" if i.spec.source else None,
-                    f"{i.spec.output.db}.{i.spec.output.table}" if i.spec.output else None,
-                    i.spec.options.trigger,
-                    i.message,
-                ]
-                for i in infos
-            ]
-            return ResultSet(
-                [
-                    ResultColumn("stream_name", varchar(192)),
-                    ResultColumn("create_time", TIMESTAMP),
-                    ResultColumn("sql", varchar(4096)),
-                    ResultColumn("status", varchar(20)),
-                    ResultColumn("source_table", varchar(192)),
-                    ResultColumn("target_table", varchar(192)),
-                    ResultColumn("trigger", varchar(32)),
-                    ResultColumn("message", varchar(1024)),
-                ],
-                rows,
-            )
+            res = self._system_rows("ins_streams", None)
+            if s.db:  # the streams of one database (their own, else their source's)
+                keep = {
+                    i.name
+                    for i in self.registry.list()
+                    if (i.db or (i.spec.source.db if i.spec.source else "")).lower() == s.db.lower()
+                }
+                res = ResultSet(res.columns, [r for r in res.rows if r[0] in keep])
+            return res
         if w == "tags" and s.target is not None:
             dbname = self._db(s.target.db)
             t = self.catalog.require_table(dbname, s.target.name)
@@ -607,6 +555,14 @@ class Executor:
                 [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))], [[1, self._db(s.db)]]
             )
         raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
+
+    def _system_rows(self, table: str, like: str | None) -> ResultSet:
+        """All rows of an ``information_schema`` table (``sysinfo.py``), filtered by LIKE on the
+        first column."""
+        from spark_workers.sql.sysinfo import TABLES
+
+        st = TABLES[table]
+        return ResultSet([ResultColumn(n, t) for n, t in st.columns], self._like(st.rows(self), like))
 
     @staticmethod
     def _like(rows: list[list[Any]], pattern: str | None) -> list[list[Any]]:

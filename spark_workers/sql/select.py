@@ -31,6 +31,7 @@ from spark_workers.sql.planner import (
     resolve,
 )
 from spark_workers.sql.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.sql.sysinfo import is_system, system_source
 from spark_workers.sql.translate import PSEUDO_TS, Scope, to_sql
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
 
@@ -59,9 +60,13 @@ def _bind_sources(
         meta = t.this.meta if isinstance(t.this, exp.Identifier) else {}
         if "start" in meta:
             name = ast.TableName(t.name, t.db or None, ast.Span(int(meta["start"]), int(meta["end"]) + 1))
-        src = resolve(ex.catalog, name, ex.default_db, sql)
+        if is_system(name, ex.default_db):  # information_schema.ins_* (sysinfo.py)
+            src, data = system_source(ex, name, sql)
+            view = duck.register_arrow(data)
+        else:
+            src = resolve(ex.catalog, name, ex.default_db, sql)
+            view = duck.register_source(src, version)
         sources.append(src)
-        view = duck.register_source(src, version)
         alias = t.alias or t.name
         t.replace(
             exp.Table(

@@ -81,7 +81,8 @@ def test_taosrest_show_and_describe_shapes(live_server, meters) -> None:
         "duration",
         "status",
     ]
-    row = dbs["data"][0]
+    assert [r[0] for r in dbs["data"]] == ["information_schema", "power"]  # system database first
+    row = dbs["data"][1]
     assert row[0] == "power" and row[3] == 2 and row[4] == "ms"
     assert isinstance(row[1], datetime) and row[1].tzinfo is not None
 
@@ -344,8 +345,10 @@ def test_stream_statements_over_rest(meters: Rest) -> None:
     meters.ok(STREAM_SQL.format(items="avg(current) AS a", tail=""))
     show = meters.ok("SHOW STREAMS")
     assert [m[0] for m in show["column_meta"]][:4] == ["stream_name", "create_time", "sql", "status"]
-    name, _created, sql, status, source, target = show["data"][0][:6]
-    assert (name, status, source, target) == ("s1", "starting", "power.meters", "power.out1")
+    name, _created, sql, status, source_db, target_db, target_table = show["data"][0][:7]
+    assert (name, status, source_db, target_db, target_table) == ("s1", "starting", "power", "power", "out1")
+    system = meters.ok("SELECT stream_name, status, target_table FROM information_schema.ins_streams")
+    assert system["data"] == [["s1", "starting", "out1"]]
     assert sql.startswith("CREATE STREAM s1")
     meters.ok("PAUSE STREAM s1")
     assert Stream.objects.get().desired_state == Stream.Desired.PAUSED

@@ -120,7 +120,7 @@ def test_live_names_are_unique_but_a_dropped_name_is_reused(power, admin) -> Non
     second = _create(admin, out="o2")
     assert second.pk != first.pk and second.key != first.key
     assert sorted(Stream.objects.values_list("status", flat=True)) == ["dropped", "starting"]
-    assert sql_execute(sql="SHOW STREAMS", user=admin).rows[0][5] == "power.o2"  # only the live one
+    assert sql_execute(sql="SHOW STREAMS", user=admin).rows[0][5:7] == ["power", "o2"]  # only the live one
 
 
 def test_name_key_is_case_insensitive_and_per_database() -> None:
@@ -157,7 +157,10 @@ def test_drop_database_refuses_a_stream_source_unless_forced(power, admin) -> No
     with pytest.raises(CatalogError) as err:
         sql_execute(sql="DROP DATABASE power", user=admin)
     assert "s1" in err.value.desc
-    assert [d[0] for d in sql_execute(sql="SHOW DATABASES", user=admin).rows] == ["power"]
+    assert [d[0] for d in sql_execute(sql="SHOW DATABASES", user=admin).rows] == [
+        "information_schema",
+        "power",
+    ]
 
 
 # ---------------------------------------------------------------------- lifecycle

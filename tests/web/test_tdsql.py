@@ -142,4 +142,4 @@ def test_interactive_multi_line_statement(power, monkeypatch, capsys) -> None:
 
 def test_interactive_ends_at_eof(power, monkeypatch) -> None:
     out, _, code = _run(stdin="SHOW DATABASES;\n", monkeypatch=monkeypatch)
-    assert code == 0 and "power" in out and "Query OK, 1 row(s) in set" in out
+    assert code == 0 and "power" in out and "Query OK, 2 row(s) in set" in out

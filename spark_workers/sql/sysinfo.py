@@ -1,0 +1,227 @@
+"""TDengine's ``information_schema`` system tables, queryable with any SELECT.
+
+``ins_databases``, ``ins_stables``, ``ins_tables``, ``ins_tags`` and ``ins_streams`` are built
+from the lake's catalog and the stream registry when a query names them
+(``information_schema.ins_tables`` or, with ``information_schema`` as the current database, just
+``ins_tables``), then registered in DuckDB like any other table, so WHERE, LIKE, ORDER BY,
+aggregates and joins work on them as on data tables. Column names and types follow TDengine's
+(reference manual, "Information_Schema Database"; seed 000/002 query ``ins_streams``); columns
+tdweb has no value for (``uid``, ``vgroup_id``, ``ttl``) hold what a single-node TDengine reports
+for a table without them (0 / 1 / 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Column, Database, Table
+from spark_workers.sql import ast
+from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
+
+if TYPE_CHECKING:
+    from spark_workers.sql.executor import Executor
+    from spark_workers.sql.planner import Source
+
+SYSTEM_DB = "information_schema"
+SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
+
+
+@dataclass(frozen=True)
+class SystemTable:
+    """One system table: its columns and the function producing its rows."""
+
+    name: str
+    columns: tuple[tuple[str, TdType], ...]
+    rows: Callable[[Executor], list[list[Any]]]
+
+
+def _databases(ex: Executor) -> list[list[Any]]:
+    out: list[list[Any]] = [[SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready"]]
+    for db, created in ex.catalog.databases():
+        ntables = len(ex.catalog.tables(db.name, kinds=("sub", "normal")))
+        out.append(
+            [
+                db.name,
+                created,
+                int(db.options.get("VGROUPS", 2)),
+                ntables,
+                db.precision,
+                str(db.options.get("KEEP", "3650d")),
+                str(db.duration),
+                "ready",
+            ]
+        )
+    return out
+
+
+def _stables(ex: Executor) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for db, _ in ex.catalog.databases():
+        for name, _kind, _st, created in ex.catalog.tables(db.name, kinds=("super",)):
+            t = ex.catalog.require_table(db.name, name)
+            out.append([name, db.name, created, len(t.columns), len(t.tags), created, t.comment])
+    return out
+
+
+def _tables(ex: Executor) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for db, _ in ex.catalog.databases():
+        for name, kind, stable, created in ex.catalog.tables(db.name, kinds=("sub", "normal")):
+            t = ex.catalog.require_table(db.name, name)
+            kind_name = "CHILD_TABLE" if kind == "sub" else "NORMAL_TABLE"
+            out.append([name, db.name, created, len(t.columns), stable, 0, 1, 0, t.comment, kind_name])
+    return out
+
+
+def _tags(ex: Executor) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for db, _ in ex.catalog.databases():
+        for name, _kind, stable, _created in ex.catalog.tables(db.name, kinds=("sub",)):
+            t = ex.catalog.require_table(db.name, name)
+            for tag in t.tags:
+                v = t.tag_values.get(tag.name.lower())
+                out.append([name, db.name, stable, tag.name, tag.type.sql, None if v is None else str(v)])
+    return out
+
+
+def _streams(ex: Executor) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for i in ex.registry.list():
+        s = i.spec
+        src_db = s.source.db if s.source else None
+        out.append(
+            [
+                i.name,
+                i.created_ms or None,
+                i.sql,
+                i.status,
+                src_db,
+                s.output.db if s.output else None,
+                s.output.table if s.output else None,
+                s.options.watermark,
+                s.options.trigger if s.syntax == "legacy" else str(s.trigger.get("type", "")).upper(),
+                i.message or None,
+            ]
+        )
+    return out
+
+
+_NAME = varchar(192)
+TABLES: dict[str, SystemTable] = {
+    t.name: t
+    for t in (
+        SystemTable(
+            "ins_databases",
+            (
+                ("name", varchar(64)),
+                ("create_time", TIMESTAMP),
+                ("vgroups", INT),
+                ("ntables", BIGINT),
+                ("precision", varchar(2)),
+                ("keep", varchar(32)),
+                ("duration", varchar(10)),
+                ("status", varchar(10)),
+            ),
+            _databases,
+        ),
+        SystemTable(
+            "ins_stables",
+            (
+                ("stable_name", _NAME),
+                ("db_name", varchar(64)),
+                ("create_time", TIMESTAMP),
+                ("columns", INT),
+                ("tags", INT),
+                ("last_update", TIMESTAMP),
+                ("table_comment", varchar(1024)),
+            ),
+            _stables,
+        ),
+        SystemTable(
+            "ins_tables",
+            (
+                ("table_name", _NAME),
+                ("db_name", varchar(64)),
+                ("create_time", TIMESTAMP),
+                ("columns", INT),
+                ("stable_name", _NAME),
+                ("uid", BIGINT),
+                ("vgroup_id", INT),
+                ("ttl", INT),
+                ("table_comment", varchar(1024)),
+                ("type", varchar(21)),
+            ),
+            _tables,
+        ),
+        SystemTable(
+            "ins_tags",
+            (
+                ("table_name", _NAME),
+                ("db_name", varchar(64)),
+                ("stable_name", _NAME),
+                ("tag_name", varchar(64)),
+                ("tag_type", varchar(64)),
+                ("tag_value", varchar(16384)),
+            ),
+            _tags,
+        ),
+        SystemTable(
+            "ins_streams",
+            (
+                ("stream_name", _NAME),
+                ("create_time", TIMESTAMP),
+                ("sql", varchar(4096)),
+                ("status", varchar(20)),
+                ("source_db", varchar(64)),
+                ("target_db", varchar(64)),
+                ("target_table", _NAME),
+                ("watermark", varchar(32)),
+                ("trigger", varchar(32)),
+                ("message", varchar(1024)),
+            ),
+            _streams,
+        ),
+    )
+}
+
+
+def is_system(name: ast.TableName, default_db: str | None) -> bool:
+    """Does ``[db.]name`` refer to the ``information_schema`` database?"""
+    return (name.db or default_db or "").lower() == SYSTEM_DB
+
+
+def system_source(ex: Executor, name: ast.TableName, sql: str) -> tuple[Source, pa.Table]:
+    """The resolved system table and its current rows (Arrow, logical column names; timestamps as
+    UTC ``timestamp[ms]``).
+
+    Raises:
+        SqlError: TABLE_NOT_EXIST for an unknown system table, positioned at its name when known.
+    """
+    from spark_workers.sql.planner import Source
+
+    st = TABLES.get(name.name.lower())
+    if st is None:
+        raise SqlError(
+            f"table {SYSTEM_DB}.{name.name} does not exist (system tables: {', '.join(sorted(TABLES))})",
+            sql=sql or None,
+            offset=name.span.start if name.span else None,
+            code=Code.TABLE_NOT_EXIST,
+        )
+    cols = tuple(Column(n, t, n) for n, t in st.columns)
+    table = Table(SYSTEM_DB, st.name, "normal", cols)
+    rows = st.rows(ex)
+    arrays = []
+    for i, (_n, t) in enumerate(st.columns):
+        values = [r[i] for r in rows]
+        if t.name == "TIMESTAMP":
+            arrays.append(pa.array(values, pa.int64()).cast(pa.timestamp("ms", tz="UTC")))
+        else:
+            arrays.append(pa.array(values, t.arrow("ms")))
+    data = pa.Table.from_arrays(arrays, names=[n for n, _ in st.columns])
+    columns = {n.lower(): (n, t) for n, t in st.columns}
+    return Source(SYSTEM_DATABASE, table, table, columns), data
