@@ -23,6 +23,8 @@ def streams_visible(*, user: Any) -> QuerySet[Stream]:
 
 def _window_text(spec: StreamSpec) -> str:
     t = spec.trigger or {}
+    if t.get("sql"):  # 3.3.7 triggers keep their clause as written
+        return str(t["sql"])
     if t.get("type") == "interval":
         text = f"INTERVAL({t.get('interval')}{', ' + t['offset'] if t.get('offset') else ''})"
         if t.get("sliding"):

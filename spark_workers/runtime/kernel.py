@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_workers.engine.aggregates import ROWS, AggSpec, result_arrow_type, to_arrow
-from spark_workers.engine.rows import Lifted, RowBatch, column_arrays, group_codes
+from spark_workers.engine.rows import DELETE, Lifted, RowBatch, column_arrays, group_codes
 from spark_workers.engine.shape import Engine, WindowShape, load_state, make_engine
 from spark_workers.engine.stream import StepOutput, StreamRules
 
@@ -62,6 +62,8 @@ class KernelConfig:
         stage1_sql: DuckDB stage-1 query over the placeholder view ``__SOURCE__``.
         input_types: Arrow type per input (for result types).
         premerge: rows are pre-aggregated before the shuffle (``runtime/premerge.py``).
+        ignore_delete: deletes change nothing (3.3.7 streams without DELETE_RECALC, seed 002
+            "Data Deletions").
     """
 
     lake_root: str
@@ -80,6 +82,7 @@ class KernelConfig:
     stage1_sql: str
     input_types: tuple[tuple[str, pa.DataType], ...]
     premerge: bool = False
+    ignore_delete: bool = False
 
     def engine(self) -> Engine:
         return make_engine(self.shape, list(self.aggs), self.rules)
@@ -188,6 +191,8 @@ class Kernel:
         clock in precision units): returns (output rows, new state)."""
         cfg = self.cfg
         state = load_state(cfg.shape, list(cfg.aggs), list(cfg.inputs), state_bytes)
+        if cfg.ignore_delete and t.num_rows and "_ct" in t.column_names:
+            t = t.filter(pc.not_equal(t.column("_ct").cast(pa.int8()), DELETE))
         rows = rows_from_table(cfg, t)
         # the micro-batch's end: its input partitions each know the end of their own range
         version = int(pc.max(t.column("_bv")).as_py()) if "_bv" in t.column_names and t.num_rows else None

@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from spark_workers.runtime.kernel import KernelConfig
 from spark_workers.sql.select import AT_FACTOR, stage1_sql
+from spark_workers.sql.spec import V337
 from spark_workers.sql.streams import CompiledStream
 from spark_workers.sql.translate import to_sql
 
@@ -39,6 +40,7 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
         extras=tuple(c.plan.extra_columns),
         stage1_sql=stage1_sql(c.plan, "__SOURCE__", "duckdb", tz),
         input_types=tuple(c.input_types.items()),
+        ignore_delete=c.spec.syntax == V337 and not c.spec.options.delete_recalc,
     )
     from spark_workers.runtime.premerge import eligible
 

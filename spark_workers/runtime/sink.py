@@ -244,6 +244,8 @@ class OutputSink:
 
     def _subtable(self, gkey: str) -> str:
         """Output subtable of a group, created in the catalog with its tags on first use."""
+        if self.c.normal_output:  # 3.3.7 without grouping: rows go to the normal table itself
+            return self.c.out_table
         name = self._subtables.get(gkey)
         if name is not None and self.lake.catalog.table(self.c.out_db, name) is not None:
             return name
@@ -259,7 +261,9 @@ class OutputSink:
                 scope = Scope({}, None, self.precision, self.tz)
                 expr = to_sql(self.c.subtable_expr, "duckdb", scope)
                 base = duck.query(f"SELECT CAST({expr} AS VARCHAR) AS n FROM {view}").column("n")[0].as_py()
-            name = f"{base}_{self.c.out_table}_{gid}"[:192]
+            # legacy: the expression's value plus table name and group id (seed 000); 3.3.7
+            # OUTPUT_SUBTABLE: the value itself (seed 002)
+            name = (base if self.c.exact_subtable else f"{base}_{self.c.out_table}_{gid}")[:192]
         else:
             name = default_subtable(self.c.out_table, gkey)
         db = self.lake.catalog.require_database(self.c.out_db)

@@ -621,13 +621,10 @@ class Executor:
         return ResultSet.affected(0)
 
     def _do_CreateStream337(self, s: ast.CreateStream337, sql: str) -> ResultSet:
-        raise SqlError(
-            "TDengine 3.3.7 stream syntax is not supported yet; use the legacy syntax "
-            "(CREATE STREAM s [TRIGGER ...] INTO stb AS SELECT ... FROM t <window clause>)",
-            sql=sql,
-            offset=0,
-            code=Code.NOT_SUPPORTED,
-        )
+        from spark_workers.sql.streams import create_stream_337
+
+        create_stream_337(self, s, sql)
+        return ResultSet.affected(0)
 
     def _do_StreamCommand(self, s: ast.StreamCommand, sql: str) -> ResultSet:
         info = self.registry.get(s.name, s.db)

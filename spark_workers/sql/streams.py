@@ -37,6 +37,7 @@ from spark_workers.sql.planner import Source, WindowPlan, output_type, plan_wind
 from spark_workers.sql.render import expr_sql
 from spark_workers.sql.spec import (
     LEGACY,
+    V337,
     NotifySpec,
     OptionsSpec,
     OutputSpec,
@@ -97,6 +98,8 @@ class CompiledStream:
     subtable_expr: exp.Expr | None = None
     notify: NotifySpec | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    normal_output: bool = False  # 3.3.7 without grouping: the output is a normal table
+    exact_subtable: bool = False  # 3.3.7 OUTPUT_SUBTABLE names the subtable exactly
 
     @property
     def precision(self) -> str:
@@ -296,6 +299,13 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     """
     catalog: Catalog = lake.catalog
     sql = spec.query or ""
+    v337 = spec.syntax == V337
+    if v337:  # a 3.3.7 window trigger over %%trows runs as its equivalent window query
+        from spark_workers.sql.streams337 import engine_query
+
+        assert spec.source is not None
+        trig = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.sql)
+        sql = engine_query(spec, trig.table.columns[0].name)
     stmt = parse_one(sql)
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
@@ -335,7 +345,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
                 code=Code.INVALID_COLUMN,
             )
         seen.add(c.name.lower())
-    tags = _tag_plan(spec, plan, sql)
+    normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
+    tags = [] if normal_output else _tag_plan(spec, plan, sql)
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
@@ -375,6 +386,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         spec.output.table,
         subtable_expr,
         spec.notify,
+        normal_output=normal_output,
+        exact_subtable=v337,
     )
 
 
@@ -441,14 +454,16 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     db = catalog.require_database(c.out_db)
     existing = catalog.table(db.name, c.out_table)
     cols, tags = output_table_plan(c)
+    kind = "normal" if c.normal_output else "super"
     if existing is None:
-        table = Table(db.name, c.out_table, "super", cols, tags)
+        table = Table(db.name, c.out_table, kind, cols, tags)
         if catalog.create_table(table, if_not_exists=True, now_ms=int(time.time() * 1000)):
             lake.create_storage(db, table)
         return True
-    if existing.kind != "super":
+    if existing.kind != kind:
         raise SqlError(
-            f"output table {c.out_table} exists and is not a supertable",
+            f"output table {c.out_table} exists and is not a "
+            + ("normal table" if c.normal_output else "supertable"),
             sql=sql,
             code=Code.STREAM_OUTPUT_CONFLICT,
         )
@@ -505,6 +520,27 @@ def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
             return
         raise CatalogError(f"stream {s.name} already exists", code=Code.STREAM_ALREADY_EXIST)
     spec, compiled = validate_stream(s, sql, default_db=ex.default_db, lake=ex.lake, tz=ex.tz)
+    _register(ex, spec, compiled, sql, s.options.spans.get("fill_history"))
+
+
+def create_stream_337(ex: Executor, s: ast.CreateStream337, sql: str) -> None:
+    """Validate a TDengine 3.3.7 CREATE STREAM (``streams337.py``: window triggers over
+    ``%%trows``), create or check its output table, then register it as ``create_stream`` does."""
+    from spark_workers.sql.streams337 import spec_337
+
+    if ex.registry.get(s.name, s.db) is not None:
+        if s.if_not_exists:
+            return
+        raise CatalogError(f"stream {s.name} already exists", code=Code.STREAM_ALREADY_EXIST)
+    spec = spec_337(s, sql, ex.default_db, ex.catalog)
+    _register(ex, spec, compile_stream(spec, ex.lake, ex.tz), sql, s.options.spans.get("fill_history"))
+
+
+def _register(
+    ex: Executor, spec: StreamSpec, compiled: CompiledStream, sql: str, history_span: ast.Span | None
+) -> None:
+    """The checks shared by both syntaxes (output conflicts, the FILL_HISTORY cap), then the
+    output table and the registration."""
     assert spec.source is not None and spec.output is not None
     if spec.output.db.lower() == spec.source.db.lower() and (
         spec.output.table.lower()
@@ -528,7 +564,7 @@ def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
             )
     version = ex.lake.version(spec.source.db, compiled.source.storage.name)
     if spec.options.fill_history:
-        _check_history_windows(compiled, ex.lake, version, sql, s.options.spans.get("fill_history"))
+        _check_history_windows(compiled, ex.lake, version, sql, history_span)
     ensure_output_table(compiled, ex.lake, sql=sql)
     ex.registry.create(
         spec, start_version=version, history_version=version if spec.options.fill_history else None

@@ -363,6 +363,30 @@ def test_stream_statements_over_rest(meters: Rest) -> None:
     assert [r[0] for r in meters.ok("SHOW power.STABLES")["data"]] == ["meters", "out1"]
 
 
+def test_337_stream_over_rest_is_registered_with_its_own_syntax(meters: Rest) -> None:
+    from streams_app.selectors import stream_payload
+
+    sql = (
+        "CREATE STREAM s337 STATE_WINDOW(voltage) FROM power.meters PARTITION BY tbname "
+        "STREAM_OPTIONS(WATERMARK(10s)) INTO power.res OUTPUT_SUBTABLE(CONCAT('res_', tbname)) "
+        "AS SELECT _twstart, _twrownum, avg(current) FROM %%trows"
+    )
+    meters.ok(sql)
+    s = Stream.objects.get()
+    assert (s.syntax, s.sql) == ("3.3.7", sql)
+    assert stream_payload(stream=s, throughput=[])["window"] == "STATE_WINDOW(voltage)"
+    assert meters.ok("SELECT trigger, watermark FROM information_schema.ins_streams")["data"] == [
+        ["STATE", "10s"]
+    ]
+    bad = meters.fails(
+        sql.replace("s337", "s2")
+        .replace("power.res", "power.res2")
+        .replace("WATERMARK(10s)", "MAX_DELAY(5s)")
+    )
+    assert bad["code"] == Code.NOT_SUPPORTED and "MAX_DELAY" in bad["desc"]
+    assert Stream.objects.count() == 1
+
+
 def test_requests_leave_no_database_connection_open(meters: Rest) -> None:
     """The SQL runs in a worker thread; its DB connection must be closed like a request's own
     (otherwise every pool thread keeps a connection forever, and a broken one is never replaced)."""

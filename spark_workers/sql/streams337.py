@@ -1,0 +1,250 @@
+"""TDengine 3.3.7 streams (seed 002) on the window engine: window triggers with a ``%%trows``
+computation.
+
+A 3.3.7 stream whose trigger is a window (``[INTERVAL(i[, o])] SLIDING(s)``, ``SESSION``,
+``STATE_WINDOW``, ``EVENT_WINDOW``, ``COUNT_WINDOW``) and whose computation aggregates the rows of
+the triggering window (``SELECT ... FROM %%trows``) computes exactly what the legacy window query
+over the trigger table computes for that window. Such a stream keeps its own StreamSpec (syntax
+``3.3.7``, the statement as written) and runs on the engine through ``engine_query``, the
+equivalent window SELECT:
+
+- ``FROM %%trows`` -> the trigger table; ``PRE_FILTER(expr)`` -> ``WHERE expr`` (filtered rows are
+  invisible to window detection and to ``%%trows``, seed 002);
+- ``_twstart`` / ``_twend`` / ``_twduration`` -> ``_wstart`` / ``_wend`` / ``_wduration``;
+  ``_twrownum`` -> ``count(*)`` (the rows of the window); ``_c0`` -> the primary timestamp column;
+- the trigger's PARTITION BY and window after WHERE.
+
+Semantics follow seed 002: results are computed when a window closes (WINDOW_CLOSE; ``%%trows``
+is "applicable only for WINDOW_CLOSE triggers"); WATERMARK as given; out-of-order rows and
+updates recalculate the window for SESSION / STATE / EVENT / INTERVAL triggers unless
+IGNORE_DISORDER, and are ignored for COUNT_WINDOW; deletes are ignored unless DELETE_RECALC (never
+for COUNT_WINDOW) ("Atypical Data Ingestion Scenarios"). Without PARTITION BY the output is a
+normal table; with it, a supertable with one subtable per group, named by OUTPUT_SUBTABLE exactly
+or by default, tagged ``tag_tbname VARCHAR(270)`` for ``tbname`` and by the tag's own name and
+type otherwise ("Outputs").
+
+What this module does not run yet is refused at CREATE STREAM with an error naming it (positioned
+where the parser kept a span): PERIOD and SLIDING-only triggers, computations other than over
+``%%trows``, TRUE_FOR, notifications, notify-only streams and the options EXPIRED_TIME,
+DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), CALC_NOTIFY_ONLY,
+LOW_LATENCY_CALC, FORCE_OUTPUT, MAX_DELAY, EVENT_TYPE; an INTERVAL trigger needs
+IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from spark_workers.errors import CatalogError, Code, SqlError
+from spark_workers.sql import ast
+from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
+from spark_workers.sql.spec import V337, OptionsSpec, OutputSpec, OutputTag, SourceSpec, StreamSpec
+
+if TYPE_CHECKING:
+    from spark_workers.lake.catalog import Catalog
+
+TROWS = "__td_trows"
+WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
+OTHER_PLACEHOLDERS = (
+    "_tprev_localtime",
+    "_tnext_localtime",
+    "_tprev_ts",
+    "_tcurrent_ts",
+    "_tnext_ts",
+    "_tgrpid",
+    "_tlocaltime",
+)
+UNSUPPORTED_OPTIONS = (
+    ("expired_time", "EXPIRED_TIME"),
+    ("delete_output_table", "DELETE_OUTPUT_TABLE"),
+    ("fill_history_first", "FILL_HISTORY_FIRST"),
+    ("calc_notify_only", "CALC_NOTIFY_ONLY"),
+    ("low_latency_calc", "LOW_LATENCY_CALC"),
+    ("force_output", "FORCE_OUTPUT"),
+    ("max_delay", "MAX_DELAY"),
+    ("event_type", "EVENT_TYPE"),
+)
+
+
+def _not_yet(what: str, sql: str, span: ast.Span | None = None) -> SqlError:
+    return SqlError(
+        f"{what} is not supported yet in TDengine 3.3.7 streams",
+        sql=sql,
+        offset=span.start if span else None,
+        code=Code.NOT_SUPPORTED,
+    )
+
+
+def _window(s: ast.CreateStream337) -> ast.Window | None:
+    """The trigger as the engine's window clause (None for PERIOD / SLIDING-only triggers)."""
+    t = s.trigger
+    if isinstance(t, ast.SlidingTrigger):
+        if t.interval is None or t.sliding_offset is not None:
+            return None
+        return ast.IntervalWindow(t.interval, t.interval_offset, t.sliding)
+    if isinstance(t, ast.PeriodTrigger):
+        return None
+    return t
+
+
+def check_supported(s: ast.CreateStream337, sql: str) -> None:
+    """Refuse what the engine does not run yet (module docstring).
+
+    Raises:
+        SqlError: NOT_SUPPORTED, naming the trigger, clause or option.
+    """
+    t = s.trigger
+    if isinstance(t, ast.PeriodTrigger):
+        raise _not_yet("the PERIOD trigger", sql)
+    if isinstance(t, ast.SlidingTrigger) and (t.interval is None or t.sliding_offset is not None):
+        raise _not_yet("a SLIDING trigger without INTERVAL", sql)
+    if isinstance(t, ast.SlidingTrigger) and not s.options.ignore_nodata_trigger:
+        raise _not_yet(
+            "an INTERVAL trigger without IGNORE_NODATA_TRIGGER (windows without rows)",
+            sql,
+            s.options.spans.get("ignore_nodata_trigger"),
+        )
+    if isinstance(t, ast.StateWindow | ast.EventWindow) and t.true_for is not None:
+        raise _not_yet("TRUE_FOR", sql, t.span)
+    if s.from_table is None:
+        raise _not_yet("a stream without a trigger table", sql)
+    if s.notify is not None:
+        raise _not_yet("NOTIFY", sql, s.notify.span)
+    if s.into is None or s.query is None:
+        raise _not_yet("a stream without INTO ... AS (notify-only)", sql)
+    o = s.options
+    for attr, word in UNSUPPORTED_OPTIONS:
+        if getattr(o, attr):
+            raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
+    if o.fill_history_start is not None:
+        raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
+    sel = s.query.select
+    tables = [x for x in sel.find_all(exp.Table)] if isinstance(sel, exp.Select) else []
+    if len(tables) != 1 or tables[0].name.lower() != TROWS or s.query.window is not None:
+        raise _not_yet("a computation other than SELECT ... FROM %%trows", sql, s.query.span)
+    if s.query.partition_by or sel.args.get("group") or sel.args.get("where"):
+        # seed 002: "Queries that use %%trows do not support WHERE condition filtering"
+        raise SqlError(
+            "a %%trows computation takes no WHERE, GROUP BY or PARTITION BY: filter with "
+            "STREAM_OPTIONS(PRE_FILTER(...)) and group with the trigger's PARTITION BY",
+            sql=sql,
+            offset=s.query.span.start if s.query.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    for col in sel.find_all(exp.Column):
+        name = col.name.lower()
+        if name in OTHER_PLACEHOLDERS or name.startswith("__td_p") or name == "__td_tbname":
+            raise SqlError(
+                f"placeholder {col.name} is not allowed here: a window trigger with %%trows takes "
+                "_twstart, _twend, _twduration, _twrownum and _c0 (seed 002, Placeholders)",
+                sql=sql,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+
+
+def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> StreamSpec:
+    """StreamSpec of a 3.3.7 CREATE STREAM (the subset of ``check_supported``).
+
+    Raises:
+        SqlError / CatalogError: unsupported parts, a missing trigger table or database.
+    """
+    check_supported(s, sql)
+    assert s.from_table is not None and s.into is not None and s.query is not None
+    src_db = s.from_table.db or default_db
+    if not src_db:
+        raise CatalogError("database not specified for the trigger table", code=Code.DB_NOT_SPECIFIED)
+    src = catalog.require_table(catalog.require_database(src_db).name, s.from_table.name)
+    o = s.options
+    count = isinstance(s.trigger, ast.CountWindow)
+    options = OptionsSpec(
+        trigger="WINDOW_CLOSE",
+        watermark=str(o.watermark) if o.watermark is not None else None,
+        # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
+        ignore_expired=count or o.ignore_disorder,
+        ignore_update=count or o.ignore_disorder,
+        fill_history=o.fill_history,
+        ignore_disorder=o.ignore_disorder,
+        delete_recalc=o.delete_recalc and not count,
+        pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
+        ignore_nodata_trigger=o.ignore_nodata_trigger,
+    )
+    tags: list[OutputTag] = []
+    if s.tags:
+        tags = [
+            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
+            for t in s.tags
+        ]
+    else:
+        for p in s.partition_by:
+            col = p.expr.name.lower() if isinstance(p.expr, exp.Column) else None
+            if col == "tbname":
+                tags.append(OutputTag("tag_tbname", "VARCHAR(270)"))
+                continue
+            tag = src.tag(col) if col else None
+            if tag is None:
+                raise SqlError(
+                    f"PARTITION BY {p.text}: a 3.3.7 trigger groups by tbname or tags only (seed 002, "
+                    "Trigger Grouping)",
+                    sql=sql,
+                    offset=p.span.start if p.span else None,
+                    code=Code.INVALID_STREAM_QUERY,
+                )
+            tags.append(OutputTag(p.alias or tag.name, tag.type.sql))
+    window = _window(s)
+    assert window is not None
+    return StreamSpec(
+        name=s.name,
+        db=s.db,
+        syntax=V337,
+        source=SourceSpec(src_db, s.from_table.name),
+        trigger={"type": window.kind, "sql": trigger_sql(s.trigger)},
+        partition_by=[{"sql": p.text, "alias": p.alias} for p in s.partition_by],
+        filter=options.pre_filter,
+        query=query_sql(s.query),
+        options=options,
+        output=OutputSpec(
+            db=s.into.db or default_db or src_db,
+            table=s.into.name,
+            subtable=expr_sql(s.output_subtable) if s.output_subtable is not None else None,
+            columns=[{"name": c.name, "composite_key": c.composite_key} for c in s.columns]
+            if s.columns
+            else None,
+            tags=tags,
+        ),
+        sql=sql,
+    )
+
+
+def engine_query(spec: StreamSpec, ts_column: str) -> str:
+    """The legacy window SELECT computing a 3.3.7 stream's results (module docstring);
+    ``ts_column`` is the trigger table's primary timestamp column (``_c0``)."""
+    from spark_workers.sql.parser import parse_one
+
+    stmt = parse_one(spec.sql)
+    assert isinstance(stmt, ast.CreateStream337) and stmt.query is not None and spec.source is not None
+    window = _window(stmt)
+    assert window is not None
+    sel = stmt.query.select.copy()
+    assert isinstance(sel, exp.Select)
+    src = exp.Table(this=exp.to_identifier(spec.source.table, quoted=True))
+    if spec.source.db:
+        src.set("db", exp.to_identifier(spec.source.db, quoted=True))
+    for t in list(sel.find_all(exp.Table)):
+        t.replace(src.copy())
+    for col in list(sel.find_all(exp.Column)):
+        name = col.name.lower()
+        if name in WINDOW_PLACEHOLDERS:
+            col.replace(exp.column(WINDOW_PLACEHOLDERS[name]))
+        elif name == "_twrownum":
+            col.replace(exp.Count(this=exp.Star()))
+        elif name == "_c0":
+            col.replace(exp.column(ts_column, quoted=True))
+    if stmt.options.pre_filter is not None:
+        sel = sel.where(stmt.options.pre_filter.copy())
+    parts = [expr_sql(sel)]
+    if stmt.partition_by:
+        parts.append(partition_sql(stmt.partition_by))
+    parts.append(window_sql(window))
+    return " ".join(parts)

@@ -1,0 +1,174 @@
+"""TDengine 3.3.7 window triggers over %%trows (``sql/streams337.py``) through the local pipeline:
+the translation to the engine's window query, outputs (normal table without grouping, exact
+OUTPUT_SUBTABLE names, ``tag_tbname``), the options matrix of seed 002 (PRE_FILTER, deletes ignored
+unless DELETE_RECALC) and the errors for what is not run yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spark_workers.errors import SqlError
+from spark_workers.lake.store import Lake
+from spark_workers.runtime.local import LocalRunner
+from spark_workers.sql.executor import Executor
+from spark_workers.sql.results import MemoryRegistry
+from spark_workers.sql.streams import compile_stream
+from spark_workers.sql.streams337 import engine_query
+
+T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
+
+
+class Env:
+    def __init__(self, root: Path) -> None:
+        self.lake = Lake(root)
+        self.reg = MemoryRegistry()
+        self.ex = Executor(self.lake, self.reg, tz="UTC", default_db="d")
+        self.ex.execute(
+            "create database d; create stable st (ts timestamp, a int, b int) tags (g int);"
+            "create table c1 using st tags (1); create table c2 using st tags (2)"
+        )
+        self.runners: list[LocalRunner] = []
+
+    def stream(self, sql: str) -> None:
+        self.ex.execute(sql)
+        name = sql.split()[2]
+        sv, hv = self.reg.start_versions[name]
+        c = compile_stream(self.reg.get(name, None).spec, self.lake, "UTC")
+        self.runners.append(LocalRunner(c, self.lake, stream_key=name, start_version=sv, history_version=hv))
+
+    def write(self, *stmts: str) -> None:
+        for q in stmts:
+            self.ex.execute(q)
+            for r in self.runners:
+                r.run()
+
+    def rows(self, sql: str) -> list[list[object]]:
+        return [list(r) for r in self.ex.execute_one(sql).rows]
+
+
+def ins(table: str, *rows: tuple[int, int | None, int | None]) -> str:
+    vals = " ".join(
+        f"({T0 + s * 1000}, {'NULL' if a is None else a}, {'NULL' if b is None else b})" for s, a, b in rows
+    )
+    return f"insert into {table} values {vals}"
+
+
+def test_engine_query_is_the_equivalent_window_select(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s state_window(a) from st partition by tbname, g "
+        "stream_options(pre_filter(b > 0) | watermark(5s)) into out "
+        "as select _twstart, _twend, _twrownum, first(_c0), sum(a) from %%trows"
+    )
+    spec = env.reg.get("s", None).spec
+    assert (
+        spec.syntax == "3.3.7" and spec.options.trigger == "WINDOW_CLOSE" and spec.options.watermark == "5s"
+    )
+    q = engine_query(spec, "ts").lower()
+    assert "from `d`.`st`" in q and "where b > 0" in q and "count(*)" in q and "first(`ts`)" in q
+    assert q.endswith("partition by tbname, g state_window(a)") and "_wstart" in q and "_wend" in q
+
+
+def test_state_window_over_trows_without_grouping_writes_a_normal_table(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s state_window(a) from c1 into res (firstts, lastts, n, total) "
+        "as select first(_c0), last_row(_c0), _twrownum, sum(a) from %%trows"
+    )
+    env.write(ins("c1", (0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 2, 1), (4, 3, 1)))
+    assert env.rows("select firstts, lastts, n, total from res") == [
+        [T0, T0 + 1000, 2, 2],
+        [T0 + 2000, T0 + 3000, 2, 4],
+    ]
+    assert [r[3] for r in env.ex.execute_one("desc res").rows] == ["", "", "", ""]  # no tags: a normal table
+    assert env.rows("select type from information_schema.ins_tables where table_name = 'res'") == [
+        ["NORMAL_TABLE"]
+    ]
+
+
+def test_output_subtable_is_exact_and_grouping_by_tbname_tags_tag_tbname(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s count_window(2) from st partition by tbname into res "
+        "output_subtable(concat('r_', tbname)) (ts0, n) as select first(_c0), count(*) from %%trows"
+    )
+    env.write(ins("c1", (0, 1, 1), (1, 1, 1), (2, 5, 5)), ins("c2", (0, 1, 1), (1, 2, 2)))
+    assert env.rows(
+        "select table_name from information_schema.ins_tables where stable_name = 'res' order by 1"
+    ) == [
+        ["r_c1"],
+        ["r_c2"],
+    ]
+    assert env.rows(
+        "select tag_name, tag_value from information_schema.ins_tags where table_name = 'r_c2'"
+    ) == [["tag_tbname", "c2"]]
+    assert env.rows("select ts0, n from r_c1") == [[T0, 2]]
+
+
+@pytest.mark.parametrize("delete_recalc", [False, True])
+def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc: bool) -> None:
+    env = Env(tmp_path)
+    opt = " stream_options(delete_recalc)" if delete_recalc else ""
+    env.stream(
+        f"create stream s session(ts, 5s) from c1{opt} into res (ts0, n, total) "
+        "as select _twstart, count(*), sum(a) from %%trows"
+    )
+    env.write(ins("c1", (0, 1, 1), (1, 2, 1), (2, 3, 1), (20, 9, 9)))
+    assert env.rows("select ts0, n, total from res") == [[T0, 3, 6]]
+    env.write(f"delete from c1 where ts = {T0 + 1000}")
+    want = [[T0, 2, 4]] if delete_recalc else [[T0, 3, 6]]
+    assert env.rows("select ts0, n, total from res") == want
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("create stream s period(1m) into r as select now, count(*) from d.st", "PERIOD"),
+        (
+            "create stream s sliding(1m) from c1 into r as select _tcurrent_ts, count(*) from %%trows",
+            "SLIDING",
+        ),
+        (
+            "create stream s interval(1m) sliding(1m) from c1 into r as "
+            "select _twstart, count(*) from %%trows",
+            "IGNORE_NODATA_TRIGGER",
+        ),
+        (
+            "create stream s state_window(a) true_for(5s) from c1 into r as "
+            "select _twstart, count(*) from %%trows",
+            "TRUE_FOR",
+        ),
+        (
+            "create stream s state_window(a) from c1 stream_options(max_delay(5s)) into r as "
+            "select _twstart, count(*) from %%trows",
+            "MAX_DELAY",
+        ),
+        ("create stream s state_window(a) from c1 into r as select _twstart, count(*) from d.c2", "%%trows"),
+    ],
+)
+def test_what_is_not_run_yet_is_refused_by_name(tmp_path: Path, sql: str, named: str) -> None:
+    env = Env(tmp_path)
+    with pytest.raises(SqlError) as e:
+        env.ex.execute_one(sql)
+    assert named in str(e.value) and "not supported yet" in str(e.value)
+    assert env.reg.list() == [] and env.ex.catalog.table("d", "r") is None  # nothing created
+
+
+def test_placeholders_outside_window_triggers_and_trows_filters_are_errors(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    with pytest.raises(SqlError, match="_tcurrent_ts is not allowed"):
+        env.ex.execute_one(
+            "create stream s state_window(a) from c1 into r as select _tcurrent_ts, count(*) from %%trows"
+        )
+    with pytest.raises(SqlError, match="PRE_FILTER"):
+        env.ex.execute_one(
+            "create stream s state_window(a) from c1 into r as "
+            "select _twstart, count(*) from %%trows where a > 1"
+        )
+    with pytest.raises(SqlError, match="groups by tbname or tags only"):
+        env.ex.execute_one(
+            "create stream s session(ts, 1s) from st partition by a into r as "
+            "select _twstart, count(*) from %%trows"
+        )
