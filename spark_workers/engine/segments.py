@@ -78,6 +78,9 @@ class SegmentSpec:
             exist, so its windows start at ``(-count) mod interval`` (seed 003).
         emit_open: AT_ONCE writes windows before they close (not legacy event windows, td-011a;
             not eKuiper windows, which output "at the end of the window", seed 003).
+        true_for: STATE_WINDOW / EVENT_WINDOW ``TRUE_FOR(d)``: a window whose duration
+            (``_wend - _wstart``) is shorter is discarded, with no result and no WINDOW_CLOSE
+            event (seed 002); one that a recalculation shortens is removed from the output.
     """
 
     kind: str
@@ -87,6 +90,7 @@ class SegmentSpec:
     sliding: int = 0
     first: int = 0
     emit_open: bool = True
+    true_for: int = 0
 
     @property
     def step(self) -> int:
@@ -504,8 +508,13 @@ class SegmentEngine:
         return w.wlast
 
     def visible(self, w: Win) -> bool:
-        """Can the window be in the output table (an open legacy event window cannot)?"""
-        return w.close_time is not None or self.spec.emit_open
+        """Can the window be in the output table (an open legacy event window cannot, nor one
+        shorter than TRUE_FOR)?"""
+        return (w.close_time is not None or self.spec.emit_open) and not self.too_short(w)
+
+    def too_short(self, w: Win) -> bool:
+        """Is the window shorter than TRUE_FOR (seed 002)?"""
+        return bool(self.spec.true_for) and self.wend(w) - w.wstart < self.spec.true_for
 
     def _extras(self, batch: RowBatch, idx: np.ndarray) -> dict[str, Any]:
         k = self.spec.kind
@@ -883,7 +892,7 @@ class _Output:
 
     def closed(self, g: int, w: Win) -> None:
         self.emit[(g, w.wid)] = w
-        if self._want("WINDOW_CLOSE"):
+        if self._want("WINDOW_CLOSE") and not self.eng.too_short(w):
             self._event("WINDOW_CLOSE", g, w)
 
     def replaced(self, g: int, old: list[Win]) -> None:
@@ -904,6 +913,12 @@ class _Output:
             sel_idx = idx[idx >= 0]
         else:
             keys = []
+        short: list[tuple[int, Win]] = []
+        if eng.spec.true_for and keys:  # TRUE_FOR: short windows are discarded (seed 002)
+            long_enough = np.array([not eng.too_short(self.emit[k]) for k in keys], bool)
+            short = [(k[0], self.emit[k]) for k, ok in zip(keys, long_enough, strict=True) if not ok]
+            keys = [k for k, ok in zip(keys, long_enough, strict=True) if ok]
+            sel_idx = sel_idx[long_enough]
         sel = part.take(sel_idx) if sel_idx.size else Partials.empty(eng.aggs)
         wins = [self.emit[k] for k in keys]
         for w in wins:
@@ -916,6 +931,12 @@ class _Output:
             lower(eng.aggs, sel),
         )
         removals: list[tuple[str, int]] = []
+        for g, w in short:
+            if w.written:  # a recalculation made a written window too short
+                removals.append((st.gkeys[g], w.wstart))
+                w.written = False
+                if self._want("WINDOW_CLOSE"):
+                    self._event("WINDOW_INVALIDATION", g, w)
         if self.removed:
             alive = {(g, w.wstart) for (g, _), w in zip(keys, wins, strict=True)}
             groups = {g for g, _ in self.removed}
@@ -927,6 +948,7 @@ class _Output:
                         self._event("WINDOW_INVALIDATION", g, w)
         # partials of final windows are no longer needed once written
         done = [(g, w.wid) for (g, _), w in zip(keys, wins, strict=True) if w.final]
+        done += [(g, w.wid) for g, w in short if w.final]
         st.drop(done)
         return _Finished(res, removals, self.events)
 

@@ -55,6 +55,7 @@ class WindowShape:
         emit_open: AT_ONCE may write unfinished windows (not legacy event windows, not eKuiper).
         first_start_at_first_row: eKuiper tumbling: the first window starts at the first event.
         ekuiper: an eKuiper window (eKuiper's lateness rule; WHERE applies after windowing).
+        true_for: STATE_WINDOW / EVENT_WINDOW minimum duration (TRUE_FOR; 0 = none).
     """
 
     kind: str
@@ -66,6 +67,7 @@ class WindowShape:
     emit_open: bool = True
     first_start_at_first_row: bool = False
     ekuiper: bool = False
+    true_for: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -80,7 +82,9 @@ class WindowShape:
             return SegmentSpec(
                 k, count=self.size, sliding=self.step, first=self.offset, emit_open=self.emit_open
             )
-        return SegmentSpec(k, gap=self.size, max_duration=self.max_duration, emit_open=self.emit_open)
+        return SegmentSpec(
+            k, gap=self.size, max_duration=self.max_duration, emit_open=self.emit_open, true_for=self.true_for
+        )
 
     def sliding_spec(self) -> SlidingSpec:
         return SlidingSpec(self.size, self.delay)

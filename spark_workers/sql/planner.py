@@ -247,15 +247,16 @@ def window_shape(
         if gap <= 0:
             raise _error_at(sql, span, "SESSION tolerance must be positive")
         return WindowShape("session", gap, emit_open=emit_open), extras
+    true_for = 0
+    if isinstance(window, ast.StateWindow | ast.EventWindow) and window.true_for is not None:
+        true_for = _fixed(window.true_for, precision, sql, span, "TRUE_FOR duration")
+        if true_for < 0:
+            raise _error_at(sql, span, "TRUE_FOR duration must not be negative")
     if isinstance(window, ast.StateWindow):
-        if window.true_for is not None:
-            raise _error_at(sql, span, "STATE_WINDOW ... TRUE_FOR is not supported yet", Code.NOT_SUPPORTED)
         _check_state_type(window.expr, source, sql)
         extras["state"] = window.expr
-        return WindowShape("state", emit_open=emit_open), extras
+        return WindowShape("state", emit_open=emit_open, true_for=true_for), extras
     if isinstance(window, ast.EventWindow):
-        if window.true_for is not None:
-            raise _error_at(sql, span, "EVENT_WINDOW ... TRUE_FOR is not supported yet", Code.NOT_SUPPORTED)
         extras["start"] = window.start
         extras["end"] = window.end
         for which, condition in (("start", window.start), ("end", window.end)):
@@ -263,7 +264,7 @@ def window_shape(
                 if col.lower() in source.columns:
                     extras[f"cond.{which}.{source.columns[col.lower()][0]}"] = exp.column(col)
         # legacy event windows exist in results only once they end (td-011a)
-        return WindowShape("event", emit_open=False), extras
+        return WindowShape("event", emit_open=False, true_for=true_for), extras
     if isinstance(window, ast.CountWindow):
         if not min_count <= window.count < COUNT_WINDOW_MAX:
             raise _error_at(

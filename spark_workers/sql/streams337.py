@@ -25,7 +25,7 @@ type otherwise ("Outputs").
 
 What this module does not run yet is refused at CREATE STREAM with an error naming it (positioned
 where the parser kept a span): PERIOD and SLIDING-only triggers, computations other than over
-``%%trows``, TRUE_FOR, notifications, notify-only streams and the options EXPIRED_TIME,
+``%%trows``, notifications, notify-only streams and the options EXPIRED_TIME,
 DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), CALC_NOTIFY_ONLY,
 LOW_LATENCY_CALC, FORCE_OUTPUT, MAX_DELAY, EVENT_TYPE; an INTERVAL trigger needs
 IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
@@ -106,8 +106,6 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             sql,
             s.options.spans.get("ignore_nodata_trigger"),
         )
-    if isinstance(t, ast.StateWindow | ast.EventWindow) and t.true_for is not None:
-        raise _not_yet("TRUE_FOR", sql, t.span)
     if s.from_table is None:
         raise _not_yet("a stream without a trigger table", sql)
     if s.notify is not None:

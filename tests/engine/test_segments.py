@@ -639,3 +639,32 @@ def test_any_in_order_split_into_micro_batches_equals_the_batch_query(name, spec
             h.feed(rows[lo:hi])
         got = {k: v["cnt"] for k, v in h.table.items()}
         assert got == want, f"trial {trial}"
+
+
+# --------------------------------------------------------------------------- TRUE_FOR (seed 002)
+
+
+def test_true_for_discards_short_state_windows_and_removes_one_a_delete_shortens():
+    rules = StreamRules(mode="WINDOW_CLOSE", ignore_expired=False, ignore_update=False, notify_close=True)
+    h = Harness(SegmentSpec("state", true_for=3_000), rules, state_of("a"))
+    # a=1 lasts 0..4 s (4 s), a=2 lasts 5..6 s (1 s: too short), a=3 lasts 7..10 s, a=4 closes it
+    h.feed([ins(t * 1000, a=1) for t in range(5)] + [ins(5000, a=2), ins(6000, a=2)])
+    h.feed([ins(t * 1000, a=3) for t in (7, 8, 10)] + [ins(11_000, a=4)])
+    assert h.rows("[]", "cnt", "_wend") == [(0, 5, 4000), (7000, 3, 10_000)]
+    closes = [e.wstart for e in h.events if e.kind == "WINDOW_CLOSE"]
+    assert closes == [0, 7000]  # no trigger for the short window
+    # deleting the last row of [7 s, 10 s] leaves [7 s, 8 s]: shorter than TRUE_FOR, so removed
+    h.feed([dele(10_000)])
+    assert h.rows("[]", "cnt", "_wend") == [(0, 5, 4000)]
+    assert [e.wstart for e in h.events if e.kind == "WINDOW_INVALIDATION"] == [7000]
+
+
+def test_true_for_in_the_batch_query_and_on_event_windows():
+    rows = [(t * 1000, r(a=a)) for t, a in enumerate([0, 5, 6, 0, 5, 0, 0, 7, 8, 9, 0])]
+    ex = event_on(lambda x: x["a"] >= 5, lambda x: x["a"] == 0)
+    batch = to_batch([("[]", ts, row, INSERT) for ts, row in rows], ex)
+    plain = segment_aggregate(SegmentSpec("event", emit_open=False), AGGS, batch)
+    held = segment_aggregate(SegmentSpec("event", emit_open=False, true_for=2_000), AGGS, batch)
+    # windows [1 s, 3 s], [4 s, 5 s], [7 s, 10 s]; the 1 s one is shorter than 2 s
+    assert list(plain.wstart) == [1000, 4000, 7000]
+    assert list(held.wstart) == [1000, 7000] and list(held.wend) == [3000, 10_000]

@@ -107,6 +107,17 @@ def test_output_subtable_is_exact_and_grouping_by_tbname_tags_tag_tbname(tmp_pat
     assert env.rows("select ts0, n from r_c1") == [[T0, 2]]
 
 
+def test_true_for_drops_short_event_windows(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s event_window(start with a >= 5 end with a < 5) true_for(2s) from c1 "
+        "into res (ts0, ts1, n) as select _twstart, _twend, _twrownum from %%trows"
+    )
+    env.write(ins("c1", *[(t, a, 0) for t, a in enumerate([6, 7, 1, 8, 2, 9, 9, 9, 0])]))
+    # windows [0 s, 2 s], [3 s, 4 s] (1 s: dropped), [5 s, 8 s]
+    assert env.rows("select ts0, ts1, n from res") == [[T0, T0 + 2000, 3], [T0 + 5000, T0 + 8000, 4]]
+
+
 @pytest.mark.parametrize("delete_recalc", [False, True])
 def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc: bool) -> None:
     env = Env(tmp_path)
@@ -136,9 +147,9 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
             "IGNORE_NODATA_TRIGGER",
         ),
         (
-            "create stream s state_window(a) true_for(5s) from c1 into r as "
+            "create stream s state_window(a) from c1 notify('ws://127.0.0.1:1/x') into r as "
             "select _twstart, count(*) from %%trows",
-            "TRUE_FOR",
+            "NOTIFY",
         ),
         (
             "create stream s state_window(a) from c1 stream_options(max_delay(5s)) into r as "
@@ -172,3 +183,11 @@ def test_placeholders_outside_window_triggers_and_trows_filters_are_errors(tmp_p
             "create stream s session(ts, 1s) from st partition by a into r as "
             "select _twstart, count(*) from %%trows"
         )
+
+
+def test_true_for_in_an_interactive_select(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.write(ins("c1", *[(t, a, 0) for t, a in enumerate([1, 1, 1, 2, 3, 3, 3, 3])]))
+    q = "select _wstart, _wend, count(*) from c1 state_window(a)"
+    assert len(env.rows(q)) == 3
+    assert env.rows(q + " true_for(2s)") == [[T0, T0 + 2000, 3], [T0 + 4000, T0 + 7000, 4]]
