@@ -387,6 +387,16 @@ def test_337_stream_over_rest_is_registered_with_its_own_syntax(meters: Rest) ->
     assert Stream.objects.count() == 1
 
 
+def test_recalculate_stream_over_rest_writes_the_closed_windows_of_the_range(meters: Rest) -> None:
+    meters.ok(STREAM_SQL.format(items="count(*) AS n, max(current) AS mx", tail=""))
+    # no worker runs in these tests, so the output is empty until the recalculation writes it
+    res = meters.ok("RECALCULATE STREAM s1 FROM '2024-01-01 00:00:00'")
+    assert res["rows"] == 1  # [00:00:00, 00:00:10); [00:00:10, 00:00:20) is not closed at 00:00:13
+    assert meters.ok("SELECT n, mx FROM power.out1")["data"] == [[4, 21.0]]
+    bad = meters.fails("RECALCULATE STREAM nope FROM '2024-01-01 00:00:00'")
+    assert bad["code"] == Code.STREAM_NOT_EXIST
+
+
 def test_requests_leave_no_database_connection_open(meters: Rest) -> None:
     """The SQL runs in a worker thread; its DB connection must be closed like a request's own
     (otherwise every pool thread keeps a connection forever, and a broken one is never replaced)."""
