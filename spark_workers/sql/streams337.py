@@ -25,7 +25,7 @@ type otherwise ("Outputs").
 
 What this module does not run yet is refused at CREATE STREAM with an error naming it (positioned
 where the parser kept a span): PERIOD and SLIDING-only triggers, computations other than over
-``%%trows``, notifications, notify-only streams and the options EXPIRED_TIME,
+``%%trows``, NOTIFY ... WHERE, notify-only streams and the options EXPIRED_TIME,
 DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), CALC_NOTIFY_ONLY,
 LOW_LATENCY_CALC, FORCE_OUTPUT, MAX_DELAY, EVENT_TYPE; an INTERVAL trigger needs
 IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
@@ -40,7 +40,15 @@ from sqlglot import exp
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
-from spark_workers.sql.spec import V337, OptionsSpec, OutputSpec, OutputTag, SourceSpec, StreamSpec
+from spark_workers.sql.spec import (
+    V337,
+    NotifySpec,
+    OptionsSpec,
+    OutputSpec,
+    OutputTag,
+    SourceSpec,
+    StreamSpec,
+)
 
 if TYPE_CHECKING:
     from spark_workers.lake.catalog import Catalog
@@ -109,7 +117,25 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
     if s.from_table is None:
         raise _not_yet("a stream without a trigger table", sql)
     if s.notify is not None:
-        raise _not_yet("NOTIFY", sql, s.notify.span)
+        n = s.notify
+        at = n.span.start if n.span else None
+        if not n.events:
+            raise SqlError(
+                "NOTIFY of a window trigger needs ON (WINDOW_OPEN|WINDOW_CLOSE) (seed 002)",
+                sql=sql,
+                offset=at,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        if "ON_TIME" in n.events:
+            raise SqlError(
+                "ON_TIME events belong to PERIOD and SLIDING triggers; a window trigger notifies "
+                "WINDOW_OPEN and WINDOW_CLOSE (seed 002)",
+                sql=sql,
+                offset=at,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        if n.where is not None:
+            raise _not_yet("NOTIFY ... WHERE", sql, n.span)
     if s.into is None or s.query is None:
         raise _not_yet("a stream without INTO ... AS (notify-only)", sql)
     o = s.options
@@ -190,6 +216,14 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
                     code=Code.INVALID_STREAM_QUERY,
                 )
             tags.append(OutputTag(p.alias or tag.name, tag.type.sql))
+    notify = None
+    if s.notify is not None:  # seed 002 defaults: no history, drop on failure
+        notify = NotifySpec(
+            urls=list(s.notify.urls),
+            events=[e.upper() for e in s.notify.events],
+            history=bool(s.notify.history),
+            on_failure=s.notify.on_failure or "DROP",
+        )
     window = _window(s)
     assert window is not None
     return StreamSpec(
@@ -211,6 +245,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
             else None,
             tags=tags,
         ),
+        notify=notify,
         sql=sql,
     )
 

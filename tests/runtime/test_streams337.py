@@ -147,9 +147,9 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
             "IGNORE_NODATA_TRIGGER",
         ),
         (
-            "create stream s state_window(a) from c1 notify('ws://127.0.0.1:1/x') into r as "
-            "select _twstart, count(*) from %%trows",
-            "NOTIFY",
+            "create stream s state_window(a) from c1 notify('ws://127.0.0.1:1/x') on (window_close) "
+            "where n > 1 into r as select _twstart, count(*) n from %%trows",
+            "NOTIFY ... WHERE",
         ),
         (
             "create stream s state_window(a) from c1 stream_options(max_delay(5s)) into r as "
@@ -191,3 +191,62 @@ def test_true_for_in_an_interactive_select(tmp_path: Path) -> None:
     q = "select _wstart, _wend, count(*) from c1 state_window(a)"
     assert len(env.rows(q)) == 3
     assert env.rows(q + " true_for(2s)") == [[T0, T0 + 2000, 3], [T0 + 4000, T0 + 7000, 4]]
+
+
+def test_notifications_of_a_state_trigger_reach_a_websocket_server(tmp_path: Path) -> None:
+    import json
+    import threading
+
+    from websockets.sync.server import serve
+
+    from spark_workers.notify.sender import Sender
+
+    received: list[dict] = []
+
+    def handler(ws) -> None:  # type: ignore[no-untyped-def]
+        for msg in ws:
+            received.append(json.loads(msg))
+
+    server = serve(handler, "127.0.0.1", 0)
+    port = server.socket.getsockname()[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sender = Sender()
+    try:
+        env = Env(tmp_path)
+        env.ex.execute(
+            f"create stream s state_window(a) from st partition by tbname "
+            f"notify('ws://127.0.0.1:{port}/x') on (window_open|window_close) "
+            "into res output_subtable(concat('r_', tbname)) (ts0, n, total) "
+            "as select _twstart, _twrownum, sum(b) from %%trows"
+        )
+        sv, hv = env.reg.start_versions["s"]
+        c = compile_stream(env.reg.get("s", None).spec, env.lake, "UTC")
+        runner = LocalRunner(c, env.lake, stream_key="s", start_version=sv, history_version=hv, sender=sender)
+        env.ex.execute(ins("c1", (0, 1, 10), (1, 1, 20), (2, 2, 30), (3, 3, 40)))
+        runner.run()
+    finally:
+        sender.close()
+        server.shutdown()
+    events = [e for m in received for st in m["streams"] for e in st["events"]]
+    assert all(m["messageId"] and m["streams"][0]["streamName"] == "s" for m in received)
+    first = [e for e in events if e["windowStart"] == T0]
+    opened = next(e for e in first if e["eventType"] == "WINDOW_OPEN")
+    closed = next(e for e in first if e["eventType"] == "WINDOW_CLOSE")
+    assert (
+        opened["triggerId"] == closed["triggerId"]
+        and opened["triggerType"] == closed["triggerType"] == "State"
+    )
+    assert opened["tableName"] == closed["tableName"] == "r_c1" and opened["groupId"] == closed["groupId"]
+    assert (opened["prevState"], opened["curState"]) == (None, 1)
+    assert (closed["windowEnd"], closed["curState"], closed["nextState"]) == (T0 + 1000, 1, 2)
+    assert closed["result"]["n"] == 2 and closed["result"]["total"] == 30
+    assert isinstance(closed["eventTime"], int) and "result" not in opened
+    # the window [2 s] closed by the row at 3 s; [3 s] is still open: opened, not closed
+    kinds = sorted((e["windowStart"] - T0, e["eventType"]) for e in events)
+    assert kinds == [
+        (0, "WINDOW_CLOSE"),
+        (0, "WINDOW_OPEN"),
+        (2000, "WINDOW_CLOSE"),
+        (2000, "WINDOW_OPEN"),
+        (3000, "WINDOW_OPEN"),
+    ]
