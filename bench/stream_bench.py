@@ -256,7 +256,7 @@ def run_history(spark) -> dict:  # type: ignore[no-untyped-def]
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tdweb.settings")
     django.setup()
-    from streams_app.services.demo import COLUMNS, cutoff_ms, read_dataset
+    from streams_app.services.demo import cutoff_ms, quality_rows, read_dataset, schema_sql
 
     root = Path(tempfile.mkdtemp(prefix="tdweb-bench-history-"))
     try:
@@ -264,30 +264,13 @@ def run_history(spark) -> dict:  # type: ignore[no-untyped-def]
         reg = MemoryRegistry()
         ex = Executor(lake, reg)
         data = read_dataset()
-        ex.execute_one("create database air precision 'ms'")
-        cols = ", ".join(f"{c} {'VARCHAR(8)' if c == 'wd' else 'DOUBLE'}" for c, _ in COLUMNS)
-        ex.execute_one(f"create stable air.quality (ts timestamp, {cols}) tags (station varchar(32))")
-        st = data.drop_duplicates("station")
-        ex.execute_one(
-            "create table "
-            + " ".join(
-                f"air.{s} using air.quality tags ('{n}')"
-                for s, n in zip(st["station"], st["station_name"], strict=True)
-            )
-        )
+        for stmt in schema_sql(data):
+            ex.execute_one(stmt)
         hist = data[data["ts"] < cutoff_ms()]
-        arrays = {
-            "tbname": pa.array(hist["station"].to_numpy(), pa.string()),
-            "ts": pa.array(hist["ts"].to_numpy(), pa.int64()),
-        }
-        for c, _ in COLUMNS:
-            arrays[c] = pa.array(
-                hist[c].to_numpy(), pa.string() if c == "wd" else pa.float64(), from_pandas=True
-            )
         lake.write(
             lake.catalog.require_database("air"),
             lake.catalog.require_table("air", "quality"),
-            pa.table(arrays),
+            quality_rows(hist),
         )
         ex.execute_one(
             "CREATE STREAM pm25_daily FILL_HISTORY 1 INTO air.pm25_daily TAGS (station VARCHAR(32)) AS "

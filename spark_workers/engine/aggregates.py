@@ -242,13 +242,17 @@ def _as_values(a: AggSpec, vals: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.where(valid, vals, 0).astype(dt)
 
 
+def in_key_order(gid: np.ndarray, wkey: np.ndarray) -> bool:
+    """Are the ``(gid, wkey)`` pairs ascending (ties allowed)? Then grouping them needs no sort."""
+    return bool(np.all((gid[1:] > gid[:-1]) | ((gid[1:] == gid[:-1]) & (wkey[1:] >= wkey[:-1]))))
+
+
 def combine(aggs: list[AggSpec], p: Partials) -> Partials:
     """Merge partials sharing a ``(gid, wkey)``; the result is sorted by (gid, wkey)."""
     n = len(p)
     if n == 0:
         return p
-    g0, w0 = p.gid, p.wkey
-    if n > 1 and bool(np.all((g0[1:] > g0[:-1]) | ((g0[1:] == g0[:-1]) & (w0[1:] >= w0[:-1])))):
+    if n > 1 and in_key_order(p.gid, p.wkey):
         order = np.arange(n)  # already in key order (in-order rows): no sort
     else:
         order = np.lexsort((p.wkey, p.gid))

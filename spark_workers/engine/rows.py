@@ -113,6 +113,23 @@ class RowBatch:
         )
 
 
+def register_groups(keys: np.ndarray, gid_of: dict[str, int], gkeys: list[str]) -> tuple[np.ndarray, int]:
+    """Per-row group ids of ``keys`` in an engine state's registry (``gid_of`` key -> id, ``gkeys``
+    id -> key), giving unseen keys the next ids; returns ``(ids, number of groups added)`` so the
+    state can grow its per-group arrays. Hashes each distinct key once."""
+    uniq, inv = np.unique(keys.astype(object), return_inverse=True)
+    ids = np.empty(len(uniq), np.int64)
+    added = 0
+    for i, k in enumerate(uniq):
+        gid = gid_of.get(k)
+        if gid is None:
+            gid = gid_of[k] = len(gkeys)
+            gkeys.append(k)
+            added += 1
+        ids[i] = gid
+    return ids[inv], added
+
+
 def group_ids(batch: RowBatch, gids: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Per-row group ids of a batch through a state's ``gids(keys)``: on the distinct keys only when
     the batch knows its codes (1,000 groups, not 100,000 rows, hashed)."""
@@ -156,6 +173,16 @@ def kind_of(t: pa.DataType) -> str:
     if pa.types.is_boolean(t):
         return "bool"
     return "str"
+
+
+def combination_codes(t: pa.Table, names: tuple[str, ...] | list[str]) -> np.ndarray:
+    """One int64 code per row for the combination of the columns ``names`` (NULL is a value):
+    equal codes, equal values. Codes are local to ``t``."""
+    code = np.zeros(t.num_rows, np.int64)
+    for n in names:
+        enc = pc.dictionary_encode(t.column(n).combine_chunks(), null_encoding="encode")
+        code = code * len(enc.dictionary) + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return code
 
 
 def group_codes(

@@ -50,7 +50,15 @@ from typing import Any
 import numpy as np
 
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
-from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch, group_ids
+from spark_workers.engine.rows import (
+    DELETE,
+    INSERT,
+    UPDATE_POST,
+    UPDATE_PRE,
+    RowBatch,
+    group_ids,
+    register_groups,
+)
 from spark_workers.engine.stream import StepOutput, StreamRules, WindowEvent, WindowResults, key_index
 
 KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
@@ -383,17 +391,9 @@ class SegmentState:
 
     def gids(self, gkeys: np.ndarray) -> np.ndarray:
         """Group ids for keys, registering new groups."""
-        uniq, inv = np.unique(gkeys.astype(object), return_inverse=True)
-        ids = np.empty(len(uniq), np.int64)
-        for i, key in enumerate(uniq):
-            gid = self.gid_of.get(key)
-            if gid is None:
-                gid = len(self.gkeys)
-                self.gid_of[key] = gid
-                self.gkeys.append(key)
-                self.groups.append(SegmentGroup())
-            ids[i] = gid
-        return ids[inv]
+        ids, added = register_groups(gkeys, self.gid_of, self.gkeys)
+        self.groups.extend(SegmentGroup() for _ in range(added))
+        return ids
 
     def drop(self, keys: list[tuple[int, int]]) -> None:
         """Forget the partials of these (gid, wid) windows."""

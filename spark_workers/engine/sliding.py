@@ -27,7 +27,15 @@ import numpy as np
 import pyarrow as pa
 
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
-from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch, group_ids
+from spark_workers.engine.rows import (
+    DELETE,
+    INSERT,
+    UPDATE_POST,
+    UPDATE_PRE,
+    RowBatch,
+    group_ids,
+    register_groups,
+)
 from spark_workers.engine.stream import StepOutput, StreamRules, WindowEvent, WindowResults, _ipc, key_index
 
 STATE_FORMAT = 1
@@ -56,20 +64,11 @@ class SlidingState:
         self.trig_t = np.empty(0, np.int64)
 
     def gids(self, gkeys: np.ndarray) -> np.ndarray:
-        uniq, inv = np.unique(gkeys.astype(object), return_inverse=True)
-        ids = np.empty(len(uniq), np.int64)
-        added = 0
-        for i, k in enumerate(uniq):
-            gid = self.gid_of.get(k)
-            if gid is None:
-                gid = len(self.gkeys)
-                self.gid_of[k] = gid
-                self.gkeys.append(k)
-                added += 1
-            ids[i] = gid
+        """Group ids for keys, registering new groups."""
+        ids, added = register_groups(gkeys, self.gid_of, self.gkeys)
         if added:
             self.max_ts = np.concatenate([self.max_ts, np.full(added, I64_MIN, np.int64)])
-        return ids[inv]
+        return ids
 
     def nbytes(self) -> int:
         inputs = sum(v.nbytes + m.nbytes for v, m in self.buf_inputs.values())

@@ -36,7 +36,15 @@ import pandas as pd
 import pyarrow as pa
 
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
-from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, RowBatch, group_ids
+from spark_workers.engine.rows import (
+    DELETE,
+    INSERT,
+    UPDATE_POST,
+    UPDATE_PRE,
+    RowBatch,
+    group_ids,
+    register_groups,
+)
 from spark_workers.engine.windows import IntervalAssigner
 
 STATE_FORMAT = 2
@@ -149,21 +157,11 @@ class StreamState:
 
     def gids(self, gkeys: np.ndarray) -> np.ndarray:
         """Group ids for keys, registering new groups."""
-        uniq, inv = np.unique(gkeys.astype(object), return_inverse=True)
-        ids = np.empty(len(uniq), np.int64)
-        added = 0
-        for i, k in enumerate(uniq):
-            gid = self.gid_of.get(k)
-            if gid is None:
-                gid = len(self.gkeys)
-                self.gid_of[k] = gid
-                self.gkeys.append(k)
-                added += 1
-            ids[i] = gid
+        ids, added = register_groups(gkeys, self.gid_of, self.gkeys)
         if added:
             self.max_ts = np.concatenate([self.max_ts, np.full(added, I64_MIN, np.int64)])
             self.first_ts = np.concatenate([self.first_ts, np.full(added, I64_MIN, np.int64)])
-        return ids[inv]
+        return ids
 
     def nbytes(self) -> int:
         return self.open.nbytes() + self.max_ts.nbytes + sum(len(k) + 8 for k in self.gkeys)

@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from spark_workers.engine.rows import combination_codes
 from spark_workers.lake.changes import ChangeReader, initial_offset, next_offset, read_range
 from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
 from spark_workers.runtime.kernel import Kernel
-from spark_workers.runtime.plan import META, kernel_config
+from spark_workers.runtime.plan import kernel_config, stage1_duckdb
 from spark_workers.runtime.premerge import premerge
 from spark_workers.runtime.sink import BatchReport, OutputSink
 from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.select import stage1_sql
-from spark_workers.sql.streams import CompiledStream
+from spark_workers.sql.results import MemoryRegistry
+from spark_workers.sql.streams import CompiledStream, compile_stream
 
 
 class LocalRunner:
@@ -65,6 +67,32 @@ class LocalRunner:
         self.batch_id = 0
         self.clock = clock or self.kernel.cfg.now
 
+    @classmethod
+    def for_registered(
+        cls, lake: Lake, registry: MemoryRegistry, name: str, *, tz: str = "UTC", **kwargs: Any
+    ) -> LocalRunner:
+        """The runner of a stream created by an ``Executor`` over ``registry``, from the versions
+        registered at CREATE STREAM; ``kwargs`` as for the constructor (``stream_key`` defaults
+        to the registry's key).
+
+        Raises:
+            KeyError: no such stream.
+        """
+        info = registry.get(name, None)
+        if info is None:
+            raise KeyError(f"stream {name} is not registered")
+        key = registry.key(name, None)
+        start, history = registry.start_versions[key]
+        kwargs.setdefault("stream_key", key)
+        return cls(
+            compile_stream(info.spec, lake, tz),
+            lake,
+            start_version=start,
+            history_version=history,
+            tz=tz,
+            **kwargs,
+        )
+
     def poll(self) -> BatchReport | None:
         """Run one micro-batch if there is new data; None otherwise."""
         end = next_offset(self.reader, self.offset)
@@ -94,10 +122,7 @@ class LocalRunner:
             staged = duck.query(self._stage1(view))
         gcols = [g.name for g in self.c.plan.groups]
         if gcols and staged.num_rows:
-            code = np.zeros(staged.num_rows, np.int64)
-            for name in gcols:  # one code per combination of group values
-                enc = pc.dictionary_encode(staged.column(name).combine_chunks(), null_encoding="encode")
-                code = code * len(enc.dictionary) + enc.indices.to_numpy(zero_copy_only=False)
+            code = combination_codes(staged, gcols)  # the bucket is computed once per group
             _, first, inv = np.unique(code, return_index=True, return_inverse=True)
             keys = staged.select(gcols).take(pa.array(first)).to_pylist()
             per = np.array([zlib.crc32(repr(list(k.values())).encode()) % self.buckets for k in keys])
@@ -137,11 +162,4 @@ class LocalRunner:
         return pa.concat_tables(outs)
 
     def _stage1(self, view: str) -> str:
-        return stage1_sql(
-            self.c.plan,
-            view,
-            "duckdb",
-            self.tz,
-            passthrough=META,
-            processing_time=self.c.rules.processing_time,
-        )
+        return stage1_duckdb(self.c, self.tz, view)

@@ -48,6 +48,12 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
     return dataclasses.replace(cfg, premerge=eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0")
 
 
+def stage1_duckdb(c: CompiledStream, tz: str, view: str = "__SOURCE__") -> str:
+    """Stage 1 in DuckDB over change-feed rows of ``view``, carrying the change-feed meta columns
+    (``META``) along: what the local runner and the source-side pre-aggregation run."""
+    return stage1_sql(c.plan, view, "duckdb", tz, passthrough=META, processing_time=c.rules.processing_time)
+
+
 def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
     """Spark SQL of stage 1: the WHERE condition (or None) and the select expressions
     (``_g*``, ``_ts``, ``_i*`` and the meta columns)."""

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from spark_workers.engine.aggregates import AggSpec, Partials, _field_dtype, combine, lift
-from spark_workers.engine.rows import INSERT, UPDATE_POST, column_arrays
+from spark_workers.engine.aggregates import AggSpec, Partials, _field_dtype, combine, in_key_order, lift
+from spark_workers.engine.rows import INSERT, UPDATE_POST, column_arrays, combination_codes
 from spark_workers.runtime.kernel import KernelConfig
 
 ITEM_FIELDS = ("_wkey", "_tmax", "_pre", "_n")
@@ -76,13 +75,10 @@ def item_schema(cfg: KernelConfig, stage1: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _codes(t: pa.Table, names: tuple[str, ...]) -> np.ndarray:
-    """One int64 code per row for the combination of the group columns."""
-    code = np.zeros(t.num_rows, np.int64)
-    for n in names:
-        enc = pc.dictionary_encode(t.column(n).combine_chunks(), null_encoding="encode")
-        code = code * len(enc.dictionary) + enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return code
+def _take(
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]], idx: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    return {k: (v[idx], m[idx]) for k, (v, m) in inputs.items()}
 
 
 def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
@@ -96,7 +92,7 @@ def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
     ct = t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False)
     hist = t.column("_hist").to_numpy(zero_copy_only=False).astype(bool)
     incr = (ct == INSERT) | ((ct == UPDATE_POST) & cfg.rules.ignore_update)
-    code = _codes(t, cfg.groups) * 2 + hist  # FILL_HISTORY rows never share an item with live rows
+    code = combination_codes(t, cfg.groups) * 2 + hist  # FILL_HISTORY rows never share an item with live rows
     order = np.lexsort((seq, code))
     inc = order[incr[order]]
     # in-order groups: time never goes back along the arrival order
@@ -118,11 +114,11 @@ def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
         rows = merged[prow]
         part = combine(
             aggs,
-            lift(aggs, code[rows], pw, ts[rows], {k: (v[rows], m[rows]) for k, (v, m) in inputs.items()}),
+            lift(aggs, code[rows], pw, ts[rows], _take(inputs, rows)),
         )
         # per (code, window): earliest / latest time, first arrival, a representative row
         cr = code[rows]
-        if bool(np.all((cr[1:] > cr[:-1]) | ((cr[1:] == cr[:-1]) & (pw[1:] >= pw[:-1])))):
+        if in_key_order(cr, pw):
             key_order = np.arange(rows.size)  # tumbling windows of in-order rows: already grouped
         else:
             key_order = np.lexsort((seq[rows], pw, cr))
@@ -147,9 +143,7 @@ def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
         rows_i = single[prow][inc_mask[prow]]
         w_i = pw[inc_mask[prow]]
         n_i = (np.arange(prow.size) < single.size)[inc_mask[prow]].astype(np.int64)
-        part = lift(
-            aggs, code[rows_i], w_i, ts[rows_i], {k: (v[rows_i], m[rows_i]) for k, (v, m) in inputs.items()}
-        )
+        part = lift(aggs, code[rows_i], w_i, ts[rows_i], _take(inputs, rows_i))
         pieces.append(_items(cfg, t, schema, rows_i, ts[rows_i], ts[rows_i], w_i, True, part, aggs, n_i))
         rows_c = single[~inc_mask]
         if rows_c.size:
@@ -158,7 +152,7 @@ def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
                 code[rows_c],
                 ts[rows_c],
                 ts[rows_c],
-                {k: (v[rows_c], m[rows_c]) for k, (v, m) in inputs.items()},
+                _take(inputs, rows_c),
             )
             pieces.append(
                 _items(

@@ -27,10 +27,9 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
-from spark_workers.runtime.plan import META, kernel_config, stage1_spark
+from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.sql.select import stage1_sql
 from spark_workers.sql.streams import CompiledStream
 
 DEFAULT_BUCKETS = 8
@@ -110,10 +109,7 @@ def build_stream_frame(
         from spark_workers.lake.changes import ChangeReader
         from spark_workers.lake.store import Lake
 
-        sql = stage1_sql(
-            c.plan, "__SOURCE__", "duckdb", tz, passthrough=META, processing_time=c.rules.processing_time
-        )
-        pipeline = SourcePipeline(cfg, sql)
+        pipeline = SourcePipeline(cfg, stage1_duckdb(c, tz))
         items = pipeline.schema(ChangeReader(Lake(lake_root), c.source.db.name, c.source.table.name).schema())
     fmt = source_format(spark, stream_key or "default", pipeline, items)
     src = (

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -167,17 +166,16 @@ class OutputSink:
     def _windows_table(self, rows: pa.Table) -> pa.Table:
         """Kernel rows -> stage-3 input (``_g*``, ``_wstart``, ``_wend``, ``_wduration``, ``_a*``)."""
         enc = pc.dictionary_encode(rows.column("_gkey").combine_chunks())
-        codes = enc.indices.to_numpy(zero_copy_only=False)
         uniq = [json.loads(k) for k in enc.dictionary.to_pylist()]  # once per group
         cols: dict[str, pa.Array] = {}
         for i, g in enumerate(self.c.plan.groups):
             gt = self.c.group_types[i]
-            per_group = np.array([v[i] if i < len(v) else None for v in uniq] + [None], dtype=object)
-            vals = per_group[codes].tolist() if len(uniq) else []
+            per_group = [v[i] if i < len(v) else None for v in uniq]
             if pa.types.is_timestamp(gt):
-                cols[g.name] = pa.array(vals, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+                values = pa.array(per_group, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
             else:
-                cols[g.name] = pa.array(vals, gt)
+                values = pa.array(per_group, gt)
+            cols[g.name] = values.take(enc.indices)  # per row, from the values per group
         ws = rows.column("_wstart").cast(pa.int64())
         we = rows.column("_wend").cast(pa.int64())
         if self._per_us:

@@ -131,23 +131,22 @@ class MemoryRegistry:
         self.start_versions: dict[str, tuple[int, int | None]] = {}
 
     @staticmethod
-    def _key(name: str, db: str | None) -> str:
+    def key(name: str, db: str | None) -> str:
+        """The registry key of a stream name (names are case-insensitive)."""
         return name.lower()
 
     def get(self, name: str, db: str | None) -> StreamInfo | None:
-        return self.streams.get(self._key(name, db))
+        return self.streams.get(self.key(name, db))
 
     def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
-        self.streams[self._key(spec.name, spec.db)] = StreamInfo(
-            spec.name, spec.db, spec.sql, "running", spec
-        )
-        self.start_versions[self._key(spec.name, spec.db)] = (start_version, history_version)
+        self.streams[self.key(spec.name, spec.db)] = StreamInfo(spec.name, spec.db, spec.sql, "running", spec)
+        self.start_versions[self.key(spec.name, spec.db)] = (start_version, history_version)
 
     def drop(self, name: str, db: str | None) -> None:
-        self.streams.pop(self._key(name, db), None)
+        self.streams.pop(self.key(name, db), None)
 
     def command(self, name: str, db: str | None, action: str, *, ignore_untreated: bool = False) -> None:
-        info = self.streams[self._key(name, db)]
+        info = self.streams[self.key(name, db)]
         info.status = {"pause": "paused", "stop": "stopped", "resume": "running", "start": "running"}[action]
 
     def list(self, db: str | None = None) -> list[StreamInfo]:

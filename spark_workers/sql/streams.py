@@ -298,20 +298,18 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         SqlError / CatalogError: the source or query no longer fits the catalog.
     """
     catalog: Catalog = lake.catalog
+    assert spec.source is not None and spec.output is not None
     sql = spec.query or ""
+    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
     v337 = spec.syntax == V337
     if v337:  # a 3.3.7 window trigger over %%trows runs as its equivalent window query
         from spark_workers.sql.streams337 import engine_query
 
-        assert spec.source is not None
-        trig = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.sql)
-        sql = engine_query(spec, trig.table.columns[0].name)
+        sql = engine_query(spec, src.table.columns[0].name)
     stmt = parse_one(sql)
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
-    assert spec.source is not None and spec.output is not None
-    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
     plan = plan_window(q, src, sql, streaming=True, tz=tz)
     assert plan.shape is not None
     precision = src.db.precision

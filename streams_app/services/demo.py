@@ -140,39 +140,49 @@ def demo_reset(*, user: object) -> None:
     ex.execute_one(f"DROP DATABASE IF EXISTS {DB} FORCE")
 
 
-def demo_load_history(*, user: object, data: pd.DataFrame, log: Callable[[str], None] = print) -> int:
-    """Create ``air`` and ``air.quality`` with its subtables, and bulk-write the history rows
-    (before the cutoff) through the lake's write path. Returns the rows written."""
-    ex = executor_for(user=user)
-    ex.execute_one(f"CREATE DATABASE IF NOT EXISTS {DB} PRECISION 'ms'")
+def schema_sql(data: pd.DataFrame) -> list[str]:
+    """The statements creating database ``air``, supertable ``air.quality`` and one subtable per
+    station of ``data`` (all IF NOT EXISTS)."""
     cols = ", ".join(f"{c} {'VARCHAR(8)' if c == 'wd' else 'DOUBLE'}" for c, _ in COLUMNS)
-    ex.execute_one(
-        f"CREATE STABLE IF NOT EXISTS {DB}.quality (ts TIMESTAMP, {cols}) TAGS (station VARCHAR(32))"
-    )
     stations = data.drop_duplicates("station")[["station", "station_name"]]
-    ex.execute_one(
+    return [
+        f"CREATE DATABASE IF NOT EXISTS {DB} PRECISION 'ms'",
+        f"CREATE STABLE IF NOT EXISTS {DB}.quality (ts TIMESTAMP, {cols}) TAGS (station VARCHAR(32))",
         "CREATE TABLE "
         + " ".join(
             f"IF NOT EXISTS {DB}.{s} USING {DB}.quality TAGS ('{n}')"
             for s, n in stations.itertuples(index=False)
+        ),
+    ]
+
+
+def quality_rows(frame: pd.DataFrame) -> pa.Table:
+    """Rows of ``read_dataset()`` as ``air.quality`` rows for ``Lake.write``: ``tbname`` (the
+    station), ``ts`` (epoch ms) and the measurement columns (NA as NULL)."""
+    arrays = {
+        "tbname": pa.array(frame["station"].to_numpy(), pa.string()),
+        "ts": pa.array(frame["ts"].to_numpy(), pa.int64()),
+    }
+    for c, _ in COLUMNS:
+        arrays[c] = pa.array(
+            frame[c].to_numpy(), pa.string() if c == "wd" else pa.float64(), from_pandas=True
         )
-    )
+    return pa.table(arrays)
+
+
+def demo_load_history(*, user: object, data: pd.DataFrame, log: Callable[[str], None] = print) -> int:
+    """Create ``air`` and ``air.quality`` with its subtables, and bulk-write the history rows
+    (before the cutoff) through the lake's write path. Returns the rows written."""
+    ex = executor_for(user=user)
+    for stmt in schema_sql(data):
+        ex.execute_one(stmt)
     hist = data[data["ts"] < cutoff_ms()]
     lake = lake_get()
     db = lake.catalog.require_database(DB)
     table = lake.catalog.require_table(DB, "quality")
     step = 100_000
     for i in range(0, len(hist), step):
-        chunk = hist.iloc[i : i + step]
-        arrays = {
-            "tbname": pa.array(chunk["station"].to_numpy(), pa.string()),
-            "ts": pa.array(chunk["ts"].to_numpy(), pa.int64()),
-        }
-        for c, _ in COLUMNS:
-            arrays[c] = pa.array(
-                chunk[c].to_numpy(), pa.string() if c == "wd" else pa.float64(), from_pandas=True
-            )
-        lake.write(db, table, pa.table(arrays))
+        lake.write(db, table, quality_rows(hist.iloc[i : i + step]))
         log(f"  history: {min(i + step, len(hist)):,} / {len(hist):,} rows")
     return len(hist)
 

@@ -19,7 +19,6 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.sql.executor import Executor
 from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
 
 CASES = (
     "td-001",
@@ -61,13 +60,9 @@ class Pipeline:
     def sql(self, text: str, db: str | None):  # type: ignore[no-untyped-def]
         ex = Executor(self.lake, self.registry, tz="UTC", default_db=db)
         res = ex.execute_one(text)
-        for key, info in self.registry.streams.items():
+        for key in self.registry.streams:
             if key not in self.runners:
-                start, hist = self.registry.start_versions[key]
-                c = compile_stream(info.spec, self.lake, "UTC")
-                self.runners[key] = LocalRunner(
-                    c, self.lake, stream_key=key, start_version=start, history_version=hist, buckets=2
-                )
+                self.runners[key] = LocalRunner.for_registered(self.lake, self.registry, key, buckets=2)
         for r in self.runners.values():
             r.run()
         return res

@@ -15,7 +15,6 @@ from spark_workers.runtime.local import LocalRunner
 from spark_workers.runtime.premerge import eligible, premerge
 from spark_workers.sql.executor import Executor
 from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
 
 QUERIES = {
     "tumbling": "select _wstart, count(*) n, sum(k) s, min(v) mn, first(v) f, last(k) l from st "
@@ -38,9 +37,7 @@ def _pipeline(root: Path, name: str, merge: bool) -> tuple[Executor, LocalRunner
         "create table a using st tags (1); create table b using st tags (1); create table c using st tags (2)"
     )
     ex.execute(f"create stream s {OPTIONS[name]} into o as {QUERIES[name]}")
-    sv, hv = reg.start_versions["s"]
-    c = compile_stream(reg.get("s", None).spec, lake, "UTC")
-    r = LocalRunner(c, lake, stream_key="s", start_version=sv, history_version=hv, buckets=2)
+    r = LocalRunner.for_registered(lake, reg, "s", buckets=2)
     assert eligible(r.kernel.cfg)
     r.kernel.cfg = dataclasses.replace(r.kernel.cfg, premerge=merge)
     return ex, r
@@ -105,15 +102,7 @@ def test_ekuiper_hopping_windows_keep_their_rows_when_premerged(tmp_path: Path) 
             "create stream s trigger window_close into o as "
             "select window_start() ws, count(*) n from t group by hoppingwindow(ss, 10, 5)"
         )
-        sv, hv = reg.start_versions["s"]
-        r = LocalRunner(
-            compile_stream(reg.get("s", None).spec, lake, "UTC"),
-            lake,
-            stream_key="s",
-            start_version=sv,
-            history_version=hv,
-            buckets=1,
-        )
+        r = LocalRunner.for_registered(lake, reg, "s", buckets=1)
         r.kernel.cfg = dataclasses.replace(r.kernel.cfg, premerge=merge)
         ex.execute(
             "insert into t values " + " ".join(f"({1_700_000_000_000 + i * 1000}, 1)" for i in range(40))

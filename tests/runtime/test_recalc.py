@@ -13,7 +13,6 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.sql.executor import Executor
 from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
 
 T0 = 1_700_000_000_000
 STREAM = "create stream s into o as select _wstart, count(*) n, sum(v) sv from st partition by tbname "
@@ -28,9 +27,7 @@ def setup(root: Path, stream: str) -> tuple[Executor, LocalRunner, Lake]:
         "create table a using st tags (1)"
     )
     ex.execute(stream)
-    sv, hv = reg.start_versions["s"]
-    c = compile_stream(reg.get("s", None).spec, lake, "UTC")
-    return ex, LocalRunner(c, lake, stream_key="s", start_version=sv, history_version=hv), lake
+    return ex, LocalRunner.for_registered(lake, reg, "s"), lake
 
 
 def out(ex: Executor) -> dict[int, tuple[int, int]]:

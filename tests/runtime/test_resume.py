@@ -12,7 +12,6 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.sql.executor import Executor
 from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
 
 T0 = 1_700_000_000_000
 
@@ -28,9 +27,7 @@ def test_resume_after_pause(tmp_path: Path, ignore_untreated: bool) -> None:
         "create stream s trigger at_once into o as select _wstart, count(*) n, sum(v) sv from st "
         "partition by tbname interval(10s)"
     )
-    sv, hv = reg.start_versions["s"]
-    c = compile_stream(reg.get("s", None).spec, lake, "UTC")
-    r = LocalRunner(c, lake, stream_key="s", start_version=sv, history_version=hv)
+    r = LocalRunner.for_registered(lake, reg, "s")
     ex.execute(f"insert into a values ({T0}, 1) ({T0 + 1_000}, 2)")
     r.run()
     # paused: the runner does not poll while rows arrive in a window already written and a new one

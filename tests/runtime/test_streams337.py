@@ -14,7 +14,6 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.sql.executor import Executor
 from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
 from spark_workers.sql.streams337 import engine_query
 
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
@@ -34,9 +33,7 @@ class Env:
     def stream(self, sql: str) -> None:
         self.ex.execute(sql)
         name = sql.split()[2]
-        sv, hv = self.reg.start_versions[name]
-        c = compile_stream(self.reg.get(name, None).spec, self.lake, "UTC")
-        self.runners.append(LocalRunner(c, self.lake, stream_key=name, start_version=sv, history_version=hv))
+        self.runners.append(LocalRunner.for_registered(self.lake, self.reg, name))
 
     def write(self, *stmts: str) -> None:
         for q in stmts:
@@ -219,9 +216,7 @@ def test_notifications_of_a_state_trigger_reach_a_websocket_server(tmp_path: Pat
             "into res output_subtable(concat('r_', tbname)) (ts0, n, total) "
             "as select _twstart, _twrownum, sum(b) from %%trows"
         )
-        sv, hv = env.reg.start_versions["s"]
-        c = compile_stream(env.reg.get("s", None).spec, env.lake, "UTC")
-        runner = LocalRunner(c, env.lake, stream_key="s", start_version=sv, history_version=hv, sender=sender)
+        runner = LocalRunner.for_registered(env.lake, env.reg, "s", sender=sender)
         env.ex.execute(ins("c1", (0, 1, 10), (1, 1, 20), (2, 2, 30), (3, 3, 40)))
         runner.run()
     finally:
