@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
 
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
@@ -29,6 +30,7 @@ from spark_workers.lake.catalog import Table
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
+from spark_workers.sql.compute import TriggerEvent
 from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.select import explode_rows, stage3_sql
 from spark_workers.sql.streams import (
@@ -123,13 +125,21 @@ class OutputSink:
         events = batch.filter(pc.equal(kind, "e"))
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         table = self._output_table()
-        if results.num_rows:
+        if self.c.computation is not None:
+            data, out_rows = self._compute(results, events, table)
+            if data.num_rows:
+                db = self.lake.catalog.require_database(self.c.out_db)
+                self.lake.write(db, table, data, txn=(self.app_id, batch_id))
+                rep.output_rows = data.num_rows
+        elif results.num_rows:
             data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0)
             if data is not None and data.num_rows:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
                 rep.output_rows = data.num_rows
-        if removals.num_rows:
+        if removals.num_rows and self.c.computation is None:
+            # a per-event computation's rows are keyed by its own first column: they stay until
+            # overwritten (seed 002 "same key overwrites")
             rep.removed_windows = self._remove(removals, table)
         if events.num_rows:
             self._notify(events, out_rows, batch_id, rep)
@@ -226,6 +236,94 @@ class OutputSink:
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         for i, (g, w) in enumerate(zip(gkeys, ws, strict=True) if want_rows else ()):
             out_rows[(g, int(w))] = {n: v[i] for n, v in by_name.items()}
+        return data, out_rows
+
+    def _compute(
+        self, results: pa.Table, events: pa.Table, table: Table
+    ) -> tuple[pa.Table, dict[tuple[str, int], dict[str, Any]]]:
+        """Run the computation for the batch's trigger events (closed windows, and opened ones with
+        EVENT_TYPE(WINDOW_OPEN)); output rows in storage form, and per (gkey, wstart) the first
+        result row for WINDOW_CLOSE notifications. Rows whose first column is NULL are discarded
+        (seed 002)."""
+        comp = self.c.computation
+        assert comp is not None
+        per_us = {"ms": 1000, "us": 1, "ns": 0}[self.precision]
+        to_us = (lambda v: v * per_us) if per_us else (lambda v: v // 1000)
+        groups = self.c.plan.groups
+        names = [g.display.lower() for g in groups]
+        tb_index = names.index("tbname") if "tbname" in names else None
+        interval = self.c.shape.kind == "interval"
+        count_col = self.c.aggs[0].name if self.c.aggs else None
+        now_us = int(time.time() * 1_000_000)
+        evs: list[TriggerEvent] = []
+        keys: list[tuple[str, int]] = []
+        closing = zip(
+            results.column("_gkey").to_pylist(),
+            results.column("_wstart").to_pylist(),
+            results.column("_wend").to_pylist(),
+            results.column(count_col).to_pylist() if count_col else [None] * results.num_rows,
+            strict=True,
+        )
+        items: list[tuple[str, int, int | None, int | None]] = (
+            [(g, int(w), we, n) for g, w, we, n in closing] if self.c.compute_close else []
+        )
+        if self.c.compute_open and events.num_rows:
+            for g, w, kind in zip(
+                events.column("_gkey").to_pylist(),
+                events.column("_wstart").to_pylist(),
+                events.column("_event").to_pylist(),
+                strict=True,
+            ):
+                if kind == "WINDOW_OPEN":
+                    items.append((g, int(w), None, None))
+        for g, ws, we, n in items:
+            values = json.loads(g)
+            v: dict[str, Any] = {
+                "_twstart": to_us(ws),
+                "_twend": None if we is None else to_us(int(we)),
+                "_twduration": None if we is None else int(we) - ws,
+                "_twrownum": None if n is None else int(n),
+                "_tgrpid": group_id(g),
+                "_tlocaltime": now_us,
+            }
+            for i, val in enumerate(values, start=1):
+                v[f"p{i}"] = val
+            tb = values[tb_index] if tb_index is not None and tb_index < len(values) else None
+            if tb is not None:
+                v["tbname"] = tb
+            conds = [
+                (gc.expr.name, values[i] if i < len(values) else None)
+                for i, gc in enumerate(groups)
+                if isinstance(gc.expr, exp.Column)
+            ]
+            rows = None if we is None else (conds, ws, int(we), not interval)
+            evs.append(TriggerEvent(v, tb, rows))
+            keys.append((g, ws))
+        out_rows: dict[tuple[str, int], dict[str, Any]] = {}
+        if not evs:
+            return pa.table({"tbname": pa.array([], pa.string())}), out_rows
+        with DuckSession(self.lake) as duck:
+            bound = comp.bind(self.lake, duck)
+            res = comp.run(bound, evs)
+        if res.num_rows:
+            first = res.column(1)
+            res = res.filter(pc.is_valid(first))  # a NULL key discards the row (seed 002)
+        ev_idx = res.column("__td_ev").to_pylist()
+        subtables = {keys[i][0]: self._subtable(keys[i][0]) for i in dict.fromkeys(ev_idx)}
+        cols: dict[str, Any] = {"tbname": pa.array([subtables[keys[i][0]] for i in ev_idx], pa.string())}
+        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+            arr = res.column(col_plan.source + 1)
+            if pa.types.is_timestamp(arr.type):
+                arr = self._ts_ints(arr)
+            elif pa.types.is_null(arr.type):
+                arr = pa.nulls(len(arr), phys.type.arrow(self.precision))
+            cols[phys.physical] = arr
+        data = pa.table(cols)
+        if events.num_rows:
+            names_out = [c.name for c in self.c.columns]
+            rows_py = res.slice(0).drop_columns(["__td_ev"]).to_pylist() if res.num_rows else []
+            for i, row in zip(ev_idx, rows_py, strict=True):
+                out_rows.setdefault(keys[i], dict(zip(names_out, row.values(), strict=False)))
         return data, out_rows
 
     def _ts_ints(self, arr: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -350,6 +448,8 @@ class OutputSink:
                 )
             )
         rep.events = len(evs)
+        if notify is not None:  # EVENT_TYPE may add events the notification does not ask for
+            evs = [e for e in evs if e.event_type in notify.events]
         if notify is None or not evs or self.sender is None:
             return
         for msg in build_messages(self.key, self.c.spec.name, wkind, evs, batch_id):

@@ -48,13 +48,20 @@ def _tables(sel: exp.Expr) -> list[exp.Table]:
 
 
 def _bind_sources(
-    ex: Executor, duck: DuckSession, sel: exp.Expr, sql: str, version: int | None = None
+    ex: Executor,
+    duck: DuckSession,
+    sel: exp.Expr,
+    sql: str,
+    version: int | None = None,
+    *,
+    skip: frozenset[str] = frozenset(),
 ) -> list[Source]:
-    """Resolve every table of a query, register it in DuckDB and point the tree at the views."""
+    """Resolve every table of a query, register it in DuckDB and point the tree at the views
+    (names in ``skip`` are left as they are)."""
     sources = []
     ctes = {c.alias.lower() for c in sel.find_all(exp.CTE)}
     for t in _tables(sel):
-        if t.name.lower() in ctes and not t.db:
+        if (t.name.lower() in ctes and not t.db) or t.name in skip:
             continue
         name = ast.TableName(t.name, t.db or None)
         meta = t.this.meta if isinstance(t.this, exp.Identifier) else {}

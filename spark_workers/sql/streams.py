@@ -48,6 +48,7 @@ from spark_workers.sql.spec import (
 from spark_workers.tdtypes import TIMESTAMP, TdType
 
 if TYPE_CHECKING:
+    from spark_workers.sql.compute import Computation
     from spark_workers.sql.executor import Executor
 
 GROUP_ID_TAG = "groupId"
@@ -100,6 +101,10 @@ class CompiledStream:
     extra: dict[str, Any] = field(default_factory=dict)
     normal_output: bool = False  # 3.3.7 without grouping: the output is a normal table
     exact_subtable: bool = False  # 3.3.7 OUTPUT_SUBTABLE names the subtable exactly
+    # 3.3.7 computation run per trigger event (compute.py); None: the window query itself
+    computation: Computation | None = None
+    compute_open: bool = False  # EVENT_TYPE(WINDOW_OPEN): compute at window open too
+    compute_close: bool = True  # EVENT_TYPE without WINDOW_CLOSE: not at window close
 
     @property
     def precision(self) -> str:
@@ -302,9 +307,13 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     sql = spec.query or ""
     src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
     v337 = spec.syntax == V337
+    fused = True
     if v337:  # a 3.3.7 window trigger over %%trows runs as its equivalent window query
-        from spark_workers.sql.streams337 import engine_query
+        from spark_workers.sql.streams337 import engine_query, is_fused
 
+        stmt337 = parse_one(spec.sql)
+        assert isinstance(stmt337, ast.CreateStream337)
+        fused = is_fused(stmt337)
         sql = engine_query(spec, src.table.columns[0].name)
     stmt = parse_one(sql)
     if not isinstance(stmt, ast.Select):
@@ -318,12 +327,37 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
 
         view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
-    columns = [
-        OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
-        for i, (name, _e) in enumerate(plan.items)
-    ]
-    if not columns or columns[0].type.name != "TIMESTAMP":
-        columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    computation = None
+    if fused:
+        columns = [
+            OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
+            for i, (name, _e) in enumerate(plan.items)
+        ]
+        if not columns or columns[0].type.name != "TIMESTAMP":
+            columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    else:
+        from spark_workers.sql.compute import Computation
+        from spark_workers.tdtypes import from_arrow
+
+        computation = Computation(
+            spec.query or "",
+            src,
+            default_db=spec.db or spec.source.db,
+            tz=tz,
+            pre_filter=spec.options.pre_filter,
+            partition_types=[
+                from_arrow(t) if not pa.types.is_string(t) else TdType("VARCHAR", 256) for t in group_types
+            ],
+        )
+        columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
+        if not columns or columns[0].type.name != "TIMESTAMP":
+            raise SqlError(
+                "the first column of a stream's computation must be a TIMESTAMP: it is the output "
+                f"table's primary key (seed 002), got {columns[0].type.sql if columns else 'no column'}",
+                sql=spec.sql,
+                offset=None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
     if spec.output.columns:
         names = [c["name"] for c in spec.output.columns]
         if len(names) != len(columns):
@@ -348,7 +382,9 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
-    events = spec.notify.events if spec.notify else []
+    events = list(spec.notify.events) if spec.notify else []
+    if v337 and "WINDOW_OPEN" in o.event_type:  # EVENT_TYPE: open events drive the computation
+        events.append("WINDOW_OPEN")
     rules = StreamRules(
         mode=o.trigger,
         watermark=dur(o.watermark, 0),
@@ -386,6 +422,9 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         spec.notify,
         normal_output=normal_output,
         exact_subtable=v337,
+        computation=computation,
+        compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
+        compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
     )
 
 

@@ -39,6 +39,8 @@ from sqlglot import exp
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.sql import ast
+from spark_workers.sql.compute import TBNAME, placeholder_key
+from spark_workers.sql.planner import aggregate_call, offset_of
 from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
 from spark_workers.sql.spec import (
     V337,
@@ -55,15 +57,6 @@ if TYPE_CHECKING:
 
 TROWS = "__td_trows"
 WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
-OTHER_PLACEHOLDERS = (
-    "_tprev_localtime",
-    "_tnext_localtime",
-    "_tprev_ts",
-    "_tcurrent_ts",
-    "_tnext_ts",
-    "_tgrpid",
-    "_tlocaltime",
-)
 UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
@@ -72,7 +65,6 @@ UNSUPPORTED_OPTIONS = (
     ("low_latency_calc", "LOW_LATENCY_CALC"),
     ("force_output", "FORCE_OUTPUT"),
     ("max_delay", "MAX_DELAY"),
-    ("event_type", "EVENT_TYPE"),
 )
 
 
@@ -97,11 +89,135 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
     return t
 
 
-def check_supported(s: ast.CreateStream337, sql: str) -> None:
-    """Refuse what the engine does not run yet (module docstring).
+WINDOW_ONLY = frozenset({"_twstart", "_twend", "_twduration", "_twrownum"})
+SLIDING_ONLY = frozenset({"_tprev_ts", "_tcurrent_ts", "_tnext_ts"})
+PERIOD_ONLY = frozenset({"_tprev_localtime", "_tnext_localtime"})
+
+
+def trigger_class(t: ast.Trigger337) -> str:
+    """``period``, ``sliding`` (SLIDING without INTERVAL) or ``window`` (seed 002 "Trigger Types")."""
+    if isinstance(t, ast.PeriodTrigger):
+        return "period"
+    if isinstance(t, ast.SlidingTrigger) and t.interval is None:
+        return "sliding"
+    return "window"
+
+
+def is_fused(s: ast.CreateStream337) -> bool:
+    """True when the computation aggregates ``%%trows`` only (``SELECT agg(...), _twstart ...
+    FROM %%trows``): it then runs as the equivalent window query on the engine (fused);
+    every other computation runs per trigger event (``compute.py``)."""
+    if s.query is None or trigger_class(s.trigger) != "window" or s.query.window is not None:
+        return False
+    sel = s.query.select
+    if not isinstance(sel, exp.Select):
+        return False
+    tables = list(sel.find_all(exp.Table))
+    if len(tables) != 1 or tables[0].name.lower() != TROWS:
+        return False
+    if s.query.partition_by or sel.args.get("group") or sel.args.get("where") or sel.args.get("joins"):
+        return False
+    if any(isinstance(i, exp.Star) for i in sel.expressions):
+        return False
+    for col in sel.find_all(exp.Column):
+        name = col.name.lower()
+        if name in WINDOW_ONLY:
+            continue
+        if placeholder_key(col) is not None:
+            return False
+        if not any(aggregate_call(a) for a in _ancestors(col)):
+            return False  # a row-level column: one output row per row, not per window
+    return True
+
+
+def _ancestors(node: exp.Expr) -> list[exp.Expr]:
+    out = []
+    p = node.parent
+    while p is not None:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _placeholder_error(name: str, why: str, sql: str, col: exp.Expr | None = None) -> SqlError:
+    return SqlError(
+        f"placeholder {name} is not allowed here: {why} (seed 002, Placeholders)",
+        sql=sql,
+        offset=offset_of(col) if col is not None else None,
+        code=Code.INVALID_STREAM_QUERY,
+    )
+
+
+def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
+    """Each placeholder only where seed 002 allows it: ``_tw*`` with window triggers, ``_tprev_ts``
+    / ``_tcurrent_ts`` / ``_tnext_ts`` with SLIDING triggers, ``_tprev_localtime`` /
+    ``_tnext_localtime`` with PERIOD triggers; ``%%n`` within the PARTITION BY list; ``%%tbname``
+    only when the trigger groups by tbname; ``%%trows`` only in FROM, without WHERE or joins.
 
     Raises:
-        SqlError: NOT_SUPPORTED, naming the trigger, clause or option.
+        SqlError: INVALID_STREAM_QUERY naming the placeholder.
+    """
+    if s.query is None:
+        return
+    cls = trigger_class(s.trigger)
+    sel = s.query.select
+    by_tbname = any(
+        isinstance(p.expr, exp.Column) and p.expr.name.lower() == "tbname" for p in s.partition_by
+    )
+    allowed = {"window": WINDOW_ONLY, "sliding": SLIDING_ONLY, "period": PERIOD_ONLY}[cls]
+    for col in sel.find_all(exp.Column):
+        key = placeholder_key(col)
+        if key is None:
+            continue
+        if key in WINDOW_ONLY | SLIDING_ONLY | PERIOD_ONLY and key not in allowed:
+            owner = (
+                "window triggers"
+                if key in WINDOW_ONLY
+                else ("SLIDING triggers" if key in SLIDING_ONLY else "PERIOD triggers")
+            )
+            raise _placeholder_error(
+                col.name, f"it belongs to {owner}, this stream has a {cls} trigger", sql, col
+            )
+        if key.startswith("p") and key[1:].isdigit():
+            n = int(key[1:])
+            if not 1 <= n <= len(s.partition_by):
+                raise _placeholder_error(
+                    f"%%{n}", f"the trigger has {len(s.partition_by)} PARTITION BY column(s)", sql, col
+                )
+        if key == "tbname" and not by_tbname:
+            raise _placeholder_error("%%tbname", "the trigger does not group by tbname", sql, col)
+    for t in sel.find_all(exp.Table):
+        name = t.name.lower()
+        if name == TBNAME and not by_tbname:
+            raise _placeholder_error("%%tbname", "the trigger does not group by tbname", sql)
+        if name == TROWS:
+            q = t.find_ancestor(exp.Select)
+            if q is not None and (q.args.get("where") or q.args.get("joins")):
+                # seed 002: "Queries that use %%trows do not support WHERE condition filtering
+                # or join operations on %%trows"
+                raise SqlError(
+                    "a %%trows computation takes no WHERE or join: filter with "
+                    "STREAM_OPTIONS(PRE_FILTER(...)) (seed 002, Placeholders)",
+                    sql=sql,
+                    offset=s.query.span.start if s.query.span else None,
+                    code=Code.INVALID_STREAM_QUERY,
+                )
+    if isinstance(sel, exp.Select) and is_fused(s) and (s.query.partition_by or sel.args.get("group")):
+        raise SqlError(
+            "a %%trows computation takes no GROUP BY or PARTITION BY: group with the trigger's PARTITION BY",
+            sql=sql,
+            offset=s.query.span.start if s.query.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def check_supported(s: ast.CreateStream337, sql: str) -> None:
+    """Refuse what the engine does not run yet, and placeholders where the seed forbids them
+    (module docstring).
+
+    Raises:
+        SqlError: NOT_SUPPORTED naming the trigger, clause or option; INVALID_STREAM_QUERY for a
+            misplaced placeholder or notification event.
     """
     t = s.trigger
     if isinstance(t, ast.PeriodTrigger):
@@ -144,28 +260,7 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
         raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
-    sel = s.query.select
-    tables = [x for x in sel.find_all(exp.Table)] if isinstance(sel, exp.Select) else []
-    if len(tables) != 1 or tables[0].name.lower() != TROWS or s.query.window is not None:
-        raise _not_yet("a computation other than SELECT ... FROM %%trows", sql, s.query.span)
-    if s.query.partition_by or sel.args.get("group") or sel.args.get("where"):
-        # seed 002: "Queries that use %%trows do not support WHERE condition filtering"
-        raise SqlError(
-            "a %%trows computation takes no WHERE, GROUP BY or PARTITION BY: filter with "
-            "STREAM_OPTIONS(PRE_FILTER(...)) and group with the trigger's PARTITION BY",
-            sql=sql,
-            offset=s.query.span.start if s.query.span else None,
-            code=Code.INVALID_STREAM_QUERY,
-        )
-    for col in sel.find_all(exp.Column):
-        name = col.name.lower()
-        if name in OTHER_PLACEHOLDERS or name.startswith("__td_p") or name == "__td_tbname":
-            raise SqlError(
-                f"placeholder {col.name} is not allowed here: a window trigger with %%trows takes "
-                "_twstart, _twend, _twduration, _twrownum and _c0 (seed 002, Placeholders)",
-                sql=sql,
-                code=Code.INVALID_STREAM_QUERY,
-            )
+    check_placeholders(s, sql)
 
 
 def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> StreamSpec:
@@ -193,6 +288,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         delete_recalc=o.delete_recalc and not count,
         pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
         ignore_nodata_trigger=o.ignore_nodata_trigger,
+        event_type=[e.upper() for e in o.event_type],
     )
     tags: list[OutputTag] = []
     if s.tags:
@@ -251,7 +347,8 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
 
 
 def engine_query(spec: StreamSpec, ts_column: str) -> str:
-    """The legacy window SELECT computing a 3.3.7 stream's results (module docstring);
+    """The legacy window SELECT computing a 3.3.7 stream's results (module docstring), or for a
+    computation that is not fused (``is_fused``) its trigger windows with their row counts;
     ``ts_column`` is the trigger table's primary timestamp column (``_c0``)."""
     from spark_workers.sql.parser import parse_one
 
@@ -259,7 +356,10 @@ def engine_query(spec: StreamSpec, ts_column: str) -> str:
     assert isinstance(stmt, ast.CreateStream337) and stmt.query is not None and spec.source is not None
     window = _window(stmt)
     assert window is not None
-    sel = stmt.query.select.copy()
+    if is_fused(stmt):
+        sel = stmt.query.select.copy()
+    else:  # the trigger only: windows and their row counts (_twrownum); compute.py computes
+        sel = exp.select(exp.column("_wstart"), exp.Count(this=exp.Star())).from_(TROWS)
     assert isinstance(sel, exp.Select)
     src = exp.Table(this=exp.to_identifier(spec.source.table, quoted=True))
     if spec.source.db:

@@ -153,7 +153,6 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
             "select _twstart, count(*) from %%trows",
             "MAX_DELAY",
         ),
-        ("create stream s state_window(a) from c1 into r as select _twstart, count(*) from d.c2", "%%trows"),
     ],
 )
 def test_what_is_not_run_yet_is_refused_by_name(tmp_path: Path, sql: str, named: str) -> None:
@@ -180,6 +179,99 @@ def test_placeholders_outside_window_triggers_and_trows_filters_are_errors(tmp_p
             "create stream s session(ts, 1s) from st partition by a into r as "
             "select _twstart, count(*) from %%trows"
         )
+
+
+def test_a_computation_over_other_tables_runs_per_window_with_its_placeholders(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.ex.execute("create table ref (ts timestamp, v double)")
+    env.write(f"insert into ref values ({T0}, 1.5) ({T0 + 1000}, 2.5) ({T0 + 2000}, 10) ({T0 + 9000}, 7)")
+    env.stream(
+        "create stream s session(ts, 2s) from st partition by tbname, g into res "
+        "as select _twstart ws, _twend we, _twrownum n, _tgrpid gid, %%1 tb, %%2 + 0 grp, "
+        "(select count(*) from d.ref r2 where r2.ts >= _twstart and r2.ts <= _twend) nref, sum(v) total "
+        "from d.ref where ts >= _twstart and ts <= _twend"
+    )
+    env.write(ins("c1", (0, 1, 1), (1, 1, 1), (2, 1, 1), (9, 1, 1)), ins("c2", (1, 1, 1), (20, 1, 1)))
+    got = env.rows("select ws, we, n, tb, grp, nref, total from res order by tb, ws")
+    # c1: session [0 s, 2 s] closed by the row at 9 s (gap 7 s > 2 s); c2: [1 s, 1 s] closed at
+    # 20 s; a session's _twend is its last row plus the gap
+    assert got == [
+        [T0, T0 + 4000, 3, "c1", 1, 3, 14.0],
+        [T0 + 1000, T0 + 3000, 1, "c2", 2, 2, 12.5],
+    ]
+    gids = env.rows("select gid, tag_tbname from res order by tag_tbname")
+    assert gids[0][0] != gids[1][0] and all(isinstance(g, int) for g, _ in gids)
+    assert env.rows("select count(*) from information_schema.ins_tables where stable_name = 'res'") == [[2]]
+
+
+def test_a_row_level_computation_over_tbname_keys_rows_by_its_first_column(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s count_window(3) from st partition by tbname into res "
+        "output_subtable(concat('o_', tbname)) "
+        "as select case when a = 0 then null else _c0 end t, a, %%tbname name from %%tbname "
+        "where ts >= _twstart and ts <= _twend"
+    )
+    env.write(ins("c1", (0, 1, 1), (1, 0, 1), (2, 3, 1), (3, 4, 1)))
+    # the window holds rows 0-2 s; the row with a = 0 has a NULL key and is discarded (seed 002)
+    assert env.rows("select t, a, name from o_c1") == [[T0, 1, "c1"], [T0 + 2000, 3, "c1"]]
+    env.write(ins("c1", (4, 5, 1), (5, 6, 1)))
+    assert env.rows("select t, a from o_c1") == [
+        [T0, 1],
+        [T0 + 2000, 3],
+        [T0 + 3000, 4],
+        [T0 + 4000, 5],
+        [T0 + 5000, 6],
+    ]
+
+
+def test_event_type_window_open_computes_when_the_window_opens(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s state_window(a) from st partition by tbname stream_options(event_type(window_open)) "
+        "into res as select _twstart ws, _twend we, _twrownum n from %%tbname where ts >= _twstart limit 1"
+    )
+    env.write(ins("c1", (0, 1, 1)))
+    assert env.rows("select ws, we, n from res") == [[T0, None, None]]  # open: _twend is NULL
+    env.write(ins("c1", (1, 1, 1), (2, 2, 1)))
+    assert env.rows("select ws, we, n from res") == [[T0, None, None], [T0 + 2000, None, None]]
+
+
+def test_computation_errors_name_the_placeholder_or_column(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    cases = [
+        (
+            "create stream s session(ts, 1s) from st partition by tbname into r as "
+            "select _twstart, %%2 from %%tbname",
+            "%%2 is not allowed",
+        ),
+        (
+            "create stream s session(ts, 1s) from st partition by g into r as "
+            "select _twstart, count(*) from %%tbname",
+            "%%tbname is not allowed",
+        ),
+        (
+            "create stream s session(ts, 1s) from c1 into r as select _tprev_localtime, count(*) from d.st",
+            "_tprev_localtime is not allowed here: it belongs to PERIOD triggers",
+        ),
+        (
+            "create stream s session(ts, 1s) from c1 into r as select _tnext_ts, count(*) from d.st",
+            "_tnext_ts is not allowed here: it belongs to SLIDING triggers",
+        ),
+        (
+            "create stream s session(ts, 1s) from c1 into r as select count(*), _twstart from d.st",
+            "first column of a stream's computation must be a TIMESTAMP",
+        ),
+        (
+            "create stream s session(ts, 1s) from c1 into r as select _twstart, nosuch from d.st",
+            "nosuch",
+        ),
+    ]
+    for sql, named in cases:
+        with pytest.raises(SqlError) as e:
+            env.ex.execute_one(sql)
+        assert named in str(e.value), (sql, str(e.value))
+    assert env.reg.list() == [] and env.ex.catalog.table("d", "r") is None
 
 
 def test_true_for_in_an_interactive_select(tmp_path: Path) -> None:

@@ -1,0 +1,390 @@
+"""The computation of a TDengine 3.3.7 stream: any query, run for every trigger event of a
+micro-batch together (seed 002 "Stream Processing Computation Tasks", "Placeholders").
+
+A stream's trigger (a window, a PERIOD schedule, a SLIDING schedule) produces trigger events; each
+event runs the stream's query with its placeholders "replaced with constant values at execution
+time" (seed 002). This module does that for a whole micro-batch in one DuckDB query over the lake
+snapshot (decision in docs/decisions.md):
+
+1. the query is bound once per micro-batch: its tables become snapshot views (like an interactive
+   SELECT), ``%%tbname`` / ``%%trows`` become a marker for the trigger table, placeholders become
+   marker identifiers, and the translator turns it into DuckDB text once;
+2. per event the markers are replaced by literals: the placeholder values, and the trigger table
+   filtered to the event's subtable (``%%tbname``) or to the rows of the triggering window or
+   period (``%%trows``: group values, time range, PRE_FILTER);
+3. the events' queries run as one ``UNION ALL`` (in chunks of ``CHUNK`` events), each row tagged
+   with its event's index ``__td_ev``.
+
+Placeholders (seed 002 table): ``_twstart`` / ``_twend`` (TIMESTAMP), ``_twduration`` (precision
+units), ``_twrownum``, ``_tgrpid`` (BIGINT), ``_tcurrent_ts`` / ``_tprev_ts`` / ``_tnext_ts``
+(TIMESTAMP, sliding triggers), ``_tlocaltime`` / ``_tprev_localtime`` / ``_tnext_localtime``
+(TIMESTAMP, system time), ``%%n`` (the n-th PARTITION BY value), ``%%tbname`` (the subtable name
+in SELECT / WHERE, the subtable in FROM).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from spark_workers import timestamps
+from spark_workers.errors import Code, SqlError
+from spark_workers.sql import ast
+from spark_workers.sql.duck import DuckSession, quote, sql_string
+from spark_workers.sql.planner import Source
+from spark_workers.sql.results import ResultColumn
+from spark_workers.sql.translate import to_sql
+from spark_workers.tdtypes import TdType
+
+if TYPE_CHECKING:
+    from spark_workers.lake.store import Lake
+
+PH = "__td_ph_"
+TRIGGER_SRC = "__td_trigsrc"
+TBNAME = "__td_tbname"
+TROWS = "__td_trows"
+PARTITION_PREFIX = "__td_p"
+CHUNK = 256
+TS_PLACEHOLDERS = frozenset(
+    {
+        "_twstart",
+        "_twend",
+        "_tcurrent_ts",
+        "_tprev_ts",
+        "_tnext_ts",
+        "_tlocaltime",
+        "_tprev_localtime",
+        "_tnext_localtime",
+    }
+)
+INT_PLACEHOLDERS = frozenset({"_twduration", "_twrownum", "_tgrpid"})
+_MARK = re.compile(r'"(__td_ph_[A-Za-z0-9_]+|__td_trigsrc)"')
+
+
+def placeholder_key(col: exp.Column) -> str | None:
+    """The placeholder a column reference stands for (``_twstart``, ``p1`` for ``%%1``,
+    ``tbname`` for ``%%tbname``), or None."""
+    if col.table:
+        return None
+    name = col.name.lower()
+    if name in TS_PLACEHOLDERS or name in INT_PLACEHOLDERS:
+        return name
+    if name == TBNAME:
+        return "tbname"
+    if name.startswith(PARTITION_PREFIX) and name[len(PARTITION_PREFIX) :].isdigit():
+        return "p" + name[len(PARTITION_PREFIX) :]
+    return None
+
+
+@dataclass
+class TriggerEvent:
+    """One trigger event's context.
+
+    Attributes:
+        values: placeholder key -> value: timestamps as epoch microseconds (UTC), integers,
+            strings (``tbname``, string partition values), or None (SQL NULL).
+        tbname: the subtable ``%%tbname`` reads (None: the whole trigger table).
+        rows: ``%%trows`` of the event: (group conditions as (column, value) pairs, lowest
+            timestamp, highest timestamp, whether the highest is inclusive), timestamps in the
+            trigger table's precision; None where the event has no rows.
+    """
+
+    values: dict[str, Any]
+    tbname: str | None = None
+    rows: tuple[list[tuple[str, Any]], int | None, int | None, bool] | None = None
+
+
+@dataclass
+class Bound:
+    """The query bound to one DuckDB session: its text with markers, and the trigger view."""
+
+    duck: DuckSession
+    text: str
+    trigger_view: str
+    names: list[str]
+    sources: list[Source]
+    pre_filter: str | None
+    ts_column: str
+    precision: str
+    ts_types: set[str] = field(default_factory=set)
+
+
+class Computation:
+    """A stream's computation query (module docstring).
+
+    Args:
+        query: the query as written (``AS subquery``), in tdweb's TDengine dialect.
+        trigger: the trigger table (``%%tbname`` / ``%%trows`` read it).
+        default_db: database of unqualified table names (the stream's database).
+        tz: server time zone (literals without a zone).
+        pre_filter: PRE_FILTER expression (``%%trows`` sees only rows passing it).
+
+    Raises:
+        SqlError: the query is not a SELECT.
+    """
+
+    def __init__(
+        self,
+        query: str,
+        trigger: Source | None,
+        *,
+        default_db: str | None,
+        tz: str,
+        pre_filter: str | None = None,
+        partition_types: list[TdType] | None = None,
+    ) -> None:
+        from spark_workers.sql.parser import parse_one
+
+        stmt = parse_one(query)
+        if not isinstance(stmt, ast.Select):
+            raise SqlError(
+                "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
+            )
+        self.sql = query
+        self.q = stmt.query
+        self.trigger = trigger
+        self.default_db = default_db
+        self.tz = tz
+        self.pre_filter = pre_filter
+        self.partition_types = partition_types or []
+
+    # ------------------------------------------------------------------ binding
+    def uses(self) -> set[str]:
+        """Placeholder keys and ``trows`` / ``tbname_table`` the query uses."""
+        out: set[str] = set()
+        for col in self.q.select.find_all(exp.Column):
+            k = placeholder_key(col)
+            if k:
+                out.add(k)
+        for t in self.q.select.find_all(exp.Table):
+            if t.name.lower() == TROWS:
+                out.add("trows")
+            elif t.name.lower() == TBNAME:
+                out.add("tbname_table")
+        return out
+
+    def _names(self, sel: exp.Expr, sources: list[Source]) -> list[str]:
+        names: list[str] = []
+        if not isinstance(sel, exp.Select):
+            return names
+        for i, item in enumerate(sel.expressions):
+            if isinstance(item, exp.Star):
+                src = sources[0] if sources else None
+                if src is None:
+                    raise SqlError("SELECT * needs a table", sql=self.sql, code=Code.INVALID_STREAM_QUERY)
+                cols = (
+                    src.storage.columns
+                    if src.table.kind != "super"
+                    else (*src.storage.columns, *src.storage.tags)
+                )
+                names.extend(c.name for c in cols)
+            elif isinstance(item, exp.Alias):
+                names.append(item.alias)
+            elif isinstance(item, exp.Column):
+                k = placeholder_key(item)
+                names.append(item.name if k is None else ("%%tbname" if k == "tbname" else item.name))
+            elif i < len(self.q.item_texts):
+                names.append(self.q.item_texts[i])
+            else:
+                names.append(item.sql())
+        return names
+
+    def bind(self, lake: Lake, duck: DuckSession | None = None) -> Bound:
+        """Bind the query to a DuckDB session over the lake's latest snapshot.
+
+        Raises:
+            SqlError / CatalogError: a table is missing, a name is unknown.
+        """
+        from spark_workers.sql.executor import Executor
+        from spark_workers.sql.select import _bind_sources, _scope
+
+        duck = duck or DuckSession(lake)
+        sel = self.q.select.copy()
+        trig_alias = "__td_trig"
+        uses_trigger = False
+        for t in list(sel.find_all(exp.Table)):
+            if t.name.lower() in (TBNAME, TROWS):
+                if self.trigger is None:
+                    raise SqlError(
+                        f"{'%%tbname' if t.name.lower() == TBNAME else '%%trows'} needs a trigger table "
+                        "(FROM [db.]table)",
+                        sql=self.sql,
+                        code=Code.INVALID_STREAM_QUERY,
+                    )
+                alias = t.alias or trig_alias
+                t.replace(
+                    exp.Table(
+                        this=exp.to_identifier(TRIGGER_SRC, quoted=True),
+                        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
+                    )
+                )
+                uses_trigger = True
+        ts_types: set[str] = set()
+
+        def mark(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Column):
+                k = placeholder_key(node)
+                if k is not None:
+                    if k in TS_PLACEHOLDERS:
+                        ts_types.add(PH + k)
+                    return exp.column(PH + k, quoted=True)
+            return node
+
+        ex = Executor(lake, None, tz=self.tz, default_db=self.default_db)  # type: ignore[arg-type]
+        others = _bind_sources(ex, duck, sel, self.sql, skip=frozenset({TRIGGER_SRC}))
+        sources = ([self.trigger] if uses_trigger and self.trigger is not None else []) + others
+        names = self._names(sel, sources)
+        if isinstance(sel, exp.Select) and any(isinstance(i, exp.Star) for i in sel.expressions):
+            src = sources[0]
+            cols = (
+                src.storage.columns
+                if src.table.kind != "super"
+                else (*src.storage.columns, *src.storage.tags)
+            )
+            items: list[exp.Expr] = []
+            for item in sel.expressions:
+                if isinstance(item, exp.Star):
+                    items.extend(exp.column(c.name, quoted=True) for c in cols)
+                else:
+                    items.append(item)
+            sel.set("expressions", items)
+        sel = sel.transform(mark, copy=False)
+        scope = _scope(sources, self.tz)
+        scope.timestamp_names = frozenset(ts_types)
+        try:
+            text = to_sql(sel, "duckdb", scope)
+        except SqlError as e:
+            raise SqlError(e.message, sql=self.sql, offset=None, code=e.code) from None
+        trigger_view = ""
+        pre_filter = None
+        ts_column = ""
+        precision = "ms"
+        if self.trigger is not None:
+            trigger_view = duck.register_source(self.trigger)
+            tscope = self.trigger.scope(self.tz)
+            ts_column = self.trigger.table.columns[0].name
+            precision = self.trigger.db.precision
+            if self.pre_filter:
+                from spark_workers.sql.parser import parse_expression
+
+                pre_filter = to_sql(parse_expression(self.pre_filter), "duckdb", tscope)
+        return Bound(duck, text, trigger_view, names, sources, pre_filter, ts_column, precision, ts_types)
+
+    # ------------------------------------------------------------------ running
+    def schema(self, lake: Lake) -> list[ResultColumn]:
+        """Output columns of the query (names as written, TDengine types), found by running it
+        with NULL placeholders over no rows.
+
+        Raises:
+            SqlError: the query does not bind or run (DuckDB's message).
+        """
+        from spark_workers.sql.select import _result_columns
+
+        with DuckSession(lake) as duck:
+            b = self.bind(lake, duck)
+            dummy: dict[str, Any] = {k: 0 for k in (*TS_PLACEHOLDERS, *INT_PLACEHOLDERS)}
+            dummy["tbname"] = ""
+            for i, t in enumerate(self.partition_types, start=1):
+                dummy[f"p{i}"] = "" if t.is_string else (True if t.name == "BOOL" else 0)
+            text = self._event_sql(b, TriggerEvent(dummy, None, None), empty=True)
+            try:
+                result = duck.query(f"SELECT * FROM ({text}) AS __td_q LIMIT 0")
+            except Exception as e:
+                raise SqlError(
+                    f"the stream's computation does not run: {_duck_message(e)}",
+                    sql=self.sql,
+                    code=Code.INVALID_STREAM_QUERY,
+                ) from None
+        return _result_columns(result, b.names if len(b.names) == result.num_columns else None, b.sources)
+
+    def run(self, b: Bound, events: list[TriggerEvent]) -> pa.Table:
+        """Rows of every event's query, each tagged with its event's index (``__td_ev``, int64,
+        first column); the others are the query's columns by position.
+
+        Raises:
+            SqlError: DuckDB refused a query (its message).
+        """
+        parts: list[pa.Table] = []
+        for lo in range(0, len(events), CHUNK):
+            chunk = events[lo : lo + CHUNK]
+            sql = " UNION ALL ".join(
+                f"SELECT {lo + i} AS __td_ev, * FROM ({self._event_sql(b, ev)}) AS __td_q{lo + i}"
+                for i, ev in enumerate(chunk)
+            )
+            try:
+                parts.append(b.duck.query(sql))
+            except Exception as e:
+                raise SqlError(
+                    f"the stream's computation failed: {_duck_message(e)}",
+                    sql=self.sql,
+                    code=Code.INVALID_STREAM_QUERY,
+                ) from None
+        if not parts:
+            return pa.table({"__td_ev": pa.array([], pa.int64())})
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def _event_sql(self, b: Bound, ev: TriggerEvent, *, empty: bool = False) -> str:
+        def repl(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name == TRIGGER_SRC:
+                return f"({self._trigger_rows(b, ev, empty)})"
+            key = name[len(PH) :]
+            value = ev.values.get(key)
+            if value is None and key in INT_PLACEHOLDERS:
+                return "CAST(NULL AS BIGINT)"
+            return _literal(value, timestamp=name in b.ts_types)
+
+        return _MARK.sub(repl, b.text)
+
+    def _trigger_rows(self, b: Bound, ev: TriggerEvent, empty: bool) -> str:
+        conds: list[str] = []
+        if empty:
+            conds.append("FALSE")
+        if ev.tbname is not None:
+            conds.append(f"tbname = {sql_string(ev.tbname)}")
+        if ev.rows is not None:
+            groups, lo, hi, inclusive = ev.rows
+            for col, v in groups:
+                conds.append(f"{quote(col)} IS NOT DISTINCT FROM {_literal(v, timestamp=False)}")
+            ts = quote(b.ts_column)
+            if lo is not None:
+                conds.append(f"{ts} >= {_ts_literal(lo, b.precision)}")
+            if hi is not None:
+                conds.append(f"{ts} {'<=' if inclusive else '<'} {_ts_literal(hi, b.precision)}")
+            if b.pre_filter:
+                conds.append(f"({b.pre_filter})")
+        where = f" WHERE {' AND '.join(conds)}" if conds else ""
+        return f"SELECT * FROM {b.trigger_view}{where}"
+
+
+def _ts_literal(value: int, precision: str) -> str:
+    us = {"ms": value * 1000, "us": value, "ns": value // 1000}[precision]
+    return _literal(us, timestamp=True)
+
+
+def _literal(v: Any, *, timestamp: bool) -> str:
+    """DuckDB literal of a placeholder value (timestamps: epoch microseconds, UTC)."""
+    if timestamp:
+        if v is None:
+            return "CAST(NULL AS TIMESTAMPTZ)"
+        text = timestamps.render(int(v), "us", "UTC").replace("T", " ").replace("Z", "+00:00")
+        return f"CAST('{text}' AS TIMESTAMPTZ)"
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return f"CAST({v} AS BIGINT)"
+    if isinstance(v, float):
+        return f"CAST({v!r} AS DOUBLE)"
+    return sql_string(str(v))
+
+
+def _duck_message(e: Exception) -> str:
+    from spark_workers.sql.select import _duck_message as msg
+
+    return msg(e)
