@@ -30,6 +30,8 @@ WINDOW_TYPES = {
     "state": ("State", "State"),
     "event": ("Event", "Event"),
     "count": ("Count", "Count"),
+    "period": ("Time", "Period"),
+    "sliding": ("Time", "Sliding"),
 }
 MAX_EVENTS_PER_MESSAGE = 200
 
@@ -85,9 +87,12 @@ def event_json(stream_key: str, window_kind: str, e: Event, now_ms: int) -> dict
         "groupId": str(e.group_id),
         "windowStart": e.window_start,
     }
+    if e.event_type == "ON_TIME":  # a scheduled trigger has no window: the trigger time
+        del out["windowStart"], out["windowType"], out["windowId"]
+        out["triggerTime"] = e.window_start
     if e.event_type in ("WINDOW_CLOSE", "WINDOW_INVALIDATION") and e.window_end is not None:
         out["windowEnd"] = e.window_end
-    if e.event_type == "WINDOW_CLOSE" and e.result is not None:
+    if e.event_type in ("WINDOW_CLOSE", "ON_TIME") and e.result is not None:
         out["result"] = e.result
     out.update(e.extra)
     return out

@@ -124,20 +124,20 @@ class OutputSink:
         removals = batch.filter(pc.equal(kind, "x"))
         events = batch.filter(pc.equal(kind, "e"))
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
-        table = self._output_table()
+        table = self._output_table() if self.writes_output else None
         if self.c.computation is not None:
-            data, out_rows = self._compute(results, events, table)
-            if data.num_rows:
+            data, out_rows = self._compute(results, events)
+            if data.num_rows and table is not None:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
                 rep.output_rows = data.num_rows
-        elif results.num_rows:
+        elif results.num_rows and table is not None:
             data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0)
             if data is not None and data.num_rows:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
                 rep.output_rows = data.num_rows
-        if removals.num_rows and self.c.computation is None:
+        if removals.num_rows and self.c.computation is None and table is not None:
             # a per-event computation's rows are keyed by its own first column: they stay until
             # overwritten (seed 002 "same key overwrites")
             rep.removed_windows = self._remove(removals, table)
@@ -239,14 +239,12 @@ class OutputSink:
         return data, out_rows
 
     def _compute(
-        self, results: pa.Table, events: pa.Table, table: Table
+        self, results: pa.Table, events: pa.Table
     ) -> tuple[pa.Table, dict[tuple[str, int], dict[str, Any]]]:
         """Run the computation for the batch's trigger events (closed windows, and opened ones with
         EVENT_TYPE(WINDOW_OPEN)); output rows in storage form, and per (gkey, wstart) the first
         result row for WINDOW_CLOSE notifications. Rows whose first column is NULL are discarded
         (seed 002)."""
-        comp = self.c.computation
-        assert comp is not None
         per_us = {"ms": 1000, "us": 1, "ns": 0}[self.precision]
         to_us = (lambda v: v * per_us) if per_us else (lambda v: v // 1000)
         groups = self.c.plan.groups
@@ -299,16 +297,38 @@ class OutputSink:
             rows = None if we is None else (conds, ws, int(we), not interval)
             evs.append(TriggerEvent(v, tb, rows))
             keys.append((g, ws))
+        return self.run_events(evs, keys)
+
+    def run_events(
+        self, evs: list[TriggerEvent], keys: list[tuple[str, int]], *, duck: DuckSession | None = None
+    ) -> tuple[pa.Table, dict[tuple[str, int], dict[str, Any]]]:
+        """Run the computation for trigger events (``keys[i]`` = (gkey, trigger time) of
+        ``evs[i]``): output rows in storage form for the output table, and per key the first
+        result row (the notification's ``result``). Rows whose first column is NULL are discarded
+        (seed 002)."""
+        comp = self.c.computation
+        assert comp is not None
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         if not evs:
             return pa.table({"tbname": pa.array([], pa.string())}), out_rows
-        with DuckSession(self.lake) as duck:
-            bound = comp.bind(self.lake, duck)
+        own = duck is None
+        session = duck or DuckSession(self.lake)
+        try:
+            bound = comp.bind(self.lake, session)
             res = comp.run(bound, evs)
+        finally:
+            if own:
+                session.close()
         if res.num_rows:
-            first = res.column(1)
-            res = res.filter(pc.is_valid(first))  # a NULL key discards the row (seed 002)
+            res = res.filter(pc.is_valid(res.column(1)))  # a NULL key discards the row (seed 002)
         ev_idx = res.column("__td_ev").to_pylist()
+        names_out = [c.name for c in self.c.columns]
+        rows_py = res.drop_columns(["__td_ev"]).to_pylist() if res.num_rows else []
+        for i, row in zip(ev_idx, rows_py, strict=True):
+            out_rows.setdefault(keys[i], dict(zip(names_out, row.values(), strict=False)))
+        if not self.writes_output:
+            return pa.table({"tbname": pa.array([], pa.string())}), out_rows
+        table = self.output_table()
         subtables = {keys[i][0]: self._subtable(keys[i][0]) for i in dict.fromkeys(ev_idx)}
         cols: dict[str, Any] = {"tbname": pa.array([subtables[keys[i][0]] for i in ev_idx], pa.string())}
         for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
@@ -318,13 +338,38 @@ class OutputSink:
             elif pa.types.is_null(arr.type):
                 arr = pa.nulls(len(arr), phys.type.arrow(self.precision))
             cols[phys.physical] = arr
-        data = pa.table(cols)
-        if events.num_rows:
-            names_out = [c.name for c in self.c.columns]
-            rows_py = res.slice(0).drop_columns(["__td_ev"]).to_pylist() if res.num_rows else []
-            for i, row in zip(ev_idx, rows_py, strict=True):
-                out_rows.setdefault(keys[i], dict(zip(names_out, row.values(), strict=False)))
-        return data, out_rows
+        return pa.table(cols), out_rows
+
+    @property
+    def writes_output(self) -> bool:
+        """False for notify-only streams and CALC_NOTIFY_ONLY (seed 002)."""
+        return self.c.has_output and not self.c.spec.options.calc_notify_only
+
+    def output_table(self) -> Table:
+        """The output table (recreated when it was dropped)."""
+        return self._output_table()
+
+    def table_name(self, gkey: str) -> str:
+        """The ``tableName`` of a group's events: its output subtable (or table)."""
+        if not self.writes_output:
+            return default_subtable(self.c.out_table or self.c.spec.name, gkey) if self.c.plan.groups else ""
+        return self._subtable(gkey)
+
+    def send(
+        self, events: list[Event], batch_id: int, rep: BatchReport, *, now_ms: int | None = None
+    ) -> None:
+        """Send events to every notification URL (messages built per ``build_messages``)."""
+        notify = self.c.notify
+        if notify is None or not events or self.sender is None:
+            return
+        wkind = notification_window_kind(self.c.spec)
+        for msg in build_messages(self.key, self.c.spec.name, wkind, events, batch_id, now_ms):
+            n = len(msg["streams"][0]["events"])
+            for url in notify.urls:
+                if self.sender.deliver(url, msg, on_failure=notify.on_failure):
+                    rep.notifications_sent += n
+                else:
+                    rep.notifications_failed += n
 
     def _ts_ints(self, arr: pa.ChunkedArray | pa.Array) -> pa.Array:
         """Timestamp column -> int64 in the stream's precision."""
@@ -437,7 +482,7 @@ class OutputSink:
             result = out_rows.get((g, int(w))) if kind == "WINDOW_CLOSE" else None
             evs.append(
                 Event(
-                    self._subtable(g),
+                    self.table_name(g),
                     kind,
                     g,
                     group_id(g),
@@ -450,12 +495,4 @@ class OutputSink:
         rep.events = len(evs)
         if notify is not None:  # EVENT_TYPE may add events the notification does not ask for
             evs = [e for e in evs if e.event_type in notify.events]
-        if notify is None or not evs or self.sender is None:
-            return
-        for msg in build_messages(self.key, self.c.spec.name, wkind, evs, batch_id):
-            n = len(msg["streams"][0]["events"])
-            for url in notify.urls:
-                if self.sender.deliver(url, msg, on_failure=notify.on_failure):
-                    rep.notifications_sent += n
-                else:
-                    rep.notifications_failed += n
+        self.send(evs, batch_id, rep)

@@ -91,11 +91,14 @@ class TriggerEvent:
         rows: ``%%trows`` of the event: (group conditions as (column, value) pairs, lowest
             timestamp, highest timestamp, whether the highest is inclusive), timestamps in the
             trigger table's precision; None where the event has no rows.
+        rows_view: a DuckDB view holding the event's candidate rows (PERIOD: the rows written
+            since the previous trigger) instead of the trigger table.
     """
 
     values: dict[str, Any]
     tbname: str | None = None
     rows: tuple[list[tuple[str, Any]], int | None, int | None, bool] | None = None
+    rows_view: str | None = None
 
 
 @dataclass
@@ -358,7 +361,7 @@ class Computation:
             if b.pre_filter:
                 conds.append(f"({b.pre_filter})")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        return f"SELECT * FROM {b.trigger_view}{where}"
+        return f"SELECT * FROM {ev.rows_view or b.trigger_view}{where}"
 
 
 def _ts_literal(value: int, precision: str) -> str:

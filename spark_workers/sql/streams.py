@@ -105,6 +105,7 @@ class CompiledStream:
     computation: Computation | None = None
     compute_open: bool = False  # EVENT_TYPE(WINDOW_OPEN): compute at window open too
     compute_close: bool = True  # EVENT_TYPE without WINDOW_CLOSE: not at window close
+    has_output: bool = True  # False: a notify-only stream (no INTO)
 
     @property
     def precision(self) -> str:
@@ -303,7 +304,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         SqlError / CatalogError: the source or query no longer fits the catalog.
     """
     catalog: Catalog = lake.catalog
-    assert spec.source is not None and spec.output is not None
+    assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
     sql = spec.query or ""
     src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
     v337 = spec.syntax == V337
@@ -335,13 +336,15 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         ]
         if not columns or columns[0].type.name != "TIMESTAMP":
             columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    elif spec.query is None:  # notify-only (seed 002): the trigger's events, nothing computed
+        columns = []
     else:
         from spark_workers.sql.compute import Computation
         from spark_workers.tdtypes import from_arrow
 
         computation = Computation(
             spec.query or "",
-            src,
+            src if spec.trigger.get("from", True) else None,
             default_db=spec.db or spec.source.db,
             tz=tz,
             pre_filter=spec.options.pre_filter,
@@ -358,7 +361,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
                 offset=None,
                 code=Code.INVALID_STREAM_QUERY,
             )
-    if spec.output.columns:
+    if spec.output is not None and spec.output.columns:
         names = [c["name"] for c in spec.output.columns]
         if len(names) != len(columns):
             raise SqlError(
@@ -378,7 +381,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
             )
         seen.add(c.name.lower())
     normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
-    tags = [] if normal_output else _tag_plan(spec, plan, sql)
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
@@ -400,7 +403,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
     )
     subtable_expr = None
-    if spec.output.subtable:
+    if spec.output is not None and spec.output.subtable:
         sub = parse_one(f"SELECT {spec.output.subtable}")
         assert isinstance(sub, ast.Select) and isinstance(sub.query.select, exp.Select)
         subtable_expr = sub.query.select.expressions[0]
@@ -416,8 +419,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         out_schema,
         columns,
         tags,
-        spec.output.db,
-        spec.output.table,
+        spec.output.db if spec.output is not None else "",
+        spec.output.table if spec.output is not None else "",
         subtable_expr,
         spec.notify,
         normal_output=normal_output,
@@ -425,6 +428,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         computation=computation,
         compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
+        has_output=spec.output is not None,
     )
 
 
@@ -578,10 +582,14 @@ def _register(
 ) -> None:
     """The checks shared by both syntaxes (output conflicts, the FILL_HISTORY cap), then the
     output table and the registration."""
-    assert spec.source is not None and spec.output is not None
-    if spec.output.db.lower() == spec.source.db.lower() and (
-        spec.output.table.lower()
-        in (compiled.source.table.name.lower(), compiled.source.storage.name.lower())
+    assert spec.source is not None
+    if (
+        spec.output is not None
+        and spec.output.db.lower() == spec.source.db.lower()
+        and (
+            spec.output.table.lower()
+            in (compiled.source.table.name.lower(), compiled.source.storage.name.lower())
+        )
     ):
         raise SqlError(
             "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
@@ -590,6 +598,7 @@ def _register(
         o = other.spec.output
         if (
             o is not None
+            and spec.output is not None
             and o.db.lower() == spec.output.db.lower()
             and o.table.lower() == spec.output.table.lower()
         ):
@@ -602,7 +611,8 @@ def _register(
     version = ex.lake.version(spec.source.db, compiled.source.storage.name)
     if spec.options.fill_history:
         _check_history_windows(compiled, ex.lake, version, sql, history_span)
-    ensure_output_table(compiled, ex.lake, sql=sql)
+    if compiled.has_output:
+        ensure_output_table(compiled, ex.lake, sql=sql)
     ex.registry.create(
         spec, start_version=version, history_version=version if spec.options.fill_history else None
     )

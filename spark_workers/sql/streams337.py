@@ -33,7 +33,7 @@ IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -61,7 +61,6 @@ UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
     ("fill_history_first", "FILL_HISTORY_FIRST"),
-    ("calc_notify_only", "CALC_NOTIFY_ONLY"),
     ("low_latency_calc", "LOW_LATENCY_CALC"),
     ("force_output", "FORCE_OUTPUT"),
     ("max_delay", "MAX_DELAY"),
@@ -84,8 +83,8 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
         if t.interval is None or t.sliding_offset is not None:
             return None
         return ast.IntervalWindow(t.interval, t.interval_offset, t.sliding)
-    if isinstance(t, ast.PeriodTrigger):
-        return None
+    if isinstance(t, ast.PeriodTrigger):  # the plan's groups only: a PeriodRunner fires it
+        return ast.IntervalWindow(t.period)
     return t
 
 
@@ -108,6 +107,8 @@ def is_fused(s: ast.CreateStream337) -> bool:
     FROM %%trows``): it then runs as the equivalent window query on the engine (fused);
     every other computation runs per trigger event (``compute.py``)."""
     if s.query is None or trigger_class(s.trigger) != "window" or s.query.window is not None:
+        return False
+    if s.options.calc_notify_only or s.into is None:
         return False
     sel = s.query.select
     if not isinstance(sel, exp.Select):
@@ -211,6 +212,35 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
         )
 
 
+PERIOD_MIN_NS = 10 * 1_000_000  # 10a
+PERIOD_MAX_NS = 3650 * 86_400 * 1_000_000_000  # 3650d
+DAY_NS = 86_400 * 1_000_000_000
+
+
+def check_period(s: ast.CreateStream337, t: ast.PeriodTrigger, sql: str) -> None:
+    """Seed 002 "Scheduled Trigger": the period in [10a, 3650d] (units a, s, m, h, d), the offset
+    below one day (units a, s, m, h); FILL_HISTORY and FILL_HISTORY_FIRST are "not supported in
+    PERIOD (scheduled trigger) mode".
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY naming the value or option.
+    """
+
+    def err(msg: str, key: str | None = None) -> SqlError:
+        sp = s.options.spans.get(key) if key else None
+        return SqlError(msg, sql=sql, offset=sp.start if sp else None, code=Code.INVALID_STREAM_QUERY)
+
+    if t.period.unit not in ("a", "s", "m", "h", "d") or not PERIOD_MIN_NS <= t.period.ns <= PERIOD_MAX_NS:
+        raise err(
+            f"PERIOD({t.period}): the period must be within [10a, 3650d] in units a, s, m, h or d (seed 002)"
+        )
+    if t.offset is not None and (t.offset.unit not in ("a", "s", "m", "h") or t.offset.ns >= DAY_NS):
+        raise err(f"PERIOD offset {t.offset} must be below one day, in units a, s, m or h (seed 002)")
+    if s.options.fill_history or s.options.fill_history_first:
+        key = "fill_history" if s.options.fill_history else "fill_history_first"
+        raise err(f"{key.upper()} is not supported with a PERIOD trigger (seed 002)", key)
+
+
 def check_supported(s: ast.CreateStream337, sql: str) -> None:
     """Refuse what the engine does not run yet, and placeholders where the seed forbids them
     (module docstring).
@@ -220,8 +250,9 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             misplaced placeholder or notification event.
     """
     t = s.trigger
+    period = isinstance(t, ast.PeriodTrigger)
     if isinstance(t, ast.PeriodTrigger):
-        raise _not_yet("the PERIOD trigger", sql)
+        check_period(s, t, sql)
     if isinstance(t, ast.SlidingTrigger) and (t.interval is None or t.sliding_offset is not None):
         raise _not_yet("a SLIDING trigger without INTERVAL", sql)
     if isinstance(t, ast.SlidingTrigger) and not s.options.ignore_nodata_trigger:
@@ -230,9 +261,42 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             sql,
             s.options.spans.get("ignore_nodata_trigger"),
         )
-    if s.from_table is None:
-        raise _not_yet("a stream without a trigger table", sql)
-    if s.notify is not None:
+    if s.from_table is None and not period:
+        raise SqlError(
+            "a trigger table (FROM [db.]table) is required for every trigger type except PERIOD "
+            "(seed 002, Trigger Tables)",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if s.from_table is None and s.query is not None:
+        for tb in s.query.select.find_all(exp.Table):
+            if tb.name.lower() in (TROWS, TBNAME):
+                raise _placeholder_error(
+                    "%%trows" if tb.name.lower() == TROWS else "%%tbname",
+                    "it reads the trigger table, and this stream has none (FROM [db.]table)",
+                    sql,
+                )
+    if s.from_table is None and s.partition_by:
+        raise SqlError(
+            "PARTITION BY groups the trigger table: a PERIOD trigger without FROM has one group "
+            "(seed 002, Trigger Table and Grouping)",
+            sql=sql,
+            offset=s.partition_by[0].span.start if s.partition_by[0].span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if s.notify is not None and period:
+        n = s.notify
+        bad = [e for e in n.events if e != "ON_TIME"]
+        if bad:
+            raise SqlError(
+                f"a PERIOD trigger notifies ON_TIME events, not {bad[0]} (seed 002)",
+                sql=sql,
+                offset=n.span.start if n.span else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        if n.where is not None:
+            raise _not_yet("NOTIFY ... WHERE", sql, n.span)
+    elif s.notify is not None:
         n = s.notify
         at = n.span.start if n.span else None
         if not n.events:
@@ -252,8 +316,38 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             )
         if n.where is not None:
             raise _not_yet("NOTIFY ... WHERE", sql, n.span)
-    if s.into is None or s.query is None:
-        raise _not_yet("a stream without INTO ... AS (notify-only)", sql)
+    if s.query is None and s.into is not None:
+        raise SqlError(
+            "INTO needs a computation (AS subquery) to write", sql=sql, code=Code.INVALID_STREAM_QUERY
+        )
+    if s.query is not None and s.into is None and not s.options.calc_notify_only:
+        raise SqlError(
+            "a computation needs INTO [db.]table, or STREAM_OPTIONS(CALC_NOTIFY_ONLY) to only notify "
+            "its results (seed 002)",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if s.query is None and s.notify is None:
+        raise SqlError(
+            "a stream without a computation must notify (NOTIFY(url) ...): it would do nothing",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if s.options.calc_notify_only and s.notify is None:
+        raise SqlError(
+            "CALC_NOTIFY_ONLY sends results as notifications only: add NOTIFY(url) (seed 002)",
+            sql=sql,
+            offset=s.options.spans["calc_notify_only"].start
+            if "calc_notify_only" in s.options.spans
+            else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if s.into is None and (s.output_subtable is not None or s.tags or s.columns):
+        raise SqlError(
+            "OUTPUT_SUBTABLE, the column list and TAGS describe the output table: they need INTO",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     o = s.options
     for attr, word in UNSUPPORTED_OPTIONS:
         if getattr(o, attr):
@@ -270,11 +364,13 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         SqlError / CatalogError: unsupported parts, a missing trigger table or database.
     """
     check_supported(s, sql)
-    assert s.from_table is not None and s.into is not None and s.query is not None
-    src_db = s.from_table.db or default_db
+    trigger_table = s.from_table
+    if trigger_table is None:  # PERIOD without FROM: the plan reads the computation's first table
+        trigger_table = _first_table(s, sql)
+    src_db = trigger_table.db or default_db
     if not src_db:
         raise CatalogError("database not specified for the trigger table", code=Code.DB_NOT_SPECIFIED)
-    src = catalog.require_table(catalog.require_database(src_db).name, s.from_table.name)
+    src = catalog.require_table(catalog.require_database(src_db).name, trigger_table.name)
     o = s.options
     count = isinstance(s.trigger, ast.CountWindow)
     options = OptionsSpec(
@@ -316,23 +412,24 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     if s.notify is not None:  # seed 002 defaults: no history, drop on failure
         notify = NotifySpec(
             urls=list(s.notify.urls),
-            events=[e.upper() for e in s.notify.events],
+            events=[e.upper() for e in s.notify.events] or ["ON_TIME"],
             history=bool(s.notify.history),
             on_failure=s.notify.on_failure or "DROP",
         )
     window = _window(s)
     assert window is not None
-    return StreamSpec(
-        name=s.name,
-        db=s.db,
-        syntax=V337,
-        source=SourceSpec(src_db, s.from_table.name),
-        trigger={"type": window.kind, "sql": trigger_sql(s.trigger)},
-        partition_by=[{"sql": p.text, "alias": p.alias} for p in s.partition_by],
-        filter=options.pre_filter,
-        query=query_sql(s.query),
-        options=options,
-        output=OutputSpec(
+    trigger: dict[str, Any] = {"type": window.kind, "sql": trigger_sql(s.trigger)}
+    if isinstance(s.trigger, ast.PeriodTrigger):
+        trigger = {
+            "type": "period",
+            "sql": trigger_sql(s.trigger),
+            "period": str(s.trigger.period),
+            "offset": str(s.trigger.offset) if s.trigger.offset else None,
+            "from": s.from_table is not None,
+        }
+    output = None
+    if s.into is not None:
+        output = OutputSpec(
             db=s.into.db or default_db or src_db,
             table=s.into.name,
             subtable=expr_sql(s.output_subtable) if s.output_subtable is not None else None,
@@ -340,10 +437,37 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
             if s.columns
             else None,
             tags=tags,
-        ),
+        )
+    return StreamSpec(
+        name=s.name,
+        db=s.db,
+        syntax=V337,
+        source=SourceSpec(src_db, trigger_table.name),
+        trigger=trigger,
+        partition_by=[{"sql": p.text, "alias": p.alias} for p in s.partition_by],
+        filter=options.pre_filter,
+        query=query_sql(s.query) if s.query is not None else None,
+        options=options,
+        output=output,
         notify=notify,
         sql=sql,
     )
+
+
+def _first_table(s: ast.CreateStream337, sql: str) -> ast.TableName:
+    """The first table a PERIOD computation without FROM reads (its plan's source)."""
+    tables = (
+        [t for t in s.query.select.find_all(exp.Table) if t.name and t.name.lower() not in (TROWS, TBNAME)]
+        if s.query is not None
+        else []
+    )
+    if not tables:
+        raise SqlError(
+            "a PERIOD stream without FROM needs a computation that reads a table",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    return ast.TableName(tables[0].name, tables[0].db or None)
 
 
 def engine_query(spec: StreamSpec, ts_column: str) -> str:
@@ -353,10 +477,11 @@ def engine_query(spec: StreamSpec, ts_column: str) -> str:
     from spark_workers.sql.parser import parse_one
 
     stmt = parse_one(spec.sql)
-    assert isinstance(stmt, ast.CreateStream337) and stmt.query is not None and spec.source is not None
+    assert isinstance(stmt, ast.CreateStream337) and spec.source is not None
     window = _window(stmt)
     assert window is not None
     if is_fused(stmt):
+        assert stmt.query is not None
         sel = stmt.query.select.copy()
     else:  # the trigger only: windows and their row counts (_twrownum); compute.py computes
         sel = exp.select(exp.column("_wstart"), exp.Count(this=exp.Star())).from_(TROWS)

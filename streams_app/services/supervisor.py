@@ -117,6 +117,11 @@ def _supervise(stream_id: int, worker: str) -> None:
                     sender=sender,
                     progress=lambda r: _discard(stream_progress_record(stream_id=stream_id, report=r)),
                 )
+                if spec.trigger.get("type") == "period":  # a scheduled task: no Spark query
+                    _run_period(stream, compiled, sink, worker, str(lake.root))
+                    if not _should_run(stream_id):
+                        break
+                    continue
                 query = start_query(
                     spark,
                     compiled,
@@ -191,6 +196,33 @@ def _supervise(stream_id: int, worker: str) -> None:
             status = final.get(stream.desired_state, stream.status)
             Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
             stream_set_status(stream_id=stream_id, status=status)
+
+
+def _run_period(stream: Stream, compiled: object, sink: OutputSink, worker: str, lake_root: str) -> None:
+    """Run a PERIOD stream (runtime/period.py) until it should stop; its state is kept beside the
+    checkpoints of Spark streams, so a restart continues from the last trigger."""
+    from spark_workers.runtime.period import PeriodRunner
+    from spark_workers.runtime.query import checkpoint_dir
+    from spark_workers.sql.streams import CompiledStream
+
+    assert isinstance(compiled, CompiledStream)
+    runner = PeriodRunner(
+        compiled,
+        sink.lake,
+        sink,
+        created_ms=int(stream.created_at.timestamp() * 1000),
+        start_version=stream.start_version,
+        tz=settings.TDWEB_TIMEZONE,
+        state_path=checkpoint_dir(lake_root, stream.key).parent / "period.json",
+    )
+    stream_set_status(stream_id=stream.pk, status=Stream.Status.RUNNING, error="")
+
+    def beat(version: int) -> None:
+        Stream.objects.filter(pk=stream.pk, worker=worker).update(
+            heartbeat_at=timezone.now(), processed_version=version
+        )
+
+    runner.run(lambda: _should_run(stream.pk), beat)
 
 
 def _discard(_value: object) -> None:
