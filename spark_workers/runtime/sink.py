@@ -137,6 +137,19 @@ class OutputSink:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
                 rep.output_rows = data.num_rows
+        if self.c.spec.trigger.get("type") == "sliding" and results.num_rows:
+            on_time = [
+                Event(self.table_name(g), "ON_TIME", g, group_id(g), int(we), None, out_rows.get((g, int(w))))
+                for g, w, we in zip(
+                    results.column("_gkey").to_pylist(),
+                    results.column("_wstart").to_pylist(),
+                    results.column("_wend").to_pylist(),
+                    strict=True,
+                )
+            ]
+            rep.events += len(on_time)
+            if self.c.notify is not None and "ON_TIME" in self.c.notify.events:
+                self.send(on_time, batch_id, rep)
         if removals.num_rows and self.c.computation is None and table is not None:
             # a per-event computation's rows are keyed by its own first column: they stay until
             # overwritten (seed 002 "same key overwrites")
@@ -274,6 +287,8 @@ class OutputSink:
             ):
                 if kind == "WINDOW_OPEN":
                     items.append((g, int(w), None, None))
+        sliding = self.c.spec.trigger.get("type") == "sliding"
+        step = self.c.shape.step or self.c.shape.size
         for g, ws, we, n in items:
             values = json.loads(g)
             v: dict[str, Any] = {
@@ -284,6 +299,14 @@ class OutputSink:
                 "_tgrpid": group_id(g),
                 "_tlocaltime": now_us,
             }
+            if sliding and we is not None:  # SLIDING: the trigger point ends the period [prev, current)
+                v.update(
+                    {
+                        "_tprev_ts": to_us(ws),
+                        "_tcurrent_ts": to_us(int(we)),
+                        "_tnext_ts": to_us(int(we) + step),
+                    }
+                )
             for i, val in enumerate(values, start=1):
                 v[f"p{i}"] = val
             tb = values[tb_index] if tb_index is not None and tb_index < len(values) else None
@@ -323,7 +346,12 @@ class OutputSink:
             res = res.filter(pc.is_valid(res.column(1)))  # a NULL key discards the row (seed 002)
         ev_idx = res.column("__td_ev").to_pylist()
         names_out = [c.name for c in self.c.columns]
-        rows_py = res.drop_columns(["__td_ev"]).to_pylist() if res.num_rows else []
+        plain = res.drop_columns(["__td_ev"])
+        plain = pa.table(  # timestamps as epoch values in the stream's precision, as in the seed
+            [self._ts_ints(c) if pa.types.is_timestamp(c.type) else c for c in plain.columns],
+            names=[f"c{i}" for i in range(plain.num_columns)],
+        )
+        rows_py = plain.to_pylist() if res.num_rows else []
         for i, row in zip(ev_idx, rows_py, strict=True):
             out_rows.setdefault(keys[i], dict(zip(names_out, row.values(), strict=False)))
         if not self.writes_output:

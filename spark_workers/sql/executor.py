@@ -123,17 +123,17 @@ class Executor:
             if s.if_exists:
                 return ResultSet.affected(0)
             raise CatalogError(f"database {s.name} does not exist", code=Code.DB_NOT_EXIST)
-        readers = [
-            i.name
-            for i in self.registry.list()
-            if i.spec.source and i.spec.source.db.lower() == db.name.lower()
-        ]
+        readers, owned = _stream_dependents(self.registry.list(), db.name, self.default_db)
         if readers and not s.force:
+            # seed 002 "Database and Table Operations": not allowed for a source database, or a
+            # trigger table's database other than the stream's own, unless FORCE
             raise CatalogError(
-                f"database {db.name} is the source of stream(s) {', '.join(readers)}; "
+                f"database {db.name} is read by stream(s) {', '.join(readers)}; "
                 "drop them first or use DROP DATABASE ... FORCE",
                 code=Code.INVALID_OPERATION,
             )
+        for info in owned:  # a stream belongs to its database (seed 002): it goes with it
+            self.registry.drop(info.name, info.db)
         self.catalog.drop_database(db.name)
         self.lake.drop_database_storage(db.name)
         return ResultSet.affected(0)
@@ -661,6 +661,35 @@ class Executor:
         except SqlError as e:
             raise SqlError(e.message, sql=sql, offset=0, code=e.code) from None
         return ResultSet.affected(done.windows)
+
+
+def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> tuple[list[str], list[Any]]:
+    """Streams that read database ``db`` (trigger table or computation) and belong to another
+    database, and the streams that belong to ``db`` itself (3.3.7 ``CREATE STREAM db.name``)."""
+    from spark_workers.sql.parser import parse_one
+
+    readers: list[str] = []
+    owned: list[Any] = []
+    low = db.lower()
+    for info in streams:
+        spec = info.spec
+        own = (spec.db or "").lower()
+        if own == low:
+            owned.append(info)
+            continue
+        dbs = {spec.source.db.lower()} if spec.source else set()
+        if spec.query:
+            try:
+                stmt = parse_one(spec.query)
+                sel = getattr(getattr(stmt, "query", None), "select", None)
+                if sel is not None:
+                    home = (spec.source.db if spec.source else default_db) or ""
+                    dbs |= {(t.db or home).lower() for t in sel.find_all(exp.Table) if t.name}
+            except SqlError:
+                pass
+        if low in dbs:
+            readers.append(info.name)
+    return readers, owned
 
 
 def error_answer(e: Exception) -> dict[str, Any]:

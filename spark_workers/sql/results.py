@@ -107,6 +107,9 @@ class StreamInfo:
     spec: StreamSpec
     created_ms: int = 0
     message: str = ""
+    # the running task (ins_stream_tasks): worker, started_ms, heartbeat_ms, processed_version,
+    # last_batch_id, rows_in, rows_out, recalculated, notifications_sent / _failed
+    task: dict[str, Any] = field(default_factory=dict)
 
 
 class StreamRegistry(Protocol):

@@ -80,8 +80,8 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
     """The trigger as the engine's window clause (None for PERIOD / SLIDING-only triggers)."""
     t = s.trigger
     if isinstance(t, ast.SlidingTrigger):
-        if t.interval is None or t.sliding_offset is not None:
-            return None
+        if t.interval is None:  # trigger points every ``sliding``: the periods between them
+            return ast.IntervalWindow(t.sliding, t.sliding_offset, t.sliding)
         return ast.IntervalWindow(t.interval, t.interval_offset, t.sliding)
     if isinstance(t, ast.PeriodTrigger):  # the plan's groups only: a PeriodRunner fires it
         return ast.IntervalWindow(t.period)
@@ -253,11 +253,24 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
     period = isinstance(t, ast.PeriodTrigger)
     if isinstance(t, ast.PeriodTrigger):
         check_period(s, t, sql)
-    if isinstance(t, ast.SlidingTrigger) and (t.interval is None or t.sliding_offset is not None):
-        raise _not_yet("a SLIDING trigger without INTERVAL", sql)
+    sliding_only = isinstance(t, ast.SlidingTrigger) and t.interval is None
+    if isinstance(t, ast.SlidingTrigger) and t.interval is not None and t.sliding_offset is not None:
+        raise _not_yet("an offset in SLIDING after INTERVAL (give it to INTERVAL)", sql)
+    if isinstance(t, ast.SlidingTrigger) and t.interval is None:
+        if t.sliding.is_calendar or DAY_NS % t.sliding.ns:
+            # seed 002: the base time resets daily as for PERIOD; windows aligned to the epoch match
+            # that only when the sliding divides a day
+            raise _not_yet(f"SLIDING({t.sliding}) that does not divide one day", sql)
+        if t.sliding_offset is not None and t.sliding_offset.ns >= t.sliding.ns:
+            raise SqlError(
+                f"the SLIDING offset {t.sliding_offset} must be below the sliding {t.sliding}",
+                sql=sql,
+                code=Code.INVALID_STREAM_QUERY,
+            )
     if isinstance(t, ast.SlidingTrigger) and not s.options.ignore_nodata_trigger:
         raise _not_yet(
-            "an INTERVAL trigger without IGNORE_NODATA_TRIGGER (windows without rows)",
+            f"{'a SLIDING' if sliding_only else 'an INTERVAL'} trigger without IGNORE_NODATA_TRIGGER "
+            "(triggers for periods without rows)",
             sql,
             s.options.spans.get("ignore_nodata_trigger"),
         )
@@ -284,12 +297,13 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             offset=s.partition_by[0].span.start if s.partition_by[0].span else None,
             code=Code.INVALID_STREAM_QUERY,
         )
-    if s.notify is not None and period:
+    if s.notify is not None and (period or sliding_only):
         n = s.notify
         bad = [e for e in n.events if e != "ON_TIME"]
         if bad:
             raise SqlError(
-                f"a PERIOD trigger notifies ON_TIME events, not {bad[0]} (seed 002)",
+                f"a {'PERIOD' if period else 'SLIDING'} trigger notifies ON_TIME events, not {bad[0]} "
+                "(seed 002)",
                 sql=sql,
                 offset=n.span.start if n.span else None,
                 code=Code.INVALID_STREAM_QUERY,
@@ -419,6 +433,8 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     window = _window(s)
     assert window is not None
     trigger: dict[str, Any] = {"type": window.kind, "sql": trigger_sql(s.trigger)}
+    if trigger_class(s.trigger) == "sliding":
+        trigger = {"type": "sliding", "sql": trigger_sql(s.trigger)}
     if isinstance(s.trigger, ast.PeriodTrigger):
         trigger = {
             "type": "period",

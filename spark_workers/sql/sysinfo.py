@@ -1,6 +1,7 @@
 """TDengine's ``information_schema`` system tables, queryable with any SELECT.
 
-``ins_databases``, ``ins_stables``, ``ins_tables``, ``ins_tags`` and ``ins_streams`` are built
+``ins_databases``, ``ins_stables``, ``ins_tables``, ``ins_tags``, ``ins_streams`` and
+``ins_stream_tasks`` (one row per stream's worker task: progress, recalculations, last error) are built
 from the lake's catalog and the stream registry when a query names them
 (``information_schema.ins_tables`` or, with ``information_schema`` as the current database, just
 ``ins_tables``), then registered in DuckDB like any other table, so WHERE, LIKE, ORDER BY,
@@ -111,6 +112,36 @@ def _streams(ex: Executor) -> list[list[Any]]:
     return out
 
 
+def _stream_tasks(ex: Executor) -> list[list[Any]]:
+    """One row per stream: the worker task that triggers and computes it (a Spark query, or the
+    scheduler of a PERIOD stream) with its progress and last error."""
+    out: list[list[Any]] = []
+    for i in ex.registry.list():
+        t = i.task
+        kind = "Scheduler" if i.spec.trigger.get("type") == "period" else "Spark"
+        out.append(
+            [
+                i.name,
+                i.db,
+                t.get("key") or i.name,
+                kind,
+                t.get("worker") or None,
+                i.status,
+                t.get("started_ms"),
+                t.get("heartbeat_ms"),
+                t.get("processed_version"),
+                t.get("last_batch_id"),
+                int(t.get("rows_in", 0)),
+                int(t.get("rows_out", 0)),
+                int(t.get("recalculated", 0)),
+                int(t.get("notifications_sent", 0)),
+                int(t.get("notifications_failed", 0)),
+                i.message or None,
+            ]
+        )
+    return out
+
+
 _NAME = varchar(192)
 TABLES: dict[str, SystemTable] = {
     t.name: t
@@ -185,6 +216,28 @@ TABLES: dict[str, SystemTable] = {
                 ("message", varchar(1024)),
             ),
             _streams,
+        ),
+        SystemTable(
+            "ins_stream_tasks",
+            (
+                ("stream_name", _NAME),
+                ("db_name", varchar(64)),
+                ("task_id", varchar(64)),
+                ("type", varchar(16)),
+                ("node_id", varchar(128)),
+                ("status", varchar(20)),
+                ("start_time", TIMESTAMP),
+                ("last_update", TIMESTAMP),
+                ("processed_version", BIGINT),
+                ("last_batch_id", BIGINT),
+                ("rows_in", BIGINT),
+                ("rows_out", BIGINT),
+                ("recalculated", BIGINT),
+                ("notifications_sent", BIGINT),
+                ("notifications_failed", BIGINT),
+                ("last_error", varchar(1024)),
+            ),
+            _stream_tasks,
         ),
     )
 }

@@ -44,8 +44,25 @@ COLUMNS = [
     ("wd", "wd"),
     ("wspm", "WSPM"),
 ]
-STREAM_NAMES = ("pm25_daily", "pm25_6h_alerts", "wd_states", "rain_sessions", "temp_24h")
-OUTPUT_TABLES = ("pm25_daily", "pm25_6h", "wd_states", "rain_sessions", "temp_24h")
+STREAM_NAMES = (
+    "pm25_daily",
+    "pm25_6h_alerts",
+    "wd_states",
+    "rain_sessions",
+    "temp_24h",
+    "pollution_episodes",
+    "ingest_per_minute",
+)
+OUTPUT_TABLES = (
+    "pm25_daily",
+    "pm25_6h",
+    "wd_states",
+    "rain_sessions",
+    "temp_24h",
+    "pollution_episodes",
+    "ingest_per_minute",
+)
+STREAM_DBS = {"pollution_episodes": DB, "ingest_per_minute": DB}  # TDengine 3.3.7 streams: air.<name>
 RAIN_GAP_HOURS = 3
 
 
@@ -103,7 +120,12 @@ def stream_sql(*, notify_url: str) -> list[str]:
       without a direction belong to no window);
     - ``rain_sessions``: rain episodes per station (SESSION over the rows with rain, a gap of more
       than 3 hours ends an episode), notifying the inbox when an episode starts and ends;
-    - ``temp_24h``: temperature over every 24 readings of a station (COUNT_WINDOW).
+    - ``temp_24h``: temperature over every 24 readings of a station (COUNT_WINDOW);
+    - ``pollution_episodes`` (TDengine 3.3.7 syntax): heavy-pollution episodes per station, from a
+      reading above 150 µg/m³ PM2.5 until one at or below 75 (EVENT_WINDOW), history included,
+      notifying the inbox when an episode starts and ends;
+    - ``ingest_per_minute`` (3.3.7): every minute of system time, the rows written to
+      ``air.quality`` during that minute (PERIOD(1m) over ``%%trows``).
     """
     return [
         "CREATE STREAM IF NOT EXISTS pm25_daily FILL_HISTORY 1 INTO air.pm25_daily "
@@ -129,6 +151,13 @@ def stream_sql(*, notify_url: str) -> list[str]:
         "  SELECT _wstart AS wstart, _wend AS wend, avg(temp) AS avg_temp, min(temp) AS min_temp, "
         "max(temp) AS max_temp, count(*) AS n\n"
         "  FROM air.quality PARTITION BY tbname, station COUNT_WINDOW(24);",
+        "CREATE STREAM IF NOT EXISTS air.pollution_episodes EVENT_WINDOW(START WITH pm25 > 150 END WITH "
+        "pm25 <= 75) FROM air.quality PARTITION BY tbname STREAM_OPTIONS(FILL_HISTORY) "
+        f"NOTIFY('{notify_url}') ON (WINDOW_OPEN|WINDOW_CLOSE) INTO air.pollution_episodes AS "
+        "SELECT _twstart AS wstart, _twend AS wend, _twrownum AS nrows, max(pm25) AS peak_pm25 FROM %%trows;",
+        "CREATE STREAM IF NOT EXISTS air.ingest_per_minute PERIOD(1m) FROM air.quality "
+        "INTO air.ingest_per_minute AS\n"
+        "  SELECT _tlocaltime AS ts, count(*) AS rows_ingested FROM %%trows;",
     ]
 
 
@@ -136,7 +165,8 @@ def demo_reset(*, user: object) -> None:
     """Drop the demo streams and database (the demo always starts from the dataset)."""
     ex = executor_for(user=user)
     for name in STREAM_NAMES:
-        ex.execute_one(f"DROP STREAM IF EXISTS {name}")
+        db = STREAM_DBS.get(name)
+        ex.execute_one(f"DROP STREAM IF EXISTS {db + '.' if db else ''}{name}")
     ex.execute_one(f"DROP DATABASE IF EXISTS {DB} FORCE")
 
 

@@ -23,7 +23,15 @@ def live_streams():  # type: ignore[no-untyped-def]
     return Stream.objects.exclude(status=Stream.Status.DROPPED)
 
 
+def _ms(t: Any) -> int | None:
+    return int(t.timestamp() * 1000) if t is not None else None
+
+
 def _info(s: Stream) -> StreamInfo:
+    from django.db.models import Sum
+
+    run = s.runs.order_by("-started_at").first()
+    recalculated = s.progress.aggregate(n=Sum("recalculated"))["n"] or 0
     return StreamInfo(
         s.name,
         s.db or None,
@@ -32,6 +40,19 @@ def _info(s: Stream) -> StreamInfo:
         StreamSpec.from_json(s.spec),
         int(s.created_at.timestamp() * 1000) if s.created_at else 0,
         s.last_error,
+        task={
+            "key": s.key,
+            "worker": s.worker,
+            "started_ms": _ms(run.started_at) if run else None,
+            "heartbeat_ms": _ms(s.heartbeat_at),
+            "processed_version": s.processed_version,
+            "last_batch_id": s.last_batch_id,
+            "rows_in": s.rows_in,
+            "rows_out": s.windows_out,
+            "recalculated": recalculated,
+            "notifications_sent": s.notifications_sent,
+            "notifications_failed": s.notifications_failed,
+        },
     )
 
 

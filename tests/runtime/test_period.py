@@ -24,8 +24,9 @@ from spark_workers.sql.results import MemoryRegistry
 from spark_workers.sql.streams import compile_stream
 
 MIN = 60_000
-# trigger times in the near future: %%trows holds the rows committed before a trigger time
-T0 = (int(time.time() * 1000) // MIN + 1) * MIN
+# trigger times a day ahead: %%trows holds the rows committed before a trigger time, and the tests
+# commit now
+T0 = (int(time.time() * 1000) // MIN + 24 * 60) * MIN
 
 
 def ms(text: str, tz: str = "UTC") -> int:
@@ -252,3 +253,27 @@ def test_rows_committed_after_the_trigger_time_wait_for_the_next_trigger(tmp_pat
     r.fire(past)  # a trigger that fires late: the row was committed after its time
     r.fire(T0 + MIN)
     assert env.rows("select t, n from res") == [[past, 0], [T0 + MIN, 1]]
+
+
+def test_dropping_a_database_follows_the_seed_table_of_operations(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.ex.execute(
+        "create database e; create stream e.s session(ts, 1s) from d.c1 into e.r as "
+        "select _twstart, count(*) from %%trows"
+    )
+    env.ex.execute(
+        "create stream d.own session(ts, 1s) from d.c1 into d.r2 as select _twstart, count(*) from %%trows"
+    )
+    env.ex.execute(
+        "create database f; create table f.ref (ts timestamp, v int);"
+        "create stream e.s3 period(1m) into e.r3 as select _tlocaltime, count(*) from f.ref"
+    )
+    for db, reader in (("d", "s"), ("f", "s3")):  # a trigger or computation database of e's streams
+        with pytest.raises(Exception, match=f"read by stream\\(s\\) {reader}"):
+            env.ex.execute_one(f"drop database {db}")
+    assert {i.name for i in env.reg.list()} == {"s", "own", "s3"}
+    env.ex.execute_one("drop stream e.s")
+    env.ex.execute_one("drop database d")  # d.own belongs to d: dropped with it
+    assert {i.name for i in env.reg.list()} == {"s3"}
+    env.ex.execute_one("drop database f force")
+    assert env.ex.catalog.database("f") is None and {i.name for i in env.reg.list()} == {"s3"}

@@ -133,10 +133,14 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
 @pytest.mark.parametrize(
     ("sql", "named"),
     [
-        ("create stream s period(1m) into r as select now, count(*) from d.st", "PERIOD"),
+        (
+            "create stream s sliding(7m) from c1 stream_options(ignore_nodata_trigger) into r as "
+            "select _tcurrent_ts, count(*) from %%trows",
+            "does not divide one day",
+        ),
         (
             "create stream s sliding(1m) from c1 into r as select _tcurrent_ts, count(*) from %%trows",
-            "SLIDING",
+            "IGNORE_NODATA_TRIGGER",
         ),
         (
             "create stream s interval(1m) sliding(1m) from c1 into r as "

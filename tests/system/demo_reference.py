@@ -119,3 +119,50 @@ def compare(
         b = merged[f"{c}_got"].to_numpy(float)
         assert np.array_equal(np.isnan(a), np.isnan(b)), c
         assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-9), c
+
+
+def pollution_episodes(d: pd.DataFrame) -> pd.DataFrame:
+    """EVENT_WINDOW(START WITH pm25 > 150 END WITH pm25 <= 75) per station: an episode opens at a
+    reading above 150 when none is open and closes at the first reading at or below 75, that
+    reading included (readings without PM2.5 belong to the open episode, and neither open nor close
+    one); ``wend`` is the closing reading; episodes still open at the end are not written."""
+    out = []
+    for station, g in d.groupby("station", sort=False):
+        ts = g["ts"].to_numpy()
+        pm = g["pm25"].to_numpy(float)
+        start = None
+        for i in range(len(ts)):
+            v = pm[i]
+            if start is None:
+                if v > 150:
+                    start = i
+                continue
+            if v <= 75:
+                seg = pm[start : i + 1]
+                out.append((station, int(ts[start]), int(ts[i]), i + 1 - start, float(np.nanmax(seg))))
+                start = None
+    return pd.DataFrame(out, columns=["station", "wstart", "wend", "nrows", "peak_pm25"])
+
+
+def ingested_per_minute(lake_root: str, db: str, table: str, after_ms: int) -> dict[int, int]:
+    """Rows appended to a lake table per PERIOD(1m) trigger, read from its Delta log: each commit
+    after ``after_ms`` counts its files' ``numRecords`` at the first minute boundary at or after
+    its commit timestamp (the trigger whose ``%%trows`` holds it)."""
+    import json
+    from pathlib import Path
+
+    log = Path(lake_root) / db / table / "_delta_log"
+    out: dict[int, int] = {}
+    for f in sorted(log.glob("*.json")):
+        info, rows = None, 0
+        for line in f.read_text().splitlines():
+            action = json.loads(line)
+            if "commitInfo" in action:
+                info = action["commitInfo"]
+            if "add" in action and action["add"].get("stats"):
+                rows += json.loads(action["add"]["stats"])["numRecords"]
+        if info is None or info["timestamp"] <= after_ms or not rows:
+            continue
+        minute = -(-int(info["timestamp"]) // 60_000) * 60_000
+        out[minute] = out.get(minute, 0) + rows
+    return out

@@ -75,6 +75,8 @@ def start_demo(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], dict[
 def test_demo_running_serves_daily_averages_equal_to_pandas(tmp_path: Path) -> None:
     from taosrest import RestClient
 
+    from streams_app.services.demo import cutoff_ms
+
     proc, env, lines = start_demo(tmp_path)
     try:
         wait_for(
@@ -135,6 +137,25 @@ def test_demo_running_serves_daily_averages_equal_to_pandas(tmp_path: Path) -> N
             ["wend", "n"],
             ["avg_temp", "min_temp", "max_temp"],
         )
+        episodes = dref.pollution_episodes(d)
+        episodes["station"] = episodes["station"].str.lower()  # the subtable: tag_tbname
+        assert len(episodes) > 100
+        dref.compare(
+            table("SELECT tag_tbname AS station, wstart, wend, nrows, peak_pm25 FROM air.pollution_episodes"),
+            episodes,
+            ["station", "wstart"],
+            ["wend", "nrows"],
+            ["peak_pm25"],
+        )
+        created = client.sql(
+            "SELECT create_time FROM information_schema.ins_streams WHERE stream_name = 'ingest_per_minute'"
+        )["data"][0][0]
+        after = int(pd.Timestamp(created).timestamp() * 1000)
+        per_minute = client.sql("SELECT ts, rows_ingested FROM air.ingest_per_minute")["data"]
+        got_minutes = {int(pd.Timestamp(t).timestamp() * 1000): n for t, n in per_minute if n}
+        ref_minutes = dref.ingested_per_minute(env["TDWEB_LAKE"], "air", "quality", after)
+        assert got_minutes == ref_minutes
+        assert sum(ref_minutes.values()) == int((d["ts"] >= cutoff_ms()).sum())  # every replayed row
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=120)
@@ -156,9 +177,17 @@ def test_demo_once_exits_zero_after_printing_the_summary(tmp_path: Path) -> None
     rows = {
         ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:-1]]
         for ln in lines
-        if ln.startswith(("| pm25", "| wd_", "| rain_", "| temp_"))
+        if ln.startswith(("| pm25", "| wd_", "| rain_", "| temp_", "| pollution_", "| ingest_"))
     }
-    assert set(rows) == {"pm25_daily", "pm25_6h_alerts", "wd_states", "rain_sessions", "temp_24h"}
+    assert set(rows) == {
+        "pm25_daily",
+        "pm25_6h_alerts",
+        "wd_states",
+        "rain_sessions",
+        "temp_24h",
+        "pollution_episodes",
+        "ingest_per_minute",
+    }
     d = dref.raw()
     assert rows["wd_states"][1] == rows["temp_24h"][1] == "420,768"
     assert rows["rain_sessions"][1] == f"{int((d['rain'] > 0).sum()):,}"  # WHERE rain > 0
@@ -166,3 +195,6 @@ def test_demo_once_exits_zero_after_printing_the_summary(tmp_path: Path) -> None
     assert rows["pm25_daily"][1] == "420,768"  # every row, history and replay
     assert rows["pm25_6h_alerts"][1] == "2,592"  # the replayed rows only (no FILL_HISTORY)
     assert rows["pm25_6h_alerts"][3] == "432"  # one notification per closed 6-hour window
+    assert rows["pollution_episodes"][1] == "420,768"  # FILL_HISTORY: every row
+    assert rows["pollution_episodes"][2] == f"{len(dref.pollution_episodes(d)):,}"
+    assert rows["ingest_per_minute"][1] == "2,592"  # the rows written after it was created

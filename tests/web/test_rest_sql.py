@@ -350,6 +350,12 @@ def test_stream_statements_over_rest(meters: Rest) -> None:
     system = meters.ok("SELECT stream_name, status, target_table FROM information_schema.ins_streams")
     assert system["data"] == [["s1", "starting", "out1"]]
     assert sql.startswith("CREATE STREAM s1")
+    Stream.objects.update(rows_in=42, windows_out=7, worker="w1", last_error="boom at batch 3")
+    tasks = meters.ok(
+        "SELECT stream_name, type, node_id, status, rows_in, rows_out, recalculated, last_error "
+        "FROM information_schema.ins_stream_tasks"
+    )
+    assert tasks["data"] == [["s1", "Spark", "w1", "starting", 42, 7, 0, "boom at batch 3"]]
     meters.ok("PAUSE STREAM s1")
     assert Stream.objects.get().desired_state == Stream.Desired.PAUSED
     meters.ok("RESUME STREAM s1")

@@ -1,0 +1,213 @@
+"""Every 3.3.7 trigger type notifies a real WebSocket server, and every field of every message is
+checked against seed 002's lists ("Notification Mechanism"): the message (``messageId``,
+``timestamp``, ``streams[].streamName``), the common event fields (``tableName``, ``eventType``,
+``eventTime``, ``triggerId``, ``triggerType``, ``groupId``) and the fields of the trigger type."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_workers.lake.store import Lake
+from spark_workers.notify.sender import Sender
+from spark_workers.runtime.local import LocalRunner
+from spark_workers.runtime.period import PeriodRunner
+from spark_workers.runtime.sink import OutputSink
+from spark_workers.sql.executor import Executor
+from spark_workers.sql.results import MemoryRegistry
+from spark_workers.sql.streams import compile_stream, group_id
+
+T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
+COMMON = {"tableName", "eventType", "eventTime", "triggerId", "triggerType", "groupId"}
+
+
+class Receiver:
+    def __init__(self) -> None:
+        from websockets.sync.server import serve
+
+        self.messages: list[dict[str, Any]] = []
+
+        def handler(ws) -> None:  # type: ignore[no-untyped-def]
+            for msg in ws:
+                self.messages.append(json.loads(msg))
+
+        self.server = serve(handler, "127.0.0.1", 0)
+        self.url = f"ws://127.0.0.1:{self.server.socket.getsockname()[1]}/notify"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def events(self, n: int) -> list[dict[str, Any]]:
+        """The events received, once ``n`` have arrived (the server reads on its own thread)."""
+        deadline = time.monotonic() + 10
+        while sum(len(s["events"]) for m in list(self.messages) for s in m["streams"]) < n:
+            assert time.monotonic() < deadline, f"{n} events expected, got {self.messages}"
+            time.sleep(0.02)
+        time.sleep(0.05)  # nothing more should come
+        for m in self.messages:
+            assert set(m) == {"messageId", "timestamp", "streams"} and isinstance(m["timestamp"], int)
+            assert len(m["messageId"]) == 32 and [s["streamName"] for s in m["streams"]] == ["s"]
+        return [e for m in self.messages for st in m["streams"] for e in st["events"]]
+
+
+@pytest.fixture
+def env(tmp_path: Path):  # type: ignore[no-untyped-def]
+    lake = Lake(tmp_path)
+    reg = MemoryRegistry()
+    ex = Executor(lake, reg, tz="UTC", default_db="d")
+    ex.execute(
+        "create database d; create stable st (ts timestamp, a int, b int) tags (g int);"
+        "create table c1 using st tags (1)"
+    )
+    rec = Receiver()
+    sender = Sender()
+    yield lake, reg, ex, rec, sender
+    sender.close()
+    rec.server.shutdown()
+
+
+def ins(ex: Executor, *rows: tuple[int, int, int]) -> None:
+    ex.execute("insert into c1 values " + " ".join(f"({T0 + s * 1000}, {a}, {b})" for s, a, b in rows))
+
+
+WINDOW_CASES = [
+    # trigger, trigger type, rows (second, a, b), expected (event type, window start s, window end s)
+    (
+        "interval(2s) sliding(2s) from st partition by tbname stream_options(ignore_nodata_trigger)",
+        "Interval",
+        [(0, 1, 1), (1, 1, 1), (2, 2, 1)],
+        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 2), ("WINDOW_OPEN", 2, None)],
+    ),
+    (
+        "session(ts, 2s) from st partition by tbname",
+        "Session",
+        [(0, 1, 1), (1, 1, 1), (9, 1, 1)],
+        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 3), ("WINDOW_OPEN", 9, None)],
+    ),
+    (
+        "state_window(a) from st partition by tbname",
+        "State",
+        [(0, 1, 1), (1, 1, 1), (2, 2, 1)],
+        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 1), ("WINDOW_OPEN", 2, None)],
+    ),
+    (
+        "event_window(start with a >= 5 end with b < 5) from st partition by tbname",
+        "Event",
+        [(0, 6, 7), (1, 7, 1), (2, 1, 9)],
+        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 1)],
+    ),
+    (
+        "count_window(2) from st partition by tbname",
+        "Count",
+        [(0, 1, 1), (1, 1, 1), (2, 1, 1)],
+        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 1), ("WINDOW_OPEN", 2, None)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("trigger", "ttype", "rows", "want"), WINDOW_CASES, ids=[c[1] for c in WINDOW_CASES])
+def test_window_triggers_send_every_field(env, trigger: str, ttype: str, rows, want) -> None:  # type: ignore[no-untyped-def]
+    lake, reg, ex, rec, sender = env
+    ex.execute(
+        f"create stream s {trigger} notify('{rec.url}') on (window_open|window_close) "
+        "into res output_subtable(concat('r_', tbname)) "
+        "as select _twstart ws, _twrownum n, sum(b) total from %%trows"
+    )
+    runner = LocalRunner.for_registered(lake, reg, "s", sender=sender)
+    before = int(time.time() * 1000)
+    ins(ex, *rows)
+    runner.run()
+    events = rec.events(len(want))
+    got = sorted((e["windowStart"], e["eventType"], e.get("windowEnd")) for e in events)
+    assert got == sorted((T0 + s * 1000, k, None if we is None else T0 + we * 1000) for k, s, we in want)
+    gid = str(group_id(json.dumps(["c1"])))
+    for e in events:
+        extra = {"windowStart"}
+        if e["eventType"] == "WINDOW_CLOSE":
+            extra |= {"windowEnd", "result"}
+        if ttype == "State":
+            extra |= (
+                {"prevState", "curState"} if e["eventType"] == "WINDOW_OPEN" else {"curState", "nextState"}
+            )
+        if ttype == "Event":
+            extra |= {"triggerCondition"}
+        assert set(e) - {"windowId", "windowType"} == COMMON | extra, e
+        assert e["tableName"] == "r_c1" and e["triggerType"] == ttype and e["groupId"] == gid
+        assert before <= e["eventTime"] <= int(time.time() * 1000)
+        if e["eventType"] == "WINDOW_CLOSE":
+            n = sum(
+                1
+                for s, _a, _b in rows
+                if T0 + s * 1000 >= e["windowStart"] and T0 + s * 1000 <= e["windowEnd"]
+            )
+            if ttype == "Interval":  # [start, end)
+                n = sum(1 for s, _a, _b in rows if e["windowStart"] <= T0 + s * 1000 < e["windowEnd"])
+            assert e["result"]["ws"] == e["windowStart"] and e["result"]["n"] == n
+    opened = {e["windowStart"]: e["triggerId"] for e in events if e["eventType"] == "WINDOW_OPEN"}
+    for e in events:  # one trigger id per window: open and close share it
+        if e["eventType"] == "WINDOW_CLOSE":
+            assert e["triggerId"] == opened[e["windowStart"]]
+    if ttype == "State":
+        o = next(e for e in events if e["eventType"] == "WINDOW_OPEN" and e["windowStart"] == T0)
+        c = next(e for e in events if e["eventType"] == "WINDOW_CLOSE")
+        assert (o["prevState"], o["curState"], c["curState"], c["nextState"]) == (None, 1, 1, 2)
+    if ttype == "Event":
+        o = next(e for e in events if e["eventType"] == "WINDOW_OPEN")
+        c = next(e for e in events if e["eventType"] == "WINDOW_CLOSE")
+        assert o["triggerCondition"] == {"conditionIndex": 0, "fieldValue": {"a": 6}}
+        assert c["triggerCondition"] == {"conditionIndex": 1, "fieldValue": {"b": 1}}
+
+
+def test_sliding_trigger_sends_on_time_with_its_result(env) -> None:  # type: ignore[no-untyped-def]
+    lake, reg, ex, rec, sender = env
+    ex.execute(
+        f"create stream s sliding(2s) from st partition by tbname stream_options(ignore_nodata_trigger) "
+        f"notify('{rec.url}') into res as "
+        "select _tcurrent_ts t, _tprev_ts p, _tnext_ts nx, count(*) n from %%trows"
+    )
+    runner = LocalRunner.for_registered(lake, reg, "s", sender=sender)
+    ins(ex, (0, 1, 1), (1, 1, 1), (2, 1, 1), (5, 1, 1))
+    runner.run()
+    events = sorted(rec.events(2), key=lambda e: e["triggerTime"])
+    assert [(e["eventType"], e["triggerType"], e["triggerTime"] - T0) for e in events] == [
+        ("ON_TIME", "Sliding", 2000),
+        ("ON_TIME", "Sliding", 4000),
+    ]
+    for e in events:
+        assert set(e) == COMMON | {"triggerTime", "result"}
+    assert events[0]["result"] == {"t": T0 + 2000, "p": T0, "nx": T0 + 4000, "n": 2}
+    assert [list(r) for r in ex.execute_one("select t, n from res").rows] == [[T0 + 2000, 2], [T0 + 4000, 1]]
+
+
+def test_period_trigger_sends_on_time_with_its_result(env) -> None:  # type: ignore[no-untyped-def]
+    lake, reg, ex, rec, sender = env
+    ex.execute(
+        f"create stream s period(10s) from st partition by tbname notify('{rec.url}') into res "
+        "as select _tlocaltime t, count(*) n from %%trows"
+    )
+    info = reg.get("s", None)
+    assert info is not None
+    c = compile_stream(info.spec, lake, "UTC")
+    key = reg.key("s", None)
+    runner = PeriodRunner(
+        c,
+        lake,
+        OutputSink(c, lake, stream_key=key, sender=sender),
+        created_ms=0,
+        start_version=reg.start_versions[key][0],
+    )
+    ins(ex, (0, 1, 1), (1, 2, 2))
+    at = (int(time.time() * 1000) // 10_000 + 1) * 10_000
+    runner.fire(at, now_ms=at + 3)
+    (e,) = rec.events(1)
+    assert set(e) == COMMON | {"triggerTime", "result"}
+    assert (e["eventType"], e["triggerType"], e["triggerTime"], e["eventTime"]) == (
+        "ON_TIME",
+        "Period",
+        at,
+        at + 3,
+    )
+    assert e["result"] == {"t": at, "n": 2} and e["tableName"].startswith("t_")
