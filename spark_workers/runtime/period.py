@@ -37,6 +37,7 @@ from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.streams import CompiledStream, group_id
 
 DAY_MS = 86_400_000
+MAX_CATCH_UP = 1000  # missed triggers fired after a restart, at most
 META = ("_ct", "_cv", "_seq", "_hist", "_bv", "_at")
 PERIOD_MIN = Duration(10, "a")
 PERIOD_MAX = Duration(3650, "d")
@@ -133,11 +134,18 @@ class PeriodRunner:
             self.state.update(json.loads(state_path.read_text()))
 
     def next_due(self, now_ms: int | None = None) -> int:
-        """The next trigger time (epoch ms) after the last one fired (or after now, at start)."""
+        """The next trigger time (epoch ms): the one after the last trigger fired, or after the
+        stream's creation, even when it has passed (a worker that starts late or restarts fires
+        the missed triggers in order, each with the rows of its own period); after a pause longer
+        than ``MAX_CATCH_UP`` periods, the last trigger before now."""
         last = self.state["last_trigger_ms"]
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-        after = last if last is not None and last >= now_ms - self.period.ns // 1_000_000 else now_ms
-        return period_next(after, self.created_ms, self.period, self.offset, self.tz)
+        t = period_next(
+            last if last is not None else self.created_ms, self.created_ms, self.period, self.offset, self.tz
+        )
+        if now_ms - t > MAX_CATCH_UP * (self.period.ns // 1_000_000):
+            t = period_prev(now_ms + 1, self.created_ms, self.period, self.offset, self.tz) or t
+        return t
 
     def _save(self) -> None:
         if self.state_path is not None:

@@ -294,14 +294,7 @@ class Computation:
             for i, t in enumerate(self.partition_types, start=1):
                 dummy[f"p{i}"] = "" if t.is_string else (True if t.name == "BOOL" else 0)
             text = self._event_sql(b, TriggerEvent(dummy, None, None), empty=True)
-            try:
-                result = duck.query(f"SELECT * FROM ({text}) AS __td_q LIMIT 0")
-            except Exception as e:
-                raise SqlError(
-                    f"the stream's computation does not run: {_duck_message(e)}",
-                    sql=self.sql,
-                    code=Code.INVALID_STREAM_QUERY,
-                ) from None
+            result = self._query(duck, f"SELECT * FROM ({text}) AS __td_q LIMIT 0", "does not run")
         return _result_columns(result, b.names if len(b.names) == result.num_columns else None, b.sources)
 
     def run(self, b: Bound, events: list[TriggerEvent]) -> pa.Table:
@@ -312,29 +305,60 @@ class Computation:
             SqlError: DuckDB refused a query (its message).
         """
         parts: list[pa.Table] = []
+        source = self._materialize(b, events)
         for lo in range(0, len(events), CHUNK):
             chunk = events[lo : lo + CHUNK]
             sql = " UNION ALL ".join(
-                f"SELECT {lo + i} AS __td_ev, * FROM ({self._event_sql(b, ev)}) AS __td_q{lo + i}"
-                for i, ev in enumerate(chunk)
+                f"SELECT {j} AS __td_ev, * FROM ({self._event_sql(b, ev, source=source)}) AS __td_q{j}"
+                for j, ev in enumerate(chunk, start=lo)
             )
-            try:
-                parts.append(b.duck.query(sql))
-            except Exception as e:
-                raise SqlError(
-                    f"the stream's computation failed: {_duck_message(e)}",
-                    sql=self.sql,
-                    code=Code.INVALID_STREAM_QUERY,
-                ) from None
+            parts.append(self._query(b.duck, sql, "failed"))
         if not parts:
             return pa.table({"__td_ev": pa.array([], pa.int64())})
         return pa.concat_tables(parts, promote_options="permissive")
 
-    def _event_sql(self, b: Bound, ev: TriggerEvent, *, empty: bool = False) -> str:
+    def _query(self, duck: DuckSession, sql: str, what: str) -> pa.Table:
+        try:
+            return duck.query(sql)
+        except Exception as e:  # DuckDB's binder / runtime errors name the problem
+            raise SqlError(
+                f"the stream's computation {what}: {_duck_message(e)}",
+                sql=self.sql,
+                code=Code.INVALID_STREAM_QUERY,
+            ) from None
+
+    def _materialize(self, b: Bound, events: list[TriggerEvent]) -> str:
+        """The trigger table's rows the batch's events can read, copied once into a DuckDB
+        temporary table (their subtables, their time span): each event then filters memory instead
+        of scanning the Parquet files again. Returns the table's name (or the view's, when the
+        events do not narrow it down)."""
+        if not b.trigger_view or not events or any(e.rows_view for e in events):
+            return b.trigger_view
+        conds = []
+        if all(e.tbname is not None for e in events):
+            names = sorted({str(e.tbname) for e in events})
+            conds.append(f"tbname IN ({', '.join(sql_string(n) for n in names)})")
+        if all(e.rows is not None and e.rows[1] is not None and e.rows[2] is not None for e in events):
+            lo = min(int(e.rows[1]) for e in events if e.rows and e.rows[1] is not None)
+            hi = max(int(e.rows[2]) for e in events if e.rows and e.rows[2] is not None)
+            ts = quote(b.ts_column)
+            conds.append(f"{ts} >= {_ts_literal(lo, b.precision)} AND {ts} <= {_ts_literal(hi, b.precision)}")
+        if not conds:
+            return b.trigger_view
+        name = f"__td_trigmat{id(events)}"
+        where = " AND ".join(conds)
+        b.duck.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {b.trigger_view} WHERE {where}"
+        )
+        return name
+
+    def _event_sql(
+        self, b: Bound, ev: TriggerEvent, *, empty: bool = False, source: str | None = None
+    ) -> str:
         def repl(m: re.Match[str]) -> str:
             name = m.group(1)
             if name == TRIGGER_SRC:
-                return f"({self._trigger_rows(b, ev, empty)})"
+                return f"({self._trigger_rows(b, ev, empty, source)})"
             key = name[len(PH) :]
             value = ev.values.get(key)
             if value is None and key in INT_PLACEHOLDERS:
@@ -343,7 +367,7 @@ class Computation:
 
         return _MARK.sub(repl, b.text)
 
-    def _trigger_rows(self, b: Bound, ev: TriggerEvent, empty: bool) -> str:
+    def _trigger_rows(self, b: Bound, ev: TriggerEvent, empty: bool, source: str | None = None) -> str:
         conds: list[str] = []
         if empty:
             conds.append("FALSE")
@@ -361,7 +385,7 @@ class Computation:
             if b.pre_filter:
                 conds.append(f"({b.pre_filter})")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        return f"SELECT * FROM {ev.rows_view or b.trigger_view}{where}"
+        return f"SELECT * FROM {ev.rows_view or source or b.trigger_view}{where}"
 
 
 def _ts_literal(value: int, precision: str) -> str:

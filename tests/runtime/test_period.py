@@ -277,3 +277,16 @@ def test_dropping_a_database_follows_the_seed_table_of_operations(tmp_path: Path
     assert {i.name for i in env.reg.list()} == {"s3"}
     env.ex.execute_one("drop database f force")
     assert env.ex.catalog.database("f") is None and {i.name for i in env.reg.list()} == {"s3"}
+
+
+def test_a_late_start_fires_the_missed_triggers_in_order(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    created = T0 - 10 * MIN + 5_000
+    r = env.period(
+        "create stream s period(1m) from c1 into res as select _tlocaltime t, count(*) n from %%trows",
+        created_ms=created,
+    )
+    assert r.next_due(T0) == T0 - 9 * MIN  # the first trigger after creation, although passed
+    r.fire(T0 - 9 * MIN)
+    assert r.next_due(T0) == T0 - 8 * MIN
+    assert r.next_due(T0 + 5000 * MIN) == T0 + 5000 * MIN  # too far behind: the latest only
