@@ -1,5 +1,5 @@
-"""TDengine 3.3.7 streams (seed 002) on the window engine: window triggers with a ``%%trows``
-computation.
+"""TDengine 3.3.7 streams (seed 002): CREATE STREAM -> StreamSpec, checks, and the engine query of
+the trigger.
 
 A 3.3.7 stream whose trigger is a window (``[INTERVAL(i[, o])] SLIDING(s)``, ``SESSION``,
 ``STATE_WINDOW``, ``EVENT_WINDOW``, ``COUNT_WINDOW``) and whose computation aggregates the rows of
@@ -23,12 +23,12 @@ normal table; with it, a supertable with one subtable per group, named by OUTPUT
 or by default, tagged ``tag_tbname VARCHAR(270)`` for ``tbname`` and by the tag's own name and
 type otherwise ("Outputs").
 
-What this module does not run yet is refused at CREATE STREAM with an error naming it (positioned
-where the parser kept a span): PERIOD and SLIDING-only triggers, computations other than over
-``%%trows``, NOTIFY ... WHERE, notify-only streams and the options EXPIRED_TIME,
-DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), CALC_NOTIFY_ONLY,
-LOW_LATENCY_CALC, FORCE_OUTPUT, MAX_DELAY, EVENT_TYPE; an INTERVAL trigger needs
-IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
+Computations that are not such an aggregate (any query, other tables, ``%%tbname``, the other
+placeholders), PERIOD and SLIDING-only triggers and notify-only streams run per trigger event
+(``compute.py``, ``runtime/period.py``). What is not run yet is refused at CREATE STREAM with an
+error naming it (positioned where the parser kept a span): NOTIFY ... WHERE and the options
+EXPIRED_TIME, DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), FORCE_OUTPUT; INTERVAL
+and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
 """
 
 from __future__ import annotations
@@ -61,9 +61,7 @@ UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
     ("fill_history_first", "FILL_HISTORY_FIRST"),
-    ("low_latency_calc", "LOW_LATENCY_CALC"),
     ("force_output", "FORCE_OUTPUT"),
-    ("max_delay", "MAX_DELAY"),
 )
 
 
@@ -213,6 +211,7 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
 
 
 PERIOD_MIN_NS = 10 * 1_000_000  # 10a
+MAX_DELAY_MIN_NS = 3 * 1_000_000_000  # seed 002 / ARCHITECTURE: 3 s in 3.3.7 syntax
 PERIOD_MAX_NS = 3650 * 86_400 * 1_000_000_000  # 3650d
 DAY_NS = 86_400 * 1_000_000_000
 
@@ -368,6 +367,16 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
         raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
+    if o.max_delay is not None:
+        d = o.max_delay
+        if d.unit not in ("s", "m", "h", "d") or d.ns < MAX_DELAY_MIN_NS:
+            sp = o.spans.get("max_delay")
+            raise SqlError(
+                f"MAX_DELAY({d}) must be at least 3s, in units s, m, h or d (seed 002)",
+                sql=sql,
+                offset=sp.start if sp else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
     check_placeholders(s, sql)
 
 
@@ -387,8 +396,13 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     src = catalog.require_table(catalog.require_database(src_db).name, trigger_table.name)
     o = s.options
     count = isinstance(s.trigger, ast.CountWindow)
+    # MAX_DELAY (window triggers only; "non-window triggers automatically ignore this option"):
+    # the engine's processing-time trigger, computing open windows every delay_time
+    max_delay = o.max_delay is not None and trigger_class(s.trigger) == "window"
     options = OptionsSpec(
-        trigger="WINDOW_CLOSE",
+        trigger="MAX_DELAY" if max_delay else "WINDOW_CLOSE",
+        max_delay=str(o.max_delay) if max_delay else None,
+        low_latency_calc=o.low_latency_calc,
         watermark=str(o.watermark) if o.watermark is not None else None,
         # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
         ignore_expired=count or o.ignore_disorder,

@@ -153,9 +153,9 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
             "NOTIFY ... WHERE",
         ),
         (
-            "create stream s state_window(a) from c1 stream_options(max_delay(5s)) into r as "
+            "create stream s state_window(a) from c1 stream_options(expired_time(1h)) into r as "
             "select _twstart, count(*) from %%trows",
-            "MAX_DELAY",
+            "EXPIRED_TIME",
         ),
     ],
 )
@@ -276,6 +276,33 @@ def test_computation_errors_name_the_placeholder_or_column(tmp_path: Path) -> No
             env.ex.execute_one(sql)
         assert named in str(e.value), (sql, str(e.value))
     assert env.reg.list() == [] and env.ex.catalog.table("d", "r") is None
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_max_delay_computes_open_windows_every_delay(tmp_path: Path, general: bool) -> None:
+    env = Env(tmp_path)
+    now = [T0]
+    query = (
+        "select _twstart ws, count(*) n from %%trows"
+        if not general
+        else "select _twstart ws, count(*) n from %%tbname where ts >= _twstart"
+    )
+    env.ex.execute(
+        "create stream s session(ts, 100s) from st partition by tbname stream_options(max_delay(3s)) "
+        f"into res as {query}"
+    )
+    runner = LocalRunner.for_registered(env.lake, env.reg, "s", clock=lambda: now[0])
+    env.ex.execute(ins("c1", (0, 1, 1), (1, 1, 1)))
+    runner.run()
+    assert env.rows("select ws, n from res") == []  # open, and the delay has not passed
+    now[0] += 4000
+    runner.tick()
+    assert env.rows("select ws, n from res") == [[T0, 2]]  # the open window, computed
+    with pytest.raises(SqlError, match="at least 3s"):
+        env.ex.execute_one(
+            "create stream s2 session(ts, 1s) from c1 stream_options(max_delay(2s)) into r2 as "
+            "select _twstart, count(*) from %%trows"
+        )
 
 
 def test_true_for_in_an_interactive_select(tmp_path: Path) -> None:
