@@ -387,9 +387,9 @@ def test_337_stream_over_rest_is_registered_with_its_own_syntax(meters: Rest) ->
     bad = meters.fails(
         sql.replace("s337", "s2")
         .replace("power.res", "power.res2")
-        .replace("WATERMARK(10s)", "MAX_DELAY(5s)")
+        .replace("WATERMARK(10s)", "EXPIRED_TIME(1h)")
     )
-    assert bad["code"] == Code.NOT_SUPPORTED and "MAX_DELAY" in bad["desc"]
+    assert bad["code"] == Code.NOT_SUPPORTED and "EXPIRED_TIME" in bad["desc"]
     assert Stream.objects.count() == 1
 
 
