@@ -28,17 +28,16 @@ import pyarrow.compute as pc
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.engine.rows import INSERT
-from spark_workers.lake.changes import ChangeReader
+from spark_workers.lake.changes import META_FIELDS, ChangeReader
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event
 from spark_workers.runtime.sink import BatchReport, OutputSink
-from spark_workers.sql.compute import TriggerEvent
+from spark_workers.sql.compute import TriggerEvent, group_context
 from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.streams import CompiledStream, group_id
 
 DAY_MS = 86_400_000
 MAX_CATCH_UP = 1000  # missed triggers fired after a restart, at most
-META = ("_ct", "_cv", "_seq", "_hist", "_bv", "_at")
 PERIOD_MIN = Duration(10, "a")
 PERIOD_MAX = Duration(3650, "d")
 
@@ -196,9 +195,7 @@ class PeriodRunner:
                     changes = changes.filter(pc.invert(late))
             keep = pc.equal(changes.column("_ct"), INSERT) if changes.num_rows else None
             rows = changes.filter(keep) if keep is not None else changes
-            rows = rows.drop_columns(
-                [c for c in rows.column_names if c in ("_ct", "_cv", "_seq", "_hist", "_bv", "_at")]
-            )
+            rows = rows.drop_columns([f.name for f in META_FIELDS if f.name in rows.column_names])
             rep.input_rows = rows.num_rows
             version = latest
         groups = self.c.plan.groups
@@ -218,12 +215,8 @@ class PeriodRunner:
                     "_tnext_localtime": nxt * 1000,
                     "_tgrpid": group_id(gkey),
                 }
-                for i, val in enumerate(vals, start=1):
-                    v[f"p{i}"] = val
-                tb = vals[names.index("tbname")] if "tbname" in names else None
-                if tb is not None:
-                    v["tbname"] = tb
-                conds = [(g.expr.name, vals[i]) for i, g in enumerate(groups) if hasattr(g.expr, "name")]
+                ph, tb, conds = group_context(groups, vals)
+                v.update(ph)
                 evs.append(TriggerEvent(v, tb, (conds, None, None, True), rows_view=view))
                 keys.append((gkey, trigger_ms))
             data, out_rows = self.sink.run_events(evs, keys, duck=duck)

@@ -22,7 +22,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
 
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
@@ -30,7 +29,7 @@ from spark_workers.lake.catalog import Table
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
-from spark_workers.sql.compute import TriggerEvent
+from spark_workers.sql.compute import TriggerEvent, group_context
 from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.select import explode_rows, stage3_sql
 from spark_workers.sql.streams import (
@@ -261,8 +260,6 @@ class OutputSink:
         per_us = {"ms": 1000, "us": 1, "ns": 0}[self.precision]
         to_us = (lambda v: v * per_us) if per_us else (lambda v: v // 1000)
         groups = self.c.plan.groups
-        names = [g.display.lower() for g in groups]
-        tb_index = names.index("tbname") if "tbname" in names else None
         interval = self.c.shape.kind == "interval"
         count_col = self.c.aggs[0].name if self.c.aggs else None
         now_us = int(time.time() * 1_000_000)
@@ -307,16 +304,8 @@ class OutputSink:
                         "_tnext_ts": to_us(int(we) + step),
                     }
                 )
-            for i, val in enumerate(values, start=1):
-                v[f"p{i}"] = val
-            tb = values[tb_index] if tb_index is not None and tb_index < len(values) else None
-            if tb is not None:
-                v["tbname"] = tb
-            conds = [
-                (gc.expr.name, values[i] if i < len(values) else None)
-                for i, gc in enumerate(groups)
-                if isinstance(gc.expr, exp.Column)
-            ]
+            ph, tb, conds = group_context(groups, values)
+            v.update(ph)
             rows = None if we is None else (conds, ws, int(we), not interval)
             evs.append(TriggerEvent(v, tb, rows))
             keys.append((g, ws))

@@ -35,7 +35,8 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.duck import DuckSession, quote, sql_string
-from spark_workers.sql.planner import Source
+from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
+from spark_workers.sql.planner import GroupColumn, Source
 from spark_workers.sql.results import ResultColumn
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TdType
@@ -45,9 +46,6 @@ if TYPE_CHECKING:
 
 PH = "__td_ph_"
 TRIGGER_SRC = "__td_trigsrc"
-TBNAME = "__td_tbname"
-TROWS = "__td_trows"
-PARTITION_PREFIX = "__td_p"
 CHUNK = 256
 TS_PLACEHOLDERS = frozenset(
     {
@@ -78,6 +76,27 @@ def placeholder_key(col: exp.Column) -> str | None:
     if name.startswith(PARTITION_PREFIX) and name[len(PARTITION_PREFIX) :].isdigit():
         return "p" + name[len(PARTITION_PREFIX) :]
     return None
+
+
+def group_context(
+    groups: list[GroupColumn], values: list[Any]
+) -> tuple[dict[str, Any], str | None, list[Any]]:
+    """What a trigger group gives its events: the ``%%n`` values (keys ``p1``, ``p2``...) and
+    ``%%tbname`` (key ``tbname``, when the trigger groups by it), the subtable ``%%tbname`` reads
+    (or None), and the ``(column, value)`` conditions selecting the group's rows (``%%trows``).
+    ``values`` are the group's PARTITION BY values in order (the engine's group key)."""
+    ph: dict[str, Any] = {f"p{i}": v for i, v in enumerate(values, start=1)}
+    tb = None
+    for i, g in enumerate(groups):
+        if g.display.lower() == "tbname" and i < len(values):
+            tb = values[i]
+            ph["tbname"] = tb
+    conds = [
+        (g.expr.name, values[i] if i < len(values) else None)
+        for i, g in enumerate(groups)
+        if isinstance(g.expr, exp.Column)
+    ]
+    return ph, tb, conds
 
 
 @dataclass
@@ -156,44 +175,37 @@ class Computation:
         self.partition_types = partition_types or []
 
     # ------------------------------------------------------------------ binding
-    def uses(self) -> set[str]:
-        """Placeholder keys and ``trows`` / ``tbname_table`` the query uses."""
-        out: set[str] = set()
-        for col in self.q.select.find_all(exp.Column):
-            k = placeholder_key(col)
-            if k:
-                out.add(k)
-        for t in self.q.select.find_all(exp.Table):
-            if t.name.lower() == TROWS:
-                out.add("trows")
-            elif t.name.lower() == TBNAME:
-                out.add("tbname_table")
-        return out
-
-    def _names(self, sel: exp.Expr, sources: list[Source]) -> list[str]:
+    def _expand(self, sel: exp.Expr, sources: list[Source]) -> list[str]:
+        """Expand ``*`` in the select list to the first table's columns (and tags, for a
+        supertable) and return the output column names: alias, column name (``%%tbname`` for the
+        placeholder), else the item's text as written."""
         names: list[str] = []
         if not isinstance(sel, exp.Select):
             return names
+        items: list[exp.Expr] = []
         for i, item in enumerate(sel.expressions):
             if isinstance(item, exp.Star):
-                src = sources[0] if sources else None
-                if src is None:
+                if not sources:
                     raise SqlError("SELECT * needs a table", sql=self.sql, code=Code.INVALID_STREAM_QUERY)
+                src = sources[0]
                 cols = (
                     src.storage.columns
                     if src.table.kind != "super"
                     else (*src.storage.columns, *src.storage.tags)
                 )
+                items.extend(exp.column(c.name, quoted=True) for c in cols)
                 names.extend(c.name for c in cols)
-            elif isinstance(item, exp.Alias):
+                continue
+            items.append(item)
+            if isinstance(item, exp.Alias):
                 names.append(item.alias)
             elif isinstance(item, exp.Column):
-                k = placeholder_key(item)
-                names.append(item.name if k is None else ("%%tbname" if k == "tbname" else item.name))
+                names.append("%%tbname" if placeholder_key(item) == "tbname" else item.name)
             elif i < len(self.q.item_texts):
                 names.append(self.q.item_texts[i])
             else:
                 names.append(item.sql())
+        sel.set("expressions", items)
         return names
 
     def bind(self, lake: Lake, duck: DuckSession | None = None) -> Bound:
@@ -240,21 +252,7 @@ class Computation:
         ex = Executor(lake, None, tz=self.tz, default_db=self.default_db)  # type: ignore[arg-type]
         others = _bind_sources(ex, duck, sel, self.sql, skip=frozenset({TRIGGER_SRC}))
         sources = ([self.trigger] if uses_trigger and self.trigger is not None else []) + others
-        names = self._names(sel, sources)
-        if isinstance(sel, exp.Select) and any(isinstance(i, exp.Star) for i in sel.expressions):
-            src = sources[0]
-            cols = (
-                src.storage.columns
-                if src.table.kind != "super"
-                else (*src.storage.columns, *src.storage.tags)
-            )
-            items: list[exp.Expr] = []
-            for item in sel.expressions:
-                if isinstance(item, exp.Star):
-                    items.extend(exp.column(c.name, quoted=True) for c in cols)
-                else:
-                    items.append(item)
-            sel.set("expressions", items)
+        names = self._expand(sel, sources)
         sel = sel.transform(mark, copy=False)
         scope = _scope(sources, self.tz)
         scope.timestamp_names = frozenset(ts_types)

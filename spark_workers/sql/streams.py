@@ -315,7 +315,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         stmt337 = parse_one(spec.sql)
         assert isinstance(stmt337, ast.CreateStream337)
         fused = is_fused(stmt337)
-        sql = engine_query(spec, src.table.columns[0].name)
+        sql = engine_query(spec, src.table.columns[0].name, stmt337)
     stmt = parse_one(sql)
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
@@ -343,14 +343,12 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         from spark_workers.tdtypes import from_arrow
 
         computation = Computation(
-            spec.query or "",
+            spec.query,
             src if spec.trigger.get("from", True) else None,
             default_db=spec.db or spec.source.db,
             tz=tz,
             pre_filter=spec.options.pre_filter,
-            partition_types=[
-                from_arrow(t) if not pa.types.is_string(t) else TdType("VARCHAR", 256) for t in group_types
-            ],
+            partition_types=[from_arrow(t) for t in group_types],
         )
         columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
         if not columns or columns[0].type.name != "TIMESTAMP":

@@ -39,7 +39,8 @@ from sqlglot import exp
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.sql import ast
-from spark_workers.sql.compute import TBNAME, placeholder_key
+from spark_workers.sql.compute import placeholder_key
+from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.planner import aggregate_call, offset_of
 from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
 from spark_workers.sql.spec import (
@@ -55,7 +56,6 @@ from spark_workers.sql.spec import (
 if TYPE_CHECKING:
     from spark_workers.lake.catalog import Catalog
 
-TROWS = "__td_trows"
 WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
 UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
@@ -500,14 +500,18 @@ def _first_table(s: ast.CreateStream337, sql: str) -> ast.TableName:
     return ast.TableName(tables[0].name, tables[0].db or None)
 
 
-def engine_query(spec: StreamSpec, ts_column: str) -> str:
+def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | None = None) -> str:
     """The legacy window SELECT computing a 3.3.7 stream's results (module docstring), or for a
     computation that is not fused (``is_fused``) its trigger windows with their row counts;
-    ``ts_column`` is the trigger table's primary timestamp column (``_c0``)."""
+    ``ts_column`` is the trigger table's primary timestamp column (``_c0``); ``stmt`` is
+    ``spec.sql`` already parsed (parsed here when None)."""
     from spark_workers.sql.parser import parse_one
 
-    stmt = parse_one(spec.sql)
-    assert isinstance(stmt, ast.CreateStream337) and spec.source is not None
+    if stmt is None:
+        parsed = parse_one(spec.sql)
+        assert isinstance(parsed, ast.CreateStream337)
+        stmt = parsed
+    assert spec.source is not None
     window = _window(stmt)
     assert window is not None
     if is_fused(stmt):

@@ -7,11 +7,12 @@ import shutil
 from typing import Any
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery, Sum
 
 from spark_workers.runtime.query import checkpoint_dir
 from spark_workers.sql.results import StreamInfo
 from spark_workers.sql.spec import StreamSpec
-from streams_app.models import Stream
+from streams_app.models import Stream, StreamProgress, StreamRun
 
 
 def name_key(name: str, db: str | None) -> str:
@@ -27,11 +28,23 @@ def _ms(t: Any) -> int | None:
     return int(t.timestamp() * 1000) if t is not None else None
 
 
-def _info(s: Stream) -> StreamInfo:
-    from django.db.models import Sum
+def _with_task(qs: Any) -> Any:
+    """The streams with their last run's start and their recalculated windows (ins_stream_tasks),
+    fetched in the same query."""
+    last_run = (
+        StreamRun.objects.filter(stream=OuterRef("pk")).order_by("-started_at").values("started_at")[:1]
+    )
+    recalculated = (
+        StreamProgress.objects.filter(stream=OuterRef("pk"))
+        .values("stream")
+        .annotate(n=Sum("recalculated"))
+        .values("n")
+    )
+    return qs.annotate(task_started=Subquery(last_run), task_recalculated=Subquery(recalculated))
 
-    run = s.runs.order_by("-started_at").first()
-    recalculated = s.progress.aggregate(n=Sum("recalculated"))["n"] or 0
+
+def _info(s: Stream) -> StreamInfo:
+    """``s`` comes from ``_with_task``."""
     return StreamInfo(
         s.name,
         s.db or None,
@@ -43,13 +56,13 @@ def _info(s: Stream) -> StreamInfo:
         task={
             "key": s.key,
             "worker": s.worker,
-            "started_ms": _ms(run.started_at) if run else None,
+            "started_ms": _ms(getattr(s, "task_started", None)),
             "heartbeat_ms": _ms(s.heartbeat_at),
             "processed_version": s.processed_version,
             "last_batch_id": s.last_batch_id,
             "rows_in": s.rows_in,
             "rows_out": s.windows_out,
-            "recalculated": recalculated,
+            "recalculated": getattr(s, "task_recalculated", None) or 0,
             "notifications_sent": s.notifications_sent,
             "notifications_failed": s.notifications_failed,
         },
@@ -66,7 +79,7 @@ class DjangoStreamRegistry:
         return live_streams().filter(name_key=name_key(name, db)).first()
 
     def get(self, name: str, db: str | None) -> StreamInfo | None:
-        s = self._get(name, db)
+        s = _with_task(live_streams().filter(name_key=name_key(name, db))).first()
         return _info(s) if s else None
 
     def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
@@ -102,7 +115,7 @@ class DjangoStreamRegistry:
             stream_action(stream=s, action=action, ignore_untreated=ignore_untreated)
 
     def list(self, db: str | None = None) -> list[StreamInfo]:
-        return [_info(s) for s in live_streams().order_by("name")]
+        return [_info(s) for s in _with_task(live_streams()).order_by("name")]
 
 
 def checkpoint_remove(stream: Stream, lake_root: str) -> None:

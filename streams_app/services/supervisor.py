@@ -26,7 +26,7 @@ from spark_workers.notify.sender import Sender
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
 from spark_workers.sql.spec import StreamSpec
-from spark_workers.sql.streams import compile_stream
+from spark_workers.sql.streams import CompiledStream, compile_stream
 from streams_app.models import Stream, StreamRun
 from streams_app.services.lake import lake_get
 from streams_app.services.registry import checkpoint_remove
@@ -198,14 +198,14 @@ def _supervise(stream_id: int, worker: str) -> None:
             stream_set_status(stream_id=stream_id, status=status)
 
 
-def _run_period(stream: Stream, compiled: object, sink: OutputSink, worker: str, lake_root: str) -> None:
+def _run_period(
+    stream: Stream, compiled: CompiledStream, sink: OutputSink, worker: str, lake_root: str
+) -> None:
     """Run a PERIOD stream (runtime/period.py) until it should stop; its state is kept beside the
     checkpoints of Spark streams, so a restart continues from the last trigger."""
     from spark_workers.runtime.period import PeriodRunner
     from spark_workers.runtime.query import checkpoint_dir
-    from spark_workers.sql.streams import CompiledStream
 
-    assert isinstance(compiled, CompiledStream)
     runner = PeriodRunner(
         compiled,
         sink.lake,

@@ -356,6 +356,12 @@ def test_stream_statements_over_rest(meters: Rest) -> None:
         "FROM information_schema.ins_stream_tasks"
     )
     assert tasks["data"] == [["s1", "Spark", "w1", "starting", 42, 7, 0, "boom at batch 3"]]
+    from streams_app.models import StreamProgress
+
+    for b, n in ((1, 2), (2, 3)):
+        StreamProgress.objects.create(stream=Stream.objects.get(), batch_id=b, recalculated=n)
+    recalc = meters.ok("SELECT recalculated FROM information_schema.ins_stream_tasks")
+    assert recalc["data"] == [[5]]  # summed over the stream's micro-batches
     meters.ok("PAUSE STREAM s1")
     assert Stream.objects.get().desired_state == Stream.Desired.PAUSED
     meters.ok("RESUME STREAM s1")
