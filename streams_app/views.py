@@ -40,3 +40,15 @@ def tables_page(request: HttpRequest) -> HttpResponse:
 @ensure_csrf_cookie
 def inbox_page(request: HttpRequest) -> HttpResponse:
     return _page(request, "inbox")
+
+
+@login_required
+@ensure_csrf_cookie
+def designer_page(request: HttpRequest, draft_id: int | None = None) -> HttpResponse:
+    return _page(request, "designer", draft_id=draft_id)
+
+
+@login_required
+@ensure_csrf_cookie
+def dashboard_page(request: HttpRequest) -> HttpResponse:
+    return _page(request, "dashboard")

@@ -12,6 +12,9 @@ urlpatterns = [
     path("", views.streams_page, name="streams"),
     path("streams/new/", views.create_page, name="stream-create"),
     path("streams/<int:stream_id>/", views.stream_page, name="stream"),
+    path("designer/", views.designer_page, name="designer"),
+    path("designer/<int:draft_id>/", views.designer_page, name="designer-draft"),
+    path("dashboard/", views.dashboard_page, name="dashboard"),
     path("tables/", views.tables_page, name="tables"),
     path("inbox/", views.inbox_page, name="inbox"),
     path(

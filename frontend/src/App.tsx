@@ -20,6 +20,10 @@ function PageBody({ ctx }: { ctx: PageContext }) {
       return <TablesPage />;
     case "inbox":
       return <InboxPage />;
+    case "designer":
+      return <ErrorBanner error="The designer is being built (frontend/src/designer/)." />;
+    case "dashboard":
+      return <ErrorBanner error="The dashboard is being built (frontend/src/pages/DashboardPage.tsx)." />;
     default:
       return <ErrorBanner error={`Unknown page "${ctx.page}".`} />;
   }

@@ -11,6 +11,8 @@ const TITLES: Record<string, string> = {
   streams: "Streams",
   stream: "Stream",
   create: "Create stream",
+  designer: "Stream designer",
+  dashboard: "Dashboard",
   tables: "Tables",
   inbox: "Inbox",
 };

@@ -1,13 +1,15 @@
 // What Django tells the bundle through #root's data-* attributes.
 import { createContext, useContext } from "react";
 
-export type PageName = "streams" | "stream" | "create" | "tables" | "inbox";
+export type PageName = "dashboard" | "streams" | "stream" | "create" | "designer" | "tables" | "inbox";
 
-export const PAGES: PageName[] = ["streams", "stream", "create", "tables", "inbox"];
+export const PAGES: PageName[] = ["dashboard", "streams", "stream", "create", "designer", "tables", "inbox"];
 
 export interface PageContext {
   page: PageName | string;
   streamId: number | null;
+  /** The draft the designer opens (data-draft-id), or null for a new design. */
+  draftId: number | null;
   username: string;
   isStaff: boolean;
   csrf: string;
@@ -19,6 +21,7 @@ export function readPageContext(el: HTMLElement): PageContext {
   return {
     page: (d.page ?? "streams").trim() || "streams",
     streamId: Number.isFinite(id) ? id : null,
+    draftId: d.draftId && Number.isFinite(Number.parseInt(d.draftId, 10)) ? Number.parseInt(d.draftId, 10) : null,
     username: d.username ?? "",
     isStaff: d.isStaff === "true",
     csrf: d.csrf ?? "",
@@ -28,6 +31,7 @@ export function readPageContext(el: HTMLElement): PageContext {
 export const PageCtx = createContext<PageContext>({
   page: "streams",
   streamId: null,
+  draftId: null,
   username: "",
   isStaff: false,
   csrf: "",
@@ -42,6 +46,8 @@ export const urls = {
   streams: () => "/",
   stream: (id: number) => `/streams/${id}/`,
   create: () => "/streams/new/",
+  dashboard: () => "/dashboard/",
+  designer: (draftId?: number | null) => (draftId ? `/designer/${draftId}/` : "/designer/"),
   tables: (db?: string, table?: string) => {
     const q = new URLSearchParams();
     if (db) q.set("db", db);

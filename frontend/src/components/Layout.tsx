@@ -5,10 +5,12 @@ import { urls, usePage } from "../page";
 import { LiveIndicator } from "./common";
 
 const NAV: { page: string[]; label: string; href: string }[] = [
+  { page: ["dashboard"], label: "Dashboard", href: urls.dashboard() },
   { page: ["streams", "stream"], label: "Streams", href: urls.streams() },
+  { page: ["designer"], label: "Designer", href: urls.designer() },
   { page: ["tables"], label: "Tables", href: urls.tables() },
   { page: ["inbox"], label: "Inbox", href: urls.inbox() },
-  { page: ["create"], label: "Create stream", href: urls.create() },
+  { page: ["create"], label: "SQL editor", href: urls.create() },
 ];
 
 export function Layout({ children }: { children: ReactNode }) {

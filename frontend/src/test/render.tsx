@@ -5,7 +5,7 @@ import type { PageContext } from "../page";
 import { FakeWebSocket } from "./fakeWebSocket";
 
 export function renderPage(page: string, over: Partial<PageContext> = {}) {
-  const ctx: PageContext = { page, streamId: null, username: "alice", isStaff: false, csrf: "tok123", ...over };
+  const ctx: PageContext = { page, streamId: null, draftId: null, username: "alice", isStaff: false, csrf: "tok123", ...over };
   setCsrfToken(ctx.csrf);
   return render(<App ctx={ctx} />);
 }
