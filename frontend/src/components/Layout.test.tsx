@@ -9,7 +9,7 @@ describe("Layout", () => {
     const { container } = renderPage("tables", { username: "bob", isStaff: true, csrf: "xyz" });
     expect(screen.getByRole("link", { name: "tdweb" })).toHaveAttribute("href", "/");
     expect(screen.getByRole("link", { name: "Tables" })).toHaveClass("active");
-    expect(screen.getByRole("link", { name: "Create stream" })).toHaveAttribute("href", "/streams/new/");
+    expect(screen.getByRole("link", { name: "SQL editor" })).toHaveAttribute("href", "/streams/new/");
     expect(screen.getByRole("link", { name: "Inbox" })).toHaveAttribute("href", "/inbox/");
     expect(screen.getByText("bob")).toBeInTheDocument();
     expect(screen.getByRole("link", { name: "admin" })).toBeInTheDocument();
