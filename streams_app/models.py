@@ -219,3 +219,79 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stream_name} {self.event_type} {self.window_start}"
+
+
+class StreamDraft(TimeStamped):
+    """A design being edited in the visual designer (docs/designer.md), not yet deployed.
+
+    ``design`` is the design document (``spark_workers.sql.design``); ``stream`` is the deployed
+    stream this draft edits, or None for a new stream.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="stream_drafts"
+    )
+    name = models.CharField(max_length=192)
+    design = models.JSONField()
+    stream = models.ForeignKey(
+        Stream, null=True, blank=True, on_delete=models.SET_NULL, related_name="drafts"
+    )
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"draft {self.name}"
+
+
+class StreamVersion(models.Model):
+    """One deployed version of a stream: its SQL and design, numbered from 1 per ``name_key``.
+
+    Versions are kept by name so a stream's history survives a redeploy (DROP + CREATE).
+    """
+
+    name_key = models.CharField(max_length=260, db_index=True)
+    number = models.PositiveIntegerField()
+    stream = models.ForeignKey(
+        Stream, null=True, blank=True, on_delete=models.SET_NULL, related_name="versions"
+    )
+    sql = models.TextField()
+    design = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    impact = models.JSONField(
+        null=True, blank=True, help_text="what deploying this version did to the stream"
+    )
+
+    class Meta:
+        ordering = ["name_key", "-number"]
+        constraints = [models.UniqueConstraint(fields=["name_key", "number"], name="stream_version_once")]
+
+    def __str__(self) -> str:
+        return f"{self.name_key} v{self.number}"
+
+
+class ImportJob(TimeStamped):
+    """A file of rows being written into a table (CSV or JSON upload), with its progress."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="import_jobs")
+    db = models.CharField(max_length=64)
+    table = models.CharField(max_length=192)
+    filename = models.CharField(max_length=256, blank=True, default="")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    rows_total = models.BigIntegerField(null=True, blank=True)
+    rows_done = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"import {self.filename} -> {self.db}.{self.table} ({self.state})"

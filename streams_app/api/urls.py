@@ -1,10 +1,11 @@
 """``/api/v1/`` routes."""
 
-from django.urls import path
+from django.urls import include, path
 
-from streams_app.api import v1
+from streams_app.api import designer, v1
 
 urlpatterns = [
+    path("", include(designer.urlpatterns)),
     path("me/", v1.MeApi.as_view(), name="api-me"),
     path("streams/", v1.StreamListApi.as_view(), name="api-streams"),
     path("streams/<int:stream_id>/", v1.StreamDetailApi.as_view(), name="api-stream"),
