@@ -1,0 +1,48 @@
+"""Preview a stream design over a time range of the real tables (the designer's "Preview before
+deploy"); the work is ``spark_workers.runtime.preview``: nothing is written to the lake, nothing
+is sent, no stream is registered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from spark_workers.runtime.preview import preview_stream
+from streams_app.services.lake import lake_get
+
+PREVIEW_MAX_INPUT_ROWS = 500_000
+
+
+def preview(
+    user: Any, sql: str, *, start_ms: int | None, end_ms: int | None, limit: int = 1000
+) -> dict[str, Any]:
+    """Run the CREATE STREAM statement ``sql`` with the batch engine over the rows of its trigger
+    table in ``[start_ms, end_ms)`` (epoch ms; None = open) of the process's lake, in
+    ``TDWEB_TIMEZONE``.
+
+    Args:
+        user: the signed-in user asking (the preview reads only; kept for auditing and quotas).
+        sql: one CREATE STREAM statement, either syntax.
+        start_ms / end_ms: the time range of the trigger table's first column.
+        limit: at most this many output rows and notification events.
+
+    Returns:
+        ``preview_stream``'s answer: ``windows``, ``rows`` (``columns``, ``data``),
+        ``notifications``, ``input_rows``, ``output_rows``, ``elapsed_ms``, ``truncated``,
+        ``range`` (see its docstring).
+
+    Raises:
+        SqlError: bad SQL (positioned), an unsupported stream (PERIOD triggers), an empty range or
+            more than ``PREVIEW_MAX_INPUT_ROWS`` rows in it.
+        CatalogError: a database or table is missing.
+    """
+    return preview_stream(
+        lake_get(),
+        sql,
+        start_ms=start_ms,
+        end_ms=end_ms,
+        limit=limit,
+        max_input_rows=PREVIEW_MAX_INPUT_ROWS,
+        tz=settings.TDWEB_TIMEZONE,
+    )
