@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
 
+from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.sql.spec import StreamSpec
-from streams_app.models import Delivery, Notification, Stream, StreamProgress, StreamRun
+from streams_app.models import Delivery, ImportJob, Notification, Stream, StreamProgress, StreamRun
 from streams_app.services.lake import lake_get
 
+log = logging.getLogger(__name__)
+
 SPARKLINE = 60
+STREAM_ORDERINGS = ("name", "created_at", "status", "id")
+ACTIVE = (Stream.Status.RUNNING, Stream.Status.CATCHING_UP)
 
 
 def streams_visible(*, user: Any) -> QuerySet[Stream]:
@@ -33,8 +42,111 @@ def _window_text(spec: StreamSpec) -> str:
     return str(t.get("type", "")).upper()
 
 
+def streams_filter(
+    qs: QuerySet[Stream],
+    *,
+    status: list[str] | None = None,
+    db: str | None = None,
+    search: str | None = None,
+    ordering: str | None = None,
+) -> QuerySet[Stream]:
+    """Streams with one of ``status``, in database ``db`` (3.3.7 streams) or reading from or
+    writing to it, whose name contains ``search`` (any case), ordered by ``ordering`` (one of
+    ``STREAM_ORDERINGS``, ``-`` for descending; default name). Arguments are already validated."""
+    if status:
+        qs = qs.filter(status__in=status)
+    if db:
+        qs = qs.filter(Q(db__iexact=db) | Q(spec__source__db__iexact=db) | Q(spec__output__db__iexact=db))
+    if search:
+        qs = qs.filter(name__icontains=search)
+    if ordering:
+        field = ordering.lstrip("-")
+        desc = ordering.startswith("-")
+        qs = qs.order_by(f"-{field}" if desc else field, "-id" if desc else "id")
+    return qs
+
+
+def stream_payloads(*, streams: list[Stream]) -> list[dict[str, Any]]:
+    """``stream_payload`` of many streams with their sparklines fetched in one query."""
+    throughput = streams_throughput(stream_ids=[s.pk for s in streams])
+    return [stream_payload(stream=s, throughput=throughput.get(s.pk, [])) for s in streams]
+
+
+def streams_throughput(*, stream_ids: list[int], n: int = SPARKLINE) -> dict[int, list[float]]:
+    """Rows/s of the last ``n`` micro-batches of each stream, oldest first: one query (a
+    ``ROW_NUMBER()`` window per stream over the ``(stream, -id)`` index)."""
+    if not stream_ids:
+        return {}
+    rows = (
+        StreamProgress.objects.filter(stream_id__in=stream_ids)
+        .annotate(rn=Window(RowNumber(), partition_by=[F("stream_id")], order_by=F("id").desc()))
+        .filter(rn__lte=n)
+        .values_list("stream_id", "id", "rows_per_s")
+    )
+    out: dict[int, list[tuple[int, float]]] = {}
+    for sid, pid, rate in rows:
+        out.setdefault(sid, []).append((pid, rate))
+    return {sid: [r for _, r in sorted(v)] for sid, v in out.items()}
+
+
+def stream_lag_ms(*, stream: Stream) -> int | None:
+    """Latest event time seen minus the watermark (ms), from the last micro-batch; None before
+    the first one or for streams without a watermark (processing-time windows)."""
+    p = stream.last_progress or {}
+    mx, wm = p.get("max_event_ms"), p.get("watermark_ms")
+    if mx is None or wm is None:
+        return None
+    return max(0, int(mx) - int(wm))
+
+
+def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
+    """Progress of a stream's long work: the FILL_HISTORY catch-up while ``catching_up``, else None.
+
+    Returns ``{phase: "history", fraction: 0..1 | None, label, rows_done, rows_total}``.
+    History micro-batches read whole time buckets of the snapshot in time order
+    (``spark_workers.lake.changes.next_offset``), so the rows done are the snapshot's rows in the
+    buckets up to the one holding the last batch's latest event time; totals come from the Delta
+    log's per-file record counts (one log read; only for streams catching up). For a subtable
+    source the counts are of its supertable.
+    """
+    if stream.status != Stream.Status.CATCHING_UP:
+        return None
+    out: dict[str, Any] = {
+        "phase": "history",
+        "fraction": None,
+        "label": "catching up on history",
+        "rows_done": None,
+        "rows_total": None,
+    }
+    spec = StreamSpec.from_json(stream.spec)
+    if stream.history_version is None or spec.source is None:
+        return out
+    try:
+        lake = lake_get()
+        db = lake.catalog.require_database(spec.source.db)
+        table = lake.catalog.require_table(db.name, spec.source.table)
+        buckets = lake.buckets(db.name, table.storage, int(stream.history_version))
+    except Exception as e:  # a dropped source, an unreadable log: no fraction
+        log.debug("no history progress for stream %s: %s", stream.pk, e)
+        return out
+    total = sum(r for _, r in buckets)
+    p = stream.last_progress or {}
+    done = 0
+    if p.get("phase") == "history" and p.get("max_event_ms") is not None:
+        per_ms = 1_000_000 // NS_PER_PRECISION[db.precision]
+        current = int(p["max_event_ms"]) * per_ms // db.duration.in_precision(db.precision)
+        done = sum(r for b, r in buckets if b <= current)
+    elif p.get("phase") == "live":
+        done = total
+    fraction = min(1.0, done / total) if total else None
+    out.update(rows_done=done, rows_total=total, fraction=fraction)
+    if fraction is not None:
+        out["label"] = f"catching up on history: {fraction:.0%} ({done:,} of {total:,} rows)"
+    return out
+
+
 def stream_payload(*, stream: Stream, throughput: list[float] | None = None) -> dict[str, Any]:
-    """The JSON the UI and API show for a stream."""
+    """The JSON the UI and API show for a stream (``StreamSerializer`` in ``api/v1.py``)."""
     spec = StreamSpec.from_json(stream.spec)
     return {
         "id": stream.pk,
@@ -60,6 +172,8 @@ def stream_payload(*, stream: Stream, throughput: list[float] | None = None) -> 
             "notifications_failed": stream.notifications_failed,
         },
         "throughput": throughput if throughput is not None else stream_throughput(stream_id=stream.pk),
+        "lag_ms": stream_lag_ms(stream=stream),
+        "progress": stream_work_progress(stream=stream),
     }
 
 
@@ -73,9 +187,14 @@ def stream_throughput(*, stream_id: int, n: int = SPARKLINE) -> list[float]:
     return list(reversed(vals))
 
 
-def stream_progress_list(*, stream_id: int, limit: int = 300) -> list[dict[str, Any]]:
-    """Recent micro-batch progress, oldest first."""
-    rows = list(StreamProgress.objects.filter(stream_id=stream_id).order_by("-id")[:limit])
+def stream_progress_list(
+    *, stream_id: int, limit: int = 300, since: dt.datetime | None = None
+) -> list[dict[str, Any]]:
+    """The latest ``limit`` micro-batch progress rows (recorded after ``since``), oldest first."""
+    qs = StreamProgress.objects.filter(stream_id=stream_id)
+    if since is not None:
+        qs = qs.filter(created_at__gt=since)
+    rows = list(qs.order_by("-id")[:limit])
     rows.reverse()
     return [progress_payload(p) for p in rows]
 
@@ -101,12 +220,17 @@ def progress_payload(p: StreamProgress) -> dict[str, Any]:
     }
 
 
-def stream_deliveries(*, stream_id: int, limit: int = 100) -> QuerySet[Delivery]:
-    return Delivery.objects.filter(stream_id=stream_id).order_by("-id")[:limit]
+def stream_deliveries(*, stream_id: int, ok: bool | None = None) -> QuerySet[Delivery]:
+    """A stream's delivery log (attempts), newest first, optionally only (un)successful ones."""
+    qs = Delivery.objects.filter(stream_id=stream_id)
+    if ok is not None:
+        qs = qs.filter(ok=ok)
+    return qs.order_by("-id")
 
 
-def stream_runs(*, stream_id: int, limit: int = 50) -> QuerySet[StreamRun]:
-    return StreamRun.objects.filter(stream_id=stream_id).order_by("-started_at", "-id")[:limit]
+def stream_runs(*, stream_id: int) -> QuerySet[StreamRun]:
+    """A stream's runs (worker attempts), newest first."""
+    return StreamRun.objects.filter(stream_id=stream_id).order_by("-started_at", "-id")
 
 
 def notifications_visible(*, user: Any) -> QuerySet[Notification]:
@@ -145,8 +269,17 @@ def notification_payload(n: Notification) -> dict[str, Any]:
 
 
 def notifications_filter(
-    qs: QuerySet[Notification], *, stream: str | None, event_type: str | None, acknowledged: bool | None
+    qs: QuerySet[Notification],
+    *,
+    stream: str | None,
+    event_type: str | None,
+    acknowledged: bool | None,
+    since: dt.datetime | None = None,
 ) -> QuerySet[Notification]:
+    """Notifications of stream ``stream``, of ``event_type``, (un)acknowledged, received at or
+    after ``since``."""
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
     if stream:
         qs = qs.filter(stream_name=stream)
     if event_type:
@@ -206,6 +339,116 @@ def streams_by_status(*, user: Any) -> dict[str, int]:
     for s in streams_visible(user=user).values_list("status", flat=True):
         out[s] = out.get(s, 0) + 1
     return out
+
+
+def dashboard_get(*, user: Any) -> dict[str, Any]:
+    """The dashboard over the streams and inboxes ``user`` sees (non-staff: their own).
+
+    Returns ``{streams_total, streams_by_status: {status: n}, throughput_rows_per_s,
+    failures: {streams_failed, recent_errors: [{stream_id, name, error, at}]},
+    notifications: {sent, failed, delivery_rate, last_24h: {attempts, ok, failed,
+    delivery_rate}}, inbox_unread}``: ``throughput_rows_per_s`` sums the last micro-batch rate of
+    the running and catching-up streams; ``sent``/``failed`` are the streams' notification
+    counters; ``last_24h`` counts the delivery log's attempts; a rate is None without attempts.
+    Cost: four small queries.
+    """
+    streams = list(
+        streams_visible(user=user).only(
+            "id",
+            "name",
+            "status",
+            "last_error",
+            "updated_at",
+            "last_progress",
+            "notifications_sent",
+            "notifications_failed",
+        )
+    )
+    by_status: dict[str, int] = {}
+    throughput = 0.0
+    sent = failed = 0
+    errors: list[dict[str, Any]] = []
+    for s in streams:
+        by_status[s.status] = by_status.get(s.status, 0) + 1
+        if s.status in ACTIVE and s.last_progress:
+            throughput += float(s.last_progress.get("rows_per_s") or 0.0)
+        sent += s.notifications_sent
+        failed += s.notifications_failed
+        if s.last_error:
+            errors.append({"stream_id": s.pk, "name": s.name, "error": s.last_error, "at": s.updated_at})
+    ids = [s.pk for s in streams]
+    names = {s.pk: s.name for s in streams}
+    runs = (
+        StreamRun.objects.filter(stream_id__in=ids)
+        .exclude(error="")
+        .order_by("-updated_at")
+        .values_list("stream_id", "error", "updated_at")[:10]
+    )
+    seen = {(e["stream_id"], e["error"]) for e in errors}
+    for sid, error, at in runs:
+        if (sid, error) not in seen:
+            seen.add((sid, error))
+            errors.append({"stream_id": sid, "name": names[sid], "error": error, "at": at})
+    errors.sort(key=lambda e: e["at"], reverse=True)
+    recent = Delivery.objects.filter(
+        stream_id__in=ids, created_at__gte=timezone.now() - dt.timedelta(hours=24)
+    ).aggregate(attempts=Count("id"), ok=Count("id", filter=Q(ok=True)))
+    attempts, ok = recent["attempts"] or 0, recent["ok"] or 0
+
+    def rate(good: int, bad: int) -> float | None:
+        return good / (good + bad) if good + bad else None
+
+    return {
+        "streams_total": len(streams),
+        "streams_by_status": by_status,
+        "throughput_rows_per_s": throughput,
+        "failures": {
+            "streams_failed": by_status.get(Stream.Status.FAILED, 0),
+            "recent_errors": [{**e, "at": e["at"].isoformat()} for e in errors[:10]],
+        },
+        "notifications": {
+            "sent": sent,
+            "failed": failed,
+            "delivery_rate": rate(sent, failed),
+            "last_24h": {
+                "attempts": attempts,
+                "ok": ok,
+                "failed": attempts - ok,
+                "delivery_rate": rate(ok, attempts - ok),
+            },
+        },
+        "inbox_unread": notifications_visible(user=user).filter(acknowledged=False).count(),
+    }
+
+
+def imports_visible(*, user: Any) -> QuerySet[ImportJob]:
+    """Import jobs a user sees: their own (staff: all), newest first."""
+    qs = ImportJob.objects.all()
+    if not getattr(user, "is_staff", False):
+        qs = qs.filter(owner_id=getattr(user, "pk", None))
+    return qs.order_by("-id")
+
+
+def import_payload(job: ImportJob) -> dict[str, Any]:
+    """``{id, db, table, filename, state, rows_total, rows_done, fraction, error, created_at,
+    updated_at}``; ``fraction`` = rows_done / rows_total (None while the total is unknown)."""
+    return {
+        "id": job.pk,
+        "db": job.db,
+        "table": job.table,
+        "filename": job.filename,
+        "state": job.state,
+        "rows_total": job.rows_total,
+        "rows_done": job.rows_done,
+        "fraction": (
+            (job.rows_done / job.rows_total if job.rows_total else 1.0)
+            if job.rows_total is not None
+            else None
+        ),
+        "error": job.error,
+        "created_at": job.created_at.isoformat(),
+        "updated_at": job.updated_at.isoformat(),
+    }
 
 
 def stream_get(*, user: Any, stream_id: int) -> Stream | None:

@@ -17,6 +17,7 @@ existing supertable", "Custom tag"; seed 001):
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -320,7 +321,14 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
-    plan = plan_window(q, src, sql, streaming=True, tz=tz)
+    try:
+        plan = plan_window(q, src, sql, streaming=True, tz=tz)
+    except SqlError as e:
+        if not v337:
+            raise
+        original = parse_one(spec.sql)
+        assert isinstance(original, ast.CreateStream337)
+        raise anchor_in_statement(e, sql, spec.sql, original) from None
     assert plan.shape is not None
     precision = src.db.precision
     with DuckSession(lake) as duck:
@@ -428,6 +436,42 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
         has_output=spec.output is not None,
     )
+
+
+def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.CreateStream337) -> SqlError:
+    """Re-anchor an error found in a 3.3.7 stream's engine query (``engine_query``, generated
+    text) in the statement as written: the name at the error's offset is looked up among the
+    columns and functions of the trigger, PARTITION BY, PRE_FILTER and the computation, and the
+    first occurrence in the statement gets the error. Without a match the error keeps its message
+    and loses its position (a generated text's offset would point at the wrong place)."""
+    from spark_workers.sql.planner import offset_of
+
+    name = None
+    if e.offset is not None and e.sql == engine_sql:
+        m = re.match(r"[`\"]?([A-Za-z_][\w]*)", engine_sql[e.offset :])
+        name = m.group(1).lower() if m else None
+    trees: list[exp.Expr] = []
+    trig = stmt.trigger
+    for attr in ("start", "end", "expr"):
+        node = getattr(trig, attr, None)
+        if isinstance(node, exp.Expr):
+            trees.append(node)
+    trees += [p.expr for p in stmt.partition_by]
+    if stmt.options.pre_filter is not None:
+        trees.append(stmt.options.pre_filter)
+    if stmt.query is not None:
+        trees.append(stmt.query.select)
+    best: int | None = None
+    if name is not None:
+        for tree in trees:
+            for n in tree.walk():
+                hit = (isinstance(n, exp.Column) and n.name.lower() == name) or (
+                    isinstance(n, exp.Func) and not isinstance(n, exp.Column) and n.sql_name().lower() == name
+                )
+                off = offset_of(n) if hit else None
+                if off is not None and (best is None or off < best):
+                    best = off
+    return SqlError(e.message, sql=sql, offset=best, code=e.code)
 
 
 def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:

@@ -1,18 +1,27 @@
-"""REST API ``/api/v1/``: streams, SQL, databases and tables, notifications.
+"""REST API ``/api/v1/``: streams, SQL, databases and tables (with row ingestion), imports,
+notifications, the dashboard and token authentication.
 
 Views parse input, call one service or selector, and serialize the answer (STYLE.md rule 1).
-Session and token authentication; staff users see every stream and inbox, other users their own.
+Session and token authentication; staff users see every stream, inbox and import, other users
+their own. Lists are paginated with ``?limit=&offset=`` (default 50, at most 500) and answer
+``{count, next, previous, results}``; time series (progress) are plain arrays.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.conf import settings
+from django.http import Http404
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,11 +29,101 @@ from rest_framework.views import APIView
 from spark_workers.errors import CatalogError, SqlError, TdError
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse
+from spark_workers.timestamps import parse_literal
 from streams_app import selectors
-from streams_app.models import Stream
+from streams_app.models import ImportJob, Stream
 from streams_app.services import notifications as notif_services
+from streams_app.services.ingest import (
+    DEFAULT_NULL_VALUES,
+    IngestError,
+    import_rows,
+    rows_from_csv,
+    rows_from_json,
+)
 from streams_app.services.sql import error_position, sql_execute, sql_execute_rest, sql_validate
 from streams_app.services.streams import stream_action, stream_drop
+
+# ---------------------------------------------------------------------- pagination and parameters
+
+
+class ApiPagination(LimitOffsetPagination):
+    """``?limit=&offset=`` -> ``{count, next, previous, results}``."""
+
+    default_limit = 50
+    max_limit = 500
+
+
+PAGE_PARAMS = [
+    OpenApiParameter("limit", int, description="page size (default 50, at most 500)"),
+    OpenApiParameter("offset", int, description="index of the first result (default 0)"),
+]
+
+
+def page_of(name: str, child: serializers.Serializer) -> serializers.Serializer:
+    """Schema of a page: ``{count, next, previous, results: [child]}``."""
+    return inline_serializer(
+        name,
+        {
+            "count": serializers.IntegerField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": child,
+        },
+    )
+
+
+def _page(view: APIView, request: Request, qs: Any, render: Any) -> Response:
+    pager = ApiPagination()
+    page: list[Any] = pager.paginate_queryset(qs, request, view=view) or []
+    return pager.get_paginated_response(render(page))
+
+
+def _bool_param(request: Request, name: str) -> bool | None:
+    """``true/false/1/0/yes/no`` (any case); absent or empty = None; else 400."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    low = raw.strip().lower()
+    if low in ("1", "true", "yes"):
+        return True
+    if low in ("0", "false", "no"):
+        return False
+    raise ValidationError({name: [f"{raw!r} is not a boolean: use true or false"]})
+
+
+def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        raise ValidationError({name: [f"{raw!r} is not an integer"]}) from None
+    if not lo <= v <= hi:
+        raise ValidationError({name: [f"{v} is out of range [{lo}, {hi}]"]})
+    return v
+
+
+def parse_time(raw: Any, what: str) -> dt.datetime:
+    """Integer epoch milliseconds or an ISO 8601 timestamp (no zone: ``TDWEB_TIMEZONE``) -> an
+    aware UTC datetime; raises ``ValidationError`` naming ``what``."""
+    text = str(raw).strip()
+    try:
+        if text.lstrip("-").isdigit():
+            us = int(text) * 1000
+        else:
+            us = parse_literal(text, "ns", settings.TDWEB_TIMEZONE) // 1000
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)
+    except (SqlError, OverflowError, ValueError):
+        raise ValidationError(
+            {what: [f"{raw!r} is not a time: use epoch milliseconds or 'YYYY-MM-DD[THH:MM:SS[.fff]][Z]'"]}
+        ) from None
+
+
+def _time_param(request: Request, name: str) -> dt.datetime | None:
+    raw = request.query_params.get(name)
+    return None if raw in (None, "") else parse_time(raw, name)
+
 
 # ---------------------------------------------------------------------- serializers (schema)
 
@@ -62,6 +161,14 @@ class ProgressSerializer(serializers.Serializer):
     recalculated = serializers.IntegerField()
 
 
+class WorkProgressSerializer(serializers.Serializer):
+    phase = serializers.CharField(help_text="history")
+    fraction = serializers.FloatField(allow_null=True, help_text="0..1, null when not computable")
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
+    rows_done = serializers.IntegerField(allow_null=True)
+    rows_total = serializers.IntegerField(allow_null=True)
+
+
 class StreamSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -80,11 +187,39 @@ class StreamSerializer(serializers.Serializer):
     last_progress = serializers.JSONField(allow_null=True)
     worker = serializers.CharField(allow_blank=True)
     counters = serializers.DictField(child=serializers.IntegerField())
-    throughput = serializers.ListField(child=serializers.FloatField())
+    throughput = serializers.ListField(
+        child=serializers.FloatField(),
+        help_text="rows/s of the last 60 micro-batches, oldest first (sparkline)",
+    )
+    lag_ms = serializers.IntegerField(
+        allow_null=True, help_text="latest event time seen minus the watermark, from the last micro-batch"
+    )
+    progress = WorkProgressSerializer(
+        allow_null=True, help_text="long work under way (FILL_HISTORY catch-up), else null"
+    )
 
 
 class StreamDetailSerializer(StreamSerializer):
     spec = serializers.JSONField()
+
+
+class StreamPatchSerializer(serializers.Serializer):
+    desired_state = serializers.ChoiceField(choices=Stream.Desired.choices)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            other = sorted(set(data) - {"desired_state"})
+            if other:
+                raise ValidationError(
+                    {
+                        k: [
+                            "only desired_state can be changed; to change a stream's SQL, drop it "
+                            "and create it again"
+                        ]
+                        for k in other
+                    }
+                )
+        return super().to_internal_value(data)
 
 
 class SqlInputSerializer(serializers.Serializer):
@@ -93,8 +228,38 @@ class SqlInputSerializer(serializers.Serializer):
 
 
 class ActionInputSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["pause", "resume", "stop", "start"])
-    ignore_untreated = serializers.BooleanField(required=False, default=False)
+    action = serializers.ChoiceField(choices=["pause", "resume", "stop", "start", "recalculate", "drop"])
+    ignore_untreated = serializers.BooleanField(required=False, default=False, help_text="resume/start only")
+    start = serializers.JSONField(
+        required=False, help_text="recalculate: range start, epoch ms or ISO 8601 (required)"
+    )
+    end = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="recalculate: range end, epoch ms or ISO 8601 (default: the stream's progress)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["action"] == "recalculate":
+            if attrs.get("start") in (None, ""):
+                raise ValidationError({"start": ["recalculate needs a start time"]})
+            attrs["start"] = parse_time(attrs["start"], "start")
+            if attrs.get("end") not in (None, ""):
+                attrs["end"] = parse_time(attrs["end"], "end")
+                if attrs["end"] < attrs["start"]:
+                    raise ValidationError({"end": ["the end is before the start"]})
+            else:
+                attrs["end"] = None
+        return attrs
+
+
+class ActionResultSerializer(StreamSerializer):
+    recalculation = inline_serializer(
+        "Recalculation",
+        {"windows": serializers.IntegerField(help_text="windows rewritten")},
+        required=False,
+        help_text="recalculate only",
+    )
 
 
 class DeliverySerializer(serializers.Serializer):
@@ -170,6 +335,100 @@ class RowsSerializer(serializers.Serializer):
     rows = serializers.ListField(child=serializers.ListField(child=serializers.JSONField()))
 
 
+ROWS_JSON = inline_serializer(
+    "RowsInput",
+    {
+        "rows": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="[{column: value}]; or give columns + data. A supertable needs a tbname column "
+            "(and its tag columns to create new subtables).",
+        ),
+        "columns": serializers.ListField(child=serializers.CharField(), required=False),
+        "data": serializers.ListField(
+            child=serializers.ListField(child=serializers.JSONField()),
+            required=False,
+            help_text="rows as lists of values in the order of columns",
+        ),
+    },
+)
+ROWS_FILE = inline_serializer(
+    "RowsUpload",
+    {
+        "file": serializers.FileField(
+            help_text="CSV (UTF-8, optionally .gz): a header line of column names, then one row per "
+            "line; timestamps ISO 8601 or epoch ms"
+        ),
+        "null_values": serializers.CharField(
+            required=False,
+            help_text="comma-separated cells read as NULL besides empty ones (default NULL,NA)",
+        ),
+    },
+)
+
+
+class ImportSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    db = serializers.CharField()
+    table = serializers.CharField()
+    filename = serializers.CharField(allow_blank=True)
+    state = serializers.ChoiceField(choices=ImportJob.State.choices)
+    rows_total = serializers.IntegerField(allow_null=True)
+    rows_done = serializers.IntegerField()
+    fraction = serializers.FloatField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    created_at = serializers.CharField()
+    updated_at = serializers.CharField()
+
+
+class IngestErrorSerializer(serializers.Serializer):
+    code = serializers.IntegerField()
+    desc = serializers.CharField(help_text="e.g. \"row 17, column pm25: 'abc' is not a DOUBLE\"")
+    row = serializers.IntegerField(allow_null=True, help_text="1-based data row (CSV header not counted)")
+    column = serializers.CharField(allow_null=True)
+    import_id = serializers.IntegerField(allow_null=True, help_text="the failed import job, if recorded")
+
+
+class DashboardSerializer(serializers.Serializer):
+    streams_total = serializers.IntegerField()
+    streams_by_status = serializers.DictField(child=serializers.IntegerField())
+    throughput_rows_per_s = serializers.FloatField()
+    failures = inline_serializer(
+        "DashboardFailures",
+        {
+            "streams_failed": serializers.IntegerField(),
+            "recent_errors": inline_serializer(
+                "DashboardError",
+                {
+                    "stream_id": serializers.IntegerField(),
+                    "name": serializers.CharField(),
+                    "error": serializers.CharField(),
+                    "at": serializers.CharField(),
+                },
+                many=True,
+            ),
+        },
+    )
+    notifications = inline_serializer(
+        "DashboardNotifications",
+        {
+            "sent": serializers.IntegerField(),
+            "failed": serializers.IntegerField(),
+            "delivery_rate": serializers.FloatField(allow_null=True),
+            "last_24h": inline_serializer(
+                "DashboardDeliveries24h",
+                {
+                    "attempts": serializers.IntegerField(),
+                    "ok": serializers.IntegerField(),
+                    "failed": serializers.IntegerField(),
+                    "delivery_rate": serializers.FloatField(allow_null=True),
+                },
+            ),
+        },
+    )
+    inbox_unread = serializers.IntegerField()
+
+
 # TDengine's REST answer: ``{code: 0, column_meta, data, rows}`` or ``{code, desc}`` (inline: a
 # serializer class may not declare a ``data`` field, it would hide ``Serializer.data``)
 SQL_ANSWER = inline_serializer(
@@ -197,29 +456,49 @@ def td_error(e: TdError, http_status: int = status.HTTP_400_BAD_REQUEST) -> Resp
 def _stream_or_404(request: Request, stream_id: int) -> Stream:
     stream = selectors.stream_get(user=request.user, stream_id=stream_id)
     if stream is None:
-        from django.http import Http404
-
         raise Http404("no such stream")
     return stream
 
 
 # ---------------------------------------------------------------------- streams
 
+STATUS_FILTER = [c for c in Stream.Status.values if c != Stream.Status.DROPPED]
+ORDERINGS = [o for f in selectors.STREAM_ORDERINGS for o in (f, f"-{f}")]
+
 
 class StreamListApi(APIView):
-    """List streams; create one from SQL (CREATE STREAM ...)."""
+    """List streams (paginated, filtered); create one from SQL (CREATE STREAM ...)."""
 
     @extend_schema(
         operation_id="v1_streams_list",
-        responses=inline_serializer(
-            "StreamPage", {"count": serializers.IntegerField(), "results": StreamSerializer(many=True)}
-        ),
+        parameters=[
+            *PAGE_PARAMS,
+            OpenApiParameter(
+                "status", str, description=f"comma-separated statuses: {', '.join(STATUS_FILTER)}"
+            ),
+            OpenApiParameter("db", str, description="streams of, reading from or writing to this database"),
+            OpenApiParameter("search", str, description="name contains (any case)"),
+            OpenApiParameter("ordering", str, enum=ORDERINGS, description="default name"),
+        ],
+        responses={200: page_of("StreamPage", StreamSerializer(many=True)), 400: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:
-        streams = list(selectors.streams_visible(user=request.user))
-        return Response(
-            {"count": len(streams), "results": [selectors.stream_payload(stream=s) for s in streams]}
+        q = request.query_params
+        statuses = [x.strip() for x in (q.get("status") or "").split(",") if x.strip()]
+        bad = [x for x in statuses if x not in STATUS_FILTER]
+        if bad:
+            raise ValidationError({"status": [f"unknown status {bad[0]!r}: use {', '.join(STATUS_FILTER)}"]})
+        ordering = q.get("ordering") or None
+        if ordering is not None and ordering not in ORDERINGS:
+            raise ValidationError({"ordering": [f"cannot order by {ordering!r}: use {', '.join(ORDERINGS)}"]})
+        qs = selectors.streams_filter(
+            selectors.streams_visible(user=request.user),
+            status=statuses,
+            db=q.get("db") or None,
+            search=q.get("search") or None,
+            ordering=ordering,
         )
+        return _page(self, request, qs, lambda page: selectors.stream_payloads(streams=page))
 
     @extend_schema(request=SqlInputSerializer, responses={201: StreamDetailSerializer, 400: ErrorSerializer})
     def post(self, request: Request) -> Response:
@@ -252,12 +531,35 @@ class StreamListApi(APIView):
         )
 
 
+DESIRED_ACTION = {
+    Stream.Desired.RUNNING: "resume",
+    Stream.Desired.PAUSED: "pause",
+    Stream.Desired.STOPPED: "stop",
+}
+
+
 class StreamDetailApi(APIView):
-    """One stream; DELETE drops it (its output data stays)."""
+    """One stream; PATCH sets its desired state (as the actions do); DELETE drops it (its output
+    data stays). A stream's SQL cannot be changed in place: drop it and create it again."""
 
     @extend_schema(responses=StreamDetailSerializer)
     def get(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
+        return Response({**selectors.stream_payload(stream=s), "spec": s.spec})
+
+    @extend_schema(
+        request=StreamPatchSerializer,
+        responses={200: StreamDetailSerializer, 400: ErrorSerializer},
+        description="`desired_state` running = resume, paused = pause, stopped = stop.",
+    )
+    def patch(self, request: Request, stream_id: int) -> Response:
+        s = _stream_or_404(request, stream_id)
+        data = StreamPatchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            s = stream_action(stream=s, action=DESIRED_ACTION[data.validated_data["desired_state"]])
+        except CatalogError as e:
+            return td_error(e)
         return Response({**selectors.stream_payload(stream=s), "spec": s.spec})
 
     @extend_schema(responses={204: None})
@@ -266,54 +568,101 @@ class StreamDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class StreamActionApi(APIView):
-    """pause / resume / stop / start."""
+def _ts_literal(t: dt.datetime) -> str:
+    return "'" + t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z'"
 
-    @extend_schema(request=ActionInputSerializer, responses={200: StreamSerializer, 400: ErrorSerializer})
+
+class StreamActionApi(APIView):
+    """pause / resume / stop / start / recalculate / drop.
+
+    ``recalculate`` runs ``RECALCULATE STREAM s FROM start [TO end]`` (times as epoch ms or ISO
+    8601) and waits for it; the answer carries ``recalculation: {windows}``. ``drop`` is DELETE.
+    """
+
+    @extend_schema(
+        request=ActionInputSerializer, responses={200: ActionResultSerializer, 400: ErrorSerializer}
+    )
     def post(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
         data = ActionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        action = data.validated_data["action"]
+        extra: dict[str, Any] = {}
         try:
-            s = stream_action(
-                stream=s,
-                action=data.validated_data["action"],
-                ignore_untreated=data.validated_data["ignore_untreated"],
-            )
-        except CatalogError as e:
+            if action == "drop":
+                stream_drop(stream=s)
+                s.refresh_from_db()
+            elif action == "recalculate":
+                name = (f"`{s.db}`." if s.db else "") + f"`{s.name}`"
+                sql = f"RECALCULATE STREAM {name} FROM {_ts_literal(data.validated_data['start'])}"
+                if data.validated_data["end"] is not None:
+                    sql += f" TO {_ts_literal(data.validated_data['end'])}"
+                res = sql_execute(sql=sql, user=request.user)
+                extra["recalculation"] = {"windows": int(res.affected_rows or 0)}
+                s.refresh_from_db()
+            else:
+                s = stream_action(
+                    stream=s, action=action, ignore_untreated=data.validated_data["ignore_untreated"]
+                )
+        except TdError as e:
             return td_error(e)
-        return Response(selectors.stream_payload(stream=s))
+        return Response({**selectors.stream_payload(stream=s), **extra})
 
 
 class StreamProgressApi(APIView):
-    """Recent micro-batch progress, oldest first."""
+    """Recent micro-batch progress, oldest first (a time series: a plain array, not paginated)."""
 
-    @extend_schema(parameters=[OpenApiParameter("limit", int)], responses=ProgressSerializer(many=True))
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", int, description="the latest n batches (default 300, at most 5000)"),
+            OpenApiParameter(
+                "since", str, description="only batches recorded after this time (epoch ms or ISO)"
+            ),
+        ],
+        responses=ProgressSerializer(many=True),
+    )
     def get(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
-        limit = max(1, min(int(request.query_params.get("limit", 300)), 5000))
-        return Response(selectors.stream_progress_list(stream_id=s.pk, limit=limit))
+        limit = _int_param(request, "limit", 300, 1, 5000)
+        since = _time_param(request, "since")
+        return Response(selectors.stream_progress_list(stream_id=s.pk, limit=limit, since=since))
 
 
 class StreamDeliveriesApi(APIView):
-    """The notification delivery log, newest first."""
+    """The notification delivery log (one row per attempt), newest first, paginated."""
 
-    @extend_schema(parameters=[OpenApiParameter("limit", int)], responses=DeliverySerializer(many=True))
+    @extend_schema(
+        operation_id="v1_streams_deliveries_list",
+        parameters=[*PAGE_PARAMS, OpenApiParameter("ok", bool, description="only (un)successful attempts")],
+        responses=page_of("DeliveryPage", DeliverySerializer(many=True)),
+    )
     def get(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
-        limit = max(1, min(int(request.query_params.get("limit", 100)), 1000))
-        return Response(
-            DeliverySerializer(selectors.stream_deliveries(stream_id=s.pk, limit=limit), many=True).data
-        )
+        qs = selectors.stream_deliveries(stream_id=s.pk, ok=_bool_param(request, "ok"))
+        return _page(self, request, qs, lambda page: DeliverySerializer(page, many=True).data)
 
 
 class StreamRunsApi(APIView):
-    """Run history (worker attempts), newest first."""
+    """Run history (worker attempts), newest first, paginated."""
 
-    @extend_schema(responses=RunSerializer(many=True))
+    @extend_schema(
+        operation_id="v1_streams_runs_list",
+        parameters=PAGE_PARAMS,
+        responses=page_of("RunPage", RunSerializer(many=True)),
+    )
     def get(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
-        return Response(RunSerializer(selectors.stream_runs(stream_id=s.pk), many=True).data)
+        qs = selectors.stream_runs(stream_id=s.pk)
+        return _page(self, request, qs, lambda page: RunSerializer(page, many=True).data)
+
+
+class DashboardApi(APIView):
+    """Streams by status, total throughput, failures, notification delivery rate, unread inbox
+    (over the streams and inboxes the user sees)."""
+
+    @extend_schema(responses=DashboardSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(selectors.dashboard_get(user=request.user))
 
 
 # ---------------------------------------------------------------------- SQL
@@ -394,18 +743,19 @@ class TableDetailApi(APIView):
 
 
 class TableRowsApi(APIView):
-    """Latest rows of a table (optionally in a time range), newest last."""
+    """GET: latest rows of a table (optionally in a time range), newest last.
+    POST: write rows (JSON) or a CSV file (multipart ``file``) as an import job."""
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", int),
-            OpenApiParameter("start", str),
-            OpenApiParameter("end", str),
+            OpenApiParameter("limit", int, description="the latest n rows (default 200, at most 10000)"),
+            OpenApiParameter("start", str, description="ts >= start (a timestamp literal)"),
+            OpenApiParameter("end", str, description="ts <= end"),
         ],
         responses={200: RowsSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request, db: str, name: str) -> Response:
-        limit = max(1, min(int(request.query_params.get("limit", 200)), 10_000))
+        limit = _int_param(request, "limit", 200, 1, 10_000)
         try:
             t = selectors.table_detail(db=db, name=name)
         except TdError as e:
@@ -434,39 +784,130 @@ class TableRowsApi(APIView):
             }
         )
 
+    @extend_schema(
+        operation_id="v1_databases_tables_rows_create",
+        request={"application/json": ROWS_JSON, "multipart/form-data": ROWS_FILE},
+        responses={201: ImportSerializer, 400: IngestErrorSerializer, 404: ErrorSerializer},
+        description=(
+            "Rows are checked like INSERT values, all before anything is written (a bad value "
+            "writes nothing and answers 400 naming its row and column), then written in chunks "
+            "through the INSERT write path; the answer is the finished import job. A subtable or "
+            "normal table takes its columns; a supertable needs a `tbname` column (and tag columns "
+            "to create new subtables). Timestamps: ISO 8601 or epoch milliseconds."
+        ),
+    )
+    def post(self, request: Request, db: str, name: str) -> Response:
+        upload = request.FILES.get("file")
+        try:
+            if upload is not None:
+                nulls = request.data.get("null_values") if isinstance(request.data, dict) else None
+                columns, rows = rows_from_csv(
+                    upload.read(),
+                    filename=upload.name or "",
+                    null_values=DEFAULT_NULL_VALUES if nulls is None else str(nulls).split(","),
+                )
+            else:
+                columns, rows = rows_from_json(request.data)
+            job = import_rows(
+                user=request.user,
+                db=db,
+                table=name,
+                columns=columns,
+                rows=rows,
+                filename=(upload.name or "") if upload is not None else "",
+            )
+        except IngestError as e:
+            return Response(
+                {"code": e.code, "desc": e.desc, "row": e.row, "column": e.column, "import_id": e.import_id},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        except CatalogError as e:
+            return td_error(e, status.HTTP_404_NOT_FOUND)
+        except TdError as e:
+            return td_error(e)
+        return Response(selectors.import_payload(job), status=status.HTTP_201_CREATED)
+
+
+# ---------------------------------------------------------------------- imports
+
+
+class ImportListApi(APIView):
+    """Import jobs (own; staff: all), newest first, paginated."""
+
+    @extend_schema(
+        operation_id="v1_imports_list",
+        parameters=[*PAGE_PARAMS, OpenApiParameter("state", str, enum=ImportJob.State.values)],
+        responses=page_of("ImportPage", ImportSerializer(many=True)),
+    )
+    def get(self, request: Request) -> Response:
+        qs = selectors.imports_visible(user=request.user)
+        state = request.query_params.get("state")
+        if state:
+            if state not in ImportJob.State.values:
+                raise ValidationError(
+                    {"state": [f"unknown state {state!r}: use {', '.join(ImportJob.State.values)}"]}
+                )
+            qs = qs.filter(state=state)
+        return _page(self, request, qs, lambda page: [selectors.import_payload(j) for j in page])
+
+
+class ImportDetailApi(APIView):
+    """One import job and its progress (``rows_done`` of ``rows_total``)."""
+
+    @extend_schema(responses=ImportSerializer)
+    def get(self, request: Request, import_id: int) -> Response:
+        job = get_object_or_404(selectors.imports_visible(user=request.user), pk=import_id)
+        return Response(selectors.import_payload(job))
+
+
+# ---------------------------------------------------------------------- token authentication
+
+
+class AuthTokenApi(ObtainAuthToken):
+    """Exchange a username and password for the user's API token (``Authorization: Token <key>``);
+    the same token is returned until it is deleted."""
+
+    authentication_classes = ()
+
+    @extend_schema(
+        operation_id="v1_auth_token_create",
+        request=AuthTokenSerializer,
+        responses={
+            200: inline_serializer("AuthToken", {"token": serializers.CharField()}),
+            400: OpenApiTypes.OBJECT,
+        },
+        auth=[],
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().post(request, *args, **kwargs)
+
 
 # ---------------------------------------------------------------------- notifications
 
 
 class NotificationListApi(APIView):
+    """The inbox, newest first, paginated."""
+
     @extend_schema(
+        operation_id="v1_notifications_list",
         parameters=[
-            OpenApiParameter("stream", str),
-            OpenApiParameter("event_type", str),
+            *PAGE_PARAMS,
+            OpenApiParameter("stream", str, description="stream name"),
+            OpenApiParameter("event_type", str, description="WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ..."),
             OpenApiParameter("acknowledged", bool),
-            OpenApiParameter("page", int),
+            OpenApiParameter("since", str, description="received at or after (epoch ms or ISO)"),
         ],
-        responses=inline_serializer(
-            "NotificationPage",
-            {
-                "count": serializers.IntegerField(),
-                "next": serializers.URLField(allow_null=True),
-                "previous": serializers.URLField(allow_null=True),
-                "results": NotificationSerializer(many=True),
-            },
-        ),
+        responses=page_of("NotificationPage", NotificationSerializer(many=True)),
     )
     def get(self, request: Request) -> Response:
-        ack = request.query_params.get("acknowledged")
         qs = selectors.notifications_filter(
             selectors.notifications_visible(user=request.user),
             stream=request.query_params.get("stream"),
             event_type=request.query_params.get("event_type"),
-            acknowledged=None if ack in (None, "") else ack.lower() in ("1", "true", "yes"),
+            acknowledged=_bool_param(request, "acknowledged"),
+            since=_time_param(request, "since"),
         )
-        pager = PageNumberPagination()
-        page = pager.paginate_queryset(qs, request, view=self)
-        return pager.get_paginated_response([selectors.notification_payload(n) for n in page or []])
+        return _page(self, request, qs, lambda page: [selectors.notification_payload(n) for n in page])
 
 
 class NotificationAckApi(APIView):

@@ -83,6 +83,7 @@ class DjangoStreamRegistry:
         return _info(s) if s else None
 
     def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
+        from streams_app.services.designer import stream_version_create
         from streams_app.services.streams import stream_enqueue
 
         with transaction.atomic():
@@ -98,6 +99,8 @@ class DjangoStreamRegistry:
                 history_version=history_version,
                 owner=self.user,
             )
+            # every created stream starts a version of its name (docs/designer.md, versions)
+            stream_version_create(stream=s, created_by=self.user)
             transaction.on_commit(lambda: stream_enqueue(stream_id=s.pk))
 
     def drop(self, name: str, db: str | None) -> None:
