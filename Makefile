@@ -49,6 +49,9 @@ checks: install
 	$(BIN)/python manage.py check --fail-level WARNING
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/openapi.yml
+	cd frontend && npx --no-install openapi-typescript ../var/openapi.yml -o /tmp/tdweb-schema.d.ts >/dev/null \
+	  && diff -q /tmp/tdweb-schema.d.ts src/api/schema.d.ts >/dev/null \
+	  || { echo 'frontend API types are stale: run npm run gen:api (in frontend/)'; exit 1; }
 
 test-frontend: install
 	cd frontend && npm run --silent typecheck && npm test --silent

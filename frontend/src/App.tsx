@@ -6,7 +6,9 @@ import { StreamPage } from "./pages/StreamPage";
 import { CreatePage } from "./pages/CreatePage";
 import { TablesPage } from "./pages/TablesPage";
 import { InboxPage } from "./pages/InboxPage";
+import { DashboardPage } from "./pages/DashboardPage";
 import { ErrorBanner } from "./components/common";
+import { DesignerPage } from "./designer/DesignerPage";
 
 function PageBody({ ctx }: { ctx: PageContext }) {
   switch (ctx.page) {
@@ -21,9 +23,9 @@ function PageBody({ ctx }: { ctx: PageContext }) {
     case "inbox":
       return <InboxPage />;
     case "designer":
-      return <ErrorBanner error="The designer is being built (frontend/src/designer/)." />;
+      return <DesignerPage draftId={ctx.draftId} />;
     case "dashboard":
-      return <ErrorBanner error="The dashboard is being built (frontend/src/pages/DashboardPage.tsx)." />;
+      return <DashboardPage />;
     default:
       return <ErrorBanner error={`Unknown page "${ctx.page}".`} />;
   }

@@ -135,3 +135,25 @@ export function formatCell(v: unknown): string {
   if (typeof v === "object") return JSON.stringify(v);
   return String(v);
 }
+
+/** datetime-local value ("2024-01-02T03:04") in local time → ISO UTC string (undefined if empty/invalid). */
+export function localInputToIso(v: string): string | undefined {
+  if (!v) return undefined;
+  const ms = new Date(v).getTime();
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
+}
+
+/** Epoch ms → datetime-local value ("2024-01-02T03:04:05") in local time. */
+export function msToLocalInput(ms: number): string {
+  const d = new Date(ms);
+  return (
+    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}` +
+    `T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+  );
+}
+
+/** A 0..1 fraction as a whole percentage, clamped; null stays null. */
+export function percent(fraction: number | null | undefined): number | null {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return null;
+  return Math.round(Math.max(0, Math.min(1, fraction)) * 100);
+}

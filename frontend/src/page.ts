@@ -43,7 +43,13 @@ export function usePage(): PageContext {
 
 /** Page URLs served by Django. */
 export const urls = {
-  streams: () => "/",
+  /** The streams list, optionally filtered (?status=&db=&search=). */
+  streams: (f: { status?: string; db?: string; search?: string } = {}) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(f)) if (v) q.set(k, v);
+    const s = q.toString();
+    return `/${s ? `?${s}` : ""}`;
+  },
   stream: (id: number) => `/streams/${id}/`,
   create: () => "/streams/new/",
   dashboard: () => "/dashboard/",

@@ -5,7 +5,6 @@ import {
   applyProgress,
   applyStatus,
   catchUpFraction,
-  dashboard,
   eventLagMs,
   progressSeries,
   splitTarget,
@@ -68,6 +67,12 @@ describe("progress helpers", () => {
     expect(s.x).toEqual([Date.parse("2024-06-01T10:00:00Z") / 1000, Date.parse("2024-06-01T10:00:10Z") / 1000]);
     expect(s.watermarkLagS).toEqual([30, null]);
     expect(s.stateBytes).toEqual([2048, 4096]);
+    // arrival: 100 input rows over the 10 s since the previous batch; none for the first
+    expect(s.inputRate).toEqual([null, 10]);
+    // output: 2 rows in a 120 ms batch
+    expect(s.outputRate).toEqual([2 / 0.12, 2 / 0.12]);
+    expect(s.watermarkS).toEqual([Date.parse("2024-06-01T09:59:30Z") / 1000, null]);
+    expect(s.wallS).toEqual(s.x);
   });
 
   it("estimates catch-up progress from history batches", () => {
@@ -78,24 +83,6 @@ describe("progress helpers", () => {
     ];
     expect(catchUpFraction(l, now)).toBeCloseTo(0.25);
     expect(catchUpFraction(l.slice(0, 1), now)).toBeNull();
-  });
-});
-
-describe("dashboard", () => {
-  it("sums active throughput, failures and notifications", () => {
-    const d = dashboard([
-      makeStream({ id: 1, status: "running", last_progress: makeProgress({ rows_per_s: 100, notifications_sent: 3 }) }),
-      makeStream({ id: 2, status: "catching_up", last_progress: makeProgress({ rows_per_s: 50, notifications_failed: 2 }) }),
-      makeStream({ id: 3, status: "paused", last_progress: makeProgress({ rows_per_s: 999 }) }),
-      makeStream({ id: 4, status: "failed", last_progress: null }),
-      makeStream({ id: 5, status: "dropped" }),
-    ]);
-    expect(d.total).toBe(4);
-    expect(d.byStatus).toEqual({ running: 1, catching_up: 1, paused: 1, failed: 1 });
-    expect(d.throughput).toBe(150);
-    expect(d.failed).toBe(1);
-    expect(d.notificationsSent).toBe(3);
-    expect(d.notificationsFailed).toBe(2);
   });
 });
 

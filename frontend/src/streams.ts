@@ -1,5 +1,5 @@
 // Pure helpers for stream lists and progress series (live-updated by WebSocket messages).
-import type { Progress, Stream, StreamDetail, StreamStatus } from "./api/types";
+import type { Progress, Stream, StreamDetail } from "./api/types";
 import { toMs } from "./format";
 
 export const THROUGHPUT_SAMPLES = 60;
@@ -53,34 +53,6 @@ export function wallLagMs(p: Progress | null | undefined, now: number): number |
   return now - p.max_event_ms;
 }
 
-export interface Dashboard {
-  total: number;
-  byStatus: Partial<Record<StreamStatus, number>>;
-  throughput: number;
-  failed: number;
-  notificationsSent: number;
-  notificationsFailed: number;
-}
-
-const ACTIVE: StreamStatus[] = ["running", "catching_up", "starting"];
-
-export function dashboard(streams: Stream[]): Dashboard {
-  const d: Dashboard = { total: 0, byStatus: {}, throughput: 0, failed: 0, notificationsSent: 0, notificationsFailed: 0 };
-  for (const s of streams) {
-    if (s.status === "dropped") continue;
-    d.total++;
-    d.byStatus[s.status] = (d.byStatus[s.status] ?? 0) + 1;
-    if (s.status === "failed") d.failed++;
-    const p = s.last_progress;
-    if (p) {
-      if (ACTIVE.includes(s.status)) d.throughput += p.rows_per_s || 0;
-      d.notificationsSent += p.notifications_sent || 0;
-      d.notificationsFailed += p.notifications_failed || 0;
-    }
-  }
-  return d;
-}
-
 /** "db.table" → {db, table}; a bare name uses the stream's database. */
 export function splitTarget(target: string | null, defaultDb: string | null): { db: string; table: string } | null {
   if (!target) return null;
@@ -93,7 +65,15 @@ export function splitTarget(target: string | null, defaultDb: string | null): { 
 /** uPlot-ready columns from progress records (x in epoch seconds). */
 export interface ProgressSeries {
   x: number[];
+  /** Arrival rate: input rows over the wall-clock time since the previous batch (null for the first). */
+  inputRate: (number | null)[];
+  /** Processing rate: input rows over the batch's duration (Progress.rows_per_s). */
   rowsPerS: number[];
+  /** Output rows over the batch's duration. */
+  outputRate: (number | null)[];
+  /** Watermark and wall clock (batch time) in epoch seconds. */
+  watermarkS: (number | null)[];
+  wallS: number[];
   durationMs: number[];
   watermarkLagS: (number | null)[];
   eventLagS: (number | null)[];
@@ -110,7 +90,11 @@ export interface ProgressSeries {
 export function progressSeries(list: Progress[]): ProgressSeries {
   const s: ProgressSeries = {
     x: [],
+    inputRate: [],
     rowsPerS: [],
+    outputRate: [],
+    watermarkS: [],
+    wallS: [],
     durationMs: [],
     watermarkLagS: [],
     eventLagS: [],
@@ -124,6 +108,7 @@ export function progressSeries(list: Progress[]): ProgressSeries {
     expired: [],
   };
   let prevX = -Infinity;
+  let prevT: number | null = null;
   for (const p of list) {
     const t = toMs(p.created_at);
     if (!Number.isFinite(t)) continue;
@@ -131,7 +116,12 @@ export function progressSeries(list: Progress[]): ProgressSeries {
     const x = Math.max(t / 1000, prevX);
     prevX = x;
     s.x.push(x);
+    s.inputRate.push(prevT !== null && t > prevT ? p.input_rows / ((t - prevT) / 1000) : null);
+    prevT = t;
     s.rowsPerS.push(p.rows_per_s);
+    s.outputRate.push(p.duration_ms > 0 ? p.output_rows / (p.duration_ms / 1000) : null);
+    s.watermarkS.push(p.watermark_ms === null ? null : p.watermark_ms / 1000);
+    s.wallS.push(t / 1000);
     s.durationMs.push(p.duration_ms);
     s.watermarkLagS.push(p.watermark_ms === null ? null : (t - p.watermark_ms) / 1000);
     s.eventLagS.push(p.max_event_ms === null ? null : (t - p.max_event_ms) / 1000);

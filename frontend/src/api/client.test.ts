@@ -5,9 +5,12 @@ import {
   ackNotification,
   createStream,
   dropStream,
+  editStream,
+  getDeliveries,
   getRows,
   listNotifications,
   listStreams,
+  recalculateStream,
   runSql,
   setCsrfToken,
   streamAction,
@@ -18,7 +21,7 @@ describe("api client", () => {
 
   it("GETs without a CSRF header and returns JSON", async () => {
     const m = mockFetch({ "GET /api/v1/streams/": { count: 0, results: [] } });
-    await expect(listStreams()).resolves.toEqual({ count: 0, results: [] });
+    await expect(listStreams()).resolves.toEqual({ count: 0, next: null, previous: null, results: [] });
     expect(m.calls[0].headers["X-CSRFToken"]).toBeUndefined();
   });
 
@@ -70,15 +73,41 @@ describe("api client", () => {
       "GET /api/v1/notifications/": { count: 0, next: null, previous: null, results: [] },
       "GET /api/v1/databases/power/tables/d%201/rows/": { columns: [], types: [], rows: [] },
     });
-    await listNotifications({ stream: "s1", event_type: "WINDOW_CLOSE", unacknowledgedOnly: true, page: 2 });
+    await listNotifications({ stream: "s1", event_type: "WINDOW_CLOSE", unacknowledgedOnly: true, limit: 50, offset: 100 });
     const q = m.calls[0].query;
     expect(q.get("stream")).toBe("s1");
     expect(q.get("event_type")).toBe("WINDOW_CLOSE");
     expect(q.get("acknowledged")).toBe("false");
-    expect(q.get("page")).toBe("2");
+    expect(q.get("limit")).toBe("50");
+    expect(q.get("offset")).toBe("100");
     await getRows("power", "d 1", { start: "2024-01-01T00:00:00.000Z" });
     expect(m.calls[1].query.get("limit")).toBe("200");
     expect(m.calls[1].query.get("start")).toBe("2024-01-01T00:00:00.000Z");
     expect(m.calls[1].query.has("end")).toBe(false);
+  });
+
+  it("sends stream filters and paging, and takes a bare array as one page", async () => {
+    const m = mockFetch({
+      "GET /api/v1/streams/": { count: 30, next: "http://x/?offset=20", previous: null, results: [] },
+      "GET /api/v1/streams/4/deliveries/": [{ id: 1 }, { id: 2 }],
+    });
+    const p = await listStreams({ status: "failed", db: "power", search: "avg", limit: 10, offset: 20 });
+    expect(p.count).toBe(30);
+    const q = m.calls[0].query;
+    expect([q.get("status"), q.get("db"), q.get("search"), q.get("limit"), q.get("offset")]).toEqual(["failed", "power", "avg", "10", "20"]);
+    await listStreams();
+    expect(m.calls[1].url).toBe("/api/v1/streams/");
+    await expect(getDeliveries(4)).resolves.toEqual({ count: 2, next: null, previous: null, results: [{ id: 1 }, { id: 2 }] });
+  });
+
+  it("sends recalculate with its range and opens a stream in the designer", async () => {
+    const m = mockFetch({
+      "POST /api/v1/streams/3/actions/": { id: 3, status: "running" },
+      "POST /api/v1/streams/3/edit/": reply(201, { id: 42 }),
+    });
+    await recalculateStream(3, "2024-01-01T00:00:00.000Z", "2024-01-02T00:00:00.000Z");
+    expect(m.calls[0].body).toEqual({ action: "recalculate", start: "2024-01-01T00:00:00.000Z", end: "2024-01-02T00:00:00.000Z" });
+    await expect(editStream(3)).resolves.toEqual({ id: 42 });
+    expect(m.calls[1].headers["X-CSRFToken"]).toBe("csrf-abc");
   });
 });

@@ -1,10 +1,15 @@
 // Every REST call of the frontend. Session cookie auth; X-CSRFToken on unsafe methods.
 import type {
+  ActionResult,
   CreateStreamBody,
+  Dashboard,
   Database,
   Delivery,
+  Draft,
+  ImportJob,
   Notification,
   NotificationFilter,
+  PageQuery,
   Paginated,
   Progress,
   RowsQuery,
@@ -15,6 +20,7 @@ import type {
   Stream,
   StreamAction,
   StreamDetail,
+  StreamFilter,
   TableDetail,
   TableEntry,
   ValidateResult,
@@ -132,10 +138,29 @@ function qs(params: Record<string, string | number | boolean | undefined | null>
 
 const enc = encodeURIComponent;
 
+// --- pagination ------------------------------------------------------------------------------
+
+/**
+ * A list answer as a page. The paginated endpoints answer `{count, next, previous, results}`;
+ * a bare array (what those endpoints answered before pagination) is taken as one whole page.
+ */
+export function asPage<T>(body: Paginated<T> | T[] | null): Paginated<T> {
+  if (Array.isArray(body)) return { count: body.length, next: null, previous: null, results: body } as Paginated<T>;
+  if (!body) return { count: 0, next: null, previous: null, results: [] } as unknown as Paginated<T>;
+  return { ...body, next: body.next ?? null, previous: body.previous ?? null, results: body.results ?? [] };
+}
+
+async function page<T>(path: string): Promise<Paginated<T>> {
+  return asPage(await request<Paginated<T> | T[]>("GET", path));
+}
+
 // --- streams ---------------------------------------------------------------------------------
 
-export function listStreams(): Promise<Paginated<Stream>> {
-  return request("GET", `${API_ROOT}/streams/`);
+/** GET streams/ with optional status / db / search filters and limit/offset paging. */
+export function listStreams(f: StreamFilter = {}): Promise<Paginated<Stream>> {
+  return page(
+    `${API_ROOT}/streams/${qs({ status: f.status, db: f.db, search: f.search, limit: f.limit, offset: f.offset || undefined })}`,
+  );
 }
 
 /** 201 → Stream; 400 → ApiError with code/desc/position. */
@@ -159,16 +184,32 @@ export function streamAction(id: number, action: StreamAction): Promise<Stream> 
   return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action });
 }
 
+/** Recalculates the stream's windows in [start, end] (ISO timestamps). */
+export function recalculateStream(id: number, start: string, end: string): Promise<ActionResult> {
+  return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action: "recalculate", start, end });
+}
+
+/** Opens the stream in the designer: answers the draft to edit. */
+export function editStream(id: number): Promise<Draft> {
+  return request("POST", `${API_ROOT}/streams/${id}/edit/`);
+}
+
 export function getProgress(id: number, limit = 300): Promise<Progress[]> {
   return request("GET", `${API_ROOT}/streams/${id}/progress/${qs({ limit })}`);
 }
 
-export function getDeliveries(id: number, limit = 100): Promise<Delivery[]> {
-  return request("GET", `${API_ROOT}/streams/${id}/deliveries/${qs({ limit })}`);
+/** The delivery log, newest first. */
+export function getDeliveries(id: number, q: PageQuery = {}): Promise<Paginated<Delivery>> {
+  return page(`${API_ROOT}/streams/${id}/deliveries/${qs({ limit: q.limit ?? 100, offset: q.offset || undefined })}`);
 }
 
-export function getRuns(id: number): Promise<Run[]> {
-  return request("GET", `${API_ROOT}/streams/${id}/runs/`);
+/** Run history, newest first. */
+export function getRuns(id: number, q: PageQuery = {}): Promise<Paginated<Run>> {
+  return page(`${API_ROOT}/streams/${id}/runs/${qs({ limit: q.limit ?? 50, offset: q.offset || undefined })}`);
+}
+
+export function getDashboard(): Promise<Dashboard> {
+  return request("GET", `${API_ROOT}/dashboard/`);
 }
 
 // --- databases / tables ----------------------------------------------------------------------
@@ -192,6 +233,66 @@ export function getRows(db: string, name: string, q: RowsQuery = {}): Promise<Ro
   );
 }
 
+/** Inserts JSON rows `[{column: value}]` into a table (POST rows/); the answer is the finished import job. */
+export function insertRows(db: string, name: string, rows: Record<string, unknown>[]): Promise<ImportJob> {
+  return request("POST", `${API_ROOT}/databases/${enc(db)}/tables/${enc(name)}/rows/`, { rows });
+}
+
+export interface UploadProgress {
+  loaded: number;
+  /** null when the browser cannot tell the total size. */
+  total: number | null;
+}
+
+export interface Upload<T> {
+  done: Promise<T>;
+  abort: () => void;
+}
+
+/**
+ * Uploads a CSV file as multipart `file` to the rows endpoint. XMLHttpRequest (not fetch) for its
+ * upload progress events; `onProgress` gets bytes sent. The answer is the import job (poll
+ * getImport while its state is "running"). Errors reject with ApiError like `request`; a bad
+ * value answers 400 with an IngestError body (`row`, `column`) in `ApiError.body`.
+ */
+export function uploadCsv(
+  db: string,
+  name: string,
+  file: File,
+  onProgress: (p: UploadProgress) => void = () => {},
+): Upload<ImportJob> {
+  const xhr = new XMLHttpRequest();
+  const done = new Promise<ImportJob>((resolve, reject) => {
+    xhr.open("POST", `${API_ROOT}/databases/${enc(db)}/tables/${enc(name)}/rows/`);
+    xhr.withCredentials = true;
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.setRequestHeader("X-CSRFToken", csrfToken);
+    xhr.upload.onprogress = (e: ProgressEvent) => onProgress({ loaded: e.loaded, total: e.lengthComputable ? e.total : null });
+    xhr.onload = () => {
+      let body: unknown = null;
+      if (xhr.responseText) {
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch {
+          body = xhr.responseText;
+        }
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body as ImportJob);
+      else reject(new ApiError(xhr.status, describe(xhr.status, xhr.statusText, body), body));
+    };
+    xhr.onerror = () => reject(new ApiError(0, "Network error: the upload failed"));
+    xhr.onabort = () => reject(new ApiError(0, "Upload cancelled"));
+    const form = new FormData();
+    form.append("file", file, file.name);
+    xhr.send(form);
+  });
+  return { done, abort: () => xhr.abort() };
+}
+
+export function getImport(id: number): Promise<ImportJob> {
+  return request("GET", `${API_ROOT}/imports/${id}/`);
+}
+
 /**
  * Runs SQL through the TDengine-style REST endpoint. A TDengine error answer
  * (`{code != 0, desc}`) is returned, not thrown, whatever the HTTP status;
@@ -211,13 +312,13 @@ export async function runSql(sql: string, db?: string): Promise<SqlResult> {
 // --- notifications ---------------------------------------------------------------------------
 
 export function listNotifications(f: NotificationFilter = {}): Promise<Paginated<Notification>> {
-  return request(
-    "GET",
+  return page(
     `${API_ROOT}/notifications/${qs({
       stream: f.stream,
       event_type: f.event_type,
       acknowledged: f.unacknowledgedOnly ? "false" : undefined,
-      page: f.page && f.page > 1 ? f.page : undefined,
+      limit: f.limit,
+      offset: f.offset || undefined,
     })}`,
   );
 }

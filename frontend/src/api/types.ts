@@ -1,6 +1,23 @@
 // Types of the tdweb REST + WebSocket contract (backend: Django + DRF + Channels).
+//
+// REST bodies come from the OpenAPI schema (var/openapi.yml → src/api/schema.d.ts; regenerate
+// with `npm run gen:api` after `manage.py spectacular --file var/openapi.yml`; `make checks` fails
+// when it is stale). Written by hand here is only what the schema cannot say, each marked
+// "hand-written:" with the reason:
+//   - enums the serializers declare as plain CharFields (stream status, progress phase, table kind),
+//   - JSONField bodies (last_progress, payload, spec, tag_values), `unknown` in the schema,
+//   - unions of answer shapes (validate, SQL console), query filters, WebSocket messages.
 // Times: ISO strings for created_at etc.; *_ms fields are epoch milliseconds.
+import type { components } from "./schema";
 
+type Schemas = components["schemas"];
+
+/** `Base` with the keys of `Over` replaced by hand-written refinements. */
+type Refine<Base, Over> = Omit<Base, keyof Over> & Over;
+
+// --- streams -------------------------------------------------------------------------------
+
+/** hand-written: `status` is a CharField in the serializer, so the schema says `string`. */
 export type StreamStatus =
   | "starting"
   | "running"
@@ -22,138 +39,97 @@ export const STREAM_STATUSES: StreamStatus[] = [
 
 export type StreamSyntax = "legacy" | "3.3.7";
 
-export type StreamAction = "pause" | "resume" | "stop" | "start";
+/** Lifecycle actions of POST streams/{id}/actions/ (recalculate and drop have their own calls). */
+export type StreamAction = Exclude<Schemas["ActionEnum"], "recalculate" | "drop">;
 
-export interface Progress {
-  batch_id: number;
-  created_at: string;
-  phase: "history" | "live";
-  input_rows: number;
-  output_rows: number;
-  rows_per_s: number;
-  duration_ms: number;
-  open_windows: number;
-  state_bytes: number;
-  watermark_ms: number | null;
-  max_event_ms: number | null;
-  notifications_sent: number;
-  notifications_failed: number;
-  expired_rows: number;
-  recalculated: number;
-  removed_windows: number;
-}
+/** hand-written: `phase` is a CharField. */
+export type ProgressPhase = "history" | "live";
 
-export interface Stream {
-  id: number;
-  name: string;
-  db: string | null;
-  syntax: StreamSyntax;
+/** One micro-batch's progress (GET streams/{id}/progress/ and the stream.progress message). */
+export type Progress = Refine<Schemas["Progress"], { phase: ProgressPhase | (string & {}) }>;
+
+/**
+ * Long work of a stream under way (FILL_HISTORY catch-up): `fraction` 0..1 or null when unknown,
+ * `label` says what it is.
+ */
+export type StreamWork = Schemas["WorkProgress"];
+
+interface StreamRefinements {
   status: StreamStatus;
-  sql: string;
-  source: string;
-  target: string | null;
-  trigger: string;
-  window: string;
-  created_at: string;
-  last_error: string;
-  spark_ui_url: string | null;
+  /** hand-written: a JSONField (the last Progress), `unknown` in the schema. */
   last_progress: Progress | null;
-  /** The last 60 rows/s samples, oldest first (sparkline). */
-  throughput: number[];
 }
 
-export interface StreamDetail extends Stream {
-  spec: Record<string, unknown>;
+export type Stream = Refine<Schemas["Stream"], StreamRefinements>;
+
+export type StreamDetail = Refine<
+  Schemas["StreamDetail"],
+  StreamRefinements & {
+    /** hand-written: the StreamSpec JSON (JSONField). */
+    spec: Record<string, unknown>;
+  }
+>;
+
+/** POST streams/{id}/actions/ answers the stream, with `recalculation` for recalculate. */
+export type ActionResult = Refine<Schemas["ActionResult"], StreamRefinements>;
+
+/** A designer draft (POST streams/{id}/edit/ answers a new one). */
+export type Draft = Schemas["Draft"];
+
+/** A DRF limit/offset page `{count, next, previous, results}` (the schema has one per list). */
+export type Paginated<T> = Refine<Schemas["StreamPage"], { results: T[] }>;
+
+export interface PageQuery {
+  limit?: number;
+  offset?: number;
 }
 
-export interface Paginated<T> {
-  count: number;
-  next?: string | null;
-  previous?: string | null;
-  results: T[];
+/** hand-written: query string of GET streams/. */
+export interface StreamFilter extends PageQuery {
+  status?: string;
+  db?: string;
+  search?: string;
 }
 
-export interface SqlPosition {
-  /** 0-based character (code point) offset into the statement. */
-  offset: number;
-  /** 1-based. */
-  line: number;
-  /** 1-based. */
-  column: number;
-}
+export type SqlPosition = Schemas["SqlPosition"];
 
 /** 400 body of POST /api/v1/streams/ (and the failure half of validate). */
-export interface SqlErrorBody {
-  code: number;
-  desc: string;
-  position: SqlPosition | null;
-}
+export type SqlErrorBody = Schemas["Error"];
 
-export type ValidateResult =
-  | { ok: true; statement: string }
-  | ({ ok: false } & SqlErrorBody);
+/** hand-written: the schema has one object with optional fields; this is the real union. */
+export type ValidateResult = { ok: true; statement: string } | ({ ok: false } & SqlErrorBody);
 
-export interface CreateStreamBody {
-  sql: string;
-  db?: string;
-}
+export type CreateStreamBody = Schemas["SqlInputRequest"];
 
-export interface Delivery {
-  id: number;
-  created_at: string;
-  url: string;
-  message_id: string;
-  events: number;
-  ok: boolean;
-  latency_ms: number;
-  error: string;
-  attempt: number;
-}
+export type Delivery = Schemas["Delivery"];
 
-export interface Run {
-  id: number;
-  started_at: string;
-  ended_at: string | null;
-  state: string;
-  error: string;
-  restarts: number;
-}
+export type Run = Schemas["Run"];
 
-export interface Database {
-  name: string;
-  precision: string;
-  ntables: number;
-  created_ms: number;
-}
+// --- dashboard -----------------------------------------------------------------------------
 
+export type Dashboard = Schemas["Dashboard"];
+
+// --- databases / tables / ingestion --------------------------------------------------------
+
+export type Database = Schemas["Database"];
+
+/** hand-written: `kind` is a CharField. */
 export type TableKind = "super" | "sub" | "normal";
 
-export interface TableEntry {
-  name: string;
-  kind: TableKind;
-  stable: string | null;
-}
+export type TableEntry = Refine<Schemas["TableEntry"], { kind: TableKind }>;
 
-export interface Field {
-  name: string;
-  type: string;
-  length: number;
-}
+export type Field = Schemas["Field"];
 
-export interface TableDetail {
-  name: string;
-  kind: TableKind;
-  stable: string | null;
-  columns: Field[];
-  tags: Field[];
-  tag_values: Record<string, unknown>;
-}
+export type TableDetail = Refine<
+  Schemas["TableDetail"],
+  {
+    kind: TableKind;
+    /** hand-written: a JSONField of tag name → value. */
+    tag_values: Record<string, unknown>;
+  }
+>;
 
-export interface RowsResult {
-  columns: string[];
-  types: string[];
-  rows: unknown[][];
-}
+export type RowsResult = Schemas["Rows"];
 
 export interface RowsQuery {
   limit?: number;
@@ -163,10 +139,18 @@ export interface RowsQuery {
   end?: string;
 }
 
-/** TDengine REST answer of POST /api/v1/sql/. */
+/** A row import (POST databases/{db}/tables/{name}/rows/, GET imports/{id}/). */
+export type ImportJob = Schemas["Import"];
+
+/** 400 body of a failed import: which row (1-based, header not counted) and column. */
+export type IngestError = Schemas["IngestError"];
+
+/** TDengine REST answer of POST /api/v1/sql/. hand-written: a union the schema cannot say. */
 export type SqlResult =
   | { code: 0; column_meta: [string, string, number][]; data: unknown[][]; rows: number }
   | { code: number; desc: string };
+
+// --- notifications -------------------------------------------------------------------------
 
 export type NotificationEventType = "WINDOW_OPEN" | "WINDOW_CLOSE" | "WINDOW_INVALIDATION" | "ON_TIME";
 
@@ -177,29 +161,22 @@ export const EVENT_TYPES: NotificationEventType[] = [
   "ON_TIME",
 ];
 
-export interface Notification {
-  id: number;
-  stream_name: string;
-  event_type: string;
-  table_name: string;
-  window_start: number | null;
-  window_end: number | null;
-  event_time: number;
-  /** The full event JSON. */
-  payload: Record<string, unknown>;
-  acknowledged: boolean;
-  created_at: string;
-}
+export type Notification = Refine<
+  Schemas["Notification"],
+  {
+    /** hand-written: the full event JSON (JSONField). */
+    payload: Record<string, unknown>;
+  }
+>;
 
-export interface NotificationFilter {
+export interface NotificationFilter extends PageQuery {
   stream?: string;
   event_type?: string;
   /** true → acknowledged=false is sent (only unacknowledged). */
   unacknowledgedOnly?: boolean;
-  page?: number;
 }
 
-// --- WebSocket messages -------------------------------------------------------------------
+// --- WebSocket messages (not in the OpenAPI schema) -----------------------------------------
 
 export interface StreamStatusMessage {
   type: "stream.status";

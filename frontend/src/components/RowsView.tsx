@@ -13,10 +13,16 @@ export function isNumericType(t: string | undefined): boolean {
   return !!t && /^(tinyint|smallint|int|integer|bigint|float|double|decimal)\b/i.test(t.trim());
 }
 
-/** Indexes of the numeric columns, when column 0 is a TIMESTAMP; else []. */
+/** Index of the first TIMESTAMP column (the chart's x), or -1. */
+export function timeColumn(r: Pick<RowsResult, "types">): number {
+  return r.types.findIndex((t) => isTimestampType(t));
+}
+
+/** Indexes of the numeric columns, when there is a TIMESTAMP column to plot them over; else []. */
 export function chartableColumns(r: Pick<RowsResult, "types">): number[] {
-  if (!isTimestampType(r.types[0])) return [];
-  return r.types.map((t, i) => (i > 0 && isNumericType(t) ? i : -1)).filter((i) => i > 0);
+  const tc = timeColumn(r);
+  if (tc < 0) return [];
+  return r.types.map((t, i) => (i !== tc && isNumericType(t) ? i : -1)).filter((i) => i >= 0);
 }
 
 function num(v: unknown): number | null {
@@ -26,9 +32,9 @@ function num(v: unknown): number | null {
 }
 
 /** uPlot data for the chosen columns; rows sorted by time (x in epoch seconds). */
-export function rowsToChartData(r: RowsResult, cols: number[]): uPlot.AlignedData {
+export function rowsToChartData(r: RowsResult, cols: number[], tc: number = Math.max(0, timeColumn(r))): uPlot.AlignedData {
   const pts = r.rows
-    .map((row) => ({ t: toMs(row[0] as string | number), row }))
+    .map((row) => ({ t: toMs(row[tc] as string | number), row }))
     .filter((p) => Number.isFinite(p.t))
     .sort((a, b) => a.t - b.t);
   return [pts.map((p) => p.t / 1000), ...cols.map((c) => pts.map((p) => num(p.row[c])))] as uPlot.AlignedData;

@@ -1,8 +1,12 @@
-// Pause / resume / stop / start / drop buttons with confirmation for the disruptive ones.
-import { useState } from "react";
-import { dropStream, errorText, streamAction } from "../api/client";
+// Start / stop / pause / resume / recalculate a range / drop, each after a confirmation, and
+// "Edit in designer" (POST streams/{id}/edit/ → the designer on the returned draft).
+import { useState, type MouseEvent } from "react";
+import { dropStream, editStream, errorText, recalculateStream, streamAction } from "../api/client";
 import type { Stream, StreamAction, StreamStatus } from "../api/types";
+import { localInputToIso, msToLocalInput } from "../format";
+import { nav, urls } from "../page";
 import { ConfirmDialog } from "./ConfirmDialog";
+import { ProgressBar } from "./ProgressBar";
 
 /** Which lifecycle actions make sense in which state. */
 export function actionsFor(status: StreamStatus): StreamAction[] {
@@ -22,11 +26,23 @@ export function actionsFor(status: StreamStatus): StreamAction[] {
   }
 }
 
-type Pending = StreamAction | "drop";
+/** Recalculation re-runs windows of a range; it needs a stream that has a run. */
+export function canRecalculate(status: StreamStatus): boolean {
+  return status === "running" || status === "catching_up" || status === "paused";
+}
 
-const CONFIRM: Partial<Record<Pending, { title: string; text: string; label: string; danger?: boolean }>> = {
+type Pending = StreamAction | "drop" | "recalculate";
+
+const CONFIRM: Record<Pending, { title: string; text: string; label: string; danger?: boolean }> = {
+  start: { title: "Start stream", text: "Start stream {name}? It resumes from its checkpoint.", label: "Start" },
+  resume: { title: "Resume stream", text: "Resume stream {name}? It continues consuming rows.", label: "Resume" },
   pause: { title: "Pause stream", text: "Pause stream {name}? It stops consuming rows until resumed.", label: "Pause" },
   stop: { title: "Stop stream", text: "Stop stream {name}? Its run ends; start it again to continue.", label: "Stop", danger: true },
+  recalculate: {
+    title: "Recalculate stream",
+    text: "Recalculate the windows of stream {name} between these times? Their output rows are rewritten.",
+    label: "Recalculate",
+  },
   drop: {
     title: "Drop stream",
     text: "Drop stream {name}? This deletes the stream definition and cannot be undone.",
@@ -43,9 +59,14 @@ export interface StreamActionsProps {
   compact?: boolean;
 }
 
+const HOUR_MS = 3600_000;
+
 export function StreamActions({ stream, onUpdated, onDropped, onError, compact }: StreamActionsProps) {
   const [confirming, setConfirming] = useState<Pending | null>(null);
   const [busy, setBusy] = useState(false);
+  const [recalculating, setRecalculating] = useState(false);
+  const [note, setNote] = useState<string | null>(null);
+  const [range, setRange] = useState({ start: "", end: "" });
 
   const run = async (what: Pending) => {
     setConfirming(null);
@@ -54,6 +75,13 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
       if (what === "drop") {
         await dropStream(stream.id);
         onDropped(stream.id);
+      } else if (what === "recalculate") {
+        setRecalculating(true);
+        setNote(null);
+        const res = await recalculateStream(stream.id, localInputToIso(range.start)!, localInputToIso(range.end)!);
+        const { recalculation, ...updated } = res;
+        onUpdated(updated);
+        if (recalculation) setNote(`recalculated ${recalculation.windows} window${recalculation.windows === 1 ? "" : "s"}`);
       } else {
         onUpdated(await streamAction(stream.id, what));
       }
@@ -61,27 +89,71 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
       onError(`${what} ${stream.name}: ${errorText(e)}`);
     } finally {
       setBusy(false);
+      setRecalculating(false);
     }
   };
 
-  const click = (what: Pending) => {
-    if (CONFIRM[what]) setConfirming(what);
-    else void run(what);
+  const ask = (what: Pending) => {
+    if (what === "recalculate") {
+      // Default range: the last hour, to the minute.
+      const end = Math.floor(Date.now() / 60_000) * 60_000;
+      setRange({ start: msToLocalInput(end - HOUR_MS), end: msToLocalInput(end) });
+    }
+    setConfirming(what);
+  };
+
+  const edit = async (e: MouseEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      const draft = await editStream(stream.id);
+      nav.go(urls.designer(draft.id));
+    } catch (err) {
+      onError(`edit ${stream.name}: ${errorText(err)}`);
+      setBusy(false);
+    }
   };
 
   const acts = actionsFor(stream.status);
   const conf = confirming ? CONFIRM[confirming] : undefined;
+  const startIso = localInputToIso(range.start);
+  const endIso = localInputToIso(range.end);
+  const rangeError =
+    confirming !== "recalculate"
+      ? null
+      : !startIso || !endIso
+        ? "Give a start and an end."
+        : startIso >= endIso
+          ? "The start must be before the end."
+          : null;
+
   return (
     <div className={`actions ${compact ? "actions-compact" : ""}`}>
       {acts.map((a) => (
-        <button key={a} type="button" className={`btn-sm act-${a}`} disabled={busy} onClick={() => click(a)}>
+        <button key={a} type="button" className={`btn-sm act-${a}`} disabled={busy} onClick={() => ask(a)}>
           {a}
         </button>
       ))}
+      {canRecalculate(stream.status) && (
+        <button type="button" className="btn-sm act-recalculate" disabled={busy} onClick={() => ask("recalculate")}>
+          recalculate
+        </button>
+      )}
       {stream.status !== "dropped" && (
-        <button type="button" className="btn-sm btn-danger-outline" disabled={busy} onClick={() => click("drop")}>
+        <button type="button" className="btn-sm btn-danger-outline" disabled={busy} onClick={() => ask("drop")}>
           drop
         </button>
+      )}
+      {stream.status !== "dropped" && (
+        <a className="edit-link" href={urls.designer()} onClick={(e) => void edit(e)} aria-disabled={busy} data-testid="edit-in-designer">
+          Edit in designer
+        </a>
+      )}
+      {recalculating && <ProgressBar fraction={null} label="recalculating…" small testId="recalc-progress" />}
+      {note && (
+        <span className="muted small" data-testid="recalc-result">
+          {note}
+        </span>
       )}
       {confirming && conf && (
         <ConfirmDialog
@@ -89,9 +161,40 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           message={conf.text.replace("{name}", stream.name)}
           confirmLabel={conf.label}
           danger={conf.danger}
+          confirmDisabled={!!rangeError}
           onConfirm={() => void run(confirming)}
           onCancel={() => setConfirming(null)}
-        />
+        >
+          {confirming === "recalculate" && (
+            <div className="recalc-form">
+              <label>
+                From{" "}
+                <input
+                  type="datetime-local"
+                  step="1"
+                  aria-label="Recalculate from"
+                  value={range.start}
+                  onChange={(e) => setRange((r) => ({ ...r, start: e.target.value }))}
+                />
+              </label>
+              <label>
+                to{" "}
+                <input
+                  type="datetime-local"
+                  step="1"
+                  aria-label="Recalculate to"
+                  value={range.end}
+                  onChange={(e) => setRange((r) => ({ ...r, end: e.target.value }))}
+                />
+              </label>
+              {rangeError && (
+                <div className="field-error" data-testid="recalc-error">
+                  {rangeError}
+                </div>
+              )}
+            </div>
+          )}
+        </ConfirmDialog>
       )}
     </div>
   );

@@ -3,8 +3,12 @@ import { useEffect, useState, type ReactNode } from "react";
 import type { LiveStatus } from "../api/live";
 import type { StreamStatus } from "../api/types";
 
-export function StatusBadge({ status }: { status: StreamStatus | string }) {
-  return <span className={`badge status-${status}`}>{String(status).replace(/_/g, " ")}</span>;
+export function StatusBadge({ status, testId = "status-badge" }: { status: StreamStatus | string; testId?: string }) {
+  return (
+    <span className={`badge status-${status}`} data-testid={testId} data-status={status}>
+      {String(status).replace(/_/g, " ")}
+    </span>
+  );
 }
 
 export function LiveIndicator({ status, title }: { status: LiveStatus; title?: string }) {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { makeNotification, makeStream } from "../test/fixtures";
 import { mockFetch } from "../test/mockFetch";
 import { renderPage, serverPush } from "../test/render";
+import { PAGE_SIZE } from "./InboxPage";
 
 function setup() {
   return mockFetch({
@@ -96,5 +97,25 @@ describe("InboxPage", () => {
     await waitFor(() => expect(m.callsTo("POST", "/api/v1/notifications/ack-all/")).toHaveLength(1));
     await waitFor(() => expect(screen.queryByTestId("inbox-badge")).toBeNull());
     expect(screen.queryByRole("button", { name: "Acknowledge" })).toBeNull();
+  });
+
+  it("loads older notifications by offset", async () => {
+    const m = mockFetch({
+      "GET /api/v1/notifications/unread-count/": { count: 0 },
+      "GET /api/v1/streams/": { count: 0, next: null, previous: null, results: [] },
+      "GET /api/v1/notifications/": (req: { query: URLSearchParams }) =>
+        req.query.get("offset") === "2"
+          ? { count: 3, next: null, previous: "x", results: [makeNotification({ id: 1, table_name: "t_old" })] }
+          : { count: 3, next: "x", previous: null, results: [makeNotification({ id: 3 }), makeNotification({ id: 2 })] },
+    });
+    renderPage("inbox");
+    await screen.findByTestId("notification-3");
+    expect(m.callsTo("GET", "/api/v1/notifications/")[0].query.get("limit")).toBe(String(PAGE_SIZE));
+    expect(screen.getByText("2 of 3")).toBeInTheDocument();
+    fireEvent.click(screen.getByRole("button", { name: "Load more" }));
+    expect(await screen.findByTestId("notification-1")).toHaveTextContent("t_old");
+    expect(m.callsTo("GET", "/api/v1/notifications/").at(-1)!.query.get("offset")).toBe("2");
+    expect(screen.getByText("3 of 3")).toBeInTheDocument();
+    expect(screen.queryByRole("button", { name: "Load more" })).toBeNull();
   });
 });

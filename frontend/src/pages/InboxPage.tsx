@@ -14,6 +14,9 @@ export function matchesFilter(n: Notification, f: NotificationFilter): boolean {
   return true;
 }
 
+/** Notifications per request; "Load more" asks for the next ones by offset. */
+export const PAGE_SIZE = 50;
+
 function formatWindowBound(v: number | null): string {
   return v === null || v === undefined ? "—" : formatTime(toEpochMs(v));
 }
@@ -23,7 +26,6 @@ export function InboxPage() {
   const [filter, setFilter] = useState<NotificationFilter>({});
   const [items, setItems] = useState<Notification[] | null>(null);
   const [count, setCount] = useState(0);
-  const [page, setPage] = useState(1);
   const [hasMore, setHasMore] = useState(false);
   const [loadingMore, setLoadingMore] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -34,7 +36,7 @@ export function InboxPage() {
   itemsRef.current = items;
 
   useEffect(() => {
-    listStreams()
+    listStreams({ limit: 500 })
       .then((r) => setStreamNames(Array.from(new Set(r.results.map((s) => s.name))).sort()))
       .catch(() => {
         /* the stream filter just has no suggestions */
@@ -44,8 +46,7 @@ export function InboxPage() {
   useEffect(() => {
     let cancelled = false;
     setItems(null);
-    setPage(1);
-    listNotifications({ ...filter, page: 1 })
+    listNotifications({ ...filter, limit: PAGE_SIZE })
       .then((r) => {
         if (cancelled) return;
         setItems(r.results);
@@ -77,13 +78,12 @@ export function InboxPage() {
 
   const loadMore = () => {
     setLoadingMore(true);
-    listNotifications({ ...filter, page: page + 1 })
+    listNotifications({ ...filter, limit: PAGE_SIZE, offset: items?.length ?? 0 })
       .then((r) => {
         setItems((l) => {
           const have = new Set((l ?? []).map((x) => x.id));
           return [...(l ?? []), ...r.results.filter((x) => !have.has(x.id))];
         });
-        setPage((p) => p + 1);
         setHasMore(!!r.next);
         setCount(r.count);
       })
@@ -203,7 +203,7 @@ export function InboxPage() {
                     aria-expanded={expanded.has(n.id)}
                   >
                     <td className="nowrap" title={`received ${formatDateTime(n.created_at)}`}>
-                      <span className="caret">{expanded.has(n.id) ? "▾" : "▸"}</span> {formatTime(toEpochMs(n.event_time))}
+                      <span className="caret">{expanded.has(n.id) ? "▾" : "▸"}</span> {n.event_time === null ? "—" : formatTime(toEpochMs(n.event_time))}
                     </td>
                     <td>{n.stream_name}</td>
                     <td>

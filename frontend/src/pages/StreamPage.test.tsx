@@ -2,7 +2,7 @@ import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import { nav } from "../page";
 import FakeUPlot from "../test/fakeUplot";
-import { makeDelivery, makeDetail, makeProgress, makeRun } from "../test/fixtures";
+import { makeDelivery, makeDetail, makeProgress, makeRun, page } from "../test/fixtures";
 import { mockFetch, reply } from "../test/mockFetch";
 import { openSocket, renderPage, serverPush } from "../test/render";
 
@@ -14,11 +14,14 @@ function setup(detail = makeDetail({ id: 4, name: "daily_avg", spark_ui_url: "ht
       makeProgress({ batch_id: 1, created_at: "2024-06-01T10:00:00Z", rows_per_s: 10 }),
       makeProgress({ batch_id: 2, created_at: "2024-06-01T10:00:10Z", rows_per_s: 20 }),
     ],
-    "GET /api/v1/streams/4/deliveries/": [
+    "GET /api/v1/streams/4/deliveries/": page([
       makeDelivery({ id: 2, ok: false, error: "connection refused", attempt: 3 }),
       makeDelivery({ id: 1 }),
-    ],
-    "GET /api/v1/streams/4/runs/": [makeRun({ id: 9, state: "running", restarts: 2 })],
+    ]),
+    "GET /api/v1/streams/4/runs/": page([
+      makeRun({ id: 9, state: "running", restarts: 2 }),
+      makeRun({ id: 8, state: "failed", ended_at: "2024-06-01T07:59:00Z", error: "Py4JJavaError: stage failed\nCaused by: java.lang.OutOfMemoryError" }),
+    ]),
     "GET /api/v1/databases/weather/tables/daily_avg_out/rows/": {
       columns: ["_wstart", "avg_temp", "station"],
       types: ["TIMESTAMP", "DOUBLE", "VARCHAR"],
@@ -43,8 +46,8 @@ describe("StreamPage", () => {
     const deliveries = await screen.findByTestId("deliveries");
     expect(within(deliveries).getByText("connection refused")).toBeInTheDocument();
     expect(within(deliveries).getAllByText("failed")).toHaveLength(1);
-    const runs = await screen.findByTestId("runs");
-    expect(within(runs).getByText("2")).toBeInTheDocument();
+    expect(await screen.findByTestId("runs")).toBeInTheDocument();
+    expect(within(screen.getByTestId("run-9")).getByText("2")).toBeInTheDocument();
 
     expect(screen.getByTestId("target-link")).toHaveAttribute("href", "/tables/?db=weather&table=daily_avg_out");
     await waitFor(() => expect(FakeUPlot.byTitle("weather.daily_avg_out (latest 2 rows)")).toBeDefined());
@@ -58,26 +61,83 @@ describe("StreamPage", () => {
     setup();
     renderPage("stream", { streamId: 4 });
     await screen.findByTestId("stream-name");
-    await waitFor(() => expect(FakeUPlot.byTitle("Input rows/s")?.data[1]).toEqual([10, 20]));
+    // processed rows/s straight from the records; arrived rows/s = input rows / time between batches
+    await waitFor(() => expect(FakeUPlot.byTitle("Processing rows/s")?.data[1]).toEqual([10, 20]));
+    expect(FakeUPlot.byTitle("Input rows/s")!.data[1]).toEqual([null, 10]);
     const charts = screen.getByTestId("progress-charts");
     expect(charts.querySelectorAll(".fake-uplot")).toHaveLength(8);
+    expect(FakeUPlot.byTitle("Processing rows/s")!.labels).toEqual(["processed rows/s", "output rows/s"]);
+    // 2 output rows in 120 ms
+    expect(FakeUPlot.byTitle("Processing rows/s")!.data[2]).toEqual([2 / 0.12, 2 / 0.12]);
     expect(FakeUPlot.byTitle("Notifications")!.labels).toEqual(["sent", "failed"]);
+    expect(FakeUPlot.byTitle("Recalculations")!.labels).toEqual(["recalculated", "expired rows"]);
+    const wm = FakeUPlot.byTitle("Watermark vs wall clock")!;
+    expect(wm.labels).toEqual(["wall clock", "watermark"]);
+    expect(wm.data[1]).toEqual([Date.parse("2024-06-01T10:00:00Z") / 1000, Date.parse("2024-06-01T10:00:10Z") / 1000]);
+    expect(wm.data[2]).toEqual([Date.parse("2024-06-01T09:59:50Z") / 1000, Date.parse("2024-06-01T09:59:50Z") / 1000]);
 
     openSocket("/ws/streams/4/");
     serverPush("/ws/streams/4/", {
       type: "stream.progress",
       stream_id: 4,
-      progress: makeProgress({ batch_id: 3, created_at: "2024-06-01T10:00:20Z", rows_per_s: 35, state_bytes: 9999 }),
+      progress: makeProgress({ batch_id: 3, created_at: "2024-06-01T10:00:20Z", rows_per_s: 35, input_rows: 300, state_bytes: 9999 }),
     });
-    const rate = FakeUPlot.byTitle("Input rows/s")!;
+    const rate = FakeUPlot.byTitle("Processing rows/s")!;
     expect(rate.data[0]).toHaveLength(3);
     expect(rate.data[1]).toEqual([10, 20, 35]);
+    expect(FakeUPlot.byTitle("Input rows/s")!.data[1]).toEqual([null, 10, 30]);
     expect(FakeUPlot.byTitle("State size")!.data[1]).toEqual([2048, 2048, 9999]);
     expect(screen.getByText("35 rows/s")).toBeInTheDocument();
 
     // Messages for other streams are ignored.
     serverPush("/ws/streams/4/", { type: "stream.progress", stream_id: 5, progress: makeProgress({ batch_id: 4 }) });
-    expect(FakeUPlot.byTitle("Input rows/s")!.data[0]).toHaveLength(3);
+    expect(FakeUPlot.byTitle("Processing rows/s")!.data[0]).toHaveLength(3);
+  });
+
+  it("expands a run's error log", async () => {
+    setup();
+    renderPage("stream", { streamId: 4 });
+    const run = await screen.findByTestId("run-8");
+    expect(screen.queryByTestId("run-error-8")).toBeNull();
+    const toggle = within(run).getByRole("button", { name: /Py4JJavaError: stage failed/ });
+    expect(toggle).not.toHaveTextContent("OutOfMemoryError");
+    fireEvent.click(toggle);
+    expect(screen.getByTestId("run-error-8")).toHaveTextContent("Caused by: java.lang.OutOfMemoryError");
+    expect(toggle).toHaveAttribute("aria-expanded", "true");
+    fireEvent.click(toggle);
+    expect(screen.queryByTestId("run-error-8")).toBeNull();
+  });
+
+  it("pages through the delivery log", async () => {
+    const m = setup();
+    m.on("GET /api/v1/streams/4/deliveries/", (req: { query: URLSearchParams }) =>
+      req.query.get("offset") === "100"
+        ? page([makeDelivery({ id: 5, error: "older failure", ok: false })], 101)
+        : page([makeDelivery({ id: 6 })], 101),
+    );
+    renderPage("stream", { streamId: 4 });
+    const pager = await screen.findByTestId("deliveries-pager");
+    expect(screen.getByText(/Delivery log \(101\)/)).toBeInTheDocument();
+    expect(m.callsTo("GET", "/api/v1/streams/4/deliveries/")[0].query.get("limit")).toBe("100");
+    fireEvent.click(within(pager).getByRole("button", { name: /Older/ }));
+    expect(await screen.findByText("older failure")).toBeInTheDocument();
+    expect(m.callsTo("GET", "/api/v1/streams/4/deliveries/").at(-1)!.query.get("offset")).toBe("100");
+    expect(within(pager).getByRole("button", { name: /Older/ })).toBeDisabled();
+  });
+
+  it("shows the server's catch-up progress", async () => {
+    setup(
+      makeDetail({
+        id: 4,
+        status: "catching_up",
+        progress: { phase: "history", fraction: 0.6, label: "catching up on history: 60% (6 of 10 rows)", rows_done: 6, rows_total: 10 },
+      }),
+    );
+    renderPage("stream", { streamId: 4 });
+    const box = await screen.findByTestId("catchup");
+    expect(within(box).getByRole("progressbar")).toHaveAttribute("aria-valuenow", "60");
+    expect(within(box).getByTestId("progress-bar")).toHaveTextContent("catching up on history: 60% (6 of 10 rows)");
+    expect(screen.getByTestId("status-badge")).toHaveTextContent("catching up");
   });
 
   it("updates the status badge from stream.status and shows the last error", async () => {

@@ -1,11 +1,14 @@
-// One stream: header + actions, SQL, live progress charts, deliveries, runs, output table.
-import { useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
+// One stream: header + actions, SQL, live progress charts (initial history from progress/, then
+// stream.progress messages of /ws/streams/<id>/), delivery log, run history, output table.
+import { Fragment, useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
 import type uPlot from "uplot";
 import { errorText, getDeliveries, getProgress, getRows, getRuns, getStream } from "../api/client";
 import { useLiveSocket } from "../api/live";
-import type { Delivery, Progress, RowsResult, Run, Stream, StreamDetail, StreamSocketMessage } from "../api/types";
+import type { Delivery, Paginated, Progress, RowsResult, Run, Stream, StreamDetail, StreamSocketMessage } from "../api/types";
 import { Empty, ErrorBanner, LiveIndicator, Loading, Section, StatusBadge, useNow } from "../components/common";
 import { useCoalesced } from "../components/hooks";
+import { Pager } from "../components/Pager";
+import { isLongWork, ProgressBar, workLabel } from "../components/ProgressBar";
 import { RowsChart, RowsTable } from "../components/RowsView";
 import { StreamActions } from "../components/StreamActions";
 import { UPlotChart, type ChartSeries } from "../components/UPlotChart";
@@ -14,24 +17,27 @@ import { nav, urls } from "../page";
 import { appendProgress, catchUpFraction, eventLagMs, mergeDetail, progressSeries, splitTarget, wallLagMs } from "../streams";
 
 const PROGRESS_LIMIT = 300;
+const DELIVERY_PAGE = 100;
+const RUN_PAGE = 50;
 
 export function StreamPage({ id }: { id: number }) {
   const [stream, setStream] = useState<StreamDetail | null>(null);
   const [progress, setProgress] = useState<Progress[]>([]);
-  const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
-  const [runs, setRuns] = useState<Run[] | null>(null);
+  const [deliveries, setDeliveries] = useState<Paginated<Delivery> | null>(null);
+  const [deliveryOffset, setDeliveryOffset] = useState(0);
+  const [runs, setRuns] = useState<Paginated<Run> | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [notFound, setNotFound] = useState<string | null>(null);
   const [outputVersion, setOutputVersion] = useState(0);
   const now = useNow(1000);
 
   const loadDeliveries = useCallback(() => {
-    getDeliveries(id, 100)
+    getDeliveries(id, { limit: DELIVERY_PAGE, offset: deliveryOffset })
       .then(setDeliveries)
       .catch((e) => setError(`Could not load deliveries: ${errorText(e)}`));
-  }, [id]);
+  }, [id, deliveryOffset]);
   const loadRuns = useCallback(() => {
-    getRuns(id)
+    getRuns(id, { limit: RUN_PAGE })
       .then(setRuns)
       .catch((e) => setError(`Could not load runs: ${errorText(e)}`));
   }, [id]);
@@ -43,9 +49,9 @@ export function StreamPage({ id }: { id: number }) {
     getProgress(id, PROGRESS_LIMIT)
       .then((p) => setProgress((live) => live.reduce((acc, x) => appendProgress(acc, x), p)))
       .catch((e) => setError(`Could not load progress: ${errorText(e)}`));
-    loadDeliveries();
-    loadRuns();
-  }, [id, loadDeliveries, loadRuns]);
+  }, [id]);
+  useEffect(loadDeliveries, [loadDeliveries]);
+  useEffect(loadRuns, [loadRuns]);
 
   const refreshDeliveries = useCoalesced(loadDeliveries, 2000);
   const refreshRuns = useCoalesced(loadRuns, 1000);
@@ -61,7 +67,7 @@ export function StreamPage({ id }: { id: number }) {
       const p = msg.progress;
       setProgress((l) => appendProgress(l, p));
       setStream((s) => (s ? { ...s, last_progress: p } : s));
-      if (p.notifications_sent || p.notifications_failed) refreshDeliveries();
+      if ((p.notifications_sent || p.notifications_failed) && deliveryOffset === 0) refreshDeliveries();
       if (p.output_rows) refreshOutput();
     }
   });
@@ -115,7 +121,13 @@ export function StreamPage({ id }: { id: number }) {
         <Fact label="Last batch">{p ? `#${p.batch_id} · ${formatTime(p.created_at)}` : "—"}</Fact>
       </div>
 
-      {p?.phase === "history" && <CatchUp progress={progress} latest={p} now={now} />}
+      {isLongWork(stream.progress) ? (
+        <div className="catchup" data-testid="catchup">
+          <ProgressBar fraction={stream.progress.fraction} label={workLabel(stream.progress)} />
+        </div>
+      ) : (
+        p?.phase === "history" && <CatchUp progress={progress} latest={p} now={now} />
+      )}
 
       <Section title="SQL">
         <pre className="sql" data-testid="stream-sql">
@@ -125,12 +137,29 @@ export function StreamPage({ id }: { id: number }) {
 
       <ProgressCharts progress={progress} />
 
-      <Section title={`Deliveries${deliveries ? ` (${deliveries.length})` : ""}`} actions={<button className="btn-sm" onClick={loadDeliveries}>Refresh</button>}>
-        <DeliveryTable deliveries={deliveries} />
+      <Section
+        title={`Delivery log${deliveries ? ` (${deliveries.count})` : ""}`}
+        actions={
+          <button className="btn-sm" onClick={loadDeliveries}>
+            Refresh
+          </button>
+        }
+      >
+        <DeliveryTable deliveries={deliveries?.results ?? null} />
+        {deliveries && deliveries.count > DELIVERY_PAGE && (
+          <Pager offset={deliveryOffset} size={DELIVERY_PAGE} count={deliveries.count} shown={deliveries.results.length} onOffset={setDeliveryOffset} testId="deliveries-pager" prevLabel="‹ Newer" nextLabel="Older ›" />
+        )}
       </Section>
 
-      <Section title="Run history" actions={<button className="btn-sm" onClick={loadRuns}>Refresh</button>}>
-        <RunTable runs={runs} now={now} />
+      <Section
+        title={`Run history${runs ? ` (${runs.count})` : ""}`}
+        actions={
+          <button className="btn-sm" onClick={loadRuns}>
+            Refresh
+          </button>
+        }
+      >
+        <RunTable runs={runs?.results ?? null} now={now} />
       </Section>
 
       <Section
@@ -172,15 +201,7 @@ function CatchUp({ progress, latest, now }: { progress: Progress[]; latest: Prog
         {latest.max_event_ms != null && <> ({formatDuration(now - latest.max_event_ms)} behind)</>}
         {frac !== null && <> · ≈{Math.round(frac * 100)}%</>}
       </div>
-      <div
-        className={`progress ${frac === null ? "progress-indeterminate" : ""}`}
-        role="progressbar"
-        aria-valuemin={0}
-        aria-valuemax={100}
-        aria-valuenow={frac === null ? undefined : Math.round(frac * 100)}
-      >
-        <div className="progress-fill" style={{ width: frac === null ? "30%" : `${Math.max(2, frac * 100)}%` }} />
-      </div>
+      <ProgressBar fraction={frac} />
     </div>
   );
 }
@@ -192,28 +213,35 @@ interface ChartDef {
   fmt?: (v: number) => string;
 }
 
+const timeOfDay = (v: number) => formatTime(v * 1000).slice(11);
+
 const CHARTS: ChartDef[] = [
-  { title: "Input rows/s", series: [{ label: "rows/s" }], cols: ["rowsPerS"], fmt: (v) => formatCount(v) },
+  { title: "Input rows/s", series: [{ label: "arrived rows/s" }], cols: ["inputRate"], fmt: (v) => formatCount(v) },
+  {
+    title: "Processing rows/s",
+    series: [{ label: "processed rows/s" }, { label: "output rows/s", stroke: "#2e9d5b" }],
+    cols: ["rowsPerS", "outputRate"],
+    fmt: (v) => formatCount(v),
+  },
   { title: "Batch duration (ms)", series: [{ label: "duration ms", stroke: "#d9822b" }], cols: ["durationMs"], fmt: (v) => formatCount(v) },
   {
-    title: "Event-time lag (s)",
-    series: [{ label: "wall − watermark", stroke: "#7b57b5" }, { label: "wall − max event", stroke: "#1a9aa0" }],
-    cols: ["watermarkLagS", "eventLagS"],
-    fmt: (v) => formatDuration(v * 1000),
+    title: "Watermark vs wall clock",
+    series: [{ label: "wall clock", stroke: "#5d6b7a" }, { label: "watermark", stroke: "#7b57b5" }],
+    cols: ["wallS", "watermarkS"],
+    fmt: timeOfDay,
   },
   { title: "Open windows", series: [{ label: "open windows", stroke: "#2e9d5b" }], cols: ["openWindows"], fmt: (v) => formatCount(v) },
   { title: "State size", series: [{ label: "state", stroke: "#a5701c" }], cols: ["stateBytes"], fmt: (v) => formatBytes(v) },
-  { title: "Output rows", series: [{ label: "output rows", stroke: "#2f6fb3" }], cols: ["outputRows"], fmt: (v) => formatCount(v) },
+  {
+    title: "Recalculations",
+    series: [{ label: "recalculated", stroke: "#d9822b" }, { label: "expired rows", stroke: "#5d6b7a" }],
+    cols: ["recalculated", "expired"],
+    fmt: (v) => formatCount(v),
+  },
   {
     title: "Notifications",
     series: [{ label: "sent", stroke: "#2e9d5b" }, { label: "failed", stroke: "#c23b3b" }],
     cols: ["notifSent", "notifFailed"],
-    fmt: (v) => formatCount(v),
-  },
-  {
-    title: "Recalculated / expired",
-    series: [{ label: "recalculated", stroke: "#d9822b" }, { label: "expired rows", stroke: "#5d6b7a" }],
-    cols: ["recalculated", "expired"],
     fmt: (v) => formatCount(v),
   },
 ];
@@ -278,8 +306,16 @@ function DeliveryTable({ deliveries }: { deliveries: Delivery[] | null }) {
 }
 
 function RunTable({ runs, now }: { runs: Run[] | null; now: number }) {
+  const [open, setOpen] = useState<Set<number>>(new Set());
   if (runs === null) return <Loading what="Loading runs" />;
   if (runs.length === 0) return <Empty>The stream has not run yet.</Empty>;
+  const toggle = (id: number) =>
+    setOpen((s) => {
+      const n = new Set(s);
+      if (n.has(id)) n.delete(id);
+      else n.add(id);
+      return n;
+    });
   return (
     <div className="table-wrap">
       <table className="grid" data-testid="runs">
@@ -289,6 +325,7 @@ function RunTable({ runs, now }: { runs: Run[] | null; now: number }) {
             <th>Ended</th>
             <th>Duration</th>
             <th>State</th>
+            <th>Worker</th>
             <th className="num">Restarts</th>
             <th>Error</th>
           </tr>
@@ -297,17 +334,38 @@ function RunTable({ runs, now }: { runs: Run[] | null; now: number }) {
           {runs.map((r) => {
             const start = Date.parse(r.started_at);
             const end = r.ended_at ? Date.parse(r.ended_at) : now;
+            const expanded = open.has(r.id);
             return (
-              <tr key={r.id}>
-                <td className="nowrap">{formatTime(r.started_at)}</td>
-                <td className="nowrap">{r.ended_at ? formatTime(r.ended_at) : <span className="muted">running</span>}</td>
-                <td>{formatDuration(end - start)}</td>
-                <td>
-                  <StatusBadge status={r.state} />
-                </td>
-                <td className="num">{r.restarts}</td>
-                <td title={r.error || undefined}>{r.error ? truncate(r.error, 80) : ""}</td>
-              </tr>
+              <Fragment key={r.id}>
+                <tr data-testid={`run-${r.id}`} className={r.error ? "row-bad" : undefined}>
+                  <td className="nowrap">{formatTime(r.started_at)}</td>
+                  <td className="nowrap">{r.ended_at ? formatTime(r.ended_at) : <span className="muted">running</span>}</td>
+                  <td>{formatDuration(end - start)}</td>
+                  <td>
+                    <StatusBadge status={r.state} testId="run-state" />
+                  </td>
+                  <td className="mono">{r.worker || "—"}</td>
+                  <td className="num">{r.restarts}</td>
+                  <td title={r.error || undefined}>
+                    {r.error ? (
+                      <button type="button" className="link-button run-error-toggle" aria-expanded={expanded} onClick={() => toggle(r.id)}>
+                        {expanded ? "▾" : "▸"} {truncate(r.error.split("\n")[0], 80)}
+                      </button>
+                    ) : (
+                      ""
+                    )}
+                  </td>
+                </tr>
+                {expanded && (
+                  <tr className="run-log">
+                    <td colSpan={7}>
+                      <pre className="log" data-testid={`run-error-${r.id}`}>
+                        {r.error}
+                      </pre>
+                    </td>
+                  </tr>
+                )}
+              </Fragment>
             );
           })}
         </tbody>

@@ -1,36 +1,156 @@
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
-import { describe, expect, it } from "vitest";
-import { makeProgress, makeStream } from "../test/fixtures";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { nav } from "../page";
+import { makeProgress, makeStream, page } from "../test/fixtures";
 import { mockFetch, reply } from "../test/mockFetch";
 import { renderPage, serverPush, openSocket } from "../test/render";
+import { STREAMS_PAGE_SIZE } from "./StreamsPage";
+
+afterEach(() => window.history.replaceState(null, "", "/"));
 
 const base = {
   "GET /api/v1/notifications/unread-count/": { count: 0 },
+  "GET /api/v1/databases/": [],
 };
 
 function setup(streams = [makeStream({ id: 1, name: "daily_avg" }), makeStream({ id: 2, name: "alerts", status: "paused", throughput: [] })]) {
-  return mockFetch({ ...base, "GET /api/v1/streams/": { count: streams.length, results: streams } });
+  return mockFetch({ ...base, "GET /api/v1/databases/": [], "GET /api/v1/streams/": page(streams) });
 }
 
 describe("StreamsPage", () => {
-  it("lists streams with status, source → target, lag and the dashboard", async () => {
+  it("lists streams with status badge, source → target, lag, sparkline and last error", async () => {
     setup([
-      makeStream({ id: 1, name: "daily_avg", last_progress: makeProgress({ rows_per_s: 1500, watermark_ms: 0, max_event_ms: 5000 }) }),
-      makeStream({ id: 2, name: "broken", status: "failed", last_error: "x".repeat(100), last_progress: null }),
+      makeStream({ id: 1, name: "daily_avg", lag_ms: 5000, last_progress: makeProgress({ rows_per_s: 1500 }) }),
+      makeStream({ id: 2, name: "broken", status: "failed", last_error: "x".repeat(100), last_progress: null, lag_ms: null }),
     ]);
     renderPage("streams");
     const row = await screen.findByTestId("stream-row-1");
     expect(within(row).getByRole("link", { name: "daily_avg" })).toHaveAttribute("href", "/streams/1/");
-    expect(within(row).getByText("running")).toHaveClass("badge", "status-running");
+    expect(within(row).getByTestId("status-badge")).toHaveClass("badge", "status-running");
     expect(within(row).getByText("weather.readings → weather.daily_avg_out")).toBeInTheDocument();
-    expect(within(row).getByText("5.0 s")).toBeInTheDocument(); // max_event − watermark
+    expect(within(row).getByTestId("lag")).toHaveTextContent("5.0 s");
     expect(within(row).getByTestId("rate")).toHaveTextContent("1.5k rows/s");
+    expect(within(row).getByRole("img")).toHaveAttribute("data-samples", "3");
     const bad = screen.getByTestId("stream-row-2");
+    expect(within(bad).getByTestId("lag")).toHaveTextContent("—");
     const errCell = within(bad).getByTitle("x".repeat(100));
     expect(errCell.textContent).toHaveLength(60);
-    expect(screen.getByTestId("dash-total")).toHaveTextContent("2");
-    expect(screen.getByTestId("dash-throughput")).toHaveTextContent("1.5k rows/s");
-    expect(screen.getByTestId("dash-failed")).toHaveTextContent("1");
+    expect(screen.getByTestId("pager-range")).toHaveTextContent("1–2 of 2");
+  });
+
+  it("shows catching up with a progress bar of the server's fraction", async () => {
+    setup([
+      makeStream({
+        id: 1,
+        status: "catching_up",
+        progress: { phase: "history", fraction: 0.42, label: "catching up on history: 42% (42 of 100 rows)", rows_done: 42, rows_total: 100 },
+      }),
+      makeStream({ id: 2, name: "other", progress: { phase: "history", fraction: null, label: "", rows_done: null, rows_total: null } }),
+    ]);
+    renderPage("streams");
+    const row = await screen.findByTestId("stream-row-1");
+    expect(within(row).getByTestId("status-badge")).toHaveTextContent("catching up");
+    const bar = within(row).getByRole("progressbar");
+    expect(bar).toHaveAttribute("aria-valuenow", "42");
+    expect(within(row).getByTestId("progress-bar")).toHaveTextContent("catching up on history: 42% (42 of 100 rows)");
+    // unknown fraction: an indeterminate bar with a label from the phase
+    const other = within(screen.getByTestId("stream-row-2")).getByRole("progressbar");
+    expect(other).not.toHaveAttribute("aria-valuenow");
+    expect(other).toHaveClass("progress-indeterminate");
+    expect(screen.getByTestId("stream-row-2")).toHaveTextContent("catching up on history");
+  });
+
+  it("sends status, database and search filters and keeps them in the URL", async () => {
+    const m = setup();
+    m.on("GET /api/v1/databases/", [{ name: "weather", precision: "ms", ntables: 1, created_ms: 0 }, { name: "power", precision: "ms", ntables: 1, created_ms: 0 }]);
+    window.history.replaceState(null, "", "/?status=paused");
+    renderPage("streams");
+    await screen.findByTestId("stream-row-1");
+    expect(m.callsTo("GET", "/api/v1/streams/")[0].query.get("status")).toBe("paused");
+    expect(screen.getByRole("combobox", { name: "Status filter" })).toHaveValue("paused");
+
+    await screen.findByRole("option", { name: "power" });
+    fireEvent.change(screen.getByRole("combobox", { name: "Database filter" }), { target: { value: "power" } });
+    await waitFor(() => expect(m.callsTo("GET", "/api/v1/streams/").at(-1)!.query.get("db")).toBe("power"));
+    fireEvent.change(screen.getByRole("searchbox", { name: "Search streams" }), { target: { value: " avg " } });
+    await waitFor(() => expect(m.callsTo("GET", "/api/v1/streams/").at(-1)!.query.get("search")).toBe("avg"));
+    const q = m.callsTo("GET", "/api/v1/streams/").at(-1)!.query;
+    expect(q.get("status")).toBe("paused");
+    expect(q.get("limit")).toBe(String(STREAMS_PAGE_SIZE));
+    expect(window.location.search).toBe("?status=paused&db=power&search=avg");
+
+    fireEvent.click(screen.getByRole("button", { name: "clear filters" }));
+    await waitFor(() => expect(m.callsTo("GET", "/api/v1/streams/").at(-1)!.query.has("status")).toBe(false));
+    expect(window.location.search).toBe("");
+  });
+
+  it("pages with limit/offset", async () => {
+    const m = mockFetch({
+      ...base,
+      "GET /api/v1/streams/": (req: { query: URLSearchParams }) => {
+        const off = Number(req.query.get("offset") ?? 0);
+        const ids = off === 0 ? [1, 2] : [3];
+        return page(ids.map((id) => makeStream({ id, name: `s${id}` })), 27);
+      },
+    });
+    renderPage("streams");
+    await screen.findByTestId("stream-row-1");
+    const pager = screen.getByTestId("pager");
+    expect(within(pager).getByTestId("pager-range")).toHaveTextContent("1–2 of 27");
+    expect(within(pager).getByRole("button", { name: /Previous/ })).toBeDisabled();
+    fireEvent.click(within(pager).getByRole("button", { name: /Next/ }));
+    await screen.findByTestId("stream-row-3");
+    expect(screen.queryByTestId("stream-row-1")).toBeNull();
+    expect(m.callsTo("GET", "/api/v1/streams/").at(-1)!.query.get("offset")).toBe(String(STREAMS_PAGE_SIZE));
+    expect(screen.getByTestId("pager-range")).toHaveTextContent(`${STREAMS_PAGE_SIZE + 1}–${STREAMS_PAGE_SIZE + 1} of 27`);
+    expect(within(pager).getByRole("button", { name: /Next/ })).toBeDisabled();
+    fireEvent.click(within(pager).getByRole("button", { name: /Previous/ }));
+    await screen.findByTestId("stream-row-1");
+    expect(m.callsTo("GET", "/api/v1/streams/").at(-1)!.query.has("offset")).toBe(false);
+  });
+
+  it("recalculates a range after the dialog, sending start and end", async () => {
+    const m = setup();
+    let answer: (v: unknown) => void = () => {};
+    m.on("POST /api/v1/streams/1/actions/", () => new Promise((r) => (answer = r)));
+    renderPage("streams");
+    const row = await screen.findByTestId("stream-row-1");
+    fireEvent.click(within(row).getByRole("button", { name: "recalculate" }));
+    const dialog = screen.getByRole("dialog");
+    expect(dialog).toHaveTextContent("Recalculate the windows of stream daily_avg");
+    const from = within(dialog).getByLabelText("Recalculate from");
+    const to = within(dialog).getByLabelText("Recalculate to");
+    // an end before the start cannot be sent
+    fireEvent.change(from, { target: { value: "2024-06-01T15:30:00" } });
+    fireEvent.change(to, { target: { value: "2024-06-01T15:00:00" } });
+    expect(within(dialog).getByTestId("recalc-error")).toHaveTextContent("The start must be before the end.");
+    expect(within(dialog).getByRole("button", { name: "Recalculate" })).toBeDisabled();
+    fireEvent.change(to, { target: { value: "2024-06-02T05:30:00" } });
+    fireEvent.click(within(dialog).getByRole("button", { name: "Recalculate" }));
+    await waitFor(() => expect(m.callsTo("POST", "/api/v1/streams/1/actions/")).toHaveLength(1));
+    // the range is being recalculated (the server answers when it is done)
+    expect(within(row).getByTestId("recalc-progress")).toHaveTextContent("recalculating…");
+    answer({ ...makeStream({ id: 1 }), recalculation: { windows: 3 } });
+    expect(await within(row).findByTestId("recalc-result")).toHaveTextContent("recalculated 3 windows");
+    expect(within(row).queryByTestId("recalc-progress")).toBeNull();
+    // local times in UTC+05:30
+    expect(m.callsTo("POST", "/api/v1/streams/1/actions/")[0].body).toEqual({
+      action: "recalculate",
+      start: "2024-06-01T10:00:00.000Z",
+      end: "2024-06-02T00:00:00.000Z",
+    });
+    expect(screen.queryByRole("dialog")).toBeNull();
+  });
+
+  it("opens the stream in the designer through a new draft", async () => {
+    const m = setup();
+    m.on("POST /api/v1/streams/1/edit/", reply(201, { id: 42, name: "daily_avg", design: {}, stream_id: 1, owner: "alice", created_at: "", updated_at: "" }));
+    const go = vi.spyOn(nav, "go").mockImplementation(() => {});
+    renderPage("streams");
+    const row = await screen.findByTestId("stream-row-1");
+    fireEvent.click(within(row).getByRole("link", { name: "Edit in designer" }));
+    await waitFor(() => expect(go).toHaveBeenCalledWith("/designer/42/"));
+    expect(m.callsTo("POST", "/api/v1/streams/1/edit/")[0].headers["X-CSRFToken"]).toBe("tok123");
   });
 
   it("shows the empty state", async () => {
@@ -56,7 +176,6 @@ describe("StreamsPage", () => {
     serverPush("/ws/streams/", { type: "stream.status", stream: makeStream({ id: 1, name: "daily_avg", status: "failed", last_error: "boom" }) });
     expect(within(row).getByText("failed")).toHaveClass("status-failed");
     expect(within(row).getByText("boom")).toBeInTheDocument();
-    expect(screen.getByTestId("dash-failed")).toHaveTextContent("1");
 
     const spark = within(row).getByRole("img");
     expect(spark).toHaveAttribute("data-samples", "3");
@@ -67,6 +186,18 @@ describe("StreamsPage", () => {
     // A new stream created elsewhere shows up.
     serverPush("/ws/streams/", { type: "stream.status", stream: makeStream({ id: 3, name: "fresh", status: "starting" }) });
     expect(screen.getByTestId("stream-row-3")).toHaveTextContent("fresh");
+    expect(screen.getByTestId("pager-range")).toHaveTextContent("1–3 of 3");
+  });
+
+  it("keeps live streams to the filter", async () => {
+    setup();
+    window.history.replaceState(null, "", "/?status=running");
+    renderPage("streams");
+    await screen.findByTestId("stream-row-1");
+    serverPush("/ws/streams/", { type: "stream.status", stream: makeStream({ id: 5, name: "paused_one", status: "paused" }) });
+    expect(screen.queryByTestId("stream-row-5")).toBeNull();
+    serverPush("/ws/streams/", { type: "stream.status", stream: makeStream({ id: 1, name: "daily_avg", status: "failed" }) });
+    expect(screen.queryByTestId("stream-row-1")).toBeNull();
   });
 
   it("pauses after confirmation and shows the returned state", async () => {
@@ -86,13 +217,17 @@ describe("StreamsPage", () => {
     expect(within(row).getByRole("button", { name: "resume" })).toBeInTheDocument();
   });
 
-  it("resumes without confirmation", async () => {
+  it("resumes only after confirmation", async () => {
     const m = setup();
     m.on("POST /api/v1/streams/2/actions/", makeStream({ id: 2, name: "alerts", status: "running" }));
     renderPage("streams");
     const row = await screen.findByTestId("stream-row-2");
     fireEvent.click(within(row).getByRole("button", { name: "resume" }));
-    await waitFor(() => expect(within(row).getByText("running")).toBeInTheDocument());
+    const dialog = screen.getByRole("dialog");
+    expect(dialog).toHaveTextContent("Resume stream alerts?");
+    expect(m.callsTo("POST", "/api/v1/streams/2/actions/")).toHaveLength(0);
+    fireEvent.click(within(dialog).getByRole("button", { name: "Resume" }));
+    await waitFor(() => expect(within(row).getByTestId("status-badge")).toHaveTextContent("running"));
     expect(m.callsTo("POST", "/api/v1/streams/2/actions/")[0].body).toEqual({ action: "resume" });
     expect(screen.queryByRole("dialog")).toBeNull();
   });

@@ -1,42 +1,108 @@
-// Streams list + dashboard summary, live via /ws/streams/.
-import { useCallback, useEffect, useMemo, useState } from "react";
-import { errorText, listStreams } from "../api/client";
+// Streams list: filters (status, database, search) and limit/offset pages, live via /ws/streams/.
+import { useCallback, useEffect, useRef, useState } from "react";
+import { errorText, listDatabases, listStreams } from "../api/client";
 import { useLiveSocket } from "../api/live";
-import { STREAM_STATUSES, type Stream, type StreamSocketMessage } from "../api/types";
+import { STREAM_STATUSES, type Stream, type StreamFilter, type StreamSocketMessage } from "../api/types";
 import { Empty, ErrorBanner, LiveIndicator, Loading, StatusBadge, useNow } from "../components/common";
+import { useDebouncedEffect } from "../components/hooks";
+import { Pager } from "../components/Pager";
+import { isLongWork, ProgressBar, workLabel } from "../components/ProgressBar";
 import { Sparkline } from "../components/Sparkline";
 import { StreamActions } from "../components/StreamActions";
-import { formatAgo, formatCount, formatDateTime, formatDuration, formatRate, truncate } from "../format";
+import { formatAgo, formatDateTime, formatDuration, formatRate, truncate } from "../format";
 import { urls } from "../page";
-import { applyProgress, applyStatus, dashboard, eventLagMs, wallLagMs } from "../streams";
+import { applyProgress, applyStatus, eventLagMs, wallLagMs } from "../streams";
+
+export const STREAMS_PAGE_SIZE = 25;
+
+type Filters = Required<Pick<StreamFilter, "status" | "db" | "search">>;
+
+function readFilters(): Filters {
+  const q = new URLSearchParams(window.location.search);
+  return { status: q.get("status") ?? "", db: q.get("db") ?? "", search: q.get("search") ?? "" };
+}
+
+/** Whether a stream pushed by the socket belongs in the filtered list. */
+export function matchesStreamFilter(s: Stream, f: Partial<Filters>): boolean {
+  if (f.status && s.status !== f.status) return false;
+  if (f.db && s.db !== f.db) return false;
+  if (f.search && !s.name.toLowerCase().includes(f.search.toLowerCase())) return false;
+  return true;
+}
 
 export function StreamsPage() {
+  const [filters, setFilters] = useState<Filters>(readFilters);
+  const [searchText, setSearchText] = useState(filters.search);
+  const [offset, setOffset] = useState(0);
   const [streams, setStreams] = useState<Stream[] | null>(null);
   const [total, setTotal] = useState(0);
+  const [dbs, setDbs] = useState<string[]>([]);
   const [error, setError] = useState<string | null>(null);
   const now = useNow(1000);
 
   const load = useCallback(() => {
-    listStreams()
+    listStreams({ ...filters, limit: STREAMS_PAGE_SIZE, offset })
       .then((r) => {
         setStreams(r.results);
         setTotal(r.count);
         setError(null);
       })
       .catch((e) => setError(`Could not load streams: ${errorText(e)}`));
-  }, []);
+  }, [filters, offset]);
 
   useEffect(load, [load]);
 
+  useEffect(() => {
+    listDatabases()
+      .then((l) => setDbs(l.map((d) => d.name).sort()))
+      .catch(() => {
+        /* the database filter just has no choices */
+      });
+  }, []);
+
+  // Filters live in the URL so the dashboard can link to a filtered list.
+  useEffect(() => {
+    window.history.replaceState(null, "", urls.streams(filters));
+  }, [filters]);
+
+  const setFilter = (k: keyof Filters, v: string) => {
+    if (filters[k] === v) return;
+    setFilters({ ...filters, [k]: v });
+    setOffset(0);
+  };
+  useDebouncedEffect(searchText, 300, (v) => setFilter("search", v.trim()));
+
+  const streamsRef = useRef(streams);
+  streamsRef.current = streams;
   const live = useLiveSocket<StreamSocketMessage>("/ws/streams/", (msg) => {
-    if (msg.type === "stream.status") setStreams((l) => (l ? applyStatus(l, msg.stream) : l));
-    else if (msg.type === "stream.progress") setStreams((l) => (l ? applyProgress(l, msg.stream_id, msg.progress) : l));
+    if (msg.type === "stream.progress") {
+      setStreams((l) => (l ? applyProgress(l, msg.stream_id, msg.progress) : l));
+      return;
+    }
+    if (msg.type !== "stream.status" || !streamsRef.current) return;
+    const s = msg.stream;
+    const have = streamsRef.current.some((x) => x.id === s.id);
+    if (!matchesStreamFilter(s, filters)) {
+      if (have) {
+        setStreams((l) => (l ? l.filter((x) => x.id !== s.id) : l));
+        setTotal((t) => Math.max(0, t - 1));
+      }
+    } else if (have) {
+      setStreams((l) => (l ? applyStatus(l, s) : l));
+    } else if (offset === 0) {
+      // A stream created elsewhere shows up on top of the first page.
+      setStreams((l) => (l ? [s, ...l] : l));
+      setTotal((t) => t + 1);
+    }
   });
 
   const onUpdated = useCallback((s: Stream) => setStreams((l) => (l ? applyStatus(l, s) : l)), []);
-  const onDropped = useCallback((id: number) => setStreams((l) => (l ? l.filter((s) => s.id !== id) : l)), []);
+  const onDropped = useCallback((id: number) => {
+    setStreams((l) => (l ? l.filter((s) => s.id !== id) : l));
+    setTotal((t) => Math.max(0, t - 1));
+  }, []);
 
-  const dash = useMemo(() => dashboard(streams ?? []), [streams]);
+  const filtered = !!(filters.status || filters.db || filters.search);
 
   return (
     <div className="page page-streams">
@@ -49,73 +115,85 @@ export function StreamsPage() {
         </a>
       </div>
       <ErrorBanner error={error} onDismiss={() => setError(null)} />
+      <div className="filters" data-testid="stream-filters">
+        <label>
+          Status{" "}
+          <select aria-label="Status filter" value={filters.status} onChange={(e) => setFilter("status", e.target.value)}>
+            <option value="">all</option>
+            {STREAM_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s.replace(/_/g, " ")}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Database{" "}
+          <select aria-label="Database filter" value={filters.db} onChange={(e) => setFilter("db", e.target.value)}>
+            <option value="">all</option>
+            {(filters.db && !dbs.includes(filters.db) ? [filters.db, ...dbs] : dbs).map((d) => (
+              <option key={d} value={d}>
+                {d}
+              </option>
+            ))}
+          </select>
+        </label>
+        <input
+          type="search"
+          className="search-input"
+          aria-label="Search streams"
+          placeholder="Search by name"
+          value={searchText}
+          onChange={(e) => setSearchText(e.target.value)}
+        />
+        {filtered && (
+          <button
+            type="button"
+            className="link-button"
+            onClick={() => {
+              setSearchText("");
+              setFilters({ status: "", db: "", search: "" });
+              setOffset(0);
+            }}
+          >
+            clear filters
+          </button>
+        )}
+      </div>
       {streams === null && !error && <Loading what="Loading streams" />}
-      {streams !== null && (
-        <>
-          <div className="dashboard" data-testid="dashboard">
-            <div className="stat">
-              <div className="stat-label">Streams</div>
-              <div className="stat-value" data-testid="dash-total">{dash.total}</div>
-              <div className="stat-sub status-counts">
-                {STREAM_STATUSES.filter((s) => dash.byStatus[s]).map((s) => (
-                  <span key={s} className="status-count">
-                    <StatusBadge status={s} /> {dash.byStatus[s]}
-                  </span>
-                ))}
-              </div>
-            </div>
-            <div className="stat">
-              <div className="stat-label">Total throughput</div>
-              <div className="stat-value" data-testid="dash-throughput">{formatRate(dash.throughput)}</div>
-              <div className="stat-sub">latest batch of active streams</div>
-            </div>
-            <div className={`stat ${dash.failed ? "stat-bad" : ""}`}>
-              <div className="stat-label">Failures</div>
-              <div className="stat-value" data-testid="dash-failed">{dash.failed}</div>
-              <div className="stat-sub">streams in state failed</div>
-            </div>
-            <div className={`stat ${dash.notificationsFailed ? "stat-warn" : ""}`}>
-              <div className="stat-label">Notifications sent / failed</div>
-              <div className="stat-value" data-testid="dash-notifications">
-                {formatCount(dash.notificationsSent)} / {formatCount(dash.notificationsFailed)}
-              </div>
-              <div className="stat-sub">latest batch of each stream</div>
-            </div>
-          </div>
-          {streams.length === 0 ? (
+      {streams !== null &&
+        (streams.length === 0 && offset === 0 ? (
+          filtered ? (
+            <Empty>No streams match these filters.</Empty>
+          ) : (
             <Empty>
               No streams yet — <a href={urls.create()}>create one</a>.
             </Empty>
-          ) : (
-            <div className="table-wrap">
-              <table className="grid streams-table">
-                <thead>
-                  <tr>
-                    <th>Name</th>
-                    <th>Status</th>
-                    <th>Source → target</th>
-                    <th>Trigger / window</th>
-                    <th>Throughput</th>
-                    <th title="event-time lag (max event − watermark) / wall-clock lag (now − max event)">Lag (event / wall)</th>
-                    <th>Last error</th>
-                    <th>Actions</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {streams.map((s) => (
-                    <StreamRow key={s.id} s={s} now={now} onUpdated={onUpdated} onDropped={onDropped} onError={setError} />
-                  ))}
-                </tbody>
-              </table>
-              {total > streams.length && (
-                <div className="muted small table-note">
-                  Showing {streams.length} of {total} streams.
-                </div>
-              )}
-            </div>
-          )}
-        </>
-      )}
+          )
+        ) : (
+          <div className="table-wrap">
+            <table className="grid streams-table" data-testid="streams-table">
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Status</th>
+                  <th>Source → target</th>
+                  <th>Trigger / window</th>
+                  <th>Throughput</th>
+                  <th title="event-time lag (max event − watermark); below: wall clock − max event">Lag</th>
+                  <th>Last error</th>
+                  <th>Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {streams.map((s) => (
+                  <StreamRow key={s.id} s={s} now={now} onUpdated={onUpdated} onDropped={onDropped} onError={setError} />
+                ))}
+              </tbody>
+            </table>
+            <Pager offset={offset} size={STREAMS_PAGE_SIZE} count={total} shown={streams.length} onOffset={setOffset} />
+          </div>
+        ))}
     </div>
   );
 }
@@ -134,10 +212,11 @@ function StreamRow({
   onError: (t: string) => void;
 }) {
   const p = s.last_progress;
-  const ev = eventLagMs(p);
+  const lag = s.lag_ms ?? eventLagMs(p);
   const wall = wallLagMs(p, now);
+  const work = isLongWork(s.progress) ? s.progress : null;
   return (
-    <tr data-testid={`stream-row-${s.id}`} className={s.status === "dropped" ? "row-dim" : undefined}>
+    <tr data-testid={`stream-row-${s.id}`} data-status={s.status} className={s.status === "dropped" ? "row-dim" : undefined}>
       <td>
         <a href={urls.stream(s.id)} className="stream-name">
           {s.name}
@@ -147,9 +226,13 @@ function StreamRow({
           {s.syntax} · {formatAgo(s.created_at, now)}
         </div>
       </td>
-      <td>
+      <td className="status-cell">
         <StatusBadge status={s.status} />
-        {p?.phase === "history" && <div className="sub">replaying history</div>}
+        {work ? (
+          <ProgressBar fraction={work.fraction} label={workLabel(work)} small />
+        ) : (
+          p?.phase === "history" && <div className="sub">replaying history</div>
+        )}
       </td>
       <td className="mono">
         {s.source || "—"} → {s.target ?? "—"}
@@ -160,14 +243,19 @@ function StreamRow({
       </td>
       <td className="throughput-cell">
         <Sparkline values={s.throughput ?? []} />
-        <div className="sub" data-testid="rate">{formatRate(p?.rows_per_s ?? null)}</div>
+        <div className="sub" data-testid="rate">
+          {formatRate(p?.rows_per_s ?? null)}
+        </div>
       </td>
       <td className="lag-cell">
-        <span title="max event − watermark">{formatDuration(ev)}</span>
-        {" / "}
-        <span title="wall clock − max event">{formatDuration(wall)}</span>
+        <span title="event-time lag: max event − watermark" data-testid="lag">
+          {formatDuration(lag)}
+        </span>
+        <div className="sub" title="wall clock − max event">
+          {wall === null ? "" : `wall ${formatDuration(wall)}`}
+        </div>
       </td>
-      <td className="error-cell" title={s.last_error || undefined}>
+      <td className="error-cell" title={s.last_error || undefined} data-testid="last-error">
         {s.last_error ? truncate(s.last_error, 60) : <span className="muted">—</span>}
       </td>
       <td>

@@ -1,6 +1,9 @@
-import { fireEvent, screen, waitFor, within } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { act, fireEvent, screen, waitFor, within } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import FakeUPlot from "../test/fakeUplot";
+import { FakeXhr } from "../test/fakeXhr";
+import { makeImport } from "../test/fixtures";
+import { IMPORT_POLL_MS } from "./TablesPage";
 import { mockFetch, reply } from "../test/mockFetch";
 import { renderPage } from "../test/render";
 
@@ -122,5 +125,75 @@ describe("TablesPage", () => {
     fireEvent.change(input, { target: { value: "select * from nope" } });
     fireEvent.click(screen.getByRole("button", { name: "Run" }));
     expect(await screen.findByTestId("console-error")).toHaveTextContent("Table does not exist");
+  });
+
+  it("imports a CSV file: upload progress, then the job's rows, then the result", async () => {
+    FakeXhr.instances = [];
+    vi.stubGlobal("XMLHttpRequest", FakeXhr);
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    const m = setup();
+    let polls = 0;
+    m.on("GET /api/v1/imports/11/", () =>
+      ++polls === 1 ? makeImport({ rows_done: 60, fraction: 0.6 }) : makeImport({ state: "done", rows_done: 100, fraction: 1 }),
+    );
+    window.history.replaceState(null, "", "/tables/?db=power&table=d1001");
+    renderPage("tables");
+    await screen.findByText("11.25");
+    const importBtn = screen.getByRole("button", { name: "Import" });
+    expect(importBtn).toBeDisabled();
+    const file = new File(["ts,current\n2024-06-01T10:00:00Z,1.5\n"], "rows.csv", { type: "text/csv" });
+    fireEvent.change(screen.getByLabelText("CSV file"), { target: { files: [file] } });
+    fireEvent.click(importBtn);
+
+    const xhr = FakeXhr.last();
+    expect(xhr.method).toBe("POST");
+    expect(xhr.url).toBe("/api/v1/databases/power/tables/d1001/rows/");
+    expect(xhr.headers["X-CSRFToken"]).toBe("tok123");
+    expect((xhr.body!.get("file") as File).name).toBe("rows.csv");
+
+    xhr.progress(250, 1000);
+    const bar = () => within(screen.getByTestId("import-progress")).getByRole("progressbar");
+    expect(bar()).toHaveAttribute("aria-valuenow", "25");
+    expect(screen.getByTestId("import-progress")).toHaveTextContent("Uploading rows.csv: 250 B of 1000 B");
+    xhr.progress(1000, 1000);
+    expect(bar()).toHaveAttribute("aria-valuenow", "100");
+
+    await xhr.respond(201, makeImport({ rows_done: 10, fraction: 0.1 }));
+    expect(bar()).toHaveAttribute("aria-valuenow", "10");
+    expect(screen.getByTestId("import-progress")).toHaveTextContent("Importing: 10 of 100 rows");
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(IMPORT_POLL_MS);
+    });
+    await waitFor(() => expect(bar()).toHaveAttribute("aria-valuenow", "60"));
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(IMPORT_POLL_MS);
+    });
+    expect(await screen.findByTestId("import-result")).toHaveTextContent("Imported 100 rows into power.d1001 from rows.csv.");
+    expect(screen.queryByTestId("import-progress")).toBeNull();
+    // the preview is reloaded with the new rows
+    await waitFor(() => expect(m.callsTo("GET", "/api/v1/databases/power/tables/d1001/rows/")).toHaveLength(2));
+  });
+
+  it("shows the row and column of a rejected CSV file", async () => {
+    FakeXhr.instances = [];
+    vi.stubGlobal("XMLHttpRequest", FakeXhr);
+    setup();
+    window.history.replaceState(null, "", "/tables/?db=power&table=d1001");
+    renderPage("tables");
+    await screen.findByText("11.25");
+    fireEvent.change(screen.getByLabelText("CSV file"), { target: { files: [new File(["x"], "bad.csv")] } });
+    fireEvent.click(screen.getByRole("button", { name: "Import" }));
+    await FakeXhr.last().respond(400, {
+      code: 1,
+      desc: "row 17, column current: 'abc' is not a FLOAT",
+      row: 17,
+      column: "current",
+      import_id: null,
+    });
+    const err = await screen.findByTestId("import-error");
+    expect(err).toHaveTextContent("Import failed at row 17, column current: row 17, column current: 'abc' is not a FLOAT");
+    expect(within(err).getByTestId("import-error-row")).toHaveTextContent("row 17");
+    expect(within(err).getByTestId("import-error-column")).toHaveTextContent("column current");
+    expect(screen.getByRole("button", { name: "Import" })).toBeEnabled();
   });
 });

@@ -1,11 +1,12 @@
 // Tables browser (databases → supertables → subtables, normal tables), schema, data preview with
-// chart, and an SQL console.
-import { useCallback, useEffect, useMemo, useState, type KeyboardEvent } from "react";
-import { errorText, getRows, getTable, listDatabases, listTables, runSql } from "../api/client";
-import type { Database, RowsResult, SqlResult, TableDetail, TableEntry } from "../api/types";
+// chart, CSV import with progress, and an SQL console.
+import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
+import { ApiError, errorText, getImport, getRows, getTable, listDatabases, listTables, runSql, uploadCsv } from "../api/client";
+import type { Database, ImportJob, IngestError, RowsResult, SqlResult, TableDetail, TableEntry } from "../api/types";
 import { Empty, ErrorBanner, Loading, Section } from "../components/common";
 import { RowsChart, RowsTable } from "../components/RowsView";
-import { formatCell, formatDateTime, localOffsetLabel } from "../format";
+import { ProgressBar } from "../components/ProgressBar";
+import { formatBytes, formatCell, formatCount, formatDateTime, localInputToIso, localOffsetLabel } from "../format";
 import { urls } from "../page";
 
 interface Selection {
@@ -240,12 +241,7 @@ function SubtableList({
   );
 }
 
-/** datetime-local value ("2024-01-02T03:04") in local time → ISO UTC string. */
-export function localInputToIso(v: string): string | undefined {
-  if (!v) return undefined;
-  const ms = new Date(v).getTime();
-  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
-}
+export { localInputToIso };
 
 function TableView({ db, table }: { db: string; table: string }) {
   const [detail, setDetail] = useState<Loadable<TableDetail>>({ state: "loading" });
@@ -327,7 +323,148 @@ function TableView({ db, table }: { db: string; table: string }) {
           </>
         )}
       </Section>
+
+      <CsvImport db={db} table={table} isSuper={detail.state === "ok" && detail.value.kind === "super"} onImported={loadRows} />
     </div>
+  );
+}
+
+export const IMPORT_POLL_MS = 1000;
+
+type ImportView =
+  | { phase: "idle" }
+  | { phase: "uploading"; loaded: number; total: number | null }
+  | { phase: "importing"; job: ImportJob }
+  | { phase: "done"; job: ImportJob }
+  | { phase: "failed"; text: string; row: number | null; column: string | null };
+
+/** Where an import failed, from an IngestError body (row 1-based, header not counted). */
+function failure(e: unknown): Extract<ImportView, { phase: "failed" }> {
+  const body = (e instanceof ApiError && e.body && typeof e.body === "object" ? e.body : {}) as Partial<IngestError>;
+  return { phase: "failed", text: errorText(e), row: body.row ?? null, column: body.column ?? null };
+}
+
+/**
+ * CSV file → POST multipart to the rows endpoint. The bar shows the upload (bytes, from XHR
+ * upload events), then the import job's rows_done / rows_total (GET imports/{id}/ every second
+ * while it is running), then the result or the error with its row and column.
+ */
+function CsvImport({ db, table, isSuper, onImported }: { db: string; table: string; isSuper: boolean; onImported: () => void }) {
+  const [file, setFile] = useState<File | null>(null);
+  const [view, setView] = useState<ImportView>({ phase: "idle" });
+  const abort = useRef<(() => void) | null>(null);
+  const inputRef = useRef<HTMLInputElement>(null);
+
+  // Poll the job while it runs.
+  const jobId = view.phase === "importing" ? view.job.id : null;
+  useEffect(() => {
+    if (jobId === null) return undefined;
+    let cancelled = false;
+    const t = setInterval(() => {
+      getImport(jobId)
+        .then((job) => {
+          if (cancelled) return;
+          if (job.state === "running") setView({ phase: "importing", job });
+          else if (job.state === "done") {
+            setView({ phase: "done", job });
+            onImported();
+          } else setView({ phase: "failed", text: job.error || "the import failed", row: null, column: null });
+        })
+        .catch((e) => !cancelled && setView(failure(e)));
+    }, IMPORT_POLL_MS);
+    return () => {
+      cancelled = true;
+      clearInterval(t);
+    };
+  }, [jobId, onImported]);
+
+  useEffect(() => () => abort.current?.(), []);
+
+  const start = async () => {
+    if (!file) return;
+    setView({ phase: "uploading", loaded: 0, total: file.size || null });
+    const up = uploadCsv(db, table, file, (p) => setView({ phase: "uploading", loaded: p.loaded, total: p.total }));
+    abort.current = up.abort;
+    try {
+      const job = await up.done;
+      if (job.state === "running") setView({ phase: "importing", job });
+      else if (job.state === "done") {
+        setView({ phase: "done", job });
+        onImported();
+      } else setView({ phase: "failed", text: job.error || "the import failed", row: null, column: null });
+    } catch (e) {
+      setView(failure(e));
+    } finally {
+      abort.current = null;
+    }
+  };
+
+  const busy = view.phase === "uploading" || view.phase === "importing";
+  return (
+    <Section title="Import rows from CSV" className="csv-import">
+      <div className="import-bar">
+        <input
+          ref={inputRef}
+          type="file"
+          accept=".csv,.gz,text/csv"
+          aria-label="CSV file"
+          disabled={busy}
+          onChange={(e) => {
+            setFile(e.target.files?.[0] ?? null);
+            setView({ phase: "idle" });
+          }}
+        />
+        <button type="button" className="btn-primary btn-sm" disabled={!file || busy} onClick={() => void start()}>
+          Import
+        </button>
+        {view.phase === "uploading" && (
+          <button type="button" className="btn-sm" onClick={() => abort.current?.()}>
+            Cancel
+          </button>
+        )}
+        <span className="muted small">
+          a header line of column names, then one row per line; timestamps ISO 8601 or epoch ms
+          {isSuper ? "; a supertable needs a tbname column (and its tags for new subtables)" : ""}
+        </span>
+      </div>
+      {view.phase === "uploading" && (
+        <ProgressBar
+          testId="import-progress"
+          fraction={view.total ? view.loaded / view.total : null}
+          label={`Uploading ${file?.name ?? ""}: ${formatBytes(view.loaded)}${view.total ? ` of ${formatBytes(view.total)}` : ""}`}
+        />
+      )}
+      {view.phase === "importing" && (
+        <ProgressBar
+          testId="import-progress"
+          fraction={view.job.fraction ?? (view.job.rows_total ? view.job.rows_done / view.job.rows_total : null)}
+          label={`Importing: ${formatCount(view.job.rows_done)}${view.job.rows_total !== null ? ` of ${formatCount(view.job.rows_total)}` : ""} rows`}
+        />
+      )}
+      {view.phase === "done" && (
+        <div className="banner banner-ok" role="status" data-testid="import-result">
+          Imported {view.job.rows_done} row{view.job.rows_done === 1 ? "" : "s"} into {db}.{table}
+          {view.job.filename ? ` from ${view.job.filename}` : ""}.
+        </div>
+      )}
+      {view.phase === "failed" && (
+        <div className="banner banner-error" role="alert" data-testid="import-error">
+          <strong>Import failed</strong>
+          {view.row !== null && (
+            <>
+              {" "}
+              at <span data-testid="import-error-row">row {view.row}</span>
+            </>
+          )}
+          {view.column !== null && (
+            <>
+              , <span data-testid="import-error-column">column {view.column}</span>
+            </>
+          )}
+          : {view.text}
+        </div>
+      )}
+    </Section>
   );
 }
 

@@ -1,0 +1,113 @@
+// The React Flow canvas. The design is the only state: nodes are derived from it, moves and
+// removals are written back into it (design.layout / design.nodes) through graphToDesign.
+import {
+  applyNodeChanges,
+  Background,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  useReactFlow,
+  type Connection,
+  type Edge,
+  type NodeChange,
+} from "@xyflow/react";
+import "@xyflow/react/dist/style.css";
+import { useCallback, useMemo, useState, type DragEvent } from "react";
+import type { Design, NodeKind } from "../api/designer";
+import { NODE_TYPES } from "./DesignNode";
+import { designToGraph, graphToDesign, isImpliedConnection, isNodeKind, presentKinds, type DesignFlowNode } from "./graph";
+import { DRAG_MIME } from "./Palette";
+
+export interface CanvasProps {
+  design: Design;
+  selected: NodeKind | null;
+  onDesign: (d: Design) => void;
+  onSelect: (k: NodeKind | null) => void;
+  onDropKind: (k: NodeKind, at: { x: number; y: number } | undefined) => void;
+  onHint: (text: string) => void;
+}
+
+type Measured = Record<string, { width: number; height: number }>;
+
+export function Canvas({ design, selected, onDesign, onSelect, onDropKind, onHint }: CanvasProps) {
+  const { screenToFlowPosition } = useReactFlow();
+  const [measured, setMeasured] = useState<Measured>({});
+  const graph = useMemo(() => designToGraph(design), [design]);
+  const nodes = useMemo<DesignFlowNode[]>(
+    () => graph.nodes.map((n) => ({ ...n, selected: n.id === selected, measured: measured[n.id] })),
+    [graph, selected, measured],
+  );
+
+  const onNodesChange = useCallback(
+    (changes: NodeChange<DesignFlowNode>[]) => {
+      const next = applyNodeChanges(changes, nodes);
+      const dims = changes.filter((c) => c.type === "dimensions" && c.dimensions);
+      if (dims.length) {
+        setMeasured((m) => {
+          const out = { ...m };
+          for (const c of dims) if (c.type === "dimensions" && c.dimensions) out[c.id] = { width: c.dimensions.width, height: c.dimensions.height };
+          return out;
+        });
+      }
+      const picked = changes.find((c) => c.type === "select" && c.selected);
+      if (picked && picked.type === "select" && isNodeKind(picked.id)) onSelect(picked.id);
+      else if (changes.some((c) => c.type === "select" && !c.selected && c.id === selected)) onSelect(null);
+      const moved = new Set(changes.filter((c) => c.type === "position" && c.position).map((c) => (c as { id: string }).id));
+      const removed = changes.some((c) => c.type === "remove");
+      if (moved.size || removed) {
+        const placed = next.map((n) => (moved.has(n.id) ? { ...n, data: { ...n.data, placed: true } } : n));
+        onDesign(graphToDesign({ nodes: placed, meta: graph.meta }));
+        if (removed && changes.some((c) => c.type === "remove" && c.id === selected)) onSelect(null);
+      }
+    },
+    [nodes, graph.meta, onDesign, onSelect, selected],
+  );
+
+  const kinds = useMemo(() => presentKinds(design.nodes), [design.nodes]);
+  const isValidConnection = useCallback((c: Connection | Edge) => isImpliedConnection(kinds, c.source, c.target), [kinds]);
+  const onConnect = useCallback(
+    (c: Connection) => {
+      if (!isImpliedConnection(kinds, c.source, c.target)) onHint("The order is fixed: source → pre-filter → trigger → options → computation → output, and → notification.");
+    },
+    [kinds, onHint],
+  );
+
+  const onDragOver = (e: DragEvent<HTMLDivElement>) => {
+    if (!e.dataTransfer.types.includes(DRAG_MIME)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = "move";
+  };
+  const onDrop = (e: DragEvent<HTMLDivElement>) => {
+    const kind = e.dataTransfer.getData(DRAG_MIME);
+    if (!isNodeKind(kind)) return;
+    e.preventDefault();
+    const at = screenToFlowPosition({ x: e.clientX, y: e.clientY });
+    // Without a measured viewport (not yet laid out) the position is NaN: place it automatically.
+    onDropKind(kind, Number.isFinite(at.x) && Number.isFinite(at.y) ? at : undefined);
+  };
+
+  return (
+    <div className="dz-canvas" data-testid="designer-canvas" onDragOver={onDragOver} onDrop={onDrop}>
+      <ReactFlow<DesignFlowNode>
+        nodes={nodes}
+        edges={graph.edges}
+        nodeTypes={NODE_TYPES}
+        onNodesChange={onNodesChange}
+        onConnect={onConnect}
+        isValidConnection={isValidConnection}
+        onPaneClick={() => onSelect(null)}
+        onNodeClick={(_, n) => onSelect(n.data.kind)}
+        deleteKeyCode={["Delete", "Backspace"]}
+        fitView
+        fitViewOptions={{ padding: 0.2, maxZoom: 1 }}
+        minZoom={0.3}
+        maxZoom={2}
+        defaultEdgeOptions={{ type: "smoothstep" }}
+      >
+        <Background gap={16} size={1} />
+        <Controls showInteractive={false} />
+        <MiniMap pannable zoomable nodeStrokeWidth={2} />
+      </ReactFlow>
+    </div>
+  );
+}
