@@ -74,7 +74,7 @@ export interface NotifyNode {
 export interface DesignNodes {
   source?: SourceNode | null;
   prefilter?: PrefilterNode | null;
-  trigger: TriggerNode;
+  trigger?: TriggerNode | null;
   options?: OptionsNode | null;
   computation?: ComputationNode | null;
   output?: OutputNode | null;

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Design, ValidateAnswer } from "../api/designer";
 import { mockFetch, reply, type Req } from "../test/mockFetch";
 import { renderPage } from "../test/render";
+import { NODE_KINDS } from "./graph";
 import { EXAMPLE } from "./testFixtures";
 
 function ph(name: string) {
@@ -60,15 +61,28 @@ function setup(validate: (req: Req) => unknown = () => ok()) {
 const validations = (m: ReturnType<typeof setup>) => m.callsTo("POST", "/api/v1/designer/validate/");
 
 describe("DesignerPage", () => {
-  it("starts with a trigger node, validates it and shows the SQL", async () => {
-    const m = setup();
+  it("starts with an empty canvas; a trigger added from the palette is validated and its SQL shown", async () => {
+    const m = setup((req) =>
+      req.body.design.nodes.trigger
+        ? ok()
+        : ok({ valid: false, issues: [{ node: null, field: null, message: "a stream needs a trigger", position: null }], sql: { "3.3.7": null, legacy: null }, not_expressible: {} }),
+    );
     renderPage("designer");
     expect(screen.getByTestId("designer-canvas")).toBeInTheDocument();
-    expect(await screen.findByTestId("node-trigger")).toBeInTheDocument();
-    await waitFor(() => expect(screen.getByTestId("issues-count")).toHaveTextContent("valid"));
+    // the empty design is validated as is: no node at all
+    await waitFor(() => expect(screen.getByTestId("issues-count")).toHaveTextContent("1 problem"));
     expect(validations(m)).toHaveLength(1);
-    expect(validations(m)[0].body.design.nodes.trigger.type).toBe("interval");
-    expect(validations(m)[0].headers["X-CSRFToken"]).toBe("tok123");
+    expect(validations(m)[0].body.design.nodes).toEqual({});
+    for (const k of NODE_KINDS) expect(screen.queryByTestId(`node-${k}`)).toBeNull();
+    expect(screen.getByTestId("sql-3.3.7")).not.toHaveTextContent("CREATE STREAM");
+    // a trigger from the palette
+    fireEvent.click(screen.getByTestId("palette-trigger"));
+    expect(await screen.findByTestId("node-trigger")).toBeInTheDocument();
+    expect(screen.getByTestId("palette-trigger")).toHaveAttribute("aria-disabled", "true");
+    await waitFor(() => expect(screen.getByTestId("issues-count")).toHaveTextContent("valid"));
+    expect(validations(m)).toHaveLength(2);
+    expect(validations(m)[1].body.design.nodes.trigger.type).toBe("interval");
+    expect(validations(m)[1].headers["X-CSRFToken"]).toBe("tok123");
     expect(screen.getByTestId("sql-3.3.7")).toHaveTextContent("CREATE STREAM s INTERVAL(1m)");
     expect(screen.getByTestId("sql-legacy")).toHaveTextContent("Not expressible: INTERVAL without a query");
   });
@@ -77,6 +91,9 @@ describe("DesignerPage", () => {
     const m = setup();
     renderPage("designer");
     await waitFor(() => expect(validations(m)).toHaveLength(1));
+    fireEvent.click(screen.getByTestId("palette-trigger"));
+    expect(await screen.findByTestId("node-trigger")).toBeInTheDocument();
+    await waitFor(() => expect(validations(m)).toHaveLength(2));
     fireEvent.click(screen.getByTestId("palette-source"));
     expect(await screen.findByTestId("node-source")).toBeInTheDocument();
     expect(screen.getByTestId("palette-source")).toHaveAttribute("aria-disabled", "true");
@@ -149,6 +166,8 @@ describe("DesignerPage", () => {
         : ok(),
     );
     renderPage("designer");
+    fireEvent.click(screen.getByTestId("palette-trigger"));
+    await screen.findByTestId("node-trigger");
     fireEvent.click(screen.getByTestId("palette-prefilter"));
     const props = await screen.findByTestId("props-prefilter");
     fireEvent.change(within(props).getByLabelText("Condition"), { target: { value: "pm25 >" } });
@@ -167,9 +186,10 @@ describe("DesignerPage", () => {
   });
 
   it("changes the trigger type and offers its placeholders in the computation editor", async () => {
-    const m = setup((req) => ok({ placeholders: CATALOG.placeholders[req.body.design.nodes.trigger.type as "event"] ?? [] }));
+    const m = setup((req) => ok({ placeholders: CATALOG.placeholders[req.body.design.nodes.trigger?.type as "event"] ?? [] }));
     // (placeholders come from validate; the catalog's per trigger type are the fallback)
     renderPage("designer");
+    fireEvent.click(screen.getByTestId("palette-trigger"));
     fireEvent.click(await screen.findByTestId("node-trigger"));
     const props = await screen.findByTestId("props-trigger");
     expect(within(props).getByLabelText("Interval")).toHaveAttribute("placeholder", "10m");
@@ -311,22 +331,26 @@ describe("DesignerPage", () => {
     renderPage("designer");
     await waitFor(() => expect(pending).toHaveLength(1));
     await act(async () => pending[0].resolve(ok()));
-    fireEvent.change(screen.getByLabelText("Stream name"), { target: { value: "first" } });
+    fireEvent.click(screen.getByTestId("palette-trigger"));
+    expect(await screen.findByTestId("node-trigger")).toBeInTheDocument();
     await waitFor(() => expect(pending).toHaveLength(2));
-    fireEvent.change(screen.getByLabelText("Stream name"), { target: { value: "second" } });
+    await act(async () => pending[1].resolve(ok()));
+    fireEvent.change(screen.getByLabelText("Stream name"), { target: { value: "first" } });
     await waitFor(() => expect(pending).toHaveLength(3));
-    expect(pending.map((p) => p.name)).toEqual(["", "first", "second"]);
+    fireEvent.change(screen.getByLabelText("Stream name"), { target: { value: "second" } });
+    await waitFor(() => expect(pending).toHaveLength(4));
+    expect(pending.map((p) => p.name)).toEqual(["", "", "first", "second"]);
     // the newer answer arrives first, the older one after it
     await act(async () =>
-      pending[2].resolve(ok({ valid: false, issues: [{ node: "trigger", field: "interval", message: "newest", position: null }] })),
+      pending[3].resolve(ok({ valid: false, issues: [{ node: "trigger", field: "interval", message: "newest", position: null }] })),
     );
     await waitFor(() => expect(screen.getByTestId("issues-count")).toHaveTextContent("1 problem"));
-    await act(async () => pending[1].resolve(ok({ sql: { "3.3.7": "STALE", legacy: null } })));
+    await act(async () => pending[2].resolve(ok({ sql: { "3.3.7": "STALE", legacy: null } })));
     await new Promise((r) => setTimeout(r, 20));
     expect(screen.getByTestId("issues-count")).toHaveTextContent("1 problem");
     expect(screen.getByTestId("sql-3.3.7")).not.toHaveTextContent("STALE");
     expect(screen.getByTestId("node-issues-trigger")).toHaveTextContent("1");
-    expect(validations(m)).toHaveLength(3);
+    expect(validations(m)).toHaveLength(4);
   });
 
   it("opens a draft, previews it and shows the versions of its stream", async () => {

@@ -195,6 +195,7 @@ export function emptyNode(kind: NodeKind, syntax: StreamSyntax = "3.3.7"): NodeV
   }
 }
 
+/** A new design: an empty canvas (the user drags its nodes from the palette). */
 export function newDesign(): Design {
   return {
     schema_version: 1,
@@ -202,8 +203,8 @@ export function newDesign(): Design {
     db: null,
     syntax: "3.3.7",
     if_not_exists: true,
-    nodes: { trigger: { type: "interval", interval: "1m", offset: null, sliding: null, sliding_offset: null } },
-    layout: { trigger: { x: 0, y: 0 } },
+    nodes: {},
+    layout: {},
   };
 }
 

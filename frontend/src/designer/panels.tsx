@@ -273,7 +273,15 @@ export function PreviewTab({ design }: { design: Design }) {
                   <tr key={i}>
                     {r.map((v, j) => (
                       <td key={j} className="mono">
-                        {v === null ? <span className="muted">NULL</span> : typeof v === "object" ? JSON.stringify(v) : String(v)}
+                        {v === null ? (
+                          <span className="muted">NULL</span>
+                        ) : typeof v === "number" && rows.columns[j]?.type === "TIMESTAMP" ? (
+                          <span title={String(v)}>{formatDateTime(v, true)}</span>
+                        ) : typeof v === "object" ? (
+                          JSON.stringify(v)
+                        ) : (
+                          String(v)
+                        )}
                       </td>
                     ))}
                   </tr>
