@@ -75,6 +75,7 @@ function describe(status: number, statusText: string, body: unknown): string {
     const b = body as Record<string, unknown>;
     if (typeof b.desc === "string" && b.desc) return b.desc;
     if (typeof b.detail === "string" && b.detail) return b.detail;
+    if (typeof b.message === "string" && b.message) return b.message;
     // DRF field errors: {"sql": ["This field is required."]}
     const parts = Object.entries(b)
       .filter(([, v]) => Array.isArray(v) || typeof v === "string")
@@ -120,7 +121,8 @@ async function raw(method: string, path: string, body?: unknown): Promise<RawRes
   return { status: res.status, ok: res.ok, body: parsed };
 }
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** A JSON call to the API (session cookie, CSRF header); a non-2xx answer throws ApiError. */
+export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   const r = await raw(method, path, body);
   if (!r.ok) throw new ApiError(r.status, describe(r.status, "", r.body), r.body);
   return r.body as T;

@@ -1,7 +1,7 @@
 // REST calls and types of the visual stream designer (docs/designer.md, "REST endpoints").
 // Uses the shared helpers of ./client (CSRF token, ApiError); its request() is private, so the
 // same fetch wrapper is repeated here rather than changing client.ts.
-import { API_ROOT, ApiError, getCsrfToken } from "./client";
+import { API_ROOT, ApiError, request } from "./client";
 import type { SqlPosition, StreamSyntax } from "./types";
 
 // --- the design document (schema_version 1) ---------------------------------------------------
@@ -290,50 +290,7 @@ export interface Me {
 
 // --- calls --------------------------------------------------------------------------------------
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method !== "GET") headers["X-CSRFToken"] = getCsrfToken();
-  let res: Response;
-  try {
-    res = await fetch(path, {
-      method,
-      headers,
-      credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch (e) {
-    throw new ApiError(0, `Network error: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  let parsed: unknown = null;
-  if (res.status !== 204) {
-    const text = await res.text();
-    if (text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = text;
-      }
-    }
-  }
-  if (!res.ok) throw new ApiError(res.status, describeError(res.status, parsed), parsed);
-  return parsed as T;
-}
-
-function describeError(status: number, body: unknown): string {
-  if (body && typeof body === "object") {
-    const b = body as Record<string, unknown>;
-    if (typeof b.desc === "string" && b.desc) return b.desc;
-    if (typeof b.detail === "string" && b.detail) return b.detail;
-    if (typeof b.message === "string" && b.message) return b.message;
-    const parts = Object.entries(b)
-      .filter(([, v]) => Array.isArray(v) || typeof v === "string")
-      .map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(" ") : String(v)}`);
-    if (parts.length) return parts.join("; ");
-  }
-  if (typeof body === "string" && body.trim() && body.length < 300) return body.trim();
-  return `HTTP ${status}`;
-}
+const call = request;
 
 const D = `${API_ROOT}/designer`;
 
