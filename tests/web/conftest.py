@@ -122,3 +122,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/web/" in str(item.path).replace("\\", "/"):
             item.add_marker(pytest.mark.filterwarnings("ignore:No directory at:UserWarning"))
+
+
+def api_client(user=None):  # type: ignore[no-untyped-def]
+    """A DRF test client signed in as ``user`` (anonymous when None)."""
+    from rest_framework.test import APIClient
+
+    c = APIClient()
+    if user is not None:
+        c.force_login(user)
+    return c
+
+
+@pytest.fixture
+def root_api(admin):  # type: ignore[no-untyped-def]
+    """The API as the staff user ``root``."""
+    return api_client(admin)
+
+
+@pytest.fixture
+def alice_api(alice):  # type: ignore[no-untyped-def]
+    """The API as the non-staff user ``alice``."""
+    return api_client(alice)

@@ -32,23 +32,6 @@ STREAM = (
 )
 
 
-def _client(user=None) -> APIClient:  # type: ignore[no-untyped-def]
-    c = APIClient()
-    if user is not None:
-        c.force_login(user)
-    return c
-
-
-@pytest.fixture
-def root_api(admin) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(admin)
-
-
-@pytest.fixture
-def alice_api(alice) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(alice)
-
-
 def _create(api: APIClient, name: str, out: str) -> dict:
     r = api.post("/api/v1/streams/", {"sql": STREAM.format(name=name, out=out)}, format="json")
     assert r.status_code == 201, r.content

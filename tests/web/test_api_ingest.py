@@ -22,22 +22,6 @@ pytestmark = pytest.mark.django_db
 ROWS = "/api/v1/databases/{db}/tables/{t}/rows/"
 
 
-def _client(user) -> APIClient:  # type: ignore[no-untyped-def]
-    c = APIClient()
-    c.force_login(user)
-    return c
-
-
-@pytest.fixture
-def root_api(admin) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(admin)
-
-
-@pytest.fixture
-def alice_api(alice) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(alice)
-
-
 def _count(sql: str) -> int:
     return int(sql_execute(sql=sql).rows[0][0])
 

@@ -27,22 +27,6 @@ DAY_MS = 86_400_000
 T0 = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 
 
-def _client(user) -> APIClient:  # type: ignore[no-untyped-def]
-    c = APIClient()
-    c.force_login(user)
-    return c
-
-
-@pytest.fixture
-def root_api(admin) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(admin)
-
-
-@pytest.fixture
-def alice_api(alice) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(alice)
-
-
 def _create(api: APIClient, sql: str) -> dict:
     r = api.post("/api/v1/streams/", {"sql": sql}, format="json")
     assert r.status_code == 201, r.content

@@ -39,13 +39,6 @@ PM25 = [100, 160, 200, 170, 60, 50]
 DAY_MS = 1483228800000  # 2017-01-01T00:00:00Z
 
 
-def _client(user=None) -> APIClient:  # type: ignore[no-untyped-def]
-    c = APIClient()
-    if user is not None:
-        c.force_login(user)
-    return c
-
-
 @pytest.fixture
 def air(admin, lake):  # type: ignore[no-untyped-def]
     """The demo schema (database ``air``, supertable ``quality``, subtables aotizhongxin and dongsi)
@@ -61,16 +54,6 @@ def air(admin, lake):  # type: ignore[no-untyped-def]
     )
     sql_execute(sql=f"INSERT INTO air.aotizhongxin VALUES {values}", user=admin)
     return lake
-
-
-@pytest.fixture
-def root_api(admin) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(admin)
-
-
-@pytest.fixture
-def alice_api(alice) -> APIClient:  # type: ignore[no-untyped-def]
-    return _client(alice)
 
 
 def _compile(api: APIClient, sql: str) -> dict:
