@@ -8,6 +8,8 @@ Tests use it only from the outside, as users do: TDengine REST (``taosrest``) an
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -99,3 +101,43 @@ def wait_for(fn, timeout: float, what: str, interval: float = 1.0):  # type: ign
             last = e
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
+
+
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("Chromium is not installed: `make test` installs Debian's chromium (make browser-deps)")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def last_batch(page) -> int:  # type: ignore[no-untyped-def]
+    text = page.locator(".fact", has_text="Last batch").locator(".fact-value").inner_text()
+    m = re.search(r"#(\d+)", text)
+    return int(m.group(1)) if m else -1
+
+
+def sign_in(page, system: System) -> None:  # type: ignore[no-untyped-def]
+    """Sign in as root through the login form; lands on the streams list."""
+    page.goto(f"{system.url}/accounts/login/")
+    page.fill("#id_username", "root")
+    page.fill("#id_password", "taosdata")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{system.url}/")

@@ -7,40 +7,12 @@ its position. Screenshots of each page are saved to docs/screenshots/.
 
 from __future__ import annotations
 
-import re
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from tests.system.conftest import System, wait_for
+from tests.system.conftest import SHOTS, System, last_batch, sign_in, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.browser]
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 BASE = 1_700_000_000_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail("Chromium is not installed: `make test` installs Debian's chromium (make browser-deps)")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def write_hour(rest, hour: int) -> None:  # type: ignore[no-untyped-def]
@@ -55,20 +27,10 @@ def write_hour(rest, hour: int) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def last_batch(page) -> int:  # type: ignore[no-untyped-def]
-    text = page.locator(".fact", has_text="Last batch").locator(".fact-value").inner_text()
-    m = re.search(r"#(\d+)", text)
-    return int(m.group(1)) if m else -1
-
-
 def test_pages_update_live(system: System, browser) -> None:  # type: ignore[no-untyped-def]
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{system.url}/accounts/login/")
-    page.fill("#id_username", "root")
-    page.fill("#id_password", "taosdata")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{system.url}/")
+    sign_in(page, system)
     me = page.request.get(f"{system.url}/api/v1/me/").json()
     inbox_url = me["inboxes"][0]["url"].replace("ws://127.0.0.1:8000", system.url.replace("http", "ws"))
 

@@ -18,37 +18,19 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.system.conftest import System, wait_for
+from tests.system.conftest import SHOTS, System, last_batch, sign_in, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.browser]
 STATIONS = ("aotizhongxin", "dongsi")
 HISTORY = ("2016-11-01", "2016-12-01")  # UTC days; the history the stream starts from
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync"]
 EPISODES_SQL = (
     "CREATE STREAM IF NOT EXISTS air.pollution_episodes EVENT_WINDOW(START WITH pm25 > 150 END WITH "
     "pm25 <= 75) FROM air.quality PARTITION BY tbname"
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail("Chromium is not installed: `make test` installs Debian's chromium (make browser-deps)")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def ms(day: str) -> int:
@@ -101,14 +83,6 @@ def insert_hours(system: System, rows: pd.DataFrame) -> None:
         vals = ", ".join(sql_value(getattr(r, c)) for c in cols)
         parts.append(f"air.{r.station} ({', '.join(cols)}) VALUES ({vals})")
     system.rest().sql("INSERT INTO " + " ".join(parts))
-
-
-def sign_in(page, system: System) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{system.url}/accounts/login/")
-    page.fill("#id_username", "root")
-    page.fill("#id_password", "taosdata")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{system.url}/")
 
 
 def drop_node(page, kind: str, x: int, y: int) -> None:  # type: ignore[no-untyped-def]
@@ -258,12 +232,6 @@ def test_design_preview_deploy_pollution_episodes(history: System, browser, data
     page.goto(f"{system.url}/dashboard/")
     page.wait_for_timeout(2000)
     page.screenshot(path=str(SHOTS / "dashboard.png"), full_page=True)
-
-
-def last_batch(page) -> int:  # type: ignore[no-untyped-def]
-    text = page.locator(".fact", has_text="Last batch").locator(".fact-value").inner_text()
-    m = re.search(r"#(\d+)", text)
-    return int(m.group(1)) if m else -1
 
 
 def test_paste_legacy_sql_and_errors_on_nodes(history: System, browser) -> None:  # type: ignore[no-untyped-def]
