@@ -12,6 +12,7 @@ written and compared lower-cased.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (k, v) VALUES ('version', 0);
 CREATE TABLE IF NOT EXISTS databases (
     key TEXT PRIMARY KEY, name TEXT NOT NULL, precision TEXT NOT NULL, options TEXT NOT NULL,
-    created_ms INTEGER NOT NULL);
+    created_ms INTEGER NOT NULL, owner TEXT);
 CREATE TABLE IF NOT EXISTS tables (
     db TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('super', 'sub', 'normal')),
@@ -96,11 +97,14 @@ def physical_names(names: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Database:
-    """A database: ``precision`` is ``ms``, ``us`` or ``ns``; ``options`` as created."""
+    """A database: ``precision`` is ``ms``, ``us`` or ``ns``; ``options`` as created; ``owner``
+    is the name of the user who created it (TDengine: "own created DBs have all permissions"),
+    None for databases created before owners were recorded (only superusers own those)."""
 
     name: str
     precision: str
     options: dict[str, Any] = field(default_factory=dict)
+    owner: str | None = None
 
     @property
     def duration(self) -> Duration:
@@ -169,6 +173,7 @@ class Catalog:
         self.path = self.root / "_catalog.sqlite"
         self._local = threading.local()
         self._con().executescript(_SCHEMA)
+        self._migrate()
         self._cache_version = -1
         self._tables_cache: dict[tuple[str, str], Table | None] = {}
         self._db_cache: dict[str, Database | None] = {}
@@ -198,6 +203,14 @@ class Catalog:
             con.execute("UPDATE meta SET v = v + 1 WHERE k = 'version'")
             con.execute("COMMIT")
 
+    def _migrate(self) -> None:
+        """Bring a catalog written by an older tdweb up to the current schema."""
+        con = self._con()
+        cols = {r[1] for r in con.execute("PRAGMA table_info(databases)").fetchall()}
+        if "owner" not in cols:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                con.execute("ALTER TABLE databases ADD COLUMN owner TEXT")
+
     def version(self) -> int:
         """Monotonic counter bumped by every catalog change (for caches)."""
         return int(self._con().execute("SELECT v FROM meta WHERE k = 'version'").fetchone()[0])
@@ -220,8 +233,10 @@ class Catalog:
         options: dict[str, Any] | None = None,
         if_not_exists: bool = False,
         now_ms: int = 0,
+        owner: str | None = None,
     ) -> bool:
-        """Create a database; returns False if it existed and ``if_not_exists``.
+        """Create a database owned by user ``owner``; returns False if it existed and
+        ``if_not_exists``.
 
         Raises:
             CatalogError: DB_ALREADY_EXIST.
@@ -233,8 +248,9 @@ class Catalog:
                     return False
                 raise CatalogError(f"database {name} already exists", code=Code.DB_ALREADY_EXIST)
             con.execute(
-                "INSERT INTO databases VALUES (?, ?, ?, ?, ?)",
-                (name.lower(), name, precision, json.dumps(options or {}), now_ms),
+                "INSERT INTO databases (key, name, precision, options, created_ms, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name.lower(), name, precision, json.dumps(options or {}), now_ms, owner),
             )
         return True
 
@@ -257,10 +273,10 @@ class Catalog:
             return self._db_cache[key]
         row = (
             self._con()
-            .execute("SELECT name, precision, options FROM databases WHERE key = ?", (key,))
+            .execute("SELECT name, precision, options, owner FROM databases WHERE key = ?", (key,))
             .fetchone()
         )
-        db = Database(row[0], row[1], json.loads(row[2])) if row else None
+        db = Database(row[0], row[1], json.loads(row[2]), row[3]) if row else None
         self._db_cache[key] = db
         return db
 
@@ -280,10 +296,10 @@ class Catalog:
         """All databases with their creation time (epoch ms), by name."""
         rows = (
             self._con()
-            .execute("SELECT name, precision, options, created_ms FROM databases ORDER BY key")
+            .execute("SELECT name, precision, options, created_ms, owner FROM databases ORDER BY key")
             .fetchall()
         )
-        return [(Database(r[0], r[1], json.loads(r[2])), r[3]) for r in rows]
+        return [(Database(r[0], r[1], json.loads(r[2]), r[4]), r[3]) for r in rows]
 
     # ------------------------------------------------------------------ tables
     def create_table(self, table: Table, *, if_not_exists: bool = False, now_ms: int = 0) -> bool:

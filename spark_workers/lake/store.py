@@ -35,6 +35,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from spark_workers.errors import LakeError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
+from spark_workers.lake.names import storage_key
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -157,9 +158,28 @@ class Lake:
         self._thread_locks: dict[str, threading.Lock] = {}
 
     # ------------------------------------------------------------------ paths and handles
+    def database_path(self, db: str) -> Path:
+        """Folder of a database's tables: ``<root>/<storage key of db>``.
+
+        Raises:
+            LakeError: the path would not lie strictly under the lake root, or would be one of
+                the lake's own ``_`` entries (catalog, stream checkpoints); nothing is touched.
+        """
+        return self._contained(self.root / storage_key(db))
+
     def table_path(self, db: str, storage: str) -> Path:
-        """Folder of the Delta table holding ``storage`` rows."""
-        return self.root / db.lower() / storage.lower()
+        """Folder of the Delta table holding ``storage`` rows: ``<root>/<db key>/<table key>``
+        (keys from :func:`spark_workers.lake.names.storage_key`; checked as ``database_path``)."""
+        return self._contained(self.database_path(db) / storage_key(storage))
+
+    def _contained(self, path: Path) -> Path:
+        """``path`` if it resolves strictly under the lake root and outside its ``_`` entries."""
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(path)
+        rel = os.path.relpath(real, root)
+        if rel == "." or rel.startswith("..") or os.path.isabs(rel) or rel.split(os.sep)[0].startswith("_"):
+            raise LakeError(f"storage path {path} is outside the lake's data folders")
+        return path
 
     def exists(self, db: str, storage: str) -> bool:
         return (self.table_path(db, storage) / "_delta_log").is_dir()
@@ -221,6 +241,25 @@ class Lake:
                     fcntl.flock(fh, fcntl.LOCK_UN)
 
     # ------------------------------------------------------------------ DDL
+    def create_table(self, db: Database, table: Table, *, if_not_exists: bool = False) -> bool:
+        """Create a supertable or normal table: its catalog entry and its (empty) Delta table, all
+        or nothing (when the storage cannot be created, the catalog entry is removed again).
+
+        Returns:
+            False when it existed and ``if_not_exists`` (nothing changed).
+
+        Raises:
+            CatalogError: the name is taken; LakeError: the storage path is not a lake path.
+        """
+        if not self.catalog.create_table(table, if_not_exists=if_not_exists, now_ms=int(time.time() * 1000)):
+            return False
+        try:
+            self.create_storage(db, table)
+        except BaseException:
+            self.catalog.drop_table(db.name, table.name)
+            raise
+        return True
+
     def create_storage(self, db: Database, table: Table) -> None:
         """Create the (empty) Delta table for a supertable or normal table."""
         path = self.table_path(db.name, table.name)
@@ -246,7 +285,8 @@ class Lake:
             lock.unlink()
 
     def drop_database_storage(self, db: str) -> None:
-        path = self.root / db.lower()
+        """Remove a database's folder (after its catalog entry is gone)."""
+        path = self.database_path(db)
         with self._lock:
             for k in [k for k in self._tables if k.startswith(str(path) + os.sep)]:
                 self._tables.pop(k, None)

@@ -173,7 +173,8 @@ class Show:
     """``SHOW [db.]DATABASES|STABLES|TABLES|STREAMS|VGROUPS ... [LIKE 'pattern']``.
 
     ``what`` is lower case: ``databases``, ``stables``, ``tables``, ``streams``,
-    ``create_table`` (SHOW CREATE TABLE t), ``create_stable``, ``create_database``, ``tags``.
+    ``create_table`` (SHOW CREATE TABLE t), ``create_stable``, ``create_database``,
+    ``create_stream`` (``target`` the stream), ``tags``, ``users``, ``user_privileges``.
     """
 
     what: str
@@ -486,6 +487,56 @@ class RecalculateStream:
     end: exp.Expr | None = None
 
 
+# --------------------------------------------------------------------------- users and privileges
+
+
+@dataclass
+class CreateUser:
+    """``CREATE USER name PASS 'password' [SYSINFO {1|0}] [CREATEDB {1|0}]`` (TDengine SQL manual,
+    "Users"; defaults SYSINFO 1, CREATEDB 0)."""
+
+    name: str
+    password: str
+    sysinfo: bool = True
+    createdb: bool = False
+    span: Span | None = None
+
+
+@dataclass
+class AlterUser:
+    """``ALTER USER name {PASS 'password' | SYSINFO {1|0} | CREATEDB {1|0} | ENABLE {1|0}} ...``;
+    a None field is left as it is."""
+
+    name: str
+    password: str | None = None
+    sysinfo: bool | None = None
+    createdb: bool | None = None
+    enable: bool | None = None
+    span: Span | None = None
+
+
+@dataclass
+class DropUser:
+    """``DROP USER name``."""
+
+    name: str
+    span: Span | None = None
+
+
+@dataclass
+class GrantStatement:
+    """``GRANT privileges ON priv_level TO user`` / ``REVOKE privileges ON priv_level FROM user``
+    (TDengine SQL manual, "Permissions"): ``privileges`` ⊆ {``read``, ``write``} (ALL = both);
+    ``db`` is ``*`` for ``*.*``; ``table`` None for ``db.*``."""
+
+    revoke: bool
+    privileges: tuple[str, ...]
+    db: str
+    table: str | None
+    user: str
+    span: Span | None = None
+
+
 Statement = (
     CreateDatabase
     | DropDatabase
@@ -502,4 +553,8 @@ Statement = (
     | CreateStream337
     | StreamCommand
     | RecalculateStream
+    | CreateUser
+    | AlterUser
+    | DropUser
+    | GrantStatement
 )

@@ -15,50 +15,88 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from spark_workers import access
+from spark_workers.access import READ, WRITE, Grant, Principal, UserDirectory
 from spark_workers.duration import PRECISIONS, Duration
 from spark_workers.errors import CatalogError, Code, SqlError, TdError
-from spark_workers.lake.catalog import Column, Table, physical_names
+from spark_workers.lake.catalog import Column, Database, Table, physical_names
+from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake, engine_schema
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located
 from spark_workers.sql.planner import offset_of
-from spark_workers.sql.results import ResultColumn, ResultSet, StreamRegistry
+from spark_workers.sql.results import ResultColumn, ResultSet, StreamInfo, StreamRegistry
 from spark_workers.sql.select import run_select
 from spark_workers.sql.values import Now, coerce, constant
 from spark_workers.tdtypes import INT, TIMESTAMP, TdType, varchar
 
 MAX_COLUMNS = 4096
-MAX_NAME = 192
+# TDengine's password rules (SQL manual "Names & Limits" and "Users"): 8 to 255 characters of
+# [a-zA-Z0-9!?$%^&*()_–+={[}]:;@~#|<,>.?/], no quotes, backquote, backslash or space
+PASSWORD_MIN, PASSWORD_MAX = 8, 255
+_PASSWORD_FORBIDDEN = frozenset("'\"`\\ ")
 
 
 def _name_ok(name: str, what: str, sql: str, span: ast.Span | None) -> None:
-    if not name or len(name) > MAX_NAME:
+    """TDengine's naming rules for a ``what`` name (``lake/names.py``), positioned at ``span``."""
+    check_name(name, what, sql=sql, offset=span.start if span else None)
+
+
+def check_password(password: str) -> None:
+    """TDengine's password rules (length 8 to 255, its legal characters).
+
+    Raises:
+        SqlError: 0x2610 (too long) or 0x0353 (TSDB_CODE_MND_INVALID_PASS_FORMAT).
+    """
+    if len(password) > PASSWORD_MAX:
         raise SqlError(
-            f"invalid {what} name {name!r}: 1 to {MAX_NAME} characters",
-            sql=sql,
-            offset=span.start if span else None,
-            code=Code.INVALID_OPERATION,
+            f"Name or password too long: a password has at most {PASSWORD_MAX} characters",
+            code=Code.NAME_OR_PASSWD_TOO_LONG,
+        )
+    if len(password) < PASSWORD_MIN:
+        raise SqlError(
+            f"Invalid password format: a password has at least {PASSWORD_MIN} characters",
+            code=Code.INVALID_PASS_FORMAT,
+        )
+    if any(ch in _PASSWORD_FORBIDDEN or not ch.isprintable() for ch in password):
+        raise SqlError(
+            "Invalid password format: quotes, backquotes, backslashes, spaces and control "
+            "characters are not allowed",
+            code=Code.INVALID_PASS_FORMAT,
         )
 
 
 class Executor:
-    """Runs statements for one client.
+    """Runs statements for one client, with that client's privileges (``spark_workers.access``).
 
     Args:
         lake: the lake.
         registry: where streams are created, listed and controlled.
         tz: ``TDWEB_TIMEZONE``: literals without a zone are read in it.
         default_db: database used for unqualified names (REST ``/rest/sql/{db}``, ``USE``).
+        principal: the user every statement runs as. The default, the superuser ``root``, is
+            for tools and tests that hold no user; every front door (REST, shell, web) passes the
+            signed-in user's principal.
+        users: where CREATE/ALTER/DROP USER and GRANT/REVOKE go; None refuses those statements.
     """
 
     def __init__(
-        self, lake: Lake, registry: StreamRegistry, *, tz: str = "UTC", default_db: str | None = None
+        self,
+        lake: Lake,
+        registry: StreamRegistry,
+        *,
+        tz: str = "UTC",
+        default_db: str | None = None,
+        principal: Principal = access.ROOT,
+        users: UserDirectory | None = None,
     ) -> None:
         self.lake = lake
         self.catalog = lake.catalog
         self.registry = registry
         self.tz = tz
         self.default_db = default_db
+        self.principal = principal
+        self.users = users
 
     # ------------------------------------------------------------------ entry points
     def execute(self, sql: str) -> list[ResultSet]:
@@ -91,9 +129,48 @@ class Executor:
     def _db(self, name: str | None) -> str:
         return self.catalog.require_database(name or self.default_db).name
 
+    # ------------------------------------------------------------------ privileges
+    def require(
+        self,
+        privilege: str,
+        db: Database,
+        table: str | None = None,
+        *,
+        sql: str | None = None,
+        span: ast.Span | None = None,
+    ) -> None:
+        """Raise PERMISSION_DENIED unless the client may ``read``/``write`` ``db`` (``table``: a
+        supertable or normal table; None: the database as a whole)."""
+        access.require(self.principal, privilege, db, table, sql=sql, offset=span.start if span else None)
+
+    def require_storage(
+        self,
+        privilege: str,
+        db: Database,
+        table: Table,
+        *,
+        sql: str | None = None,
+        span: ast.Span | None = None,
+    ) -> None:
+        """As :meth:`require` for the table holding ``table``'s rows (a subtable's supertable)."""
+        self.require(privilege, db, table.storage, sql=sql, span=span)
+
+    def visible_database(self, name: str | None) -> Database:
+        """The database, if the client holds any privilege in it (else PERMISSION_DENIED)."""
+        db = self.catalog.require_database(name or self.default_db)
+        if not self.principal.may_see(db):
+            raise access.denied(f"database {db.name} for user {self.principal.name}")
+        return db
+
     # ------------------------------------------------------------------ databases
     def _do_CreateDatabase(self, s: ast.CreateDatabase, sql: str) -> ResultSet:
         _name_ok(s.name, "database", sql, s.span)
+        if not (self.principal.super or self.principal.createdb):
+            raise CatalogError(
+                f"Insufficient privilege for operation: user {self.principal.name} may not create "
+                "databases (CREATEDB 0; a superuser can ALTER USER ... CREATEDB 1)",
+                code=Code.NO_RIGHTS,
+            )
         opts = dict(s.options)
         precision = str(opts.get("PRECISION", "ms")).strip("'\"").lower()
         if precision not in PRECISIONS:
@@ -114,6 +191,7 @@ class Executor:
             options=opts,
             if_not_exists=s.if_not_exists,
             now_ms=int(time.time() * 1000),
+            owner=self.principal.name,
         )
         return ResultSet.affected(0)
 
@@ -123,6 +201,7 @@ class Executor:
             if s.if_exists:
                 return ResultSet.affected(0)
             raise CatalogError(f"database {s.name} does not exist", code=Code.DB_NOT_EXIST)
+        access.require_owner(self.principal, db, "drop database")
         readers, owned = _stream_dependents(self.registry.list(), db.name, self.default_db)
         if readers and not s.force:
             # seed 002 "Database and Table Operations": not allowed for a source database, or a
@@ -139,7 +218,7 @@ class Executor:
         return ResultSet.affected(0)
 
     def _do_UseDatabase(self, s: ast.UseDatabase, sql: str) -> ResultSet:
-        self.default_db = self.catalog.require_database(s.name).name
+        self.default_db = self.visible_database(s.name).name
         return ResultSet.affected(0)
 
     # ------------------------------------------------------------------ tables
@@ -147,7 +226,7 @@ class Executor:
         seen: set[str] = set()
         names = []
         for i, d in enumerate(defs):
-            _name_ok(d.name, "tag" if tags else "column", sql, d.span)
+            check_name(d.name, "tag" if tags else "column", sql=sql, offset=d.span.start if d.span else None)
             low = d.name.lower()
             if low in seen:
                 raise SqlError(
@@ -188,6 +267,7 @@ class Executor:
     def _do_CreateTable(self, s: ast.CreateTable, sql: str) -> ResultSet:
         dbname = self._db(s.table.db)
         db = self.catalog.require_database(dbname)
+        self.require(WRITE, db, sql=sql, span=s.table.span)
         _name_ok(s.table.name, "table", sql, s.table.span)
         if len(s.columns) < 1 or len(s.columns) + len(s.tags) > MAX_COLUMNS:
             raise SqlError(
@@ -205,8 +285,7 @@ class Executor:
                 code=Code.INVALID_COLUMN,
             )
         table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment)
-        if self.catalog.create_table(table, if_not_exists=s.if_not_exists, now_ms=int(time.time() * 1000)):
-            self.lake.create_storage(db, table)
+        self.lake.create_table(db, table, if_not_exists=s.if_not_exists)
         return ResultSet.affected(0)
 
     def _tag_values(self, stable: Table, d: ast.SubtableDef, sql: str) -> dict[str, Any]:
@@ -259,6 +338,8 @@ class Executor:
                 code=Code.STB_NOT_EXIST,
             )
         _name_ok(d.table.name, "table", sql, d.table.span)
+        db = self.catalog.require_database(dbname)
+        self.require(WRITE, db, stable.name, sql=sql, span=d.table.span)
         return Table(
             dbname,
             d.table.name,
@@ -288,8 +369,9 @@ class Executor:
                     offset=name.span.start if name.span else None,
                     code=Code.STB_NOT_EXIST if s.super_only else Code.TABLE_NOT_EXIST,
                 )
+            db = self.catalog.require_database(dbname)
+            self.require(WRITE, db, t.storage if t.kind == "sub" else None, sql=sql, span=name.span)
             if t.kind == "sub":
-                db = self.catalog.require_database(dbname)
                 stable = self.catalog.require_table(dbname, t.storage)
                 self.lake.delete(db, stable, ts_min=None, ts_max=None, tbnames=[t.name])
                 self.catalog.drop_table(dbname, t.name)
@@ -335,6 +417,7 @@ class Executor:
                     or self.catalog.require_table(dbname, table.storage)
                 )
             )
+            self.require(WRITE, db, storage.name, sql=sql, span=target.table.span)
             storages[(dbname, storage.name)] = storage
             cols = list(table.columns)
             if target.columns is not None:
@@ -420,6 +503,7 @@ class Executor:
                 code=Code.TABLE_NOT_EXIST,
             )
         storage = table if table.kind != "sub" else self.catalog.require_table(dbname, table.storage)
+        self.require(WRITE, db, storage.name, sql=sql, span=s.table.span)
         lo, hi, tbnames = self._delete_bounds(s.where, table, db.precision, sql)
         if table.kind == "sub":
             tbnames = [table.name]
@@ -500,9 +584,13 @@ class Executor:
         if w == "databases":  # TDengine lists information_schema too
             return self._system_rows("ins_databases", s.like)
         if w in ("stables", "tables"):
-            dbname = self._db(s.db)
+            db = self.visible_database(s.db)
             kinds = ("super",) if w == "stables" else ("sub", "normal")
-            rows: list[list[Any]] = [[n] for n, _k, _s, _c in self.catalog.tables(dbname, kinds=kinds)]
+            rows: list[list[Any]] = [
+                [n]
+                for n, _k, st, _c in self.catalog.tables(db.name, kinds=kinds)
+                if self.principal.may_see_table(db, st or n)
+            ]
             rows = self._like(rows, s.like)
             col = "stable_name" if w == "stables" else "table_name"
             return ResultSet([ResultColumn(col, varchar(192))], rows)
@@ -519,6 +607,7 @@ class Executor:
         if w == "tags" and s.target is not None:
             dbname = self._db(s.target.db)
             t = self.catalog.require_table(dbname, s.target.name)
+            self.require_storage(READ, self.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
             if t.kind != "sub":
                 raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
             rows = [
@@ -539,20 +628,33 @@ class Executor:
         if w in ("create_table", "create_stable") and s.target is not None:
             dbname = self._db(s.target.db)
             t = self.catalog.require_table(dbname, s.target.name)
+            self.require_storage(READ, self.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
             return ResultSet(
                 [ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
                 [[t.name, self._create_sql(t)]],
             )
         if w == "create_database" and s.db:
-            db = self.catalog.require_database(s.db)
+            db = self.visible_database(s.db)
             opts = " ".join(f"{k} {v}" for k, v in db.options.items() if k != "PRECISION")
             return ResultSet(
                 [ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
                 [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]],
             )
         if w == "vgroups":
+            access.require_sysinfo(self.principal, "SHOW VGROUPS")
             return ResultSet(
-                [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))], [[1, self._db(s.db)]]
+                [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))],
+                [[1, self.visible_database(s.db).name]],
+            )
+        if w == "users":
+            return self._system_rows("ins_users", None)
+        if w == "user_privileges":
+            return self._system_rows("ins_user_privileges", None)
+        if w == "create_stream" and s.target is not None:
+            info = self._own_stream(s.target.name, s.target.db, "show create stream")
+            return ResultSet(
+                [ResultColumn("Stream", varchar(192)), ResultColumn("Create Stream", varchar(4096))],
+                [[info.name, access.redact_secrets(info.sql)]],
             )
         raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
 
@@ -594,6 +696,11 @@ class Executor:
                 offset=s.table.span.start if s.table.span else None,
                 code=Code.TABLE_NOT_EXIST,
             )
+        db = self.catalog.require_database(dbname)
+        if not self.principal.may_see_table(db, t.storage):
+            raise access.denied(
+                f"table {dbname}.{t.name}", sql=sql, offset=s.table.span.start if s.table.span else None
+            )
         rows: list[list[Any]] = [
             [c.name, c.type.meta_name, c.type.byte_length, "COMPOSITE KEY" if c.composite_key else ""]
             for c in t.columns
@@ -626,12 +733,23 @@ class Executor:
         create_stream_337(self, s, sql)
         return ResultSet.affected(0)
 
-    def _do_StreamCommand(self, s: ast.StreamCommand, sql: str) -> ResultSet:
-        info = self.registry.get(s.name, s.db)
+    def _own_stream(self, name: str, db: str | None, action: str) -> StreamInfo:
+        """The stream ``[db.]name`` if the client owns it or is a superuser.
+
+        Raises:
+            CatalogError: STREAM_NOT_EXIST; PERMISSION_DENIED for another user's stream.
+        """
+        info = self.registry.get(name, db)
         if info is None:
-            if s.if_exists:
-                return ResultSet.affected(0)
-            raise CatalogError(f"stream {s.name} does not exist", code=Code.STREAM_NOT_EXIST)
+            raise CatalogError(f"stream {name} does not exist", code=Code.STREAM_NOT_EXIST)
+        if not self.principal.super and (info.owner or "").lower() != self.principal.name.lower():
+            raise access.denied(f"{action} {info.name}: only its owner or a superuser may")
+        return info
+
+    def _do_StreamCommand(self, s: ast.StreamCommand, sql: str) -> ResultSet:
+        if s.if_exists and self.registry.get(s.name, s.db) is None:
+            return ResultSet.affected(0)
+        info = self._own_stream(s.name, s.db, f"{s.action} stream")
         if s.action == "drop":
             self.registry.drop(info.name, info.db)
         else:
@@ -643,9 +761,7 @@ class Executor:
         from spark_workers.runtime.recalc import recalculate
         from spark_workers.sql.streams import compile_stream
 
-        info = self.registry.get(s.name, s.db)
-        if info is None:
-            raise CatalogError(f"stream {s.name} does not exist", code=Code.STREAM_NOT_EXIST)
+        info = self._own_stream(s.name, s.db, "recalculate stream")
         compiled = compile_stream(info.spec, self.lake, self.tz)
         precision = compiled.source.db.precision
         now = Now()
@@ -661,6 +777,91 @@ class Executor:
         except SqlError as e:
             raise SqlError(e.message, sql=sql, offset=0, code=e.code) from None
         return ResultSet.affected(done.windows)
+
+    # ------------------------------------------------------------------ users and privileges
+    def _directory(self, action: str) -> UserDirectory:
+        if self.users is None:
+            raise SqlError(f"{action} is not available here: no user directory", code=Code.NOT_SUPPORTED)
+        return self.users
+
+    def _do_CreateUser(self, s: ast.CreateUser, sql: str) -> ResultSet:
+        """``CREATE USER`` (superusers only; TDengine SQL manual, "Users")."""
+        access.require_super(self.principal, "CREATE USER")
+        check_name(s.name, "user", sql=sql, offset=s.span.start if s.span else None)
+        check_password(s.password)
+        self._directory("CREATE USER").create_user(s.name, s.password, sysinfo=s.sysinfo, createdb=s.createdb)
+        return ResultSet.affected(0)
+
+    def _do_AlterUser(self, s: ast.AlterUser, sql: str) -> ResultSet:
+        """``ALTER USER``: superusers change anything; a user with SYSINFO 1 may change their own
+        password (TDengine SQL manual, "Permissions": SYSINFO 0 users cannot modify users,
+        including their own password)."""
+        own_password = (
+            s.name.lower() == self.principal.name.lower()
+            and s.password is not None
+            and (s.sysinfo, s.createdb, s.enable) == (None, None, None)
+            and (self.principal.sysinfo or self.principal.super)
+        )
+        if not own_password:
+            access.require_super(self.principal, "ALTER USER")
+        if s.name.lower() == self.principal.name.lower() and s.enable is False:
+            raise CatalogError(
+                "Invalid alter operation: a user cannot disable itself", code=Code.INVALID_ALTER_OPER
+            )
+        if s.password is not None:
+            check_password(s.password)
+        self._directory("ALTER USER").alter_user(
+            s.name, password=s.password, sysinfo=s.sysinfo, createdb=s.createdb, enable=s.enable
+        )
+        return ResultSet.affected(0)
+
+    def _do_DropUser(self, s: ast.DropUser, sql: str) -> ResultSet:
+        """``DROP USER`` (superusers only; a user cannot drop itself)."""
+        access.require_super(self.principal, "DROP USER")
+        if s.name.lower() == self.principal.name.lower():
+            raise CatalogError(
+                "Invalid alter operation: a user cannot drop itself", code=Code.INVALID_ALTER_OPER
+            )
+        self._directory("DROP USER").drop_user(s.name)
+        return ResultSet.affected(0)
+
+    def _do_GrantStatement(self, s: ast.GrantStatement, sql: str) -> ResultSet:
+        """``GRANT``/``REVOKE`` on ``db.*``, ``db.tbl`` or ``*.*`` (superusers only; TDengine SQL
+        manual, "Permissions"). The database and table must exist; a table-level grant names a
+        supertable or a normal table, not a subtable."""
+        what = "REVOKE" if s.revoke else "GRANT"
+        access.require_super(self.principal, what)
+        db = "*"
+        table = s.table
+        if s.db != "*":
+            db = self.catalog.require_database(s.db).name
+            if table is not None:
+                t = self.catalog.table(db, table)
+                if t is None:
+                    raise SqlError(
+                        f"table {db}.{table} does not exist",
+                        sql=sql,
+                        offset=s.span.start if s.span else None,
+                        code=Code.TABLE_NOT_EXIST,
+                    )
+                if t.kind == "sub":
+                    raise SqlError(
+                        f"{table} is a subtable: grant on its supertable {t.stable} (privileges of "
+                        "subtables cannot be granted directly)",
+                        sql=sql,
+                        offset=s.span.start if s.span else None,
+                        code=Code.INVALID_OPERATION,
+                    )
+                table = t.name
+        grant = Grant(db, table, read=READ in s.privileges, write=WRITE in s.privileges)
+        users = self._directory(what)
+        if not any(u.name.lower() == s.user.lower() for u in users.users()):
+            raise CatalogError(f"User not exist: {s.user}", code=Code.USER_NOT_EXIST)
+        if s.revoke:
+            users.revoke(s.user, grant)
+        else:
+            users.grant(s.user, grant)
+        return ResultSet.affected(0)
 
 
 def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> tuple[list[str], list[Any]]:

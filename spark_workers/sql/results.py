@@ -110,6 +110,7 @@ class StreamInfo:
     # the running task (ins_stream_tasks): worker, started_ms, heartbeat_ms, processed_version,
     # last_batch_id, rows_in, rows_out, recalculated, notifications_sent / _failed
     task: dict[str, Any] = field(default_factory=dict)
+    owner: str | None = None  # the user who created it (its privileges are the stream's)
 
 
 class StreamRegistry(Protocol):
@@ -117,7 +118,9 @@ class StreamRegistry(Protocol):
 
     def get(self, name: str, db: str | None) -> StreamInfo | None: ...
 
-    def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None: ...
+    def create(
+        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
+    ) -> None: ...
 
     def drop(self, name: str, db: str | None) -> None: ...
 
@@ -141,8 +144,12 @@ class MemoryRegistry:
     def get(self, name: str, db: str | None) -> StreamInfo | None:
         return self.streams.get(self.key(name, db))
 
-    def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
-        self.streams[self.key(spec.name, spec.db)] = StreamInfo(spec.name, spec.db, spec.sql, "running", spec)
+    def create(
+        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
+    ) -> None:
+        self.streams[self.key(spec.name, spec.db)] = StreamInfo(
+            spec.name, spec.db, spec.sql, "running", spec, owner=owner
+        )
         self.start_versions[self.key(spec.name, spec.db)] = (start_version, history_version)
 
     def drop(self, name: str, db: str | None) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from spark_workers.access import READ
 from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
 from spark_workers.engine.shape import batch_windows
@@ -72,6 +73,7 @@ def _bind_sources(
             view = duck.register_arrow(data)
         else:
             src = resolve(ex.catalog, name, ex.default_db, sql)
+            ex.require_storage(READ, src.db, src.table, sql=sql, span=name.span)
             view = duck.register_source(src, version)
         sources.append(src)
         alias = t.alias or t.name

@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from sqlglot import exp
 
+from spark_workers import access
+from spark_workers.access import READ, WRITE, Principal
 from spark_workers.duration import Duration
 from spark_workers.engine.aggregates import AggSpec
 from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.stream import TEN_YEARS_MS, StreamRules
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
+from spark_workers.lake.names import check_name
 from spark_workers.sql import ast
 from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.parser import parse_one
@@ -539,9 +541,8 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     cols, tags = output_table_plan(c)
     kind = "normal" if c.normal_output else "super"
     if existing is None:
-        table = Table(db.name, c.out_table, kind, cols, tags)
-        if catalog.create_table(table, if_not_exists=True, now_ms=int(time.time() * 1000)):
-            lake.create_storage(db, table)
+        check_name(c.out_table, "table", sql=sql)
+        lake.create_table(db, Table(db.name, c.out_table, kind, cols, tags), if_not_exists=True)
         return True
     if existing.kind != kind:
         raise SqlError(
@@ -619,12 +620,70 @@ def create_stream_337(ex: Executor, s: ast.CreateStream337, sql: str) -> None:
     _register(ex, spec, compile_stream(spec, ex.lake, ex.tz), sql, s.options.spans.get("fill_history"))
 
 
+def stream_tables(spec: StreamSpec) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+    """What a stream reads and writes: ``(db, table)`` of its trigger table and of every table its
+    query or computation names (placeholder tables ``%%trows``/``%%tbname``, CTEs and
+    ``information_schema`` excluded), and ``(db, table)`` of its output table (None for
+    notify-only streams)."""
+    reads: list[tuple[str, str]] = []
+    if spec.source is not None:
+        reads.append((spec.source.db, spec.source.table))
+    home = spec.source.db if spec.source is not None else (spec.db or "")
+    if spec.query:
+        try:
+            stmt = parse_one(spec.query)
+        except SqlError:
+            stmt = None
+        sel = stmt.query.select if isinstance(stmt, ast.Select) else None
+        if sel is not None:
+            ctes = {c.alias.lower() for c in sel.find_all(exp.CTE)}
+            for t in sel.find_all(exp.Table):
+                name = t.name
+                if not name or name.startswith("__td_") or (not t.db and name.lower() in ctes):
+                    continue
+                db = t.db or home
+                if db.lower() == "information_schema":
+                    continue
+                if (db, name) not in reads:
+                    reads.append((db, name))
+    out = (spec.output.db, spec.output.table) if spec.output is not None else None
+    return reads, out
+
+
+def check_stream_access(principal: Principal, spec: StreamSpec, catalog: Catalog) -> None:
+    """A stream reads only what its owner may read and writes only where its owner may write
+    (``spark_workers.access``): READ on every table of :func:`stream_tables`, WRITE on the output
+    table (on its database when the table does not exist yet) and on the database a 3.3.7 stream
+    belongs to. Run at CREATE STREAM and each time a worker starts the stream.
+
+    Raises:
+        SqlError: PERMISSION_DENIED naming the table and the privilege missing.
+    """
+    reads, out = stream_tables(spec)
+    for dbname, name in reads:
+        db = catalog.database(dbname)
+        if db is None:
+            continue  # compiling the stream reports it
+        t = catalog.table(db.name, name)
+        access.require(principal, READ, db, t.storage if t is not None else name)
+    if out is not None:
+        db = catalog.database(out[0])
+        if db is not None:
+            t = catalog.table(db.name, out[1])
+            access.require(principal, WRITE, db, t.storage if t is not None else None)
+    if spec.db:
+        db = catalog.database(spec.db)
+        if db is not None:
+            access.require(principal, WRITE, db)
+
+
 def _register(
     ex: Executor, spec: StreamSpec, compiled: CompiledStream, sql: str, history_span: ast.Span | None
 ) -> None:
-    """The checks shared by both syntaxes (output conflicts, the FILL_HISTORY cap), then the
-    output table and the registration."""
+    """The checks shared by both syntaxes (privileges, output conflicts, the FILL_HISTORY cap),
+    then the output table and the registration."""
     assert spec.source is not None
+    check_stream_access(ex.principal, spec, ex.catalog)
     if (
         spec.output is not None
         and spec.output.db.lower() == spec.source.db.lower()
@@ -656,7 +715,10 @@ def _register(
     if compiled.has_output:
         ensure_output_table(compiled, ex.lake, sql=sql)
     ex.registry.create(
-        spec, start_version=version, history_version=version if spec.options.fill_history else None
+        spec,
+        start_version=version,
+        history_version=version if spec.options.fill_history else None,
+        owner=ex.principal.name,
     )
 
 

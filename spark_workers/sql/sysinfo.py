@@ -27,6 +27,7 @@ from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
 if TYPE_CHECKING:
     from spark_workers.sql.executor import Executor
     from spark_workers.sql.planner import Source
+    from spark_workers.sql.results import StreamInfo
 
 SYSTEM_DB = "information_schema"
 SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
@@ -41,9 +42,27 @@ class SystemTable:
     rows: Callable[[Executor], list[list[Any]]]
 
 
+def _visible_databases(ex: Executor) -> list[tuple[Database, int]]:
+    """The databases the client holds any privilege in (all of them for superusers; TDengine:
+    "when showing db, [a normal user] can only see their own db" and those granted)."""
+    return [(db, created) for db, created in ex.catalog.databases() if ex.principal.may_see(db)]
+
+
+def _visible_tables(ex: Executor, kinds: tuple[str, ...]) -> list[tuple[Database, str, str, str | None, int]]:
+    """``(db, name, kind, stable, created_ms)`` of the tables the client may know of: every table
+    of a database it owns or holds a database-wide grant on, else the tables (and subtables of
+    supertables) it holds a table grant on."""
+    out = []
+    for db, _ in _visible_databases(ex):
+        for name, kind, stable, created in ex.catalog.tables(db.name, kinds=kinds):
+            if ex.principal.may_see_table(db, stable or name):
+                out.append((db, name, kind, stable, created))
+    return out
+
+
 def _databases(ex: Executor) -> list[list[Any]]:
     out: list[list[Any]] = [[SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready"]]
-    for db, created in ex.catalog.databases():
+    for db, created in _visible_databases(ex):
         ntables = len(ex.catalog.tables(db.name, kinds=("sub", "normal")))
         out.append(
             [
@@ -62,44 +81,49 @@ def _databases(ex: Executor) -> list[list[Any]]:
 
 def _stables(ex: Executor) -> list[list[Any]]:
     out: list[list[Any]] = []
-    for db, _ in ex.catalog.databases():
-        for name, _kind, _st, created in ex.catalog.tables(db.name, kinds=("super",)):
-            t = ex.catalog.require_table(db.name, name)
-            out.append([name, db.name, created, len(t.columns), len(t.tags), created, t.comment])
+    for db, name, _kind, _st, created in _visible_tables(ex, ("super",)):
+        t = ex.catalog.require_table(db.name, name)
+        out.append([name, db.name, created, len(t.columns), len(t.tags), created, t.comment])
     return out
 
 
 def _tables(ex: Executor) -> list[list[Any]]:
     out: list[list[Any]] = []
-    for db, _ in ex.catalog.databases():
-        for name, kind, stable, created in ex.catalog.tables(db.name, kinds=("sub", "normal")):
-            t = ex.catalog.require_table(db.name, name)
-            kind_name = "CHILD_TABLE" if kind == "sub" else "NORMAL_TABLE"
-            out.append([name, db.name, created, len(t.columns), stable, 0, 1, 0, t.comment, kind_name])
+    for db, name, kind, stable, created in _visible_tables(ex, ("sub", "normal")):
+        t = ex.catalog.require_table(db.name, name)
+        kind_name = "CHILD_TABLE" if kind == "sub" else "NORMAL_TABLE"
+        out.append([name, db.name, created, len(t.columns), stable, 0, 1, 0, t.comment, kind_name])
     return out
 
 
 def _tags(ex: Executor) -> list[list[Any]]:
     out: list[list[Any]] = []
-    for db, _ in ex.catalog.databases():
-        for name, _kind, stable, _created in ex.catalog.tables(db.name, kinds=("sub",)):
-            t = ex.catalog.require_table(db.name, name)
-            for tag in t.tags:
-                v = t.tag_values.get(tag.name.lower())
-                out.append([name, db.name, stable, tag.name, tag.type.sql, None if v is None else str(v)])
+    for db, name, _kind, stable, _created in _visible_tables(ex, ("sub",)):
+        t = ex.catalog.require_table(db.name, name)
+        for tag in t.tags:
+            v = t.tag_values.get(tag.name.lower())
+            out.append([name, db.name, stable, tag.name, tag.type.sql, None if v is None else str(v)])
     return out
 
 
+def visible_streams(ex: Executor) -> list[StreamInfo]:
+    """The streams the client may see: its own; every stream for superusers."""
+    p = ex.principal
+    return [i for i in ex.registry.list() if p.super or (i.owner or "").lower() == p.name.lower()]
+
+
 def _streams(ex: Executor) -> list[list[Any]]:
+    from spark_workers.access import redact_secrets
+
     out: list[list[Any]] = []
-    for i in ex.registry.list():
+    for i in visible_streams(ex):
         s = i.spec
         src_db = s.source.db if s.source else None
         out.append(
             [
                 i.name,
                 i.created_ms or None,
-                i.sql,
+                redact_secrets(i.sql),
                 i.status,
                 src_db,
                 s.output.db if s.output else None,
@@ -116,7 +140,7 @@ def _stream_tasks(ex: Executor) -> list[list[Any]]:
     """One row per stream: the worker task that triggers and computes it (a Spark query, or the
     scheduler of a PERIOD stream) with its progress and last error."""
     out: list[list[Any]] = []
-    for i in ex.registry.list():
+    for i in visible_streams(ex):
         t = i.task
         kind = "Scheduler" if i.spec.trigger.get("type") == "period" else "Spark"
         out.append(
@@ -139,6 +163,41 @@ def _stream_tasks(ex: Executor) -> list[list[Any]]:
                 i.message or None,
             ]
         )
+    return out
+
+
+def _users(ex: Executor) -> list[list[Any]]:
+    """``ins_users`` (SYSINFO 1 only; TDengine SQL manual, "Metadata")."""
+    from spark_workers.access import require_sysinfo
+
+    require_sysinfo(ex.principal, "information_schema.ins_users")
+    if ex.users is None:
+        return [[ex.principal.name, int(ex.principal.super), 1, int(ex.principal.sysinfo),
+                 int(ex.principal.createdb), None, "+127.0.0.1/32, +::1/128"]]  # fmt: skip
+    return [
+        [u.name, int(u.super), int(u.enable), int(u.sysinfo), int(u.createdb), u.create_ms or None, "+ALL"]
+        for u in ex.users.users()
+    ]
+
+
+def _user_privileges(ex: Executor) -> list[list[Any]]:
+    """``ins_user_privileges``: one row per user, privilege and level (SYSINFO 1 only); a level
+    holding both READ and WRITE is shown as ``all``; superusers hold ``all`` on ``*.*``."""
+    from spark_workers.access import require_sysinfo
+
+    require_sysinfo(ex.principal, "information_schema.ins_user_privileges")
+    out: list[list[Any]] = []
+    if ex.users is None:
+        return out
+    for u in ex.users.users():
+        if u.super:
+            out.append([u.name, "all", "all", "", ""])
+    for user, g in ex.users.privileges():
+        kinds = (
+            ["all"] if g.read and g.write else [k for k, on in (("read", g.read), ("write", g.write)) if on]
+        )
+        for k in kinds:
+            out.append([user, k, "all" if g.db == "*" else g.db, g.table or "", ""])
     return out
 
 
@@ -238,6 +297,30 @@ TABLES: dict[str, SystemTable] = {
                 ("last_error", varchar(1024)),
             ),
             _stream_tasks,
+        ),
+        SystemTable(
+            "ins_users",
+            (
+                ("name", varchar(24)),
+                ("super", INT),
+                ("enable", INT),
+                ("sysinfo", INT),
+                ("createdb", INT),
+                ("create_time", TIMESTAMP),
+                ("allowed_host", varchar(49152)),
+            ),
+            _users,
+        ),
+        SystemTable(
+            "ins_user_privileges",
+            (
+                ("user_name", varchar(24)),
+                ("privilege", varchar(10)),
+                ("db_name", varchar(65)),
+                ("table_name", varchar(193)),
+                ("condition", varchar(49152)),
+            ),
+            _user_privileges,
         ),
     )
 }

@@ -57,7 +57,7 @@ def test_ins_stables_ins_tags_and_ins_databases(ex: Executor) -> None:
     dbs = {
         r[0]: r[1:] for r in rows(ex, "select name, precision, ntables from information_schema.ins_databases")
     }
-    assert dbs == {"information_schema": ["ms", 6], "d1": ["ms", 3], "d2": ["us", 1]}
+    assert dbs == {"information_schema": ["ms", 8], "d1": ["ms", 3], "d2": ["us", 1]}
     # SHOW DATABASES is the same table, as in TDengine
     assert sorted(r[0] for r in ex.execute_one("show databases").rows) == ["d1", "d2", "information_schema"]
 
