@@ -295,3 +295,42 @@ class ImportJob(TimeStamped):
 
     def __str__(self) -> str:
         return f"import {self.filename} -> {self.db}.{self.table} ({self.state})"
+
+
+class UserProfile(TimeStamped):
+    """TDengine's attributes of a user (``CREATE USER ... SYSINFO {1|0} CREATEDB {1|0}``; TDengine
+    SQL manual, "Users"). A user without a profile has TDengine's defaults: SYSINFO 1, CREATEDB 0.
+    Superusers are Django's ``is_superuser``; ``ENABLE`` is Django's ``is_active``."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="td_profile")
+    sysinfo = models.BooleanField(default=True, help_text="may view system information")
+    createdb = models.BooleanField(default=False, help_text="may create databases")
+
+    class Meta:
+        ordering = ["user_id"]
+
+    def __str__(self) -> str:
+        return f"profile of {self.user_id} (sysinfo={int(self.sysinfo)}, createdb={int(self.createdb)})"
+
+
+class Privilege(TimeStamped):
+    """One level of a user's grants (``GRANT {ALL|READ|WRITE} ON db.* | db.tbl | *.* TO user``;
+    TDengine SQL manual, "Permissions"): ``db`` is ``*`` for every database, ``table`` is empty for
+    every table of ``db``. A row holds at least one privilege."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="td_privileges")
+    db = models.CharField(max_length=64)
+    table = models.CharField(max_length=192, blank=True, default="")
+    read = models.BooleanField(default=False)
+    write = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["user_id", "db", "table"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "db", "table"], name="privilege_once_per_level"),
+            models.CheckConstraint(condition=Q(read=True) | Q(write=True), name="privilege_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        held = "all" if self.read and self.write else ("read" if self.read else "write")
+        return f"{held} on {self.db}.{self.table or '*'} for {self.user_id}"
