@@ -334,3 +334,26 @@ class Privilege(TimeStamped):
     def __str__(self) -> str:
         held = "all" if self.read and self.write else ("read" if self.read else "write")
         return f"{held} on {self.db}.{self.table or '*'} for {self.user_id}"
+
+
+class ApiToken(TimeStamped):
+    """An API token of a user (``Authorization: Token <key>``), stored as the SHA-256 of its key.
+
+    The key is shown once, when the token is created (``POST /api/v1/auth/token/``,
+    ``streams_app.services.api_tokens``); the database keeps ``digest`` (hex SHA-256 of the key,
+    what authentication looks up) and ``prefix`` (the key's first 8 characters, to tell tokens
+    apart). Every token of a user is deleted when their password changes (``streams_app.signals``).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    digest = models.CharField(max_length=64, unique=True, help_text="hex SHA-256 of the key")
+    prefix = models.CharField(max_length=8, help_text="first characters of the key")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(digest=""), name="api_token_digest_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"token {self.prefix}… of user {self.user_id}"
