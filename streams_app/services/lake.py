@@ -21,9 +21,21 @@ def lake_get() -> Lake:
 
 
 def executor_for(*, db: str | None = None, user: object | None = None) -> Executor:
-    """An executor whose streams are registered in the metadata DB and owned by ``user``."""
+    """An executor running every statement with ``user``'s privileges (TDengine's users and
+    grants, ``services/users.principal_for``); its streams are registered in the metadata DB and
+    owned by ``user``; CREATE/ALTER/DROP USER and GRANT/REVOKE change Django's users.
+
+    Raises:
+        PermissionError: ``user`` is None, anonymous or inactive.
+    """
     from streams_app.services.registry import DjangoStreamRegistry
+    from streams_app.services.users import DjangoUserDirectory, principal_for
 
     return Executor(
-        lake_get(), DjangoStreamRegistry(user=user), tz=settings.TDWEB_TIMEZONE, default_db=db or None
+        lake_get(),
+        DjangoStreamRegistry(user=user),
+        tz=settings.TDWEB_TIMEZONE,
+        default_db=db or None,
+        principal=principal_for(user),
+        users=DjangoUserDirectory(),
     )

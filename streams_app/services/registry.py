@@ -21,7 +21,7 @@ def name_key(name: str, db: str | None) -> str:
 
 
 def live_streams():  # type: ignore[no-untyped-def]
-    return Stream.objects.exclude(status=Stream.Status.DROPPED)
+    return Stream.objects.exclude(status=Stream.Status.DROPPED).select_related("owner")
 
 
 def _ms(t: Any) -> int | None:
@@ -66,6 +66,7 @@ def _info(s: Stream) -> StreamInfo:
             "notifications_sent": s.notifications_sent,
             "notifications_failed": s.notifications_failed,
         },
+        owner=s.owner.username if s.owner_id else None,
     )
 
 
@@ -82,7 +83,10 @@ class DjangoStreamRegistry:
         s = _with_task(live_streams().filter(name_key=name_key(name, db))).first()
         return _info(s) if s else None
 
-    def create(self, spec: StreamSpec, *, start_version: int, history_version: int | None) -> None:
+    def create(
+        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
+    ) -> None:
+        """Register a stream owned by this registry's user (``owner`` names the same user)."""
         from streams_app.services.designer import stream_version_create
         from streams_app.services.streams import stream_enqueue
 

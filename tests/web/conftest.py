@@ -113,8 +113,24 @@ def meters(rest: Rest, power) -> Rest:  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def alice(db):  # type: ignore[no-untyped-def]
-    """A signed-up, non-staff user."""
-    return get_user_model().objects.create_user("alice", password="alice-pw")
+    """A signed-up, non-staff user who may read and write the test databases ``power`` and ``air``
+    (``GRANT ALL ON power.* TO alice``, the same on ``air``: the data she works on belongs to the
+    admin)."""
+    from streams_app.models import Privilege
+
+    user = get_user_model().objects.create_user("alice", password="alice-pw")
+    for db in ("power", "air"):
+        Privilege.objects.create(user=user, db=db, read=True, write=True)
+    return user
+
+
+def root_sql(sql: str):  # type: ignore[no-untyped-def]
+    """Run ``sql`` as the superuser ``root`` (test set-up and checks that are not about
+    privileges); returns the ResultSet."""
+    from streams_app.services.sql import sql_execute
+    from streams_app.services.users import admin_bootstrap
+
+    return sql_execute(sql=sql, user=admin_bootstrap()[0])
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from streams_app.models import ImportJob
 from streams_app.services import demo, ingest
 from streams_app.services.sql import sql_execute
+from tests.web.conftest import root_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +24,7 @@ ROWS = "/api/v1/databases/{db}/tables/{t}/rows/"
 
 
 def _count(sql: str) -> int:
-    return int(sql_execute(sql=sql).rows[0][0])
+    return int(root_sql(sql).rows[0][0])
 
 
 def _rows(api: APIClient, db: str, t: str, **q: object) -> dict:
@@ -62,7 +63,7 @@ def test_json_rows_objects_into_a_subtable(power, alice_api, alice) -> None:
 
 
 def test_json_columns_and_data_into_a_normal_table(power, root_api) -> None:
-    sql_execute(sql="CREATE TABLE power.log (ts TIMESTAMP, msg VARCHAR(10), ok BOOL, n BIGINT)")
+    root_sql("CREATE TABLE power.log (ts TIMESTAMP, msg VARCHAR(10), ok BOOL, n BIGINT)")
     body = {
         "columns": ["ts", "msg", "ok", "n"],
         "data": [
@@ -251,7 +252,7 @@ def test_csv_upload(power, alice_api) -> None:
 
 
 def test_csv_null_values_are_configurable(power, root_api) -> None:
-    sql_execute(sql="CREATE TABLE power.notes (ts TIMESTAMP, v VARCHAR(8))")
+    root_sql("CREATE TABLE power.notes (ts TIMESTAMP, v VARCHAR(8))")
     text = "ts,v\n2024-01-01,NA\n2024-01-02,-\n2024-01-03,\n"
     r = root_api.post(
         ROWS.format(db="power", t="notes"), {"file": _csv(text), "null_values": "-"}, format="multipart"

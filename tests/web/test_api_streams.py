@@ -5,20 +5,21 @@ progress / delivery / run history, the dashboard, notifications since, and obtai
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from spark_workers.notify.sender import Attempt
 from spark_workers.runtime.sink import BatchReport
-from streams_app.models import Delivery, Notification, Stream, StreamRun
+from streams_app.models import ApiToken, Delivery, Notification, Stream, StreamRun
 from streams_app.services.notifications import inbox_get_or_create, notification_ingest
 from streams_app.services.sql import sql_execute
 from streams_app.services.streams import stream_delivery_record, stream_progress_record, stream_set_status
+from tests.web.conftest import root_sql
 from tests.web.test_api import STREAM, _message
 
 pytestmark = pytest.mark.django_db
@@ -226,7 +227,7 @@ def test_recalculate_action(power, root_api) -> None:
     assert r.status_code == 200, r.content
     # one closed 10 s window per subtable ([0 s, 10 s)); [10 s, 20 s) is not closed by 13 s
     assert r.json()["recalculation"] == {"windows": 2} and r.json()["id"] == s["id"]
-    rows = sql_execute(sql="SELECT avg_current, max_voltage FROM power.o_rc ORDER BY avg_current").rows
+    rows = root_sql("SELECT avg_current, max_voltage FROM power.o_rc ORDER BY avg_current").rows
     assert [list(x) for x in rows] == [[10.75, 221], [20.5, 231]]
     again = root_api.post(url, {"action": "recalculate", "start": T0}, format="json")
     assert again.status_code == 200 and again.json()["recalculation"] == {"windows": 2}
@@ -394,14 +395,13 @@ def test_obtain_a_token_with_username_and_password(power, alice) -> None:
     r = c.post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}, format="json")
     assert r.status_code == 200
     key = r.json()["token"]
-    assert Token.objects.get(user=alice).key == key
-    assert c.post(
-        "/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}, format="json"
-    ).json() == {"token": key}  # the same token again
+    assert ApiToken.objects.get(user=alice).digest == hashlib.sha256(key.encode()).hexdigest()
+    again = c.post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}, format="json")
+    assert set(again.json()) == {"token"} and again.json()["token"] != key  # keys are shown once: a new one
     c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert c.get("/api/v1/streams/").json()["count"] == 0
     r = c.post("/api/v1/streams/", {"sql": STREAM.format(name="tok", out="o_tok")}, format="json")
     assert r.status_code == 201 and Stream.objects.get(name="tok").owner == alice  # no CSRF with a token
     bad = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": "nope"}, format="json")
     assert bad.status_code == 400 and "Unable to log in" in str(bad.json())
-    assert Token.objects.count() == 1
+    assert ApiToken.objects.count() == 2

@@ -101,8 +101,11 @@ def test_fill_history_records_the_snapshot_version(power, admin) -> None:
     assert s.history_version == s.start_version == power.version("power", "meters")
 
 
-def test_anonymous_creator_leaves_no_owner(power) -> None:
-    assert _create(None).owner is None
+def test_anonymous_creator_is_refused_and_creates_nothing(power) -> None:
+    # every statement runs with a signed-in user's privileges (docs/security.md)
+    with pytest.raises(PermissionError):
+        _create(None)
+    assert not Stream.objects.filter(name="s1").exists()
 
 
 def test_live_names_are_unique_but_a_dropped_name_is_reused(power, admin) -> None:
