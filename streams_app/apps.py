@@ -7,3 +7,8 @@ class StreamsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "streams_app"
     verbose_name = "tdweb streams"
+
+    def ready(self) -> None:
+        from streams_app.signals import signals_connect
+
+        signals_connect()

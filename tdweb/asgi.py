@@ -10,11 +10,12 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from streams_app.routing import websocket_urlpatterns  # noqa: E402
+from streams_app.routing import websocket_origin_validator, websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+        # Origin must be one of ALLOWED_HOSTS (none needed on /ws/notify/: producers are not browsers)
+        "websocket": websocket_origin_validator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

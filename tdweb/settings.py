@@ -10,9 +10,13 @@ Environment variables (README "Configuration"): ``DATABASE_URL`` (default SQLite
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from tdweb.secret_key import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -22,12 +26,12 @@ VAR_DIR = Path(env.str("TDWEB_VAR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env.bool("TDWEB_DEBUG", default=False)
-SECRET_KEY = env.str("TDWEB_SECRET_KEY", default="tdweb-embedded-insecure-key-change-me-in-production")
+# unset: a random key generated once in TDWEB_VAR/secret_key; a known or short key refuses to start
+SECRET_KEY = secret_key_load(configured=env.str("TDWEB_SECRET_KEY", default=""), debug=DEBUG, var_dir=VAR_DIR)
 TDWEB_HOST = env.str("TDWEB_HOST", default="127.0.0.1")
 TDWEB_PORT = env.int("TDWEB_PORT", default=8000)
-ALLOWED_HOSTS = env.list(
-    "TDWEB_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", TDWEB_HOST, "testserver", "*"]
-)
+# deployments name their host names in TDWEB_ALLOWED_HOSTS (docs/security.md)
+ALLOWED_HOSTS = env.list("TDWEB_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", TDWEB_HOST])
 CSRF_TRUSTED_ORIGINS = env.list(
     "TDWEB_CSRF_TRUSTED_ORIGINS",
     default=[
@@ -36,6 +40,20 @@ CSRF_TRUSTED_ORIGINS = env.list(
         f"http://localhost:{TDWEB_PORT}",
     ],
 )
+# HTTPS behind a TLS-terminating proxy: docs/security.md "Production configuration and TLS"; the
+# defaults serve plain HTTP on 127.0.0.1 (make demo, make up)
+SECURE_SSL_REDIRECT = env.bool("TDWEB_SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("TDWEB_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("TDWEB_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("TDWEB_SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("TDWEB_SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("TDWEB_CSRF_COOKIE_SECURE", default=False)
+_proxy_ssl_header = env.list("TDWEB_SECURE_PROXY_SSL_HEADER", default=[])  # e.g. HTTP_X_FORWARDED_PROTO,https
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured(
+        "TDWEB_SECURE_PROXY_SSL_HEADER is 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
+    )
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1]) if _proxy_ssl_header else None
 
 INSTALLED_APPS = [
     "daphne",
@@ -46,14 +64,15 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
+    "axes",
     "django_vite",
     "channels",
     "streams_app",
 ]
 
 MIDDLEWARE = [
+    "streams_app.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -62,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "tdweb.urls"
@@ -96,6 +116,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out checks before any password
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Authentication throttling (docs/decisions.md): TDWEB_AUTH_FAILURE_LIMIT failed passwords of one
+# user name from one client address lock that pair out for TDWEB_AUTH_COOLOFF_S
+AXES_FAILURE_LIMIT = env.int("TDWEB_AUTH_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = dt.timedelta(seconds=env.float("TDWEB_AUTH_COOLOFF_S", default=900.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the cool-off runs from the lockout, not the last try
+AXES_LOCKOUT_CALLABLE = "streams_app.api.authentication.lockout_response"
+AXES_VERBOSE = False
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -159,8 +192,16 @@ CELERY_BEAT_SCHEDULE = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "streams_app.api.authentication.ApiTokenAuthentication",  # hashed at rest
     ],
+    # JSON bounded in size (DATA_UPLOAD_MAX_MEMORY_SIZE) and depth (TDWEB_JSON_MAX_DEPTH)
+    "DEFAULT_PARSER_CLASSES": [
+        "streams_app.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    # unexpected exceptions: HTTP 500 {"code": 257, "desc": "internal error (request id ...)"}
+    "EXCEPTION_HANDLER": "streams_app.api.errors.api_exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -175,10 +216,18 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+TDWEB_SQL_MAX_BYTES = env.int("TDWEB_SQL_MAX_BYTES", default=1_048_576)  # TDengine's maxSQLLength default
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TDWEB_DATA_UPLOAD_MAX_BYTES", default=2_621_440)  # Django's default
+TDWEB_JSON_MAX_DEPTH = env.int("TDWEB_JSON_MAX_DEPTH", default=64)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "streams_app.request_id.RequestIdLogFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["request_id"], "formatter": "plain"}
+    },
     "root": {"handlers": ["console"], "level": env.str("TDWEB_LOG_LEVEL", default="INFO")},
-    "loggers": {"py4j": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+    "loggers": {"py4j": {"level": "WARNING"}, "daphne": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

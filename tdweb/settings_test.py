@@ -20,6 +20,7 @@ CHANNEL_LAYERS = {
     }
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]  # noqa: F405  # Django's test client
 TDWEB_HEARTBEAT_S = 1.0
 STATICFILES_DIRS = [p for p in STATICFILES_DIRS]  # noqa: F405
 DJANGO_VITE = {"default": {"dev_mode": False, "manifest_path": FRONTEND_DIST / "manifest.json"}}  # noqa: F405

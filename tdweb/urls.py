@@ -30,3 +30,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),
 ]
+
+# Django's error pages as JSON on /rest/sql and /api/ (streams_app.api.errors)
+handler400 = "streams_app.api.errors.bad_request"
+handler403 = "streams_app.api.errors.permission_denied"
+handler404 = "streams_app.api.errors.page_not_found"
+handler500 = "streams_app.api.errors.server_error"

@@ -19,9 +19,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.authtoken.serializers import AuthTokenSerializer
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -31,8 +32,11 @@ from spark_workers.sql import ast
 from spark_workers.sql.parser import parse
 from spark_workers.timestamps import parse_literal
 from streams_app import selectors
+from streams_app.api.authentication import cooloff_seconds, is_locked_out, lockout_message
+from streams_app.api.parsers import BoundedJSONParser
 from streams_app.models import ImportJob, Stream
 from streams_app.services import notifications as notif_services
+from streams_app.services.api_tokens import api_token_create
 from streams_app.services.ingest import (
     DEFAULT_NULL_VALUES,
     IngestError,
@@ -863,11 +867,17 @@ class ImportDetailApi(APIView):
 # ---------------------------------------------------------------------- token authentication
 
 
-class AuthTokenApi(ObtainAuthToken):
-    """Exchange a username and password for the user's API token (``Authorization: Token <key>``);
-    the same token is returned until it is deleted."""
+class AuthTokenApi(APIView):
+    """Exchange a username and password for a new API token (``Authorization: Token <key>``).
+
+    Every call creates a token; its key is in this answer only (the server keeps its SHA-256).
+    A user's tokens stay valid until their password changes. Repeated failed passwords of one user
+    name from one address are refused for a while without a check (HTTP 429)."""
 
     authentication_classes = ()
+    permission_classes = ()
+    parser_classes = (FormParser, MultiPartParser, BoundedJSONParser)
+    renderer_classes = (JSONRenderer,)
 
     @extend_schema(
         operation_id="v1_auth_token_create",
@@ -875,11 +885,22 @@ class AuthTokenApi(ObtainAuthToken):
         responses={
             200: inline_serializer("AuthToken", {"token": serializers.CharField()}),
             400: OpenApiTypes.OBJECT,
+            429: OpenApiTypes.OBJECT,
         },
         auth=[],
     )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().post(request, *args, **kwargs)
+        # the Django request: django-axes marks a refused check on it (request.axes_locked_out)
+        data = AuthTokenSerializer(data=request.data, context={"request": request._request})
+        valid = data.is_valid()
+        if is_locked_out(request._request):
+            return Response(
+                {"detail": lockout_message()}, status=429, headers={"Retry-After": str(cooloff_seconds())}
+            )
+        if not valid:
+            raise ValidationError(data.errors)
+        _token, key = api_token_create(user=data.validated_data["user"])
+        return Response({"token": key})
 
 
 # ---------------------------------------------------------------------- notifications

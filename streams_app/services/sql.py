@@ -11,6 +11,7 @@ from spark_workers.sql import ast
 from spark_workers.sql.executor import error_answer
 from spark_workers.sql.parser import parse_located
 from spark_workers.sql.results import ResultSet
+from streams_app.request_id import internal_error_answer
 from streams_app.services.lake import executor_for
 
 
@@ -20,12 +21,19 @@ def sql_execute(*, sql: str, db: str | None = None, user: Any = None) -> ResultS
 
 
 def sql_execute_rest(*, sql: str, db: str | None = None, user: Any = None) -> dict[str, Any]:
-    """TDengine REST answer for ``sql``: ``{code: 0, column_meta, data, rows}`` or
-    ``{code, desc}``; never raises for bad SQL."""
+    """TDengine REST answer for ``sql``: ``{code: 0, column_meta, data, rows}`` or ``{code, desc}``.
+
+    Never raises: a ``TdError`` is answered with its code and message; anything else (a bug,
+    ``RecursionError``, ``MemoryError``) is logged with its traceback under the request id and
+    answered ``{"code": 257, "desc": "internal error (request id <id>)"}``, so no exception text,
+    path or type reaches the client.
+    """
     try:
         return sql_execute(sql=sql, db=db, user=user).to_rest(settings.TDWEB_TIMEZONE)
-    except Exception as e:  # every failure becomes a TDengine error answer
+    except TdError as e:
         return error_answer(e)
+    except Exception as e:  # RecursionError and MemoryError are Exceptions too
+        return internal_error_answer(e, where="sql_execute_rest")
 
 
 def error_position(e: Exception) -> dict[str, int] | None:

@@ -10,7 +10,6 @@ import pytest
 import yaml
 from django.core.management import call_command
 from django.urls import URLPattern, reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from spark_workers.errors import Code
@@ -18,6 +17,7 @@ from spark_workers.notify.sender import Attempt
 from spark_workers.runtime.sink import BatchReport
 from streams_app.api import urls as api_urls
 from streams_app.models import ImportJob, Notification, Stream, StreamRun
+from streams_app.services.api_tokens import api_token_create
 from streams_app.services.notifications import inbox_get_or_create, notification_ingest
 from streams_app.services.streams import stream_delivery_record, stream_progress_record
 from streams_app.services.users import DEFAULT_INBOX
@@ -116,9 +116,9 @@ def test_session_post_without_csrf_token_is_refused(power, admin) -> None:
 
 
 def test_token_authentication(power, alice) -> None:
-    token = Token.objects.create(user=alice)
+    _token, key = api_token_create(user=alice)
     c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     r = c.get("/api/v1/me/")
     assert r.status_code == 200 and r.json()["username"] == "alice" and r.json()["is_staff"] is False
     assert c.post("/api/v1/sql/", {"sql": "SELECT count(*) FROM power.meters"}, format="json").json()[

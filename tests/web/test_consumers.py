@@ -55,8 +55,15 @@ def _application():  # type: ignore[no-untyped-def]
     return application
 
 
+async def _headers(path: str, user=None) -> list[tuple[bytes, bytes]]:  # type: ignore[no-untyped-def]
+    """A browser's handshake headers (its Origin, the session cookie); producers on /ws/notify/
+    are not browsers and send neither."""
+    cookie = await database_sync_to_async(_cookie)(user) if user is not None else []
+    return cookie if path.startswith("/ws/notify/") else [(b"origin", b"http://testserver"), *cookie]
+
+
 async def _connect(path: str, user=None) -> WebsocketCommunicator:  # type: ignore[no-untyped-def]
-    headers = await database_sync_to_async(_cookie)(user) if user is not None else []
+    headers = await _headers(path, user)
     comm = WebsocketCommunicator(_application(), path, headers=headers)
     connected, _ = await comm.connect()
     assert connected, path
@@ -64,7 +71,7 @@ async def _connect(path: str, user=None) -> WebsocketCommunicator:  # type: igno
 
 
 async def _refused(path: str, user=None) -> int | None:  # type: ignore[no-untyped-def]
-    headers = await database_sync_to_async(_cookie)(user) if user is not None else []
+    headers = await _headers(path, user)
     comm = WebsocketCommunicator(_application(), path, headers=headers)
     connected, code = await comm.connect()
     assert not connected, path

@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from spark_workers.errors import Code, TdError
 from spark_workers.runtime.query import checkpoint_dir
 from streams_app.api import designer as designer_api
 from streams_app.models import Stream, StreamDraft, StreamVersion
+from streams_app.services.api_tokens import api_token_create
 from streams_app.services.demo import schema_sql
 from streams_app.services.designer import stream_redeploy
 from streams_app.services.registry import DjangoStreamRegistry
@@ -113,7 +113,7 @@ def test_anonymous_is_refused(air, method, name, kwargs) -> None:
 
 def test_token_authentication(air, alice) -> None:
     c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    c.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=alice)[1]}")
     body = _compile(c, EPISODES)
     assert body["design"]["nodes"]["trigger"]["type"] == "event"
     c.credentials(HTTP_AUTHORIZATION="Token not-a-token")
