@@ -9,8 +9,13 @@ from typing import Any
 from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
+from sqlglot import exp
 
+from spark_workers.access import Principal
 from spark_workers.duration import NS_PER_PRECISION
+from spark_workers.errors import CatalogError, Code
+from spark_workers.lake.catalog import Database
+from spark_workers.sql.results import ResultSet
 from spark_workers.sql.spec import StreamSpec
 from streams_app.models import Delivery, ImportJob, Notification, Stream, StreamProgress, StreamRun
 from streams_app.services.lake import lake_get
@@ -292,10 +297,21 @@ def notifications_filter(
 # ---------------------------------------------------------------------- the lake
 
 
-def database_list() -> list[dict[str, Any]]:
+def _principal(user: Any) -> Principal:
+    from streams_app.services.users import principal_for
+
+    return principal_for(user)
+
+
+def database_list(*, user: Any) -> list[dict[str, Any]]:
+    """The databases ``user`` holds any privilege in (all of them for superusers), by name:
+    ``[{name, precision, created_ms, ntables}]``."""
     lake = lake_get()
+    principal = _principal(user)
     out = []
     for db, created in lake.catalog.databases():
+        if not principal.may_see(db):
+            continue
         out.append(
             {
                 "name": db.name,
@@ -307,18 +323,43 @@ def database_list() -> list[dict[str, Any]]:
     return out
 
 
-def table_list(*, db: str, kind: str | None = None, stable: str | None = None) -> list[dict[str, Any]]:
-    lake = lake_get()
-    lake.catalog.require_database(db)
+def _visible_database(principal: Principal, db: str) -> Database:
+    """The database if the principal may see it; else the same error as a missing one."""
+    database = lake_get().catalog.require_database(db)
+    if not principal.may_see(database):
+        raise CatalogError(f"database {db} does not exist", code=Code.DB_NOT_EXIST)
+    return database
+
+
+def table_list(
+    *, user: Any, db: str, kind: str | None = None, stable: str | None = None
+) -> list[dict[str, Any]]:
+    """The tables of ``db`` that ``user`` may know of: ``[{name, kind, stable}]``.
+
+    Raises:
+        CatalogError: the database does not exist or is not visible to ``user`` (DB_NOT_EXIST).
+    """
+    principal = _principal(user)
+    database = _visible_database(principal, db)
     kinds = (kind,) if kind else ("super", "sub", "normal")
     return [
         {"name": n, "kind": k, "stable": s}
-        for n, k, s, _c in lake.catalog.tables(db, kinds=kinds, stable=stable)
+        for n, k, s, _c in lake_get().catalog.tables(database.name, kinds=kinds, stable=stable)
+        if principal.may_see_table(database, s or n)
     ]
 
 
-def table_detail(*, db: str, name: str) -> dict[str, Any]:
-    t = lake_get().catalog.require_table(db, name)
+def table_detail(*, user: Any, db: str, name: str) -> dict[str, Any]:
+    """Columns, tags and tag values of a table ``user`` may know of.
+
+    Raises:
+        CatalogError: no such (visible) database or table (DB_NOT_EXIST / TABLE_NOT_EXIST).
+    """
+    principal = _principal(user)
+    database = _visible_database(principal, db)
+    t = lake_get().catalog.require_table(database.name, name)
+    if not principal.may_see_table(database, t.storage):
+        raise CatalogError(f"table {db}.{name} does not exist", code=Code.TABLE_NOT_EXIST)
 
     def field(c: Any) -> dict[str, Any]:
         return {"name": c.name, "type": c.type.sql, "length": c.type.byte_length}
@@ -332,6 +373,39 @@ def table_detail(*, db: str, name: str) -> dict[str, Any]:
         "tags": [field(c) for c in t.tags],
         "tag_values": t.tag_values,
     }
+
+
+def table_rows(
+    *, user: Any, db: str, name: str, start: str | None = None, end: str | None = None, limit: int = 200
+) -> ResultSet:
+    """The latest ``limit`` rows of a table, optionally with ``start <= ts <= end`` (timestamp
+    literals as TDengine reads them), oldest first, read with ``user``'s privileges.
+
+    The query is built as a tree (``SELECT * FROM (SELECT * FROM db.t WHERE ts >= 'start' AND ts
+    <= 'end' ORDER BY ts DESC LIMIT n) ORDER BY ts``) with the request's values as literal nodes,
+    never pasted into SQL text.
+
+    Raises:
+        TdError: missing or unreadable table, a value that is not a timestamp.
+    """
+    from spark_workers.sql import ast
+    from streams_app.services.lake import executor_for
+
+    t = table_detail(user=user, db=db, name=name)
+    ts = exp.column(t["columns"][0]["name"], quoted=True)
+    table = exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier(db, quoted=True))
+    inner = exp.select(exp.Star()).from_(table)
+    conds = [
+        op(this=ts.copy(), expression=exp.Literal.string(value))
+        for value, op in ((start, exp.GTE), (end, exp.LTE))
+        if value
+    ]
+    if conds:
+        inner = inner.where(exp.and_(*conds))
+    inner = inner.order_by(exp.Ordered(this=ts.copy(), desc=True)).limit(int(limit))
+    outer = exp.select(exp.Star()).from_(inner.subquery()).order_by(exp.Ordered(this=ts.copy()))
+    ex = executor_for(db=db, user=user)
+    return ex.run_statement(ast.Select(query=ast.SelectQuery(select=outer)), outer.sql())
 
 
 def streams_by_status(*, user: Any) -> dict[str, int]:

@@ -17,6 +17,7 @@ form"); in storage they are ``timestamp[us, UTC]`` (int64 ns for ns databases).
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
 import threading
@@ -36,6 +37,8 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from spark_workers.errors import LakeError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.names import storage_key
+
+log = logging.getLogger(__name__)
 
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -178,7 +181,8 @@ class Lake:
         real = os.path.realpath(path)
         rel = os.path.relpath(real, root)
         if rel == "." or rel.startswith("..") or os.path.isabs(rel) or rel.split(os.sep)[0].startswith("_"):
-            raise LakeError(f"storage path {path} is outside the lake's data folders")
+            log.error("refused storage path %s: outside the lake's data folders", path)
+            raise LakeError("the name does not map to a storage path inside the lake")
         return path
 
     def exists(self, db: str, storage: str) -> bool:
@@ -354,8 +358,9 @@ class Lake:
                     .when_not_matched_insert_all()
                     .execute()
                 )
-            except Exception as e:  # delta-rs raises its own error types
-                raise LakeError(f"write to {db.name}.{table.name} failed: {e}") from e
+            except Exception as e:  # delta-rs raises its own error types; their text stays in the log
+                log.exception("write to %s.%s failed", db.name, table.name)
+                raise LakeError(f"write to {db.name}.{table.name} failed; nothing was written") from e
             dt.update_incremental()
             ins = int(metrics.get("num_target_rows_inserted", 0))
             upd = int(metrics.get("num_target_rows_updated", 0))
@@ -429,7 +434,8 @@ class Lake:
             try:
                 metrics = dt.delete(predicate)
             except Exception as e:
-                raise LakeError(f"delete from {db.name}.{table.name} failed: {e}") from e
+                log.exception("delete from %s.%s failed", db.name, table.name)
+                raise LakeError(f"delete from {db.name}.{table.name} failed; nothing was deleted") from e
             dt.update_incremental()
         n = int(metrics.get("num_deleted_rows", 0))
         return WriteResult(dt.version() if n else None, n, "delete" if n else "noop", deleted=n)

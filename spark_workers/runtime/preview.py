@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from sqlglot import exp
 
+from spark_workers.access import ROOT, Principal
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Database, Table
 from spark_workers.lake.store import Lake
@@ -59,7 +60,13 @@ from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.planner import resolve
 from spark_workers.sql.spec import StreamSpec
-from spark_workers.sql.streams import CompiledStream, compile_stream, ensure_output_table, validate_stream
+from spark_workers.sql.streams import (
+    CompiledStream,
+    check_stream_access,
+    compile_stream,
+    ensure_output_table,
+    validate_stream,
+)
 from spark_workers.sql.sysinfo import SYSTEM_DB
 
 PER_MS = {"ms": 1, "us": 1_000, "ns": 1_000_000}
@@ -130,6 +137,7 @@ def preview_stream(
     tz: str = "UTC",
     default_db: str | None = None,
     max_windows: int = DEFAULT_MAX_WINDOWS,
+    principal: Principal = ROOT,
 ) -> dict[str, Any]:
     """Run a CREATE STREAM statement over ``[start_ms, end_ms)`` of its trigger table (module
     docstring) and answer what it would produce, without writing to ``lake`` or sending anything.
@@ -144,6 +152,8 @@ def preview_stream(
         tz: ``TDWEB_TIMEZONE`` (literals without a zone, time-zone aware functions).
         default_db: database of unqualified names.
         max_windows: at most this many windows are returned.
+        principal: the user asking; the stream's tables are read with its privileges
+            (``streams.check_stream_access``; the default superuser is for tools and tests).
 
     Returns:
         JSON-able dict::
@@ -183,6 +193,7 @@ def preview_stream(
         raise SqlError("limit and max_input_rows must not be negative", code=Code.INVALID_OPERATION)
     spec = _spec(lake, sql, tz, default_db)
     assert spec.source is not None
+    check_stream_access(principal, spec, lake.catalog, writes=False)
     trigger = resolve(lake.catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db)
     precision = trigger.db.precision
     lo = None if start_ms is None else start_ms * PER_MS[precision]

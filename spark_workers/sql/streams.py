@@ -650,11 +650,14 @@ def stream_tables(spec: StreamSpec) -> tuple[list[tuple[str, str]], tuple[str, s
     return reads, out
 
 
-def check_stream_access(principal: Principal, spec: StreamSpec, catalog: Catalog) -> None:
+def check_stream_access(
+    principal: Principal, spec: StreamSpec, catalog: Catalog, *, writes: bool = True
+) -> None:
     """A stream reads only what its owner may read and writes only where its owner may write
     (``spark_workers.access``): READ on every table of :func:`stream_tables`, WRITE on the output
     table (on its database when the table does not exist yet) and on the database a 3.3.7 stream
-    belongs to. Run at CREATE STREAM and each time a worker starts the stream.
+    belongs to. Run at CREATE STREAM and each time a worker starts the stream; a preview, which
+    writes nothing, checks the reads only (``writes=False``).
 
     Raises:
         SqlError: PERMISSION_DENIED naming the table and the privilege missing.
@@ -666,6 +669,8 @@ def check_stream_access(principal: Principal, spec: StreamSpec, catalog: Catalog
             continue  # compiling the stream reports it
         t = catalog.table(db.name, name)
         access.require(principal, READ, db, t.storage if t is not None else name)
+    if not writes:
+        return
     if out is not None:
         db = catalog.database(out[0])
         if db is not None:

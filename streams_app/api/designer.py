@@ -410,7 +410,7 @@ class DesignerCatalogApi(APIView):
     )
     def get(self, request: Request) -> Response:
         try:
-            return Response(svc.designer_catalog(db=request.query_params.get("db") or None))
+            return Response(svc.designer_catalog(user=request.user, db=request.query_params.get("db") or None))
         except TdError as e:
             return td_error(e, status.HTTP_404_NOT_FOUND)
 

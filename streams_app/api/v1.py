@@ -716,7 +716,7 @@ class SqlExecuteApi(APIView):
 class DatabaseListApi(APIView):
     @extend_schema(responses=DatabaseSerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(selectors.database_list())
+        return Response(selectors.database_list(user=request.user))
 
 
 class TableListApi(APIView):
@@ -728,6 +728,7 @@ class TableListApi(APIView):
         try:
             return Response(
                 selectors.table_list(
+                    user=request.user,
                     db=db,
                     kind=request.query_params.get("kind") or None,
                     stable=request.query_params.get("stable") or None,
@@ -741,7 +742,7 @@ class TableDetailApi(APIView):
     @extend_schema(responses=TableDetailSerializer)
     def get(self, request: Request, db: str, name: str) -> Response:
         try:
-            return Response(selectors.table_detail(db=db, name=name))
+            return Response(selectors.table_detail(user=request.user, db=db, name=name))
         except TdError as e:
             return td_error(e, status.HTTP_404_NOT_FOUND)
 
@@ -761,22 +762,18 @@ class TableRowsApi(APIView):
     def get(self, request: Request, db: str, name: str) -> Response:
         limit = _int_param(request, "limit", 200, 1, 10_000)
         try:
-            t = selectors.table_detail(db=db, name=name)
+            selectors.table_detail(user=request.user, db=db, name=name)
         except TdError as e:
             return td_error(e, status.HTTP_404_NOT_FOUND)
-        ts = t["columns"][0]["name"]
-        conds = []
-        for key, op in (("start", ">="), ("end", "<=")):
-            v = request.query_params.get(key)
-            if v:
-                conds.append(f"`{ts}` {op} '{v.replace(chr(39), '')}'")
-        where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        sql = (
-            f"SELECT * FROM (SELECT * FROM `{db}`.`{name}`{where} ORDER BY `{ts}` DESC LIMIT {limit}) "
-            f"ORDER BY `{ts}`"
-        )
         try:
-            res = sql_execute(sql=sql, db=db, user=request.user)
+            res = selectors.table_rows(
+                user=request.user,
+                db=db,
+                name=name,
+                start=request.query_params.get("start") or None,
+                end=request.query_params.get("end") or None,
+                limit=limit,
+            )
         except TdError as e:
             return td_error(e)
         rest = res.to_rest(settings.TDWEB_TIMEZONE)

@@ -383,7 +383,7 @@ def placeholder_catalog() -> dict[str, list[dict[str, str]]]:
 _KINDS = {"super": "supertable", "sub": "subtable", "normal": "normal"}
 
 
-def designer_catalog(*, db: str | None = None) -> dict[str, Any]:
+def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
     """What the designer's forms offer: databases with their tables, the SQL functions and the
     placeholders per trigger type.
 
@@ -400,15 +400,16 @@ def designer_catalog(*, db: str | None = None) -> dict[str, Any]:
     from spark_workers.sql.functions import FUNCTIONS
     from streams_app import selectors
 
-    names = [db] if db else [d["name"] for d in selectors.database_list()]
-    precisions = {d["name"]: d["precision"] for d in selectors.database_list()}
+    visible = selectors.database_list(user=user)
+    names = [db] if db else [d["name"] for d in visible]
+    precisions = {d["name"]: d["precision"] for d in visible}
     databases = []
     for name in names:
-        entries = selectors.table_list(db=name)
+        entries = selectors.table_list(user=user, db=name)
         details: dict[str, dict[str, Any]] = {}
         for e in entries:
             if e["kind"] != "sub":
-                details[e["name"].lower()] = selectors.table_detail(db=name, name=e["name"])
+                details[e["name"].lower()] = selectors.table_detail(user=user, db=name, name=e["name"])
 
         def fields(cols: list[dict[str, Any]]) -> list[dict[str, str]]:
             return [{"name": c["name"], "type": c["type"]} for c in cols]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,14 +33,20 @@ import pyarrow as pa
 from django.conf import settings
 from django.utils import timezone
 
+from spark_workers import access
+from spark_workers.access import WRITE
 from spark_workers.duration import NS_PER_PRECISION
-from spark_workers.errors import Code, SqlError, TdError
+from spark_workers.errors import Code, LakeError, SqlError, TdError
 from spark_workers.lake.catalog import Column, Database, Table
+from spark_workers.lake.names import check_name
 from spark_workers.lake.store import engine_schema
 from spark_workers.sql.values import coerce
 from spark_workers.tdtypes import TIMESTAMP
 from streams_app.models import ImportJob
 from streams_app.services.lake import lake_get
+from streams_app.services.users import principal_for
+
+log = logging.getLogger(__name__)
 
 CHUNK_ROWS = 20_000
 MAX_ROWS = 5_000_000
@@ -359,6 +366,12 @@ def _subtables(
                 )
             except SqlError as e:
                 return names, IngestError(_message(e, row[i], g, r), code=e.code, row=r, column=g.name)
+        try:
+            check_name(name, "table")
+        except SqlError as e:
+            return names, IngestError(
+                f"row {r}, column tbname: {e.message}", code=e.code, row=r, column="tbname"
+            )
         to_create.append(Table(db.name, name, "sub", stable.columns, stable.tags, stable.name, values))
         known[key] = name
         names.append(name)
@@ -390,6 +403,8 @@ def import_rows(
         TdError: the lake refused a write; the job is failed with the rows written so far.
     """
     target = _resolve(db, table)
+    # written with the user's privileges (TDengine: WRITE on the table or its database)
+    access.require(principal_for(user), WRITE, target.db, target.storage.name)
     job = ImportJob.objects.create(
         owner=user,
         db=target.db.name,
@@ -419,10 +434,11 @@ def import_rows(
             ImportJob.objects.filter(pk=job.pk).update(rows_done=hi, updated_at=timezone.now())
     except Exception as e:
         job.refresh_from_db()
-        _fail(job, f"write failed after {job.rows_done:,} rows: {e}")
-        if isinstance(e, TdError):
-            raise
-        raise TdError(f"write failed after {job.rows_done:,} rows: {e}") from e
+        # a TdError's message is for users; any other failure is logged, never shown
+        detail = e.message if isinstance(e, TdError) and not isinstance(e, LakeError) else "internal error"
+        log.exception("import %s into %s.%s failed", job.pk, target.db.name, target.table.name)
+        _fail(job, f"write failed after {job.rows_done:,} rows: {detail}")
+        raise TdError(f"write failed after {job.rows_done:,} rows: {detail}") from e
     ImportJob.objects.filter(pk=job.pk).update(state=ImportJob.State.DONE, updated_at=timezone.now())
     job.refresh_from_db()
     return job

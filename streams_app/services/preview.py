@@ -10,6 +10,7 @@ from django.conf import settings
 
 from spark_workers.runtime.preview import preview_stream
 from streams_app.services.lake import lake_get
+from streams_app.services.users import principal_for
 
 PREVIEW_MAX_INPUT_ROWS = 500_000
 
@@ -22,7 +23,8 @@ def preview(
     ``TDWEB_TIMEZONE``.
 
     Args:
-        user: the signed-in user asking (the preview reads only; kept for auditing and quotas).
+        user: the signed-in user asking: the preview reads the stream's tables with the user's
+            privileges (PERMISSION_DENIED otherwise).
         sql: one CREATE STREAM statement, either syntax.
         start_ms / end_ms: the time range of the trigger table's first column.
         limit: at most this many output rows and notification events.
@@ -45,4 +47,5 @@ def preview(
         limit=limit,
         max_input_rows=PREVIEW_MAX_INPUT_ROWS,
         tz=settings.TDWEB_TIMEZONE,
+        principal=principal_for(user),
     )
