@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Database
@@ -126,6 +126,18 @@ def redact_secrets(text: str) -> str:
     inbox keys and receivers' tokens (``ws://h/ws/notify/inbox?key=abc`` ->
     ``ws://h/ws/notify/inbox?key=******``). Used wherever a stream's SQL or spec is shown."""
     return _URL.sub(lambda u: _QUERY_VALUE.sub(lambda m: m.group(1) + REDACTED, u.group(0)), text)
+
+
+def redact_json(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, strings...) with :func:`redact_secrets` applied to every
+    string in it (stream specs and designs carry NOTIFY URLs)."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if isinstance(value, dict):
+        return {k: redact_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(v) for v in value]
+    return value
 
 
 def denied(what: str, *, sql: str | None = None, offset: int | None = None) -> SqlError:

@@ -11,7 +11,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 from sqlglot import exp
 
-from spark_workers.access import Principal
+from spark_workers.access import Principal, redact_secrets
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import CatalogError, Code
 from spark_workers.lake.catalog import Database
@@ -160,7 +160,7 @@ def stream_payload(*, stream: Stream, throughput: list[float] | None = None) -> 
         "syntax": stream.syntax,
         "status": stream.status,
         "desired_state": stream.desired_state,
-        "sql": stream.sql,
+        "sql": redact_secrets(stream.sql),
         "source": f"{spec.source.db}.{spec.source.table}" if spec.source else "",
         "target": f"{spec.output.db}.{spec.output.table}" if spec.output else None,
         "trigger": spec.options.trigger,

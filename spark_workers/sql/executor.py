@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +24,7 @@ from spark_workers.lake.catalog import Column, Database, Table, physical_names
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake, engine_schema
 from spark_workers.sql import ast
-from spark_workers.sql.parser import parse_located
+from spark_workers.sql.parser import parse_located, parse_one
 from spark_workers.sql.planner import offset_of
 from spark_workers.sql.results import ResultColumn, ResultSet, StreamInfo, StreamRegistry
 from spark_workers.sql.select import run_select
@@ -78,6 +79,9 @@ class Executor:
             for tools and tests that hold no user; every front door (REST, shell, web) passes the
             signed-in user's principal.
         users: where CREATE/ALTER/DROP USER and GRANT/REVOKE go; None refuses those statements.
+        notify_secrets: gives back the real URL of a NOTIFY URL whose secrets were shown redacted
+            (``access.redact_secrets``: ``...?key=******``) when the client may use it, else None;
+            without it such URLs are refused.
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class Executor:
         default_db: str | None = None,
         principal: Principal = access.ROOT,
         users: UserDirectory | None = None,
+        notify_secrets: Callable[[str], str | None] | None = None,
     ) -> None:
         self.lake = lake
         self.catalog = lake.catalog
@@ -97,6 +102,7 @@ class Executor:
         self.default_db = default_db
         self.principal = principal
         self.users = users
+        self.notify_secrets = notify_secrets
 
     # ------------------------------------------------------------------ entry points
     def execute(self, sql: str) -> list[ResultSet]:
@@ -724,14 +730,43 @@ class Executor:
     def _do_CreateStreamLegacy(self, s: ast.CreateStreamLegacy, sql: str) -> ResultSet:
         from spark_workers.sql.streams import create_stream
 
+        s, sql = self._unredacted(s, sql)
+        assert isinstance(s, ast.CreateStreamLegacy)
         create_stream(self, s, sql)
         return ResultSet.affected(0)
 
     def _do_CreateStream337(self, s: ast.CreateStream337, sql: str) -> ResultSet:
         from spark_workers.sql.streams import create_stream_337
 
+        s, sql = self._unredacted(s, sql)
+        assert isinstance(s, ast.CreateStream337)
         create_stream_337(self, s, sql)
         return ResultSet.affected(0)
+
+    def _unredacted(
+        self, s: ast.CreateStreamLegacy | ast.CreateStream337, sql: str
+    ) -> tuple[ast.Statement, str]:
+        """The statement with every NOTIFY URL shown redacted (copied from a stream page or
+        ``SHOW CREATE STREAM``) replaced by the real URL the client may use.
+
+        Raises:
+            SqlError: INVALID_OPERATION naming the URL when its secret cannot be restored.
+        """
+        urls = [u for u in (s.notify.urls if s.notify else []) if access.REDACTED in u]
+        if not urls:
+            return s, sql
+        for url in urls:
+            real = self.notify_secrets(url) if self.notify_secrets is not None else None
+            if real is None:
+                raise SqlError(
+                    f"NOTIFY URL {url} holds a redacted value ({access.REDACTED}): write the real "
+                    "value (an inbox's key is on its page)",
+                    sql=sql,
+                    offset=sql.find(url) if url in sql else None,
+                    code=Code.INVALID_OPERATION,
+                )
+            sql = sql.replace(url, real)
+        return parse_one(sql), sql
 
     def _own_stream(self, name: str, db: str | None, action: str) -> StreamInfo:
         """The stream ``[db.]name`` if the client owns it or is a superuser.
@@ -867,7 +902,6 @@ class Executor:
 def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> tuple[list[str], list[Any]]:
     """Streams that read database ``db`` (trigger table or computation) and belong to another
     database, and the streams that belong to ``db`` itself (3.3.7 ``CREATE STREAM db.name``)."""
-    from spark_workers.sql.parser import parse_one
 
     readers: list[str] = []
     owned: list[Any] = []

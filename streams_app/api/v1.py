@@ -27,6 +27,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spark_workers.access import redact_json
 from spark_workers.errors import CatalogError, SqlError, TdError
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse
@@ -531,7 +532,8 @@ class StreamListApi(APIView):
                 status=status.HTTP_200_OK,
             )
         return Response(
-            {**selectors.stream_payload(stream=stream), "spec": stream.spec}, status=status.HTTP_201_CREATED
+            {**selectors.stream_payload(stream=stream), "spec": redact_json(stream.spec)},
+            status=status.HTTP_201_CREATED,
         )
 
 
@@ -549,7 +551,7 @@ class StreamDetailApi(APIView):
     @extend_schema(responses=StreamDetailSerializer)
     def get(self, request: Request, stream_id: int) -> Response:
         s = _stream_or_404(request, stream_id)
-        return Response({**selectors.stream_payload(stream=s), "spec": s.spec})
+        return Response({**selectors.stream_payload(stream=s), "spec": redact_json(s.spec)})
 
     @extend_schema(
         request=StreamPatchSerializer,
@@ -564,7 +566,7 @@ class StreamDetailApi(APIView):
             s = stream_action(stream=s, action=DESIRED_ACTION[data.validated_data["desired_state"]])
         except CatalogError as e:
             return td_error(e)
-        return Response({**selectors.stream_payload(stream=s), "spec": s.spec})
+        return Response({**selectors.stream_payload(stream=s), "spec": redact_json(s.spec)})
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, stream_id: int) -> Response:

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
+from spark_workers.access import redact_json, redact_secrets
 from spark_workers.errors import CatalogError, Code, SqlError, TdError
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
@@ -92,11 +93,12 @@ def _variants(variants: dict[str, str | None]) -> dict[str, str | None]:
 
 def stream_design(*, stream: Stream) -> dict[str, Any]:
     """The design of a deployed stream: the one recorded with its latest version when that version
-    is the stream's SQL (it keeps the node layout), else ``design_from_sql(stream.sql)``."""
+    is the stream's SQL (it keeps the node layout), else ``design_from_sql(stream.sql)``; NOTIFY
+    URLs with their secrets redacted (deploying it restores them, ``notify_url_unredact``)."""
     v = StreamVersion.objects.filter(stream=stream).order_by("-number").first()
     if v is not None and v.design and v.sql == stream.sql:
-        return dict(v.design)
-    return _design().design_from_sql(stream.sql, default_db=stream.db or None)
+        return redact_json(dict(v.design))
+    return redact_json(_design().design_from_sql(stream.sql, default_db=stream.db or None))
 
 
 def _version_design(v: StreamVersion) -> dict[str, Any] | None:
@@ -697,8 +699,8 @@ def version_payload(v: StreamVersion) -> dict[str, Any]:
     return {
         "number": v.number,
         "stream_id": v.stream_id,
-        "sql": v.sql,
-        "design": _version_design(v),
+        "sql": redact_secrets(v.sql),
+        "design": redact_json(_version_design(v)),
         "created_at": v.created_at.isoformat(),
         "created_by": v.created_by.get_username() if v.created_by else None,
         "impact": v.impact,
@@ -741,4 +743,6 @@ def stream_version_diff(*, stream: Stream, from_number: int | None, to_number: i
     )
     changes = list(d.design_changes(da, db_)) if da is not None and db_ is not None else []
     impact = dict(d.impact(da, db_)) if db_ is not None else None
-    return {"from": a.number, "to": b.number, "sql_diff": sql_diff, "changes": changes, "impact": impact}
+    return redact_json(
+        {"from": a.number, "to": b.number, "sql_diff": sql_diff, "changes": changes, "impact": impact}
+    )

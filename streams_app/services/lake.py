@@ -23,11 +23,14 @@ def lake_get() -> Lake:
 def executor_for(*, db: str | None = None, user: object | None = None) -> Executor:
     """An executor running every statement with ``user``'s privileges (TDengine's users and
     grants, ``services/users.principal_for``); its streams are registered in the metadata DB and
-    owned by ``user``; CREATE/ALTER/DROP USER and GRANT/REVOKE change Django's users.
+    owned by ``user``; CREATE/ALTER/DROP USER and GRANT/REVOKE change Django's users; NOTIFY URLs
+    copied redacted from a page get their secrets back where ``user`` may use them
+    (``notifications.notify_url_unredact``).
 
     Raises:
         PermissionError: ``user`` is None, anonymous or inactive.
     """
+    from streams_app.services.notifications import notify_url_unredact
     from streams_app.services.registry import DjangoStreamRegistry
     from streams_app.services.users import DjangoUserDirectory, principal_for
 
@@ -38,4 +41,5 @@ def executor_for(*, db: str | None = None, user: object | None = None) -> Execut
         default_db=db or None,
         principal=principal_for(user),
         users=DjangoUserDirectory(),
+        notify_secrets=lambda url: notify_url_unredact(user=user, url=url),
     )

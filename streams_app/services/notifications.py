@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -47,6 +49,35 @@ def inbox_check_key(*, name: str, key: str) -> Inbox | None:
     if inbox is None or not key or not hmac.compare_digest(inbox.key, key):
         return None
     return inbox
+
+
+def notify_url_unredact(*, user: Any, url: str) -> str | None:
+    """The real NOTIFY URL behind ``url`` as shown redacted (``access.redact_secrets``), if
+    ``user`` may use it, else None.
+
+    Either ``url`` points to one of tdweb's inboxes (``/ws/notify/<inbox>?key=******``) that
+    ``user`` owns (any inbox for superusers): its key is filled in; or it is, redacted, a NOTIFY
+    URL of a stream ``user`` created (a stream edited and redeployed from the designer).
+    """
+    from spark_workers.access import REDACTED, redact_secrets
+    from spark_workers.sql.spec import StreamSpec
+    from streams_app.models import Stream
+
+    parts = urlsplit(url)
+    m = re.fullmatch(r"/ws/notify/([-a-zA-Z0-9_]+)/?", parts.path)
+    if m is not None:
+        inbox = Inbox.objects.filter(name=m.group(1)).first()
+        params = parse_qsl(parts.query, keep_blank_values=True)
+        others_redacted = any(REDACTED in v for k, v in params if k != "key")
+        if inbox is not None and not others_redacted and (user.is_superuser or inbox.owner_id == user.pk):
+            query = urlencode([(k, inbox.key if k == "key" else v) for k, v in params])
+            return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+    for spec in Stream.objects.filter(owner=user).order_by("-id").values_list("spec", flat=True):
+        notify = StreamSpec.from_json(spec).notify
+        for real in notify.urls if notify is not None else []:
+            if redact_secrets(real) == url:
+                return real
+    return None
 
 
 def _int(v: Any) -> int | None:
