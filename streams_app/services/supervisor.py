@@ -3,7 +3,9 @@
 A worker process owns one SparkSession; each ``streams.run`` task (thread pool) supervises one
 stream: it claims the stream (one runner at a time, judged by a heartbeat), starts the query,
 beats every ``TDWEB_HEARTBEAT_S``, follows the desired state (pause/stop/drop stop the query at a
-micro-batch boundary), and restarts the query with exponential back-off after a failure. A
+micro-batch boundary), and restarts the query with exponential back-off after a failure. Each
+start checks that the stream's owner may still read its tables and write its output
+(``streams.check_stream_access``): a revoked grant fails the stream until it is granted again. A
 worker that dies (even ``kill -9``) stops beating; ``streams.reconcile`` (beat) hands the stream to
 a live worker, which resumes from the checkpoint.
 """
@@ -26,7 +28,7 @@ from spark_workers.notify.sender import Sender
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
 from spark_workers.sql.spec import StreamSpec
-from spark_workers.sql.streams import CompiledStream, compile_stream
+from spark_workers.sql.streams import CompiledStream, check_stream_access, compile_stream
 from streams_app.models import Stream, StreamRun
 from streams_app.services.lake import lake_get
 from streams_app.services.registry import checkpoint_remove
@@ -36,6 +38,7 @@ from streams_app.services.streams import (
     stream_progress_record,
     stream_set_status,
 )
+from streams_app.services.users import principal_for
 
 log = logging.getLogger(__name__)
 SHUTDOWN = threading.Event()  # set when the worker shuts down
@@ -104,6 +107,8 @@ def _supervise(stream_id: int, worker: str) -> None:
             try:
                 spark = spark_session(settings.SPARK_MASTER)
                 spec = StreamSpec.from_json(stream.spec)
+                if stream.owner_id is not None:  # the stream runs with its owner's privileges
+                    check_stream_access(principal_for(stream.owner), spec, lake.catalog)
                 compiled = compile_stream(spec, lake, settings.TDWEB_TIMEZONE)
                 sender = Sender(
                     on_attempt=lambda a: _discard(stream_delivery_record(stream_id=stream_id, attempt=a)),
