@@ -60,7 +60,7 @@ def check_name(name: str, what: str, *, sql: str | None = None, offset: int | No
         raise bad(f"is {size} bytes long; at most {limit} bytes are allowed")
     if _CONTROL.search(name):
         raise bad("contains a control character")
-    if "." in name and what != "user":
+    if "." in name:
         raise bad("cannot contain '.'")
     if what in _RESERVED_PREFIX_KINDS and name.startswith("_"):
         raise bad("starts with '_': such names are reserved for the system")

@@ -599,6 +599,7 @@ def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
     it with the source's current lake version as its start (rows written after CREATE STREAM
     returns are processed even if the Spark query is still starting; FILL_HISTORY 1 processes the
     snapshot at that version first)."""
+    check_name(s.name, "stream", sql=sql)
     if ex.registry.get(s.name, s.db) is not None:
         if s.if_not_exists:
             return
@@ -612,6 +613,7 @@ def create_stream_337(ex: Executor, s: ast.CreateStream337, sql: str) -> None:
     ``%%trows``), create or check its output table, then register it as ``create_stream`` does."""
     from spark_workers.sql.streams337 import spec_337
 
+    check_name(s.name, "stream", sql=sql)
     if ex.registry.get(s.name, s.db) is not None:
         if s.if_not_exists:
             return
