@@ -26,6 +26,12 @@ class Code:
     DB_NOT_SPECIFIED = 0x2616
     INVALID_WINDOW = 0x2618
     INVALID_STREAM_QUERY = 0x2640
+    # SQL sandbox and limits (spark_workers/sql/sandbox.py, limits.py)
+    INVALID_FUNCTION_NAME = 0x264D  # TSDB_CODE_PAR_INVALID_FUNCTION_NAME "Invalid function name"
+    TIMEOUT = 0x012C  # TSDB_CODE_TIMEOUT_ERROR "Operation timeout"
+    QUERY_MEM_EXHAUSTED = 0x073A  # TSDB_CODE_QRY_QUERY_MEM_EXHAUSTED "Query memory exhausted"
+    RESULT_TOO_LARGE = 0x0711  # TSDB_CODE_QRY_RESULT_TOO_LARGE (2.x) "Result set too large"
+    EXCEED_SQL_LIMIT = 0x0219  # TSDB_CODE_TSC_EXCEED_SQL_LIMIT "SQL statement too long"
     # users, privileges and names
     INVALID_IDENTIFIER_NAME = 0x2617  # TSDB_CODE_PAR_INVALID_IDENTIFIER_NAME
     NAME_OR_PASSWD_TOO_LONG = 0x2610  # TSDB_CODE_PAR_NAME_OR_PASSWD_TOO_LONG
