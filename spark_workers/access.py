@@ -15,9 +15,10 @@ Rules (TDengine SQL manual, "Permissions", 3.3.x; "Users"; "Metadata"):
 - Dropping or altering a database is for its owner and superusers.
 - SYSINFO 0 hides system information: ``ins_users``, ``ins_user_privileges``, ``SHOW USERS``,
   ``SHOW VGROUPS``.
-- A stream belongs to its creator: only the owner or a superuser may pause, resume, drop or
-  recalculate it; a stream reads only what its owner may read and writes only where its owner may
-  write (checked when it is created and each time a worker starts it).
+- A stream belongs to its creator: only the owner, a superuser or an operator (tdweb's staff) may
+  see, pause, resume, drop or recalculate it; a stream reads only what its owner may read and
+  writes only where its owner may write (checked when it is created and each time a worker starts
+  it).
 
 Everything here is pure data: the Django app builds a :class:`Principal` for each request from its
 users, profiles and grants (``streams_app.services.users``) and implements :class:`UserDirectory`.
@@ -80,6 +81,9 @@ class Principal:
         sysinfo: may view system information (default 1).
         createdb: may create databases (default 0).
         grants: the user's grants.
+        operator: may see and control every user's streams (SHOW STREAMS, PAUSE/RESUME/DROP/
+            RECALCULATE) without reading their data: tdweb's staff users, who run the service
+            and receive every inbox's notifications (docs/security.md, "Roles").
     """
 
     name: str
@@ -87,6 +91,12 @@ class Principal:
     sysinfo: bool = True
     createdb: bool = False
     grants: tuple[Grant, ...] = field(default_factory=tuple)
+    operator: bool = False
+
+    def controls_stream(self, owner: str | None) -> bool:
+        """May this user see and control a stream created by ``owner``: its owner, a superuser or
+        an operator."""
+        return self.super or self.operator or (owner or "").lower() == self.name.lower()
 
     def owns(self, db: Database) -> bool:
         """Superuser, or the user who created ``db``."""

@@ -769,7 +769,8 @@ class Executor:
         return parse_one(sql), sql
 
     def _own_stream(self, name: str, db: str | None, action: str) -> StreamInfo:
-        """The stream ``[db.]name`` if the client owns it or is a superuser.
+        """The stream ``[db.]name`` if the client owns it or administers streams
+        (``Principal.controls_stream``).
 
         Raises:
             CatalogError: STREAM_NOT_EXIST; PERMISSION_DENIED for another user's stream.
@@ -777,8 +778,8 @@ class Executor:
         info = self.registry.get(name, db)
         if info is None:
             raise CatalogError(f"stream {name} does not exist", code=Code.STREAM_NOT_EXIST)
-        if not self.principal.super and (info.owner or "").lower() != self.principal.name.lower():
-            raise access.denied(f"{action} {info.name}: only its owner or a superuser may")
+        if not self.principal.controls_stream(info.owner):
+            raise access.denied(f"{action} {info.name}: only its owner or an administrator may")
         return info
 
     def _do_StreamCommand(self, s: ast.StreamCommand, sql: str) -> ResultSet:

@@ -107,9 +107,8 @@ def _tags(ex: Executor) -> list[list[Any]]:
 
 
 def visible_streams(ex: Executor) -> list[StreamInfo]:
-    """The streams the client may see: its own; every stream for superusers."""
-    p = ex.principal
-    return [i for i in ex.registry.list() if p.super or (i.owner or "").lower() == p.name.lower()]
+    """The streams the client may see: its own; every stream for superusers and operators."""
+    return [i for i in ex.registry.list() if ex.principal.controls_stream(i.owner)]
 
 
 def _streams(ex: Executor) -> list[list[Any]]:

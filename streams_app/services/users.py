@@ -42,8 +42,8 @@ def inbox_url(*, inbox: Inbox, host: str | None = None, port: int | None = None)
 
 def principal_for(user: Any) -> Principal:
     """The principal a signed-in Django user's statements run as (``spark_workers.access``):
-    superuser = ``is_superuser``; SYSINFO/CREATEDB from the user's :class:`UserProfile` (TDengine's
-    defaults 1/0 without one); the user's grants.
+    superuser = ``is_superuser``; stream operator = ``is_staff``; SYSINFO/CREATEDB from the user's
+    :class:`UserProfile` (TDengine's defaults 1/0 without one); the user's grants.
 
     Raises:
         PermissionError: ``user`` is anonymous or inactive (callers authenticate first).
@@ -61,6 +61,7 @@ def principal_for(user: Any) -> Principal:
         sysinfo=profile.sysinfo if profile else True,
         createdb=bool(user.is_superuser) or (profile.createdb if profile else False),
         grants=grants,
+        operator=bool(user.is_staff),
     )
 
 
