@@ -19,6 +19,7 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
+from django.utils.log import log_response
 
 from spark_workers.errors import Code
 
@@ -74,6 +75,14 @@ class RequestIdLogFilter(logging.Filter):
         return True
 
 
+def _log_error_response(request: HttpRequest, response: HttpResponseBase) -> None:
+    # Django logs 4xx/5xx answers after the middleware chain, where the id is no longer set; log
+    # them here instead (log_response marks the response, so Django does not log it twice)
+    if response.status_code >= 400:
+        answer: Any = response
+        log_response("%s: %s", response.reason_phrase, request.path, response=answer, request=request)
+
+
 class RequestIdMiddleware:
     """First middleware: assigns the request id (``request.request_id``), sets it for logging and
     answers it in ``X-Request-ID``. Sync and async capable, so it never forces a thread hop."""
@@ -95,6 +104,7 @@ class RequestIdMiddleware:
         token = _current.set(rid)
         try:
             response: HttpResponseBase = self.get_response(request)
+            _log_error_response(request, response)
         finally:
             _current.reset(token)
         response[HEADER] = rid
@@ -107,6 +117,7 @@ class RequestIdMiddleware:
         try:
             get: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
             response = await get(request)
+            _log_error_response(request, response)
         finally:
             _current.reset(token)
         response[HEADER] = rid

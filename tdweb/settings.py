@@ -117,7 +117,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",  # first: refuses locked-out checks before any password
+    "streams_app.api.authentication.LockoutBackend",  # first: django-axes refuses locked-out pairs
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Authentication throttling (docs/decisions.md): TDWEB_AUTH_FAILURE_LIMIT failed passwords of one

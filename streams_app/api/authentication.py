@@ -1,5 +1,6 @@
 """Authentication of the API and the lockout answer of every password check.
 
+- ``LockoutBackend``: the authentication backend in front of every password check (django-axes).
 - ``ApiTokenAuthentication``: DRF authentication of ``Authorization: Token <key>`` against the
   hashed ``ApiToken`` store (``streams_app.services.api_tokens``).
 - ``lockout_response``: django-axes' ``AXES_LOCKOUT_CALLABLE``. After ``TDWEB_AUTH_FAILURE_LIMIT``
@@ -13,8 +14,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from axes.backends import AxesStandaloneBackend
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -23,6 +26,27 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from spark_workers.errors import Code
 from streams_app.services.api_tokens import api_token_user
+
+
+class LockoutBackend(AxesStandaloneBackend):
+    """First of ``AUTHENTICATION_BACKENDS``: django-axes' lockout check before any password check.
+
+    Calls of ``authenticate()`` without a request are in-process (management commands, the test
+    client's ``login()``), not a door a client can knock on: they pass unthrottled instead of
+    failing with axes' ``AxesBackendRequestParameterRequired``. Every network door passes its
+    request (the sign-in form, ``POST /api/v1/auth/token/``, ``/rest/sql``).
+    """
+
+    def authenticate(  # type: ignore[override]
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
 
 
 class ApiTokenAuthentication(TokenAuthentication):
@@ -46,7 +70,7 @@ class ApiTokenAuthentication(TokenAuthentication):
 def cooloff_seconds() -> int:
     """The lockout period in whole seconds (``AXES_COOLOFF_TIME``, from ``TDWEB_AUTH_COOLOFF_S``)."""
     cooloff = settings.AXES_COOLOFF_TIME
-    seconds = cooloff.total_seconds() if hasattr(cooloff, "total_seconds") else float(cooloff or 0) * 3600
+    seconds = cooloff.total_seconds() if isinstance(cooloff, dt.timedelta) else float(cooloff) * 3600
     return max(1, round(seconds))
 
 
