@@ -5,6 +5,13 @@ binary on a free port; otherwise fakeredis's TCP server), database migrations an
 account, then Daphne (web), one Celery worker (queues ``streams`` and ``default``, thread pool,
 one SparkSession) and Celery beat. Every process it started is stopped on exit (Ctrl-C, SIGTERM or
 the end of ``--once``). Logs go to ``var/log/<process>.log``.
+
+While it waits in the foreground (``wait_forever``: ``make up``, ``make demo`` without ``ONCE``), a
+child that exits (web, worker, beat, or the Redis it started) is started again with the same
+command, after an exponential backoff: 1 s, doubling to at most 60 s while it keeps dying within a
+minute of its start, back to 1 s once it has run that long. Every exit and restart is logged with
+the exit code to stdout and ``var/log/launcher.log``. A restarted web process loses no
+acknowledged row: ``/rest/sql`` answers only after the rows are committed to the lake.
 """
 
 from __future__ import annotations
@@ -18,10 +25,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+RESTART_MIN_S = 1.0
+RESTART_MAX_S = 60.0
+STABLE_S = 60.0  # a child that ran this long is healthy again: its backoff restarts at RESTART_MIN_S
 
 
 def _free_port() -> int:
@@ -41,12 +52,26 @@ def redis_alive(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
+@dataclass
+class Child:
+    """How a child was started and its restart state (monotonic seconds)."""
+
+    args: list[str]
+    env: dict[str, str] | None
+    started_at: float
+    backoff_s: float = RESTART_MIN_S
+    restart_at: float | None = None
+    restarts: int = 0
+
+
 class Launcher:
     """The set of processes of one tdweb installation on this machine.
 
     Args:
         host, port: where the web process listens.
         slots: concurrent streams per worker (thread pool size).
+        proxy_headers: start Daphne with ``--proxy-headers`` (client addresses from
+            ``X-Forwarded-For``; ``TDWEB_PROXY_HEADERS``, docs/security.md).
     """
 
     def __init__(
@@ -59,6 +84,7 @@ class Launcher:
         quiet: bool = False,
         var: Path | None = None,
         extra_env: dict[str, str] | None = None,
+        proxy_headers: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -67,7 +93,9 @@ class Launcher:
         self.quiet = quiet
         self.var = Path(var or os.environ.get("TDWEB_VAR") or BASE_DIR / "var")
         self.extra_env = dict(extra_env or {})
+        self.proxy_headers = proxy_headers
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.children: dict[str, Child] = {}
         self.logs = self.var / "log"
         self.logs.mkdir(parents=True, exist_ok=True)
 
@@ -81,26 +109,40 @@ class Launcher:
             port=settings.TDWEB_PORT,
             redis_url=settings.REDIS_URL,
             slots=settings.TDWEB_STREAM_SLOTS,
+            proxy_headers=getattr(settings, "TDWEB_PROXY_HEADERS", False),
         )
 
     def say(self, msg: str) -> None:
         if not self.quiet:
             print(msg, flush=True)
 
+    def event(self, msg: str) -> None:
+        """A supervision event: to stdout (unless quiet) and, time-stamped, to ``log/launcher.log``."""
+        self.say(f"launcher: {msg}")
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.logs / "launcher.log", "a") as f:
+            f.write(f"{stamp} {msg}\n")
+
     # ------------------------------------------------------------------ processes
     def _spawn(
         self, name: str, args: list[str], env: dict[str, str] | None = None
     ) -> subprocess.Popen[bytes]:
-        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        p = subprocess.Popen(
-            args,
-            cwd=BASE_DIR,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env or self.env(),
-            start_new_session=True,
-        )
+        with open(self.logs / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
+            p = subprocess.Popen(
+                args,
+                cwd=BASE_DIR,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env or self.env(),
+                start_new_session=True,
+            )
         self.procs.append((name, p))
+        child = self.children.get(name)
+        if child is None:
+            self.children[name] = Child(args=list(args), env=env, started_at=time.monotonic())
+        else:
+            child.args, child.env, child.started_at = list(args), env, time.monotonic()
+        self.event(f"started {name} (pid {p.pid})")
         return p
 
     def env(self) -> dict[str, str]:
@@ -174,7 +216,9 @@ class Launcher:
         self.ensure_redis()
         self.prepare()
         py = sys.executable
-        web = [py, "-m", "daphne", "-b", self.host, "-p", str(self.port), "tdweb.asgi:application"]
+        web = [py, "-m", "daphne", "-b", self.host, "-p", str(self.port)]
+        web += ["--proxy-headers"] if self.proxy_headers else []
+        web += ["tdweb.asgi:application"]
         self._spawn("web", web)
         self.start_worker()
         beat = [py, "-m", "celery", "-A", "tdweb", "beat", "--loglevel", "INFO"]
@@ -233,8 +277,40 @@ class Launcher:
             p.wait()
         self.procs.clear()
 
+    def supervise(self, now: float | None = None) -> None:
+        """Restart the children that have exited, with backoff (module docstring). Called every
+        second by ``wait_forever``; ``now`` is ``time.monotonic()`` (a parameter for tests)."""
+        now = time.monotonic() if now is None else now
+        for name, p in list(self.procs):
+            child = self.children.get(name)
+            if child is None:
+                continue
+            if p.poll() is None:
+                if now - child.started_at >= STABLE_S:
+                    child.backoff_s = RESTART_MIN_S
+                continue
+            if child.restart_at is None:
+                uptime = now - child.started_at
+                if uptime >= STABLE_S:
+                    child.backoff_s = RESTART_MIN_S
+                delay = child.backoff_s
+                child.backoff_s = min(child.backoff_s * 2, RESTART_MAX_S)
+                child.restart_at = now + delay
+                self.event(
+                    f"{name} (pid {p.pid}) exited with code {p.returncode} after {uptime:.0f}s; "
+                    f"restarting in {delay:.0f}s; see {self.logs / (name + '.log')}"
+                )
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, signal.SIGKILL)  # what it left in its group (the worker's JVM)
+            elif now >= child.restart_at:
+                child.restart_at = None
+                child.restarts += 1
+                self.procs.remove((name, p))
+                self._spawn(name, child.args, child.env)
+                self.event(f"restarted {name} (restart {child.restarts}, previous exit code {p.returncode})")
+
     def wait_forever(self) -> None:
-        """Block until Ctrl-C / SIGTERM or until a child dies."""
+        """Block until Ctrl-C / SIGTERM, restarting children that exit (``supervise``)."""
         stop = {"flag": False}
 
         def handler(signum: int, frame: object) -> None:
@@ -245,7 +321,7 @@ class Launcher:
         signal.signal(signal.SIGINT, handler)
         try:
             while not stop["flag"]:
-                self.check_alive()
+                self.supervise()
                 time.sleep(1.0)
         except KeyboardInterrupt:
             pass

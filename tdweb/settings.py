@@ -54,6 +54,7 @@ if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
         "TDWEB_SECURE_PROXY_SSL_HEADER is 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
     )
 SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1]) if _proxy_ssl_header else None
+TDWEB_PROXY_HEADERS = env.bool("TDWEB_PROXY_HEADERS", default=False)  # manage.py up: daphne --proxy-headers
 
 INSTALLED_APPS = [
     "daphne",
