@@ -14,8 +14,11 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * @description Exchange a username and password for the user's API token (``Authorization: Token <key>``);
-         *     the same token is returned until it is deleted.
+         * @description Exchange a username and password for a new API token (``Authorization: Token <key>``).
+         *
+         *     Every call creates a token; its key is in this answer only (the server keeps its SHA-256).
+         *     A user's tokens stay valid until their password changes. Repeated failed passwords of one user
+         *     name from one address are refused for a while without a check (HTTP 429).
          */
         post: operations["v1_auth_token_create"];
         delete?: never;
@@ -1266,6 +1269,16 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
