@@ -31,6 +31,7 @@ class Code:
     TIMEOUT = 0x012C  # TSDB_CODE_TIMEOUT_ERROR "Operation timeout"
     QUERY_MEM_EXHAUSTED = 0x073A  # TSDB_CODE_QRY_QUERY_MEM_EXHAUSTED "Query memory exhausted"
     RESULT_TOO_LARGE = 0x0711  # TSDB_CODE_QRY_RESULT_TOO_LARGE (2.x) "Result set too large"
+    TOO_MANY_TIMEWINDOW = 0x070A  # TSDB_CODE_QRY_TOO_MANY_TIMEWINDOW "Too many time window in query"
     EXCEED_SQL_LIMIT = 0x0219  # TSDB_CODE_TSC_EXCEED_SQL_LIMIT "SQL statement too long"
     # users, privileges and names
     INVALID_IDENTIFIER_NAME = 0x2617  # TSDB_CODE_PAR_INVALID_IDENTIFIER_NAME

@@ -38,6 +38,7 @@ from spark_workers.sql.duck import DuckSession, quote, sql_string
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.planner import GroupColumn, Source
 from spark_workers.sql.results import ResultColumn
+from spark_workers.sql.sandbox import check_select
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TdType
 
@@ -60,6 +61,10 @@ TS_PLACEHOLDERS = frozenset(
     }
 )
 INT_PLACEHOLDERS = frozenset({"_twduration", "_twrownum", "_tgrpid"})
+# errors of the statement limits keep their own code (docs/decisions.md, "SQL sandbox and limits")
+_LIMIT_CODES = frozenset(
+    {Code.TIMEOUT, Code.QUERY_MEM_EXHAUSTED, Code.RESULT_TOO_LARGE, Code.PERMISSION_DENIED}
+)
 _MARK = re.compile(r'"(__td_ph_[A-Za-z0-9_]+|__td_trigsrc)"')
 
 
@@ -146,7 +151,9 @@ class Computation:
         pre_filter: PRE_FILTER expression (``%%trows`` sees only rows passing it).
 
     Raises:
-        SqlError: the query is not a SELECT.
+        SqlError: the query is not a SELECT, or not TDengine's SQL
+            (:func:`spark_workers.sql.sandbox.check_select`: DuckDB's table functions, file
+            reads and settings functions are refused here, before any micro-batch runs).
     """
 
     def __init__(
@@ -166,6 +173,7 @@ class Computation:
             raise SqlError(
                 "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
             )
+        check_select(stmt.query, query)  # the front door: TDengine's SQL only
         self.sql = query
         self.q = stmt.query
         self.trigger = trigger
@@ -318,12 +326,9 @@ class Computation:
     def _query(self, duck: DuckSession, sql: str, what: str) -> pa.Table:
         try:
             return duck.query(sql)
-        except Exception as e:  # DuckDB's binder / runtime errors name the problem
-            raise SqlError(
-                f"the stream's computation {what}: {_duck_message(e)}",
-                sql=self.sql,
-                code=Code.INVALID_STREAM_QUERY,
-            ) from None
+        except SqlError as e:  # DuckDB's failure in TDengine's words (duck.duck_error)
+            code = e.code if e.code in _LIMIT_CODES else Code.INVALID_STREAM_QUERY
+            raise SqlError(f"the stream's computation {what}: {e.message}", sql=self.sql, code=code) from None
 
     def _materialize(self, b: Bound, events: list[TriggerEvent]) -> str:
         """The trigger table's rows the batch's events can read, copied once into a DuckDB
@@ -407,9 +412,3 @@ def _literal(v: Any, *, timestamp: bool) -> str:
     if isinstance(v, float):
         return f"CAST({v!r} AS DOUBLE)"
     return sql_string(str(v))
-
-
-def _duck_message(e: Exception) -> str:
-    from spark_workers.sql.select import _duck_message as msg
-
-    return msg(e)

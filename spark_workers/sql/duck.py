@@ -7,15 +7,36 @@ own Parquet reader (``_bucket`` hive partitions pruned, row groups skipped by st
 through a pyarrow dataset: delta-rs MERGE writes strings as ``string_view``, and pyarrow cannot
 evaluate a pushed-down string filter on such files (docs/decisions.md).
 The session time zone is UTC; the translator turns literals into exact UTC timestamps.
+
+DuckDB itself is locked down (defence in depth behind the front door's allow-list,
+:mod:`spark_workers.sql.sandbox`; docs/decisions.md, "SQL sandbox and limits"): external access
+is off except for the lake's data folders (``allowed_directories``), extensions are never
+installed or loaded automatically, Python objects are never scanned by name, nothing spills to
+disk, memory is capped at the statement limit, and the configuration is locked before any query
+runs. Opening such a database costs ~13 ms, so sessions borrow one from a per-process pool and
+work on a cursor of it (a connection of its own: its temporary views and tables go with it).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass
+
 import duckdb
 import pyarrow as pa
 
+from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake, storage_schema
+from spark_workers.sql import limits as sql_limits
 from spark_workers.sql.planner import Source
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 65_536  # rows per Arrow record batch fetched from DuckDB
+POOL_IDLE = 4  # idle databases kept per configuration
 
 
 def quote(name: str) -> str:
@@ -27,23 +48,206 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+# ---------------------------------------------------------------------- locked-down databases
+
+
+def data_directories(root: str | os.PathLike[str] | None) -> frozenset[str]:
+    """The folders a session may read: the lake's database folders (``<root>/<db key>/``, as
+    written and resolved), never its ``_`` entries (catalog, checkpoints) nor anything else."""
+    if root is None:
+        return frozenset()
+    base = os.fspath(root)
+    out: set[str] = set()
+    try:
+        entries = list(os.scandir(base))
+    except FileNotFoundError:
+        return frozenset()
+    for e in entries:
+        if e.name.startswith("_") or not e.is_dir(follow_symlinks=False):
+            continue
+        for path in (os.path.join(base, e.name), os.path.realpath(os.path.join(base, e.name))):
+            out.add(path.rstrip(os.sep) + os.sep)
+    return frozenset(out)
+
+
+@dataclass
+class _Database:
+    """A locked-down in-memory DuckDB database and the folders it may read."""
+
+    con: duckdb.DuckDBPyConnection
+    key: tuple[object, ...]
+    directories: frozenset[str]
+
+
+def _open_database(
+    key: tuple[object, ...], threads: int, memory_bytes: int, dirs: frozenset[str]
+) -> _Database:
+    """A new database: resource limits, no spilling, no extensions, no Python replacement scans,
+    file access limited to ``dirs``, UTC, configuration locked (DuckDB "Securing DuckDB")."""
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "threads": threads,
+            "memory_limit": f"{memory_bytes}B",
+            "temp_directory": "",  # in memory only: a statement over the limit fails, never spills
+            "max_temp_directory_size": "0B",
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "allow_unsigned_extensions": False,
+            "python_enable_replacements": False,
+        },
+    )
+    try:
+        con.execute("SET GLOBAL TimeZone = 'UTC'")
+        if dirs:
+            con.execute(f"SET allowed_directories = [{', '.join(sql_string(d) for d in sorted(dirs))}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except Exception:
+        con.close()
+        raise
+    return _Database(con, key, dirs)
+
+
+_pool_lock = threading.Lock()
+_pool: dict[tuple[object, ...], list[_Database]] = {}
+
+
+def _checkout(root: str | None, threads: int, memory_bytes: int) -> _Database:
+    """An idle database for this configuration whose folders cover the lake's current ones
+    (a database created since makes a new one), else a new database."""
+    dirs = data_directories(root)
+    key = (os.path.realpath(root) if root is not None else None, threads, memory_bytes)
+    stale: list[_Database] = []
+    found = None
+    with _pool_lock:
+        idle = _pool.get(key, [])
+        while idle:
+            db = idle.pop()
+            if dirs <= db.directories:
+                found = db
+                break
+            stale.append(db)
+    for db in stale:
+        db.con.close()
+    return found or _open_database(key, threads, memory_bytes, dirs)
+
+
+def _checkin(db: _Database) -> None:
+    with _pool_lock:
+        idle = _pool.setdefault(db.key, [])
+        if len(idle) < POOL_IDLE:
+            idle.append(db)
+            return
+    db.con.close()
+
+
+@dataclass(frozen=True)
+class ResultCap:
+    """Where a query's result must stop (:meth:`DuckSession.query`).
+
+    Attributes:
+        max_rows: most rows.
+        max_bytes: most bytes, counted by ``answer_bytes`` (``answer``: as the REST answer writes
+            the values) or by Arrow buffer sizes (``arrow``).
+        measure: ``answer`` or ``arrow``.
+        what: ``result`` (``0x0711`` Result set too large) or ``window input`` (``0x073A``).
+    """
+
+    max_rows: int
+    max_bytes: int
+    measure: str = "answer"
+    what: str = "result"
+
+    @classmethod
+    def result(cls, limits: sql_limits.Limits) -> ResultCap:
+        """The cap of a statement's result (``TDWEB_SQL_MAX_ROWS``, ``TDWEB_SQL_MAX_RESULT_BYTES``)."""
+        return cls(limits.max_rows, limits.max_result_bytes)
+
+    @classmethod
+    def window_input(cls, limits: sql_limits.Limits) -> ResultCap:
+        """The cap of the rows a window query feeds into the engine (``TDWEB_SQL_MAX_WINDOW_ROWS``,
+        Arrow size at most the memory limit)."""
+        return cls(limits.max_window_rows, limits.memory_limit_bytes, "arrow", "window input")
+
+    def error(self, rows: bool) -> SqlError:
+        if self.what == "result":
+            limit = (
+                f"{self.max_rows:,} rows (TDWEB_SQL_MAX_ROWS)"
+                if rows
+                else f"{sql_limits.format_size(self.max_bytes)} (TDWEB_SQL_MAX_RESULT_BYTES)"
+            )
+            return SqlError(
+                f"Result set too large: more than {limit}; add a LIMIT or narrow the query",
+                code=Code.RESULT_TOO_LARGE,
+            )
+        limit = (
+            f"{self.max_rows:,} rows (TDWEB_SQL_MAX_WINDOW_ROWS)"
+            if rows
+            else f"{sql_limits.format_size(self.max_bytes)} (TDWEB_SQL_MEMORY_LIMIT)"
+        )
+        return SqlError(
+            f"Query memory exhausted: the window query reads more than {limit}; narrow the time "
+            "range or the tables",
+            code=Code.QUERY_MEM_EXHAUSTED,
+        )
+
+
+def answer_bytes(batch: pa.RecordBatch) -> int:
+    """Size of a batch as the REST answer writes it: strings and binaries their bytes plus
+    quotes and separator, every other value up to 24 characters (an int64, a double, a timestamp).
+    Cost: O(columns), from buffer sizes."""
+    total = 0
+    n = batch.num_rows
+    for col in batch.columns:
+        t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
+            buffers = col.buffers()
+            total += (buffers[2].size if len(buffers) > 2 and buffers[2] is not None else 0) + 4 * n
+        elif pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+            total += col.nbytes + 4 * n
+        else:
+            total += 24 * n
+    return total
+
+
+# ---------------------------------------------------------------------- sessions
+
+
 class DuckSession:
     """One DuckDB connection for one request or one micro-batch.
 
     Args:
-        lake: the lake to read snapshots from.
+        lake: the lake to read snapshots from (its data folders are the only files the session
+            can read; None: no files at all).
         threads: DuckDB worker threads (keep small on 2 cores).
+
+    The connection is a cursor of a pooled, locked-down database whose ``memory_limit`` is the
+    statement limit (:func:`spark_workers.sql.limits.current_limits`). Inside
+    :func:`spark_workers.sql.limits.statement_budget`, queries are interrupted at the
+    statement's deadline.
     """
 
     def __init__(self, lake: Lake | None = None, threads: int = 2) -> None:
         self.lake = lake
-        self.con = duckdb.connect(config={"threads": threads})
-        self.con.execute("SET TimeZone='UTC'")
+        limits = sql_limits.current_limits()
+        self._db: _Database | None = _checkout(
+            str(lake.root) if lake is not None else None, threads, limits.memory_limit_bytes
+        )
+        self.limits = limits
+        self.con = self._db.con.cursor()
         self._n = 0
         self.versions: dict[str, int] = {}
 
     def close(self) -> None:
-        self.con.close()
+        db, self._db = self._db, None
+        if db is None:
+            return
+        try:
+            self.con.close()
+        finally:
+            _checkin(db)
 
     def __enter__(self) -> DuckSession:
         return self
@@ -118,10 +322,125 @@ class DuckSession:
         self.con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(parts)} FROM {data} d{join}{where}")
         return view
 
-    def query(self, sql: str) -> pa.Table:
-        """Run a query; Arrow result (string views normalised to strings)."""
-        t = self.con.sql(sql).to_arrow_table()
+    def query(self, sql: str, cap: ResultCap | None = None) -> pa.Table:
+        """Run a query; Arrow result (string views normalised to strings).
+
+        The result is fetched in record batches of ``BATCH_ROWS`` rows and refused as soon as it
+        passes ``cap``. Within a statement budget the query is interrupted at the deadline.
+
+        Raises:
+            SqlError: ``0x012C`` past the deadline, ``0x073A`` over the memory limit, ``cap``'s
+                error, or DuckDB's failure in TDengine's words (:func:`duck_error`; no DuckDB text,
+                class name or path). ``sql`` is not set: callers anchor it in the statement.
+        """
+        budget = sql_limits.active_budget()
+        timer = None
+        if budget is not None:
+            remaining = budget.remaining_s()
+            if remaining <= 0:
+                raise sql_limits.timeout_error(budget.limits)
+            timer = threading.Timer(remaining, self.con.interrupt)
+            timer.daemon = True
+            timer.start()
+        try:
+            reader = self.con.sql(sql).to_arrow_reader(BATCH_ROWS)
+            batches: list[pa.RecordBatch] = []
+            rows = size = 0
+            for batch in reader:
+                if cap is not None:
+                    rows += batch.num_rows
+                    size += answer_bytes(batch) if cap.measure == "answer" else batch.nbytes
+                    if rows > cap.max_rows or size > cap.max_bytes:
+                        raise cap.error(rows > cap.max_rows)
+                batches.append(batch)
+            t = pa.Table.from_batches(batches, schema=reader.schema)
+        except duckdb.InterruptException:
+            raise sql_limits.timeout_error(budget.limits if budget is not None else self.limits) from None
+        except duckdb.Error as e:
+            raise duck_error(e, self.limits) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
         return normalise(t)
+
+
+# ---------------------------------------------------------------------- DuckDB's failures
+
+_COLUMN_NOT_FOUND = re.compile(r'Referenced column "([^"]+)" not found')
+_GROUP_BY = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
+_AMBIGUOUS = re.compile(r'Ambiguous reference to column name "([^"]+)"')
+_CONVERT = re.compile(r"Could not convert string '([^']{0,64})' to (\w+)")
+_FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (\w+) does not exist")
+_DUCK_TYPES = {
+    "INT8": "TINYINT",
+    "INT16": "SMALLINT",
+    "INT32": "INT",
+    "INT64": "BIGINT",
+    "UINT8": "TINYINT UNSIGNED",
+    "UINT16": "SMALLINT UNSIGNED",
+    "UINT32": "INT UNSIGNED",
+    "UINT64": "BIGINT UNSIGNED",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "BOOL": "BOOL",
+    "BOOLEAN": "BOOL",
+    "DATE": "TIMESTAMP",
+    "TIMESTAMP": "TIMESTAMP",
+}
+
+
+def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlError:
+    """A DuckDB failure as a TDengine error, in tdweb's words: DuckDB's own text (its class
+    names, internal function names, file paths) is logged, never returned.
+
+    Mapping: out of memory -> ``0x073A``; interrupted -> ``0x012C``; permission -> ``0x2644``;
+    conversion -> ``0x2605`` wrong value type; out of range -> ``0x260B``; binder errors about a
+    column -> ``0x2602`` / ``0x2604``; unknown function -> ``0x264D``; anything else ->
+    ``0x0200`` invalid operation.
+    """
+    limits = limits or sql_limits.current_limits()
+    text = str(e)
+    log.info("DuckDB refused a statement: %s: %s", type(e).__name__, text.split("\n")[0][:300])
+    if isinstance(e, duckdb.OutOfMemoryException):
+        return sql_limits.memory_error(limits)
+    if isinstance(e, duckdb.InterruptException):
+        return sql_limits.timeout_error(limits)
+    if isinstance(e, duckdb.PermissionException):
+        return SqlError(
+            "Permission denied: the statement reads outside the lake", code=Code.PERMISSION_DENIED
+        )
+    if m := _CONVERT.search(text):
+        return SqlError(
+            f"wrong value type: cannot convert '{m.group(1)}' to {_DUCK_TYPES.get(m.group(2), m.group(2))}",
+            code=Code.WRONG_VALUE_TYPE,
+        )
+    if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException):
+        return SqlError("wrong value type: a value cannot be converted", code=Code.WRONG_VALUE_TYPE)
+    if isinstance(e, duckdb.OutOfRangeException):
+        return SqlError("value out of range: a result does not fit its type", code=Code.VALUE_OUT_OF_RANGE)
+    if m := _COLUMN_NOT_FOUND.search(text):
+        return SqlError(f"invalid column name {m.group(1)}", code=Code.INVALID_COLUMN)
+    if m := _GROUP_BY.search(text):
+        return SqlError(
+            f"column {m.group(1)} must be used in an aggregate function or listed in GROUP BY",
+            code=Code.INVALID_COLUMN,
+        )
+    if m := _AMBIGUOUS.search(text):
+        return SqlError(f"ambiguous column name {m.group(1)}", code=Code.AMBIGUOUS_COLUMN)
+    if "cannot be nested" in text:
+        return SqlError("aggregate functions cannot be nested", code=Code.INVALID_FUNCTION)
+    if "WHERE clause cannot contain aggregates" in text:
+        return SqlError("aggregate functions are not allowed in WHERE", code=Code.INVALID_FUNCTION)
+    if m := _FUNCTION.search(text):
+        return SqlError(f"Invalid function name: {m.group(1)}", code=Code.INVALID_FUNCTION_NAME)
+    if "No function matches" in text or "Cannot compare values" in text or "Cannot mix values" in text:
+        return SqlError(
+            "wrong value type: an operator or function got a value of a type it does not take",
+            code=Code.WRONG_VALUE_TYPE,
+        )
+    return SqlError(
+        "invalid operation: the statement cannot be executed as written", code=Code.INVALID_OPERATION
+    )
 
 
 def _ts_sql(value: int, precision: str) -> str:

@@ -13,6 +13,10 @@ builds from them:
   turns them into ``exp.Interval`` nodes with ``meta["td_duration"]`` holding the literal;
 - ``now`` / ``now()`` become ``exp.CurrentTimestamp``; ``today()`` is ``exp.Anonymous("today")``.
 
+:func:`tokenize` also bounds what one text may ask of the parser (:mod:`spark_workers.sql.limits`):
+its length, its number of statements and the nesting depth of its expressions, so that 500 nested
+parentheses are a positioned syntax error instead of a ``RecursionError`` in ``sqlglot``.
+
 Tokens carry ``start``/``end`` character offsets (``end`` inclusive, as in ``sqlglot``) into the
 text they were made from; the statement parser relies on that to report errors in the original
 text.
@@ -28,6 +32,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from spark_workers.errors import Code, SqlError
+from spark_workers.sql.limits import current_limits
 
 if TYPE_CHECKING:
     from sqlglot.tokens import Tokenizer
@@ -167,14 +172,22 @@ def tokenize(sql: str, tokenizer: Tokenizer | None = None) -> list[Token]:
 
     Raises:
         SqlError: unterminated string or quoted name, unknown ``%%`` placeholder; ``offset`` is
-            where the problem starts in ``sql``.
+            where the problem starts in ``sql``. Also the limits of :func:`check_tokens`.
     """
+    limits = current_limits()
+    if len(sql) > limits.max_sql_chars:
+        raise SqlError(
+            f"SQL statement too long: more than {limits.max_sql_chars:,} characters (TDWEB_SQL_MAX_LENGTH)",
+            sql=sql,
+            offset=limits.max_sql_chars,
+            code=Code.EXCEED_SQL_LIMIT,
+        )
     if tokenizer is None:
         from spark_workers.sql.dialect import TDengine
 
         tokenizer = TDengine().tokenizer()
     try:
-        return tokenizer.tokenize(sql)
+        tokens = tokenizer.tokenize(sql)
     except TokenError as e:
         offset = _unterminated_offset(sql)
         raise SqlError(
@@ -184,6 +197,67 @@ def tokenize(sql: str, tokenizer: Tokenizer | None = None) -> list[Token]:
         ) from None
     except SqlError as e:
         raise e.at(sql, e.offset) from None
+    check_tokens(tokens, sql)
+    return tokens
+
+
+_UNARY = frozenset({TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE})
+
+
+def check_tokens(tokens: list[Token], sql: str) -> None:
+    """Bound the work a text asks for before any parser recurses into it.
+
+    Rules (limits of :func:`spark_workers.sql.limits.current_limits`): at most ``max_statements``
+    non-empty ``;``-separated statements; expressions nest at most ``max_depth`` levels, a level
+    being an open parenthesis, an open ``CASE`` or one operator of a run of unary operators
+    (``NOT``, ``-``, ``+``, ``~``). Cost: one pass over the tokens.
+
+    Raises:
+        SqlError: ``0x0219`` (SQL statement too long) at the first statement past the limit;
+            ``0x2600`` (syntax error) at the token that nests too deep.
+    """
+    limits = current_limits()
+    statements = 0
+    in_statement = False
+    stack: list[TokenType] = []  # open parentheses and CASEs
+    run = 0
+    for tok in tokens:
+        tt = tok.token_type
+        if tt == TokenType.SEMICOLON:
+            in_statement = False
+            stack.clear()
+            run = 0
+            continue
+        if not in_statement:
+            in_statement = True
+            statements += 1
+            if statements > limits.max_statements:
+                raise SqlError(
+                    f"SQL statement too long: more than {limits.max_statements} statements in one "
+                    "request (TDWEB_SQL_MAX_STATEMENTS)",
+                    sql=sql,
+                    offset=tok.start,
+                    code=Code.EXCEED_SQL_LIMIT,
+                )
+        if tt in _UNARY:
+            run += 1
+        else:
+            run = 0
+        if tt in (TokenType.L_PAREN, TokenType.CASE):
+            stack.append(tt)
+        elif tt == TokenType.R_PAREN:
+            while stack and stack.pop() != TokenType.L_PAREN:
+                pass  # a CASE left open inside the parentheses
+        elif tt == TokenType.END and stack and stack[-1] == TokenType.CASE:
+            stack.pop()  # END WITH of EVENT_WINDOW closes nothing
+        if len(stack) + run > limits.max_depth:
+            raise SqlError(
+                f"syntax error: expression nested too deeply (more than {limits.max_depth} levels of "
+                "parentheses, CASE and unary operators; TDWEB_SQL_MAX_DEPTH)",
+                sql=sql,
+                offset=tok.start,
+                code=Code.SYNTAX_ERROR,
+            )
 
 
 def _unterminated_offset(sql: str) -> int | None:

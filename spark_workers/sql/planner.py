@@ -386,11 +386,15 @@ def plan_window(
     aggregates outputs the rows of each window (``row_mode``).
 
     Raises:
-        SqlError: unknown columns (INVALID_COLUMN, positioned), a non-aggregated column outside
+        SqlError: what is not TDengine's SQL (:func:`spark_workers.sql.sandbox.check_select`),
+            unknown columns (INVALID_COLUMN, positioned), a non-aggregated column outside
             PARTITION BY, functions not allowed in streams (seed 000 list), nested aggregates,
             state/event/count windows over a supertable without PARTITION BY tbname (seed 000),
             invalid window arguments.
     """
+    from spark_workers.sql.sandbox import check_select
+
+    check_select(q, sql, streaming=streaming)  # the front door: TDengine's SQL only
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("a window clause needs a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)

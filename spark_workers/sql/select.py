@@ -4,6 +4,11 @@ Plain queries (filters, joins, GROUP BY, aggregates, ORDER BY, LIMIT) are transl
 ``PARTITION BY`` without a window groups aggregates (or orders rows) by the partition values.
 Window queries run the three stages of ``planner.WindowPlan``: DuckDB input -> engine windows
 (the same functions streams use) -> DuckDB output projection.
+
+Every query passes the front door's allow-list (:mod:`spark_workers.sql.sandbox`) before its
+tables are bound, and runs within the statement limits (:mod:`spark_workers.sql.limits`): one of
+``TDWEB_SQL_CONCURRENCY`` slots, a deadline checked by DuckDB's interrupt and between the Python
+stages, capped results and a capped window-engine input.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from sqlglot import exp
 from spark_workers.access import READ
 from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
-from spark_workers.engine.shape import batch_windows
+from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
-from spark_workers.sql.duck import DuckSession, quote
+from spark_workers.sql.duck import DuckSession, ResultCap, quote
+from spark_workers.sql.limits import active_budget, statement_budget
 from spark_workers.sql.planner import (
     Source,
     WindowPlan,
@@ -32,6 +38,7 @@ from spark_workers.sql.planner import (
     resolve,
 )
 from spark_workers.sql.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.sysinfo import is_system, system_source
 from spark_workers.sql.translate import PSEUDO_TS, Scope, to_sql
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
@@ -60,9 +67,8 @@ def _bind_sources(
     """Resolve every table of a query, register it in DuckDB and point the tree at the views
     (names in ``skip`` are left as they are)."""
     sources = []
-    ctes = {c.alias.lower() for c in sel.find_all(exp.CTE)}
     for t in _tables(sel):
-        if (t.name.lower() in ctes and not t.db) or t.name in skip:
+        if (not t.db and t.name.lower() in visible_ctes(t)) or t.name in skip:
             continue
         name = ast.TableName(t.name, t.db or None)
         meta = t.this.meta if isinstance(t.this, exp.Identifier) else {}
@@ -95,9 +101,22 @@ def _scope(sources: list[Source], tz: str) -> Scope:
     return scope
 
 
+def _anchored(e: SqlError, sql: str) -> SqlError:
+    """A session's error (no text) anchored in the statement."""
+    if e.sql is not None:
+        return e
+    return SqlError(e.message, sql=sql, offset=e.offset, code=e.code)
+
+
 def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
-    """Execute a query for an executor (REST / shell)."""
-    with DuckSession(ex.lake) as duck:
+    """Execute a query for an executor (REST / shell).
+
+    Raises:
+        SqlError: not TDengine SQL (the sandbox), unknown names, and the statement limits:
+            ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
+    """
+    check_select(q, sql)
+    with statement_budget(sql), DuckSession(ex.lake) as duck:
         sel = q.select.copy()
         if q.window is not None:
             return _run_window(ex, duck, q, sel, sql)
@@ -120,20 +139,11 @@ def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
         _default_order(sel, sources)
         scope = _scope(sources, ex.tz)
         try:
-            result = duck.query(to_sql(sel, "duckdb", scope))
-        except SqlError:
-            raise
-        except Exception as e:  # DuckDB binder/parser errors name the problem
-            raise SqlError(_duck_message(e), sql=sql, offset=None, code=Code.INVALID_OPERATION) from None
+            result = duck.query(to_sql(sel, "duckdb", scope), ResultCap.result(duck.limits))
+        except SqlError as e:
+            raise _anchored(e, sql) from None
         columns = _result_columns(result, names, sources)
         return ResultSet(columns, arrow_rows(result, columns))
-
-
-def _duck_message(e: Exception) -> str:
-    text = str(e).split("\n")[0]
-    for prefix in ("Binder Error: ", "Parser Error: ", "Conversion Error: ", "Invalid Input Error: "):
-        text = text.replace(prefix, "")
-    return text
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
@@ -378,27 +388,57 @@ def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Ex
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
     plan = plan_window(q, src, sql, tz=ex.tz)
     assert plan.shape is not None
+    budget = active_budget()
     try:
-        t1 = duck.query(stage1_sql(plan, view, "duckdb", ex.tz))
-    except SqlError:
-        raise
-    except Exception as e:
-        raise SqlError(_duck_message(e), sql=sql, code=Code.INVALID_OPERATION) from None
+        t1 = duck.query(stage1_sql(plan, view, "duckdb", ex.tz), ResultCap.window_input(duck.limits))
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    if budget is not None:
+        budget.check(sql)
+    _check_window_work(plan.shape, t1.num_rows, duck.limits.max_window_rows, sql)
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
     res = batch_windows(plan.shape, aggs, rows)
+    if budget is not None:
+        budget.check(sql)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
     group_types = [t1.schema.field(g.name).type for g in plan.groups]
     table = results_table(plan, res, gvalues, aggs, input_types, group_types)
+    if budget is not None:
+        budget.check(sql)
     wview = duck.register_arrow(table)
     try:
-        out = duck.query(stage3_sql(plan, wview, ex.tz))
-    except Exception as e:
-        raise SqlError(_duck_message(e), sql=sql, code=Code.INVALID_OPERATION) from None
+        out = duck.query(stage3_sql(plan, wview, ex.tz), ResultCap.result(duck.limits))
+    except SqlError as e:
+        raise _anchored(e, sql) from None
     columns = [
         ResultColumn(name, output_type(name, out.schema.field(i).type, plan), src.db.precision)
         for i, name in enumerate(plan.output_names)
     ]
     return ResultSet(columns, arrow_rows(out, columns))
+
+
+MAX_WINDOWS_PER_ROW = 100_000  # INTERVAL(1d) SLIDING(1s) is 86,400
+
+
+def _check_window_work(shape: WindowShape, rows: int, max_pairs: int, sql: str) -> None:
+    """Refuse a window query whose rows would be copied into too many windows: the engine lifts
+    each row into every window it belongs to (INTERVAL with SLIDING, COUNT_WINDOW with a slide),
+    so its memory and time grow with rows x windows per row (``TDWEB_SQL_MAX_WINDOW_ROWS``).
+
+    Raises:
+        SqlError: ``0x070A`` (TSDB_CODE_QRY_TOO_MANY_TIMEWINDOW, "Too many time window in query").
+    """
+    per_row = 1
+    if shape.kind in ("interval", "count", "ek_count") and shape.step:
+        per_row = -(-shape.size // shape.step)
+    if per_row > MAX_WINDOWS_PER_ROW or per_row * rows > max_pairs:
+        raise SqlError(
+            f"Too many time windows in query: each row falls in {per_row:,} windows and {rows:,} rows "
+            f"are read (at most {max_pairs:,} row-windows, TDWEB_SQL_MAX_WINDOW_ROWS, and "
+            f"{MAX_WINDOWS_PER_ROW:,} windows per row); use a larger SLIDING or a narrower time range",
+            sql=sql,
+            code=Code.TOO_MANY_TIMEWINDOW,
+        )
 
 
 def empty_stage_types(

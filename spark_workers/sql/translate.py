@@ -12,6 +12,11 @@ rewrites what differs from standard SQL, then lets sqlglot generate the backend'
   :mod:`spark_workers.sql.functions`.
 
 Both backends see TIMESTAMP columns as UTC timestamps with microsecond resolution.
+
+Nothing but TDengine's SQL is translated: :func:`to_sql` runs the front door's allow-list
+(:func:`spark_workers.sql.sandbox.check_expression`) on every tree first, so an expression that
+reached it some other way than a checked query (a stream's PRE_FILTER, SUBTABLE, a Spark stage-1
+column) still cannot call DuckDB's or Spark's own functions (``read_text``, ``java_method``).
 """
 
 from __future__ import annotations
@@ -190,8 +195,18 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
 
 
 def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
-    """Backend SQL text for a TDengine expression (or query)."""
+    """Backend SQL text for a TDengine expression (or query, its tables bound to backend views).
+
+    Raises:
+        SqlError: what is not TDengine's SQL (:func:`spark_workers.sql.sandbox.check_expression`:
+            ``0x264D`` unknown function, ``0x2644`` table function, ``0x2600`` other constructs;
+            offsets point into the statement the tree was parsed from), or a function's own rule.
+        ValueError: unknown backend.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")
+    from spark_workers.sql.sandbox import check_expression
+
+    check_expression(expr)
     e = _backend_rewrite(normalize(expr, scope), backend, scope)
     return e.sql(dialect=backend, identify=True)
