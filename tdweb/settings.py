@@ -164,6 +164,16 @@ TDWEB_STREAM_BUCKETS = env.int("TDWEB_STREAM_BUCKETS", default=8)
 TDWEB_HEARTBEAT_S = env.float("TDWEB_HEARTBEAT_S", default=5.0)
 TDWEB_STALE_AFTER_S = env.float("TDWEB_STALE_AFTER_S", default=30.0)
 TDWEB_PROGRESS_KEEP = env.int("TDWEB_PROGRESS_KEEP", default=2000)
+# SQL statement limits (spark_workers/sql/limits.py; docs/decisions.md "SQL sandbox and limits")
+TDWEB_SQL_MEMORY_LIMIT = env.str("TDWEB_SQL_MEMORY_LIMIT", default="")  # "" = min(4 GiB, 25 % RAM)
+TDWEB_SQL_TIMEOUT_S = env.float("TDWEB_SQL_TIMEOUT_S", default=60.0)  # at most 300
+TDWEB_SQL_MAX_ROWS = env.int("TDWEB_SQL_MAX_ROWS", default=1_000_000)
+TDWEB_SQL_MAX_RESULT_BYTES = env.int("TDWEB_SQL_MAX_RESULT_BYTES", default=64 * 1024 * 1024)
+TDWEB_SQL_MAX_WINDOW_ROWS = env.int("TDWEB_SQL_MAX_WINDOW_ROWS", default=10_000_000)
+TDWEB_SQL_MAX_STATEMENTS = env.int("TDWEB_SQL_MAX_STATEMENTS", default=100)
+TDWEB_SQL_MAX_DEPTH = env.int("TDWEB_SQL_MAX_DEPTH", default=64)
+TDWEB_SQL_MAX_LENGTH = env.int("TDWEB_SQL_MAX_LENGTH", default=1024 * 1024)
+TDWEB_SQL_CONCURRENCY = env.int("TDWEB_SQL_CONCURRENCY", default=2)
 
 # ---------------------------------------------------------------- Redis: Celery, Channels
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")

@@ -229,6 +229,33 @@ def check_select(q: ast.SelectQuery, sql: str | None, *, streaming: bool = False
     check_query(q.select, sql, streaming=streaming, also=also)
 
 
+def check_stream(stmt: ast.CreateStreamLegacy | ast.CreateStream337, sql: str) -> None:
+    """:func:`check_query` of every user expression of a CREATE STREAM (both syntaxes), before it
+    is compiled: its query, PARTITION BY items, trigger conditions, PRE_FILTER, FILL_HISTORY
+    start, SUBTABLE / OUTPUT_SUBTABLE, tag expressions and NOTIFY WHERE, positioned in ``sql``
+    (the statement's text).
+
+    Raises:
+        SqlError: as :func:`check_query`.
+    """
+    also: list[exp.Expr | None] = []
+    if stmt.tags:
+        also += [t.expr for t in stmt.tags]
+    if stmt.notify is not None:
+        also.append(stmt.notify.where)
+    if isinstance(stmt, ast.CreateStreamLegacy):
+        also.append(stmt.subtable)
+        query, streaming = stmt.query, True
+    else:
+        also += [p.expr for p in stmt.partition_by]
+        also += [stmt.output_subtable, stmt.options.pre_filter, stmt.options.fill_history_start]
+        also += [getattr(stmt.trigger, name, None) for name in ("expr", "start", "end")]
+        query, streaming = stmt.query, False
+    if query is not None:
+        check_select(query, sql, streaming=streaming)
+    check_query(exp.Null(), sql, also=[e for e in also if isinstance(e, exp.Expr)])
+
+
 def check_expression(tree: exp.Expr) -> None:
     """:func:`check_query` for a tree about to be translated (``translate.to_sql``): the same
     rules, without the statement text (offsets still point into it)."""

@@ -38,6 +38,7 @@ from spark_workers.sql.duck import DuckSession
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.planner import Source, WindowPlan, output_type, plan_window, resolve
 from spark_workers.sql.render import expr_sql
+from spark_workers.sql.sandbox import check_stream
 from spark_workers.sql.spec import (
     LEGACY,
     V337,
@@ -584,6 +585,7 @@ def validate_stream(
     Errors are positioned in ``sql`` (the statement's text), including those found while
     compiling the subquery.
     """
+    check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
     spec = legacy_spec(s, sql, default_db)
     _validate_options(spec, sql, s.options.spans)
     try:
@@ -618,6 +620,7 @@ def create_stream_337(ex: Executor, s: ast.CreateStream337, sql: str) -> None:
         if s.if_not_exists:
             return
         raise CatalogError(f"stream {s.name} already exists", code=Code.STREAM_ALREADY_EXIST)
+    check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
     spec = spec_337(s, sql, ex.default_db, ex.catalog)
     _register(ex, spec, compile_stream(spec, ex.lake, ex.tz), sql, s.options.spans.get("fill_history"))
 

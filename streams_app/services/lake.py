@@ -8,6 +8,7 @@ from django.conf import settings
 
 from spark_workers.lake.store import Lake
 from spark_workers.sql.executor import Executor
+from spark_workers.sql.limits import Limits, configure_limits
 
 
 @lru_cache(maxsize=4)
@@ -18,6 +19,28 @@ def _lake(root: str) -> Lake:
 def lake_get() -> Lake:
     """The lake at ``TDWEB_LAKE`` (one instance per process)."""
     return _lake(str(settings.TDWEB_LAKE))
+
+
+def sql_limits_configure() -> None:
+    """Apply the ``TDWEB_SQL_*`` settings to this process's SQL limits (docs/decisions.md, "SQL
+    sandbox and limits"; cheap: a no-op while they are unchanged).
+
+    Raises:
+        ValueError: a setting is out of range (``TDWEB_SQL_TIMEOUT_S`` above 300, a limit <= 0).
+    """
+    configure_limits(
+        Limits.from_settings(
+            memory_limit=settings.TDWEB_SQL_MEMORY_LIMIT,
+            timeout_s=settings.TDWEB_SQL_TIMEOUT_S,
+            max_rows=settings.TDWEB_SQL_MAX_ROWS,
+            max_result_bytes=settings.TDWEB_SQL_MAX_RESULT_BYTES,
+            max_window_rows=settings.TDWEB_SQL_MAX_WINDOW_ROWS,
+            max_statements=settings.TDWEB_SQL_MAX_STATEMENTS,
+            max_depth=settings.TDWEB_SQL_MAX_DEPTH,
+            max_sql_chars=settings.TDWEB_SQL_MAX_LENGTH,
+            concurrency=settings.TDWEB_SQL_CONCURRENCY,
+        )
+    )
 
 
 def executor_for(*, db: str | None = None, user: object | None = None) -> Executor:
@@ -34,6 +57,7 @@ def executor_for(*, db: str | None = None, user: object | None = None) -> Execut
     from streams_app.services.registry import DjangoStreamRegistry
     from streams_app.services.users import DjangoUserDirectory, principal_for
 
+    sql_limits_configure()
     return Executor(
         lake_get(),
         DjangoStreamRegistry(user=user),
