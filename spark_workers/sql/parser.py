@@ -18,6 +18,7 @@ in it. Names are kept as written (backticks removed, case kept).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -495,9 +496,16 @@ class _StatementParser:
                 sql=self.sql,
                 offset=offset,
             )
-        if "<class" in desc or "Required keyword" in desc:
-            return SqlError(f"syntax error near '{text}'", sql=self.sql, offset=offset)
-        return SqlError(f"syntax error near '{text}': {desc}", sql=self.sql, offset=offset)
+        m = re.search(r"provided arguments \((\d+)\) is greater than the maximum.* arguments \((\d+)\)", desc)
+        if m is not None:
+            return SqlError(
+                f"Invalid number of arguments near '{text}': {m.group(1)} given, at most {m.group(2)}",
+                sql=self.sql,
+                offset=offset,
+                code=Code.INVALID_FUNCTION,
+            )
+        # sqlglot's other descriptions name its classes and tokens: not for users
+        return SqlError(f"syntax error near '{text}'", sql=self.sql, offset=offset)
 
     def _misspelled_keyword(self, j: int, lo: int) -> int | None:
         """``select * fromm t``: sqlglot takes ``fromm`` as an alias and fails at ``t``; point at
