@@ -114,3 +114,24 @@ def test_sign_in_form_is_locked_out_after_the_limit(client, alice, bob, settings
     _cool_off(settings)
     r = sign_in("alice", "alice-pw")
     assert r.status_code == 302 and client.session["_auth_user_id"] == str(alice.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_lockout_answers_through_the_asgi_middleware_chain(async_client, alice, lake, settings) -> None:
+    """Under ASGI (Daphne) the middleware chain runs async: axes' async middleware calls the lockout
+    callable with other arguments; the answers must be the same."""
+    settings.AXES_FAILURE_LIMIT = 2
+    for i in range(3):
+        r = await async_client.post(
+            "/rest/sql",
+            b"SHOW DATABASES",
+            content_type="text/plain",
+            headers={"Authorization": basic("alice", f"x{i}")},
+        )
+    body = json.loads(r.content)
+    assert r.status_code == 401 and body["code"] == Code.AUTH_FAILURE and "too many" in body["desc"]
+    assert r["X-Request-ID"]
+    r = await async_client.post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"})
+    assert r.status_code == 429 and "too many" in json.loads(r.content)["detail"]
+    r = await async_client.post("/accounts/login/", {"username": "alice", "password": "alice-pw"})
+    assert r.status_code == 429 and b"too many failed sign-in attempts" in r.content
