@@ -75,6 +75,7 @@ def cooloff_seconds() -> int:
 
 
 def lockout_message() -> str:
+    """The reason given with every lockout answer, naming the cool-off in seconds."""
     return f"too many failed sign-in attempts: try again in {cooloff_seconds()} s"
 
 

@@ -40,6 +40,7 @@ def sql_too_long_answer() -> dict[str, Any]:
 
 
 def body_too_large_detail() -> str:
+    """``detail`` of an API body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (HTTP 413)."""
     return f"request body too large: at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"
 
 
