@@ -364,7 +364,9 @@ class DesignerValidateApi(APIView):
         data = ValidateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         stream = _stream_field(request, data.validated_data.get("stream_id"))
-        return Response(svc.design_validate(design=data.validated_data["design"], stream=stream))
+        return Response(
+            svc.design_validate(user=request.user, design=data.validated_data["design"], stream=stream)
+        )
 
 
 class DesignerPreviewApi(APIView):
@@ -410,7 +412,9 @@ class DesignerCatalogApi(APIView):
     )
     def get(self, request: Request) -> Response:
         try:
-            return Response(svc.designer_catalog(user=request.user, db=request.query_params.get("db") or None))
+            return Response(
+                svc.designer_catalog(user=request.user, db=request.query_params.get("db") or None)
+            )
         except TdError as e:
             return td_error(e, status.HTTP_404_NOT_FOUND)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import logging
 import re
 from dataclasses import dataclass
 from types import ModuleType
@@ -29,6 +30,8 @@ from spark_workers.sql.spec import StreamSpec
 from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services.lake import executor_for, lake_get
 from streams_app.services.registry import live_streams, name_key
+
+log = logging.getLogger(__name__)
 
 Issue = dict[str, Any]
 RECONFIRM_KINDS = ("reset", "recalculate")
@@ -113,13 +116,17 @@ def _version_design(v: StreamVersion) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------- validation
 
 
-def stream_sql_check(*, sql: str, db: str | None = None, replacing: Stream | None = None) -> StreamSpec:
+def stream_sql_check(
+    *, user: Any, sql: str, db: str | None = None, replacing: Stream | None = None
+) -> StreamSpec:
     """Every check CREATE STREAM makes, without creating anything: the statement compiled against
     the catalog (``validate_stream`` / ``spec_337`` + ``compile_stream``), the name free among live
     streams, no other stream writing to the output table, the FILL_HISTORY window cap, and an
     existing output table that fits (seed 000/001/002 rules, ``spark_workers.sql.streams``).
 
     Args:
+        user: who deploys: the stream's tables are checked against their privileges before
+            anything about them is compiled (``streams.check_stream_access``).
         sql: one CREATE STREAM statement.
         db: database for unqualified names.
         replacing: the stream a redeploy drops first (its name and output table are not in use).
@@ -136,19 +143,25 @@ def stream_sql_check(*, sql: str, db: str | None = None, replacing: Stream | Non
     """
     from spark_workers.sql.streams import (
         FILL_HISTORY_MAX_WINDOWS,
+        check_stream_access,
         compile_stream,
         history_window_estimate,
+        legacy_spec,
         validate_stream,
     )
     from spark_workers.sql.streams337 import spec_337
+    from streams_app.services.users import principal_for
 
     lake, tz = lake_get(), settings.TDWEB_TIMEZONE
+    principal = principal_for(user)
     stmt = parse_one(sql)
     if isinstance(stmt, ast.CreateStreamLegacy):
+        check_stream_access(principal, legacy_spec(stmt, sql, db), lake.catalog)
         spec, compiled = validate_stream(stmt, sql, default_db=db, lake=lake, tz=tz)
     elif isinstance(stmt, ast.CreateStream337):
         try:
             spec = spec_337(stmt, sql, db, lake.catalog)
+            check_stream_access(principal, spec, lake.catalog)
             compiled = compile_stream(spec, lake, tz)
         except SqlError as e:
             raise e.at(sql, None)
@@ -287,7 +300,7 @@ def shape_issues(design: Any) -> list[Issue]:
 
 
 def design_validate(
-    *, design: dict[str, Any], stream: Stream | None = None, db: str | None = None
+    *, user: Any, design: dict[str, Any], stream: Stream | None = None, db: str | None = None
 ) -> dict[str, Any]:
     """Check a design the way deploying it would, without changing anything.
 
@@ -295,6 +308,7 @@ def design_validate(
     through ``stream_sql_check`` and its error is placed on a node/field (``locate_error``).
 
     Args:
+        user: who asks (the SQL checks run with their privileges).
         design: a design document (docs/designer.md).
         stream: the deployed stream the design edits: its name and output table are free, and the
             answer says what redeploying does (``impact``).
@@ -323,14 +337,18 @@ def design_validate(
     try:
         v, r = d.sql_variants(design)
         variants, reasons = _variants(v), dict(r)
-    except (d.DesignError, d.NotExpressible, TdError, KeyError, TypeError, ValueError, AttributeError) as e:
+    except (d.DesignError, d.NotExpressible, TdError) as e:
         if not issues:
             issues.append(_issue(str(e)))
+    except (KeyError, TypeError, ValueError, AttributeError):  # a malformed document: no Python text
+        log.info("design not renderable", exc_info=True)
+        if not issues:
+            issues.append(_issue("the design is not well-formed: a node or field has the wrong shape"))
     if not issues:
         sql, issues = _render(design)
         if sql is not None:
             try:
-                stream_sql_check(sql=sql, db=db, replacing=stream)
+                stream_sql_check(user=user, sql=sql, db=db, replacing=stream)
             except TdError as e:
                 issues.append(_located(design, syntax_of(design), e, sql))
     out: dict[str, Any] = {
@@ -633,7 +651,7 @@ def draft_deploy(*, draft: StreamDraft, user: Any, confirm_impact: bool = False)
         draft.stream if draft.stream is not None and draft.stream.status != Stream.Status.DROPPED else None
     )
     design = dict(draft.design)
-    report = design_validate(design=design, stream=target)
+    report = design_validate(user=user, design=design, stream=target)
     if not report["valid"]:
         raise DesignInvalid(report["issues"])
     sql, issues = _render(design)
