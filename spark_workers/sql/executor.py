@@ -730,17 +730,17 @@ class Executor:
     def _do_CreateStreamLegacy(self, s: ast.CreateStreamLegacy, sql: str) -> ResultSet:
         from spark_workers.sql.streams import create_stream
 
-        s, sql = self._unredacted(s, sql)
-        assert isinstance(s, ast.CreateStreamLegacy)
-        create_stream(self, s, sql)
+        stmt, sql = self._unredacted(s, sql)
+        assert isinstance(stmt, ast.CreateStreamLegacy)
+        create_stream(self, stmt, sql)
         return ResultSet.affected(0)
 
     def _do_CreateStream337(self, s: ast.CreateStream337, sql: str) -> ResultSet:
         from spark_workers.sql.streams import create_stream_337
 
-        s, sql = self._unredacted(s, sql)
-        assert isinstance(s, ast.CreateStream337)
-        create_stream_337(self, s, sql)
+        stmt, sql = self._unredacted(s, sql)
+        assert isinstance(stmt, ast.CreateStream337)
+        create_stream_337(self, stmt, sql)
         return ResultSet.affected(0)
 
     def _unredacted(

@@ -66,7 +66,7 @@ def _info(s: Stream) -> StreamInfo:
             "notifications_sent": s.notifications_sent,
             "notifications_failed": s.notifications_failed,
         },
-        owner=s.owner.username if s.owner_id else None,
+        owner=s.owner.username if s.owner is not None else None,
     )
 
 
