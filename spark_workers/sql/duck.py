@@ -36,7 +36,7 @@ from spark_workers.sql.planner import Source
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 65_536  # rows per Arrow record batch fetched from DuckDB
-POOL_IDLE = 4  # idle databases kept per configuration
+POOL_IDLE = 8  # idle databases kept (all configurations and lakes together)
 
 
 def quote(name: str) -> str:
@@ -111,20 +111,22 @@ def _open_database(
 
 
 _pool_lock = threading.Lock()
-_pool: dict[tuple[object, ...], list[_Database]] = {}
+_idle: list[_Database] = []  # least recently returned first
 
 
 def _checkout(root: str | None, threads: int, memory_bytes: int) -> _Database:
     """An idle database for this configuration whose folders cover the lake's current ones
-    (a database created since makes a new one), else a new database."""
+    (one opened before a database was created is closed), else a new database."""
     dirs = data_directories(root)
     key = (os.path.realpath(root) if root is not None else None, threads, memory_bytes)
     stale: list[_Database] = []
     found = None
     with _pool_lock:
-        idle = _pool.get(key, [])
-        while idle:
-            db = idle.pop()
+        for i in range(len(_idle) - 1, -1, -1):
+            db = _idle[i]
+            if db.key != key:
+                continue
+            del _idle[i]
             if dirs <= db.directories:
                 found = db
                 break
@@ -135,12 +137,14 @@ def _checkout(root: str | None, threads: int, memory_bytes: int) -> _Database:
 
 
 def _checkin(db: _Database) -> None:
+    """Keep ``db`` for the next session; the least recently used idle database beyond
+    ``POOL_IDLE`` is closed (~4 MB each)."""
     with _pool_lock:
-        idle = _pool.setdefault(db.key, [])
-        if len(idle) < POOL_IDLE:
-            idle.append(db)
-            return
-    db.con.close()
+        _idle.append(db)
+        evicted = _idle[:-POOL_IDLE] if len(_idle) > POOL_IDLE else []
+        del _idle[: len(evicted)]
+    for old in evicted:
+        old.con.close()
 
 
 @dataclass(frozen=True)
@@ -237,6 +241,7 @@ class DuckSession:
         )
         self.limits = limits
         self.con = self._db.con.cursor()
+        self._broken = False
         self._n = 0
         self.versions: dict[str, int] = {}
 
@@ -247,7 +252,10 @@ class DuckSession:
         try:
             self.con.close()
         finally:
-            _checkin(db)
+            if self._broken:
+                db.con.close()
+            else:
+                _checkin(db)
 
     def __enter__(self) -> DuckSession:
         return self
@@ -357,6 +365,8 @@ class DuckSession:
         except duckdb.InterruptException:
             raise sql_limits.timeout_error(budget.limits if budget is not None else self.limits) from None
         except duckdb.Error as e:
+            if isinstance(e, duckdb.FatalException):
+                self._broken = True  # DuckDB invalidated the database: never reuse it
             raise duck_error(e, self.limits) from None
         finally:
             if timer is not None:
