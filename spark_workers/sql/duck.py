@@ -199,9 +199,9 @@ class ResultCap:
 
 
 def answer_bytes(batch: pa.RecordBatch) -> int:
-    """Size of a batch as the REST answer writes it: strings and binaries their bytes plus
-    quotes and separator, every other value up to 24 characters (an int64, a double, a timestamp).
-    Cost: O(columns), from buffer sizes."""
+    """Size of a batch as the REST answer writes it (an upper bound): strings and binaries their
+    bytes plus quotes and separator, timestamps 32 characters (ISO 8601 text, nanoseconds), every
+    other value 24 (an int64, a double). Cost: O(columns), from buffer sizes."""
     total = 0
     n = batch.num_rows
     for col in batch.columns:
@@ -211,6 +211,8 @@ def answer_bytes(batch: pa.RecordBatch) -> int:
             total += (buffers[2].size if len(buffers) > 2 and buffers[2] is not None else 0) + 4 * n
         elif pa.types.is_string_view(t) or pa.types.is_binary_view(t):
             total += col.nbytes + 4 * n
+        elif pa.types.is_timestamp(t):
+            total += 32 * n  # "2025-01-01T00:00:00.000000000Z", quoted
         else:
             total += 24 * n
     return total

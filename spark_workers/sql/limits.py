@@ -93,7 +93,7 @@ class Limits:
         timeout_s: wall time of a statement, at most 300 (``TDWEB_SQL_TIMEOUT_S``) [60].
         max_rows: rows of a result (``TDWEB_SQL_MAX_ROWS``) [1,000,000].
         max_result_bytes: size of a result as the REST answer writes it (strings their bytes,
-            other values up to 24 characters) (``TDWEB_SQL_MAX_RESULT_BYTES``) [64 MiB].
+            timestamps 32 characters, other values 24) (``TDWEB_SQL_MAX_RESULT_BYTES``) [64 MiB].
         max_window_rows: rows a window query feeds from DuckDB into the window engine
             (``TDWEB_SQL_MAX_WINDOW_ROWS``) [10,000,000]; their Arrow size is also capped at
             ``memory_limit_bytes``.
