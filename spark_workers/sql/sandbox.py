@@ -243,14 +243,14 @@ def check_stream(stmt: ast.CreateStreamLegacy | ast.CreateStream337, sql: str) -
         also += [t.expr for t in stmt.tags]
     if stmt.notify is not None:
         also.append(stmt.notify.where)
+    query: ast.SelectQuery | None = stmt.query
+    streaming = isinstance(stmt, ast.CreateStreamLegacy)  # the seed-000 function list applies
     if isinstance(stmt, ast.CreateStreamLegacy):
         also.append(stmt.subtable)
-        query, streaming = stmt.query, True
     else:
         also += [p.expr for p in stmt.partition_by]
         also += [stmt.output_subtable, stmt.options.pre_filter, stmt.options.fill_history_start]
         also += [getattr(stmt.trigger, name, None) for name in ("expr", "start", "end")]
-        query, streaming = stmt.query, False
     if query is not None:
         check_select(query, sql, streaming=streaming)
     check_query(exp.Null(), sql, also=[e for e in also if isinstance(e, exp.Expr)])
