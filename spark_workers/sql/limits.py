@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,8 +34,11 @@ MIB = 1 << 20
 MAX_TIMEOUT_S = 300.0
 # sqlglot's recursive descent needs ~28 Python frames per nesting level (measured on function
 # calls nested 64 deep: 1,814 frames; parentheses 1,640; CASE 1,515), plus the caller's stack.
-FRAMES_PER_LEVEL = 40
-BASE_FRAMES = 1000
+# Python's default recursion limit (1,000) leaves room for 28 levels of parentheses below 250
+# frames of a caller's stack (a web request's is about 100); the limit is not raised: doing so
+# makes CPython 3.11.7 fail later compile() calls ("AST constructor recursion depth mismatch",
+# CPython gh-106905, fixed in 3.11.8) — docs/decisions.md "SQL sandbox and limits".
+MAX_DEPTH_LIMIT = 28
 
 
 def machine_memory_bytes() -> int:
@@ -98,14 +100,15 @@ class Limits:
             (``TDWEB_SQL_MAX_WINDOW_ROWS``) [10,000,000]; their Arrow size is also capped at
             ``memory_limit_bytes``.
         max_statements: statements in one request (``TDWEB_SQL_MAX_STATEMENTS``) [100].
-        max_depth: nesting of parentheses, CASE and unary operators (``TDWEB_SQL_MAX_DEPTH``) [64].
+        max_depth: nesting of parentheses, CASE and unary operators (``TDWEB_SQL_MAX_DEPTH``) [24,
+            at most 28: what Python's default recursion limit leaves room for].
         max_sql_chars: characters of one request's SQL text (``TDWEB_SQL_MAX_LENGTH``) [1 MiB,
             TDengine's ``maxSQLLength``].
         concurrency: statements running DuckDB at once in a process (``TDWEB_SQL_CONCURRENCY``)
             [2]; DuckDB's memory is at most ``concurrency * memory_limit_bytes``.
 
     Raises:
-        ValueError: a limit is not positive, or the timeout is above 300 s.
+        ValueError: a limit is not positive, the timeout is above 300 s or the depth above 28.
     """
 
     memory_limit_bytes: int = field(default_factory=default_memory_limit)
@@ -114,7 +117,7 @@ class Limits:
     max_result_bytes: int = 64 * MIB
     max_window_rows: int = 10_000_000
     max_statements: int = 100
-    max_depth: int = 64
+    max_depth: int = 24
     max_sql_chars: int = 1 << 20
     concurrency: int = 2
 
@@ -133,6 +136,8 @@ class Limits:
                 raise ValueError(f"SQL limit {name} must be positive")
         if not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise ValueError(f"TDWEB_SQL_TIMEOUT_S must be above 0 and at most {MAX_TIMEOUT_S:g} s")
+        if self.max_depth > MAX_DEPTH_LIMIT:
+            raise ValueError(f"TDWEB_SQL_MAX_DEPTH must be at most {MAX_DEPTH_LIMIT}")
 
     @classmethod
     def from_settings(
@@ -144,7 +149,7 @@ class Limits:
         max_result_bytes: int = 64 * MIB,
         max_window_rows: int = 10_000_000,
         max_statements: int = 100,
-        max_depth: int = 64,
+        max_depth: int = 24,
         max_sql_chars: int = 1 << 20,
         concurrency: int = 2,
     ) -> Limits:
@@ -167,17 +172,6 @@ _limits = Limits()
 _slots = threading.BoundedSemaphore(_limits.concurrency)
 
 
-def _ensure_recursion_limit(max_depth: int) -> None:
-    """Room on Python's stack for ``max_depth`` nesting levels of ``sqlglot``'s parser (Python
-    3.11 calls between Python functions use no C stack, so a higher limit is safe)."""
-    need = BASE_FRAMES + FRAMES_PER_LEVEL * max_depth
-    if sys.getrecursionlimit() < need:
-        sys.setrecursionlimit(need)
-
-
-_ensure_recursion_limit(_limits.max_depth)
-
-
 def configure_limits(limits: Limits) -> None:
     """Set the process's limits (the web process, from settings; tests). Statements already
     running keep the limits they started with."""
@@ -188,7 +182,6 @@ def configure_limits(limits: Limits) -> None:
         if limits.concurrency != _limits.concurrency:
             _slots = threading.BoundedSemaphore(limits.concurrency)
         _limits = limits
-        _ensure_recursion_limit(limits.max_depth)
 
 
 def current_limits() -> Limits:

@@ -460,6 +460,8 @@ class _StatementParser:
                 trees = parser.parse_into(into, self.toks[lo:hi], self.sql)
         except ParseError as e:
             raise self.translate(e, lo, hi, unexpected) from None
+        except RecursionError:  # the depth limit (limits.py) keeps this away; a last guard
+            raise self.err_at("syntax error: the expression is nested too deeply", lo) from None
         tree = trees[0] if trees else None
         if tree is None:
             raise self.err_at(f"syntax error: expected {what}", lo)
