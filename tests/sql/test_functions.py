@@ -516,7 +516,7 @@ def test_wrong_number_of_arguments(text: str, message: str, backend: str) -> Non
 
 def test_arity_sqlglot_already_knows_is_a_syntax_error() -> None:
     """Calls the TDengine dialect's parser checks itself (ABS(a, b)) fail while parsing."""
-    with pytest.raises(SqlError, match="Invalid number of arguments.*2 given, at most 1"):
+    with pytest.raises(SqlError, match=r"Invalid number of arguments.*2 given, at most 1"):
         parse_expression("abs(a, a)")
 
 
