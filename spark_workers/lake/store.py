@@ -168,12 +168,31 @@ class Lake:
             LakeError: the path would not lie strictly under the lake root, or would be one of
                 the lake's own ``_`` entries (catalog, stream checkpoints); nothing is touched.
         """
-        return self._contained(self.root / storage_key(db))
+        return self._contained(self._keyed(self.root, db))
 
     def table_path(self, db: str, storage: str) -> Path:
         """Folder of the Delta table holding ``storage`` rows: ``<root>/<db key>/<table key>``
         (keys from :func:`spark_workers.lake.names.storage_key`; checked as ``database_path``)."""
-        return self._contained(self.database_path(db) / storage_key(storage))
+        return self._contained(self._keyed(self.database_path(db), storage))
+
+    @staticmethod
+    def _keyed(parent: Path, name: str) -> Path:
+        """``parent/<storage key of name>``; a folder an older tdweb made under the lower-cased
+        name itself is kept (no data is lost) when that name is a single, ordinary path component
+        and no folder under the new key exists."""
+        path = parent / storage_key(name)
+        legacy = name.lower()
+        if (
+            path.name != legacy
+            and not path.exists()
+            and legacy not in (".", "..")
+            and "/" not in legacy
+            and os.sep not in legacy
+            and "\x00" not in legacy
+            and (parent / legacy).is_dir()
+        ):
+            return parent / legacy
+        return path
 
     def _contained(self, path: Path) -> Path:
         """``path`` if it resolves strictly under the lake root and outside its ``_`` entries."""

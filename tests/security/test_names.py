@@ -137,6 +137,12 @@ def test_storage_paths_are_checked_under_the_lake_root(tmp_path) -> None:
         lake._contained(lake.root / ".." / "elsewhere")
     with pytest.raises(LakeError):
         lake._contained(lake.root / "_streams")
+    # a folder an older tdweb made under the name as written keeps being used (no data lost);
+    # a name that is not one ordinary path component never is
+    (lake.root / "db" / "my-table" / "_delta_log").mkdir(parents=True)
+    assert lake.table_path("db", "My-Table") == lake.root / "db" / "my-table"
+    (lake.root / "db" / ".." / "x").mkdir(parents=True, exist_ok=True)
+    assert lake.table_path("db", "..").name.startswith("x-")
     table = Table("db", "ok", "normal", (Column("ts", TIMESTAMP, "ts"), Column("v", INT, "v")))
     lake.catalog.create_database("db")
     assert lake.create_table(db, table)

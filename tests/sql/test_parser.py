@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,32 @@ def _acceptance_statements() -> list[tuple[str, str, str, str]]:
 
 ACCEPTANCE = _acceptance_statements()
 
+# Statements of the shared acceptance cases that use what tdweb does not parse yet (issue 13):
+# they are expected to fail (strict: a statement that starts parsing fails the test until it is
+# taken off this list).
+NOT_YET: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bvtables?\b|\bvirtual\s+1\b", re.IGNORECASE), "virtual tables (issue 13)"),
+    (
+        re.compile(r"\btags\s*\(\s*\w+\s*\)\s+as\s+select", re.IGNORECASE),
+        "output tags named without a type (issue 13)",
+    ),
+]
+
+
+def not_yet(sql: str) -> str | None:
+    """Why ``sql`` is not expected to parse yet, or None."""
+    return next((why for pattern, why in NOT_YET if pattern.search(sql)), None)
+
+
+def acceptance_params(items: list[tuple[str, ...]], sql_index: int = -1) -> list[object]:
+    """``items`` as pytest parameters, the ``NOT_YET`` ones marked strict xfail."""
+    return [
+        pytest.param(*item, marks=pytest.mark.xfail(strict=True, reason=why))
+        if (why := not_yet(item[sql_index]))
+        else (item if len(item) > 1 else item[0])
+        for item in items
+    ]
+
 
 def error_of(sql: str) -> SqlError:
     with pytest.raises(SqlError) as info:
@@ -66,7 +93,7 @@ def test_acceptance_cases_are_present() -> None:
 
 
 @pytest.mark.skipif(not CASES_DIR.exists(), reason="acceptance cases not mounted")
-@pytest.mark.parametrize(("case_id", "dialect", "role", "sql"), ACCEPTANCE)
+@pytest.mark.parametrize(("case_id", "dialect", "role", "sql"), acceptance_params(ACCEPTANCE))
 def test_every_acceptance_statement_parses(case_id: str, dialect: str, role: str, sql: str) -> None:
     stmts = parse(sql)
     if role == "streams":
@@ -76,7 +103,7 @@ def test_every_acceptance_statement_parses(case_id: str, dialect: str, role: str
     elif role == "check":
         assert isinstance(stmts[0], ast.Select | ast.Describe), case_id
     elif role == "step":
-        assert all(isinstance(s, ast.Insert | ast.Delete) for s in stmts), case_id
+        assert all(isinstance(s, ast.Insert | ast.Delete | ast.RecalculateStream) for s in stmts), case_id
     else:
         assert stmts, case_id
 
