@@ -20,12 +20,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from spark_workers.lake.store import Lake
-from spark_workers.sql import ast, compute
-from spark_workers.sql.compute import Computation, TriggerEvent
-from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.planner import resolve
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.query import compute
+from spark_workers.query.compute import Computation, TriggerEvent
+from spark_workers.query.duck import DuckSession
+from spark_workers.query.planner import resolve
+from spark_workers.sql import ast
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 T0 = 1_735_689_600_000
 QUERIES = {

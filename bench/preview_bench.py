@@ -47,8 +47,8 @@ def main() -> None:
     django.setup()
     from spark_workers.lake.store import Lake
     from spark_workers.runtime.preview import preview_stream
-    from spark_workers.sql.executor import Executor
-    from spark_workers.sql.results import MemoryRegistry
+    from spark_workers.statements.executor import Executor
+    from spark_workers.streams.registry import MemoryRegistry
     from streams_app.services.demo import LOCAL_TZ, quality_rows, read_dataset, schema_sql
 
     start_ms = int(pd.Timestamp(args.start, tz=LOCAL_TZ).value // 1_000_000)

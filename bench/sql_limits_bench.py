@@ -27,9 +27,9 @@ from pathlib import Path
 
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.limits import MIB, Limits, configure_limits
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.query.limits import MIB, Limits, configure_limits
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 T0 = 1_735_689_600_000
 

@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import BatchReport, OutputSink
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.compile import compile_stream
+from spark_workers.streams.registry import MemoryRegistry
 
 AGGS = "avg(v) av, max(v) mv, count(*) n"
 # window type -> (tdweb stream query, native Spark aggregation or None)

@@ -224,7 +224,7 @@ class Notification(models.Model):
 class StreamDraft(TimeStamped):
     """A design being edited in the visual designer (docs/designer.md), not yet deployed.
 
-    ``design`` is the design document (``spark_workers.sql.design``); ``stream`` is the deployed
+    ``design`` is the design document (``spark_workers.streams.design``); ``stream`` is the deployed
     stream this draft edits, or None for a new stream.
     """
 

@@ -15,8 +15,8 @@ from spark_workers.access import Principal, redact_secrets
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import CatalogError, Code
 from spark_workers.lake.catalog import Database
-from spark_workers.sql.results import ResultSet
-from spark_workers.sql.spec import StreamSpec
+from spark_workers.query.results import ResultSet
+from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Delivery, ImportJob, Notification, Stream, StreamProgress, StreamRun
 from streams_app.services.lake import lake_get
 

@@ -160,9 +160,9 @@ class Kernel:
         cfg = self.cfg
 
         def read(gkeys: list[str], lo: int, hi: int | None = None) -> RowBatch:
+            from spark_workers.query.duck import DuckSession
+            from spark_workers.query.planner import resolve
             from spark_workers.sql import ast
-            from spark_workers.sql.duck import DuckSession
-            from spark_workers.sql.planner import resolve
 
             src = resolve(self.lake.catalog, ast.TableName(cfg.tbname_filter or cfg.table, cfg.db), cfg.db)
             tbnames = None

@@ -20,13 +20,13 @@ from spark_workers.engine.rows import combination_codes
 from spark_workers.lake.changes import ChangeReader, initial_offset, next_offset, read_range
 from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
+from spark_workers.query.duck import DuckSession
 from spark_workers.runtime.kernel import Kernel
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb
 from spark_workers.runtime.premerge import premerge
 from spark_workers.runtime.sink import BatchReport, OutputSink
-from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import CompiledStream, compile_stream
+from spark_workers.streams.compile import CompiledStream, compile_stream
+from spark_workers.streams.registry import MemoryRegistry
 
 
 class LocalRunner:

@@ -31,10 +31,10 @@ from spark_workers.engine.rows import INSERT
 from spark_workers.lake.changes import META_FIELDS, ChangeReader
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event
+from spark_workers.query.compute import TriggerEvent, group_context
+from spark_workers.query.duck import DuckSession
 from spark_workers.runtime.sink import BatchReport, OutputSink
-from spark_workers.sql.compute import TriggerEvent, group_context
-from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.streams import CompiledStream, group_id
+from spark_workers.streams.compile import CompiledStream, group_id
 
 DAY_MS = 86_400_000
 MAX_CATCH_UP = 1000  # missed triggers fired after a restart, at most

@@ -7,11 +7,11 @@ import os
 
 from sqlglot import exp
 
+from spark_workers.query.select import AT_FACTOR, stage1_sql
 from spark_workers.runtime.kernel import KernelConfig
-from spark_workers.sql.select import AT_FACTOR, stage1_sql
-from spark_workers.sql.spec import V337
-from spark_workers.sql.streams import CompiledStream
 from spark_workers.sql.translate import to_sql
+from spark_workers.streams.compile import CompiledStream
+from spark_workers.streams.spec import V337
 
 META = ("_ct", "_cv", "_seq", "_hist", "_bv", "_at")
 

@@ -223,7 +223,7 @@ class SourcePipeline:
         self.stage1 = stage1
 
     def staged(self, rows: pa.Table) -> pa.Table:
-        from spark_workers.sql.duck import DuckSession
+        from spark_workers.query.duck import DuckSession
 
         with DuckSession(None, threads=1) as duck:
             return duck.query(self.stage1.replace("__SOURCE__", duck.register_arrow(rows)))

@@ -53,21 +53,17 @@ from spark_workers.lake.catalog import Database, Table
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import window_id
 from spark_workers.notify.sender import Sender
+from spark_workers.query.planner import resolve
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.runtime.sink import BatchReport, OutputSink
 from spark_workers.sql import ast
 from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.parser import parse_one
-from spark_workers.sql.planner import resolve
-from spark_workers.sql.spec import StreamSpec
-from spark_workers.sql.streams import (
-    CompiledStream,
-    check_stream_access,
-    compile_stream,
-    ensure_output_table,
-    validate_stream,
-)
-from spark_workers.sql.sysinfo import SYSTEM_DB
+from spark_workers.statements.sysinfo import SYSTEM_DB
+from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
+from spark_workers.streams.create import check_stream_access
+from spark_workers.streams.legacy import validate_stream
+from spark_workers.streams.spec import StreamSpec
 
 PER_MS = {"ms": 1, "us": 1_000, "ns": 1_000_000}
 DEFAULT_MAX_WINDOWS = 10_000
@@ -241,7 +237,7 @@ def _spec(lake: Lake, sql: str, tz: str, default_db: str | None) -> StreamSpec:
     if isinstance(stmt, ast.CreateStreamLegacy):
         spec, _ = validate_stream(stmt, sql, default_db=default_db, lake=lake, tz=tz)
     elif isinstance(stmt, ast.CreateStream337):
-        from spark_workers.sql.streams337 import spec_337
+        from spark_workers.streams.v337 import spec_337
 
         spec = spec_337(stmt, sql, default_db, lake.catalog)
     else:

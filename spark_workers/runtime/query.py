@@ -30,7 +30,7 @@ from spark_workers.runtime.kernel import Kernel, KernelConfig
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.sql.streams import CompiledStream
+from spark_workers.streams.compile import CompiledStream
 
 DEFAULT_BUCKETS = 8
 TRIGGER_INTERVAL = "500 milliseconds"

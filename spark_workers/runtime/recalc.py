@@ -30,12 +30,12 @@ from spark_workers.engine.shape import batch_windows
 from spark_workers.engine.stream import StepOutput, WindowResults
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
+from spark_workers.query.duck import DuckSession
+from spark_workers.query.select import rows_from_stage1, stage1_sql
 from spark_workers.runtime.kernel import Kernel
 from spark_workers.runtime.plan import kernel_config
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.select import rows_from_stage1, stage1_sql
-from spark_workers.sql.streams import CompiledStream
+from spark_workers.streams.compile import CompiledStream
 
 
 @dataclass

@@ -29,18 +29,18 @@ from spark_workers.lake.catalog import Table
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
-from spark_workers.sql.compute import TriggerEvent, group_context
-from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.select import explode_rows, stage3_sql
-from spark_workers.sql.streams import (
+from spark_workers.query.compute import TriggerEvent, group_context
+from spark_workers.query.duck import DuckSession
+from spark_workers.query.select import explode_rows, stage3_sql
+from spark_workers.sql.translate import Scope, to_sql
+from spark_workers.sql.values import coerce
+from spark_workers.streams.compile import (
     CompiledStream,
     default_subtable,
     ensure_output_table,
     group_id,
     notification_window_kind,
 )
-from spark_workers.sql.translate import Scope, to_sql
-from spark_workers.sql.values import coerce
 
 
 @dataclass

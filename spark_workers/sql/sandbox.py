@@ -21,7 +21,7 @@ translated for a backend (docs/decisions.md, "SQL sandbox and limits"):
   used as a table (DuckDB reads ``FROM '/etc/passwd'`` as a file) is ``0x2644`` "Permission
   denied"; three-part names are a syntax error.
 
-Errors are positioned at the offending node (:func:`spark_workers.sql.planner.offset_of`).
+Errors are positioned at the offending node (:func:`spark_workers.query.planner.offset_of`).
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def check_expression(tree: exp.Expr) -> None:
 
 
 def _error(message: str, node: exp.Expr, sql: str | None, code: int) -> SqlError:
-    from spark_workers.sql.planner import offset_of
+    from spark_workers.query.planner import offset_of
 
     return SqlError(message, sql=sql, offset=offset_of(node), code=code)
 
@@ -370,7 +370,7 @@ def _check_table(t: exp.Table, sql: str | None) -> None:
 
 def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     """A function call: in the catalogue, or refused by name."""
-    from spark_workers.sql.planner import STREAM_FORBIDDEN
+    from spark_workers.query.planner import STREAM_FORBIDDEN
     from spark_workers.sql.translate import func_name
 
     if td_name(node) is not None:

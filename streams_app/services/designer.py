@@ -2,7 +2,7 @@
 field by field and as the CREATE STREAM it renders, drafts, deploy (create or redeploy a stream)
 and stream versions.
 
-The design document itself (parse, render, check, compare) is ``spark_workers.sql.design``; it is
+The design document itself (parse, render, check, compare) is ``spark_workers.streams.design``; it is
 imported when first used, so the web app starts even while that module is being changed.
 """
 
@@ -26,7 +26,7 @@ from spark_workers.access import redact_json, redact_secrets
 from spark_workers.errors import CatalogError, Code, SqlError, TdError
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
-from spark_workers.sql.spec import StreamSpec
+from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services.lake import executor_for, lake_get
 from streams_app.services.registry import live_streams, name_key
@@ -39,7 +39,7 @@ SYNTAXES = ("3.3.7", "legacy")
 
 
 def _design() -> ModuleType:
-    from spark_workers.sql import design
+    from spark_workers.streams import design
 
     return design
 
@@ -122,7 +122,7 @@ def stream_sql_check(
     """Every check CREATE STREAM makes, without creating anything: the statement compiled against
     the catalog (``validate_stream`` / ``spec_337`` + ``compile_stream``), the name free among live
     streams, no other stream writing to the output table, the FILL_HISTORY window cap, and an
-    existing output table that fits (seed 000/001/002 rules, ``spark_workers.sql.streams``).
+    existing output table that fits (seed 000/001/002 rules, ``spark_workers.streams.compile``).
 
     Args:
         user: who deploys: the stream's tables are checked against their privileges before
@@ -141,15 +141,14 @@ def stream_sql_check(
     Cost: parsing and compiling one statement plus catalog reads (milliseconds); the FILL_HISTORY
     estimate reads the source's file statistics.
     """
-    from spark_workers.sql.streams import (
+    from spark_workers.streams.compile import compile_stream
+    from spark_workers.streams.create import (
         FILL_HISTORY_MAX_WINDOWS,
         check_stream_access,
-        compile_stream,
         history_window_estimate,
-        legacy_spec,
-        validate_stream,
     )
-    from spark_workers.sql.streams337 import spec_337
+    from spark_workers.streams.legacy import legacy_spec, validate_stream
+    from spark_workers.streams.v337 import spec_337
     from streams_app.services.users import principal_for
 
     lake, tz = lake_get(), settings.TDWEB_TIMEZONE
@@ -203,7 +202,7 @@ def stream_sql_check(
                 code=Code.INVALID_OPERATION,
             )
     if compiled.has_output:
-        from spark_workers.sql.streams import ensure_output_table
+        from spark_workers.streams.compile import ensure_output_table
 
         out_db = lake.catalog.require_database(compiled.out_db)
         if lake.catalog.table(out_db.name, compiled.out_table) is not None:

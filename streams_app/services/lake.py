@@ -7,8 +7,8 @@ from functools import lru_cache
 from django.conf import settings
 
 from spark_workers.lake.store import Lake
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.limits import Limits, configure_limits
+from spark_workers.query.limits import Limits, configure_limits
+from spark_workers.statements.executor import Executor
 
 
 @lru_cache(maxsize=4)

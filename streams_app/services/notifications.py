@@ -60,7 +60,7 @@ def notify_url_unredact(*, user: Any, url: str) -> str | None:
     URL of a stream ``user`` created (a stream edited and redeployed from the designer).
     """
     from spark_workers.access import REDACTED, redact_secrets
-    from spark_workers.sql.spec import StreamSpec
+    from spark_workers.streams.spec import StreamSpec
     from streams_app.models import Stream
 
     parts = urlsplit(url)

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery, Sum
 
 from spark_workers.runtime.query import checkpoint_dir
-from spark_workers.sql.results import StreamInfo
-from spark_workers.sql.spec import StreamSpec
+from spark_workers.streams.registry import StreamInfo
+from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Stream, StreamProgress, StreamRun
 
 

@@ -7,10 +7,10 @@ from typing import Any
 from django.conf import settings
 
 from spark_workers.errors import SqlError, TdError
+from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
-from spark_workers.sql.executor import error_answer
 from spark_workers.sql.parser import parse_located
-from spark_workers.sql.results import ResultSet
+from spark_workers.statements.executor import error_answer
 from streams_app.request_id import internal_error_answer
 from streams_app.services.lake import executor_for
 
@@ -48,7 +48,7 @@ def sql_validate(*, sql: str, db: str | None = None) -> dict[str, Any]:
     """Check a statement without changing anything: parse it and, for CREATE STREAM, compile the
     stream against the catalog. Returns ``{ok: true, statement}`` or ``{ok: false, code, desc,
     position}``."""
-    from spark_workers.sql.streams import validate_stream
+    from spark_workers.streams.legacy import validate_stream
     from streams_app.services.lake import lake_get
 
     try:

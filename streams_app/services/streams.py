@@ -83,7 +83,7 @@ def stream_action(*, stream: Stream, action: str, ignore_untreated: bool = False
     else:
         fields: dict[str, Any] = {"desired_state": Stream.Desired.RUNNING, "updated_at": timezone.now()}
         if ignore_untreated:
-            from spark_workers.sql.spec import StreamSpec
+            from spark_workers.streams.spec import StreamSpec
             from streams_app.services.lake import lake_get
 
             spec = StreamSpec.from_json(stream.spec)

@@ -27,8 +27,9 @@ from django.utils import timezone
 from spark_workers.notify.sender import Sender
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.sql.spec import StreamSpec
-from spark_workers.sql.streams import CompiledStream, check_stream_access, compile_stream
+from spark_workers.streams.compile import CompiledStream, compile_stream
+from spark_workers.streams.create import check_stream_access
+from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Stream, StreamRun
 from streams_app.services.lake import lake_get
 from streams_app.services.registry import checkpoint_remove

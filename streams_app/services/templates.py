@@ -138,9 +138,9 @@ def template_list(*, notify_url: str | None = None) -> list[dict[str, Any]]:
 
     Returns:
         ``[{id, title, description, sql, design}]`` in a fixed order; ``design`` is
-        ``spark_workers.sql.design.design_from_sql(sql)``.
+        ``spark_workers.streams.design.design_from_sql(sql)``.
     """
-    from spark_workers.sql.design import design_from_sql
+    from spark_workers.streams.design import design_from_sql
 
     out = []
     for t in TEMPLATES:

@@ -9,8 +9,8 @@ import glob
 import pyarrow.parquet as pq
 
 from spark_workers.lake.store import Lake
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 
 def test_string_filters_after_a_merge(tmp_path):

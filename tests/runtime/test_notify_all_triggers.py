@@ -18,9 +18,9 @@ from spark_workers.notify.sender import Sender
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.runtime.period import PeriodRunner
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream, group_id
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.compile import compile_stream, group_id
+from spark_workers.streams.registry import MemoryRegistry
 
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
 COMMON = {"tableName", "eventType", "eventTime", "triggerId", "triggerType", "groupId"}

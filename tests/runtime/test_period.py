@@ -19,9 +19,9 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.runtime.period import PeriodRunner, period_next
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.compile import compile_stream
+from spark_workers.streams.registry import MemoryRegistry
 
 MIN = 60_000
 # trigger times a day ahead: %%trows holds the rows committed before a trigger time, and the tests

@@ -13,8 +13,8 @@ import pytest
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.runtime.premerge import eligible, premerge
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 QUERIES = {
     "tumbling": "select _wstart, count(*) n, sum(k) s, min(v) mn, first(v) f, last(k) l from st "
@@ -78,7 +78,7 @@ def test_an_in_order_group_becomes_one_item_per_window(tmp_path: Path) -> None:
         "insert into a values " + " ".join(f"({1_700_000_000_000 + i * 1000}, 1, {i})" for i in range(30))
     )
     from spark_workers.lake.changes import next_offset, read_range
-    from spark_workers.sql.duck import DuckSession
+    from spark_workers.query.duck import DuckSession
 
     rows = read_range(r.reader, r.offset, next_offset(r.reader, r.offset))
     with DuckSession(None) as duck:

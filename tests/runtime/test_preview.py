@@ -14,9 +14,9 @@ import pytest
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.preview import preview_stream
-from spark_workers.sql.executor import Executor
 from spark_workers.sql.parser import parse_one
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
 HOUR = 3_600_000

@@ -11,8 +11,8 @@ import pytest
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 T0 = 1_700_000_000_000
 STREAM = "create stream s into o as select _wstart, count(*) n, sum(v) sv from st partition by tbname "

@@ -12,9 +12,9 @@ import pytest
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams337 import engine_query
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
+from spark_workers.streams.v337 import engine_query
 
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
 

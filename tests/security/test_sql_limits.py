@@ -27,9 +27,9 @@ import pytest
 
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.limits import MIB, Limits, configure_limits, parse_size, statement_budget
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.query.limits import MIB, Limits, configure_limits, parse_size, statement_budget
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 QUERY_MEM_EXHAUSTED = 0x073A
 TIMEOUT = 0x012C
@@ -183,7 +183,7 @@ def test_window_engine_input_is_capped(env: Env, limits) -> None:  # type: ignor
 
 
 def test_window_query_checks_the_deadline_between_stages(env: Env, limits, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import spark_workers.sql.select as select_module
+    import spark_workers.query.select as select_module
 
     limits(timeout_s=1.0)
     real = select_module.batch_windows
@@ -257,9 +257,9 @@ _MEMORY_PROBE = textwrap.dedent(
     from pathlib import Path
     from spark_workers.errors import SqlError
     from spark_workers.lake.store import Lake
-    from spark_workers.sql.executor import Executor
-    from spark_workers.sql.limits import MIB, Limits, configure_limits
-    from spark_workers.sql.results import MemoryRegistry
+    from spark_workers.statements.executor import Executor
+    from spark_workers.query.limits import MIB, Limits, configure_limits
+    from spark_workers.streams.registry import MemoryRegistry
 
     def rss():
         with open("/proc/self/status") as f:

@@ -22,13 +22,13 @@ import pytest
 
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
+from spark_workers.query.duck import DuckSession
+from spark_workers.query.planner import resolve
 from spark_workers.sql import ast
-from spark_workers.sql.duck import DuckSession
-from spark_workers.sql.executor import Executor
 from spark_workers.sql.parser import parse_expression
-from spark_workers.sql.planner import resolve
-from spark_workers.sql.results import MemoryRegistry
 from spark_workers.sql.translate import Scope, to_sql
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 INVALID_FUNCTION_NAME = 0x264D  # TSDB_CODE_PAR_INVALID_FUNCTION_NAME
 PERMISSION_DENIED = 0x2644  # TSDB_CODE_PAR_PERMISSION_DENIED

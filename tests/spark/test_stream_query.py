@@ -20,9 +20,9 @@ from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
 from spark_workers.runtime.query import start_query
 from spark_workers.runtime.sink import BatchReport, OutputSink
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
-from spark_workers.sql.streams import compile_stream
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.compile import compile_stream
+from spark_workers.streams.registry import MemoryRegistry
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,9 @@ import pytest
 
 from spark_workers.errors import SqlError
 from spark_workers.sql import ast
-from spark_workers.sql.design import (
+from spark_workers.sql.parser import parse_one
+from spark_workers.sql.render import render
+from spark_workers.streams.design import (
     DesignError,
     NotExpressible,
     check_design,
@@ -27,8 +29,6 @@ from spark_workers.sql.design import (
     placeholders_for,
     sql_variants,
 )
-from spark_workers.sql.parser import parse_one
-from spark_workers.sql.render import render
 
 ACCEPTANCE = Path("/work/shared/acceptance/cases")
 URL = "ws://127.0.0.1:8000/ws/notify/inbox?key=k1"
@@ -566,8 +566,8 @@ def test_design_to_sql_raises_design_error_with_position() -> None:
 @pytest.fixture(scope="module")
 def executor(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from spark_workers.lake.store import Lake
-    from spark_workers.sql.executor import Executor
-    from spark_workers.sql.results import MemoryRegistry
+    from spark_workers.statements.executor import Executor
+    from spark_workers.streams.registry import MemoryRegistry
 
     ex = Executor(Lake(tmp_path_factory.mktemp("lake")), MemoryRegistry(), tz="UTC", default_db="d")
     ex.execute("create database d; create stable st (ts timestamp, a int, b double) tags (g int)")

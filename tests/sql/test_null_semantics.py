@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from spark_workers.lake.store import Lake
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 
 def _ex(tmp_path):  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ import pytest
 
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
-from spark_workers.sql.executor import Executor
-from spark_workers.sql.results import MemoryRegistry
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from django.core.management.base import BaseCommand
 
 from spark_workers import timestamps
 from spark_workers.errors import SqlError, TdError
+from spark_workers.query.results import ResultSet
 from spark_workers.sql.parser import parse_located
-from spark_workers.sql.results import ResultSet
 from streams_app.services.lake import executor_for
 
 PROMPT, MORE = "taos> ", "   -> "

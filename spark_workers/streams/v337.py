@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from spark_workers.errors import CatalogError, Code, SqlError
+from spark_workers.query.compute import placeholder_key
+from spark_workers.query.planner import aggregate_call, offset_of
 from spark_workers.sql import ast
-from spark_workers.sql.compute import placeholder_key
 from spark_workers.sql.lexer import TBNAME, TROWS
-from spark_workers.sql.planner import aggregate_call, offset_of
 from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
-from spark_workers.sql.spec import (
+from spark_workers.streams.spec import (
     V337,
     NotifySpec,
     OptionsSpec,

@@ -23,12 +23,13 @@ from spark_workers.errors import CatalogError, Code, SqlError, TdError
 from spark_workers.lake.catalog import Column, Database, Table, physical_names
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake, engine_schema
+from spark_workers.query.planner import offset_of
+from spark_workers.query.results import ResultColumn, ResultSet
+from spark_workers.query.select import run_select
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located, parse_one
-from spark_workers.sql.planner import offset_of
-from spark_workers.sql.results import ResultColumn, ResultSet, StreamInfo, StreamRegistry
-from spark_workers.sql.select import run_select
 from spark_workers.sql.values import Now, coerce, constant
+from spark_workers.streams.registry import StreamInfo, StreamRegistry
 from spark_workers.tdtypes import INT, TIMESTAMP, TdType, varchar
 
 MAX_COLUMNS = 4096
@@ -667,7 +668,7 @@ class Executor:
     def _system_rows(self, table: str, like: str | None) -> ResultSet:
         """All rows of an ``information_schema`` table (``sysinfo.py``), filtered by LIKE on the
         first column."""
-        from spark_workers.sql.sysinfo import TABLES
+        from spark_workers.statements.sysinfo import TABLES
 
         st = TABLES[table]
         return ResultSet([ResultColumn(n, t) for n, t in st.columns], self._like(st.rows(self), like))
@@ -728,7 +729,7 @@ class Executor:
 
     # ------------------------------------------------------------------ streams
     def _do_CreateStreamLegacy(self, s: ast.CreateStreamLegacy, sql: str) -> ResultSet:
-        from spark_workers.sql.streams import create_stream
+        from spark_workers.streams.create import create_stream
 
         stmt, sql = self._unredacted(s, sql)
         assert isinstance(stmt, ast.CreateStreamLegacy)
@@ -736,7 +737,7 @@ class Executor:
         return ResultSet.affected(0)
 
     def _do_CreateStream337(self, s: ast.CreateStream337, sql: str) -> ResultSet:
-        from spark_workers.sql.streams import create_stream_337
+        from spark_workers.streams.create import create_stream_337
 
         stmt, sql = self._unredacted(s, sql)
         assert isinstance(stmt, ast.CreateStream337)
@@ -795,7 +796,7 @@ class Executor:
     def _do_RecalculateStream(self, s: ast.RecalculateStream, sql: str) -> ResultSet:
         """RECALCULATE STREAM (``runtime/recalc.py``); answers the number of windows rewritten."""
         from spark_workers.runtime.recalc import recalculate
-        from spark_workers.sql.streams import compile_stream
+        from spark_workers.streams.compile import compile_stream
 
         info = self._own_stream(s.name, s.db, "recalculate stream")
         compiled = compile_stream(info.spec, self.lake, self.tz)

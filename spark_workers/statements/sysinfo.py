@@ -25,9 +25,9 @@ from spark_workers.sql import ast
 from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
 
 if TYPE_CHECKING:
-    from spark_workers.sql.executor import Executor
-    from spark_workers.sql.planner import Source
-    from spark_workers.sql.results import StreamInfo
+    from spark_workers.query.planner import Source
+    from spark_workers.statements.executor import Executor
+    from spark_workers.streams.registry import StreamInfo
 
 SYSTEM_DB = "information_schema"
 SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
@@ -337,7 +337,7 @@ def system_source(ex: Executor, name: ast.TableName, sql: str) -> tuple[Source, 
     Raises:
         SqlError: TABLE_NOT_EXIST for an unknown system table, positioned at its name when known.
     """
-    from spark_workers.sql.planner import Source
+    from spark_workers.query.planner import Source
 
     st = TABLES.get(name.name.lower())
     if st is None:

@@ -33,11 +33,11 @@ from sqlglot import exp
 
 from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
+from spark_workers.query.duck import DuckSession, quote, sql_string
+from spark_workers.query.planner import GroupColumn, Source
+from spark_workers.query.results import ResultColumn
 from spark_workers.sql import ast
-from spark_workers.sql.duck import DuckSession, quote, sql_string
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
-from spark_workers.sql.planner import GroupColumn, Source
-from spark_workers.sql.results import ResultColumn
 from spark_workers.sql.sandbox import check_select
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TdType
@@ -222,8 +222,8 @@ class Computation:
         Raises:
             SqlError / CatalogError: a table is missing, a name is unknown.
         """
-        from spark_workers.sql.executor import Executor
-        from spark_workers.sql.select import _bind_sources, _scope
+        from spark_workers.query.select import _bind_sources, _scope
+        from spark_workers.statements.executor import Executor
 
         duck = duck or DuckSession(lake)
         sel = self.q.select.copy()
@@ -291,7 +291,7 @@ class Computation:
         Raises:
             SqlError: the query does not bind or run (DuckDB's message).
         """
-        from spark_workers.sql.select import _result_columns
+        from spark_workers.query.select import _result_columns
 
         with DuckSession(lake) as duck:
             b = self.bind(lake, duck)

@@ -1,4 +1,4 @@
-"""Statement results and the stream registry contract used by the executor."""
+"""Statement results: columns, rows and TDengine's REST rendering of them."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import datetime as dt
 import decimal
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 
 from spark_workers import timestamps
 from spark_workers.duration import NS_PER_PRECISION
-from spark_workers.sql.spec import StreamSpec
 from spark_workers.tdtypes import INT, TdType
 
 
@@ -94,70 +93,3 @@ def arrow_rows(t: pa.Table, columns: list[ResultColumn]) -> list[list[Any]]:
                 ]
             )
     return [list(r) for r in zip(*cols, strict=True)] if cols else []
-
-
-@dataclass
-class StreamInfo:
-    """A stream as the registry knows it (for SHOW STREAMS and management)."""
-
-    name: str
-    db: str | None
-    sql: str
-    status: str
-    spec: StreamSpec
-    created_ms: int = 0
-    message: str = ""
-    # the running task (ins_stream_tasks): worker, started_ms, heartbeat_ms, processed_version,
-    # last_batch_id, rows_in, rows_out, recalculated, notifications_sent / _failed
-    task: dict[str, Any] = field(default_factory=dict)
-    owner: str | None = None  # the user who created it (its privileges are the stream's)
-
-
-class StreamRegistry(Protocol):
-    """Where streams live (the Django app implements it; tests use ``MemoryRegistry``)."""
-
-    def get(self, name: str, db: str | None) -> StreamInfo | None: ...
-
-    def create(
-        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
-    ) -> None: ...
-
-    def drop(self, name: str, db: str | None) -> None: ...
-
-    def command(self, name: str, db: str | None, action: str, *, ignore_untreated: bool = False) -> None: ...
-
-    def list(self, db: str | None = None) -> list[StreamInfo]: ...
-
-
-class MemoryRegistry:
-    """In-memory StreamRegistry (unit tests, the shell without Django)."""
-
-    def __init__(self) -> None:
-        self.streams: dict[str, StreamInfo] = {}
-        self.start_versions: dict[str, tuple[int, int | None]] = {}
-
-    @staticmethod
-    def key(name: str, db: str | None) -> str:
-        """The registry key of a stream name (names are case-insensitive)."""
-        return name.lower()
-
-    def get(self, name: str, db: str | None) -> StreamInfo | None:
-        return self.streams.get(self.key(name, db))
-
-    def create(
-        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
-    ) -> None:
-        self.streams[self.key(spec.name, spec.db)] = StreamInfo(
-            spec.name, spec.db, spec.sql, "running", spec, owner=owner
-        )
-        self.start_versions[self.key(spec.name, spec.db)] = (start_version, history_version)
-
-    def drop(self, name: str, db: str | None) -> None:
-        self.streams.pop(self.key(name, db), None)
-
-    def command(self, name: str, db: str | None, action: str, *, ignore_untreated: bool = False) -> None:
-        info = self.streams[self.key(name, db)]
-        info.status = {"pause": "paused", "stop": "stopped", "resume": "running", "start": "running"}[action]
-
-    def list(self, db: str | None = None) -> list[StreamInfo]:
-        return sorted(self.streams.values(), key=lambda s: s.name)

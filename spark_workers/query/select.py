@@ -6,7 +6,7 @@ Window queries run the three stages of ``planner.WindowPlan``: DuckDB input -> e
 (the same functions streams use) -> DuckDB output projection.
 
 Every query passes the front door's allow-list (:mod:`spark_workers.sql.sandbox`) before its
-tables are bound, and runs within the statement limits (:mod:`spark_workers.sql.limits`): one of
+tables are bound, and runs within the statement limits (:mod:`spark_workers.query.limits`): one of
 ``TDWEB_SQL_CONCURRENCY`` slots, a deadline checked by DuckDB's interrupt and between the Python
 stages, capped results and a capped window-engine input.
 """
@@ -25,10 +25,9 @@ from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
-from spark_workers.sql import ast
-from spark_workers.sql.duck import DuckSession, ResultCap, quote
-from spark_workers.sql.limits import active_budget, statement_budget
-from spark_workers.sql.planner import (
+from spark_workers.query.duck import DuckSession, ResultCap, quote
+from spark_workers.query.limits import active_budget, statement_budget
+from spark_workers.query.planner import (
     Source,
     WindowPlan,
     aggregate_call,
@@ -37,14 +36,15 @@ from spark_workers.sql.planner import (
     plan_window,
     resolve,
 )
-from spark_workers.sql.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.sql import ast
 from spark_workers.sql.sandbox import check_select, visible_ctes
-from spark_workers.sql.sysinfo import is_system, system_source
 from spark_workers.sql.translate import PSEUDO_TS, Scope, to_sql
+from spark_workers.statements.sysinfo import is_system, system_source
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
 
 if TYPE_CHECKING:
-    from spark_workers.sql.executor import Executor
+    from spark_workers.statements.executor import Executor
 
 EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 

@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake, storage_schema
-from spark_workers.sql import limits as sql_limits
-from spark_workers.sql.planner import Source
+from spark_workers.query import limits as sql_limits
+from spark_workers.query.planner import Source
 
 log = logging.getLogger(__name__)
 
@@ -230,8 +230,8 @@ class DuckSession:
         threads: DuckDB worker threads (keep small on 2 cores).
 
     The connection is a cursor of a pooled, locked-down database whose ``memory_limit`` is the
-    statement limit (:func:`spark_workers.sql.limits.current_limits`). Inside
-    :func:`spark_workers.sql.limits.statement_budget`, queries are interrupted at the
+    statement limit (:func:`spark_workers.query.limits.current_limits`). Inside
+    :func:`spark_workers.query.limits.statement_budget`, queries are interrupted at the
     statement's deadline.
     """
 

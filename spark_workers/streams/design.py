@@ -43,11 +43,11 @@ from sqlglot import exp
 
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError, SqlPosition
+from spark_workers.query.compute import placeholder_key
+from spark_workers.query.planner import aggregate_call
 from spark_workers.sql import ast
-from spark_workers.sql.compute import placeholder_key
 from spark_workers.sql.lexer import TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
-from spark_workers.sql.planner import aggregate_call
 from spark_workers.sql.render import (
     expr_sql,
     name_sql,
@@ -58,7 +58,7 @@ from spark_workers.sql.render import (
     table_sql,
     trigger_sql,
 )
-from spark_workers.sql.spec import LEGACY, SCHEMA_VERSION, V337
+from spark_workers.streams.spec import LEGACY, SCHEMA_VERSION, V337
 from spark_workers.tdtypes import TdType
 
 SYNTAXES = (V337, LEGACY)

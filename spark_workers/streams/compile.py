@@ -1,0 +1,402 @@
+"""StreamSpec -> CompiledStream: what a worker runs (seed 000 "Creating Stream Computing", "Stream Computation
+Partitioning", "Writing to an existing supertable", "Custom tag"; seed 001; seed 002 for 3.3.7).
+
+- the stream's query has a window clause over one table; its first output column must be a TIMESTAMP
+  (``_wstart`` is added in front when it is not); a 3.3.7 window trigger runs as its equivalent
+  window query, a computation that is not fused into the engine as a per-event query
+  (``spark_workers.query.compute``);
+- the output supertable is created when missing, with one column per select item (named by its
+  alias, else its text as written, e.g. ``min(k)``) and tags: ``groupId BIGINT UNSIGNED`` by
+  default, or the TAGS clause, whose values come from PARTITION BY items of the same name (alias
+  or column), else by position;
+- an existing output supertable must have the same number of columns (or a ``(field, ...)``
+  mapping) and convertible types;
+- one subtable per partition, named ``t_<md5>`` or ``SUBTABLE(expr)`` + ``_<stb>_<groupId>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from spark_workers.duration import Duration
+from spark_workers.engine.aggregates import AggSpec
+from spark_workers.engine.shape import WindowShape
+from spark_workers.engine.stream import TEN_YEARS_MS, StreamRules
+from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
+from spark_workers.lake.names import check_name
+from spark_workers.query.duck import DuckSession
+from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
+from spark_workers.sql import ast
+from spark_workers.sql.parser import parse_one
+from spark_workers.streams.spec import (
+    V337,
+    NotifySpec,
+    StreamSpec,
+)
+from spark_workers.tdtypes import TIMESTAMP, TdType
+
+if TYPE_CHECKING:
+    from spark_workers.query.compute import Computation
+
+
+GROUP_ID_TAG = "groupId"
+
+
+DEFAULT_RECALCULATE = Duration(60, "m")  # CONTINUOUS_WINDOW_CLOSE without RECALCULATE (seed 000)
+
+
+MAX_CONVERTIBLE_LENGTH = 4096
+
+
+@dataclass
+class OutputColumnPlan:
+    """One output column: its name in the output table, type, and index in the stage-3 result
+    (-1 for the ``_wstart`` column added in front)."""
+
+    name: str
+    type: TdType
+    source: int
+
+
+@dataclass
+class TagPlan:
+    """One tag of the output supertable: value from group column ``group_index``, or the groupId
+    (``group_index`` None)."""
+
+    name: str
+    type: TdType
+    group_index: int | None
+
+
+@dataclass
+class CompiledStream:
+    """Everything a worker needs to run a stream (derived from StreamSpec + catalog)."""
+
+    spec: StreamSpec
+    source: Source
+    plan: WindowPlan
+    shape: WindowShape
+    aggs: list[AggSpec]
+    rules: StreamRules
+    input_types: dict[str, pa.DataType]
+    group_types: list[pa.DataType]
+    stage3_schema: pa.Schema
+    columns: list[OutputColumnPlan]
+    tags: list[TagPlan]
+    out_db: str
+    out_table: str
+    subtable_expr: exp.Expr | None = None
+    notify: NotifySpec | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    normal_output: bool = False  # 3.3.7 without grouping: the output is a normal table
+    exact_subtable: bool = False  # 3.3.7 OUTPUT_SUBTABLE names the subtable exactly
+    # 3.3.7 computation run per trigger event (compute.py); None: the window query itself
+    computation: Computation | None = None
+    compute_open: bool = False  # EVENT_TYPE(WINDOW_OPEN): compute at window open too
+    compute_close: bool = True  # EVENT_TYPE without WINDOW_CLOSE: not at window close
+    has_output: bool = True  # False: a notify-only stream (no INTO)
+
+    @property
+    def precision(self) -> str:
+        return self.source.db.precision
+
+
+def group_id(gkey: str) -> int:
+    """Stable 63-bit group id of a group key (the ``groupId`` tag and notification field)."""
+    return int.from_bytes(hashlib.md5(gkey.encode()).digest()[:8], "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def default_subtable(out_table: str, gkey: str) -> str:
+    """Output subtable name when no SUBTABLE clause: ``t_`` + md5 (seed 000, like schemaless)."""
+    return "t_" + hashlib.md5(f"{out_table.lower()}:{gkey}".encode()).hexdigest()
+
+
+def notification_window_kind(spec: StreamSpec) -> str:
+    """The window type notifications name (seed 000 "windowType"; ARCHITECTURE triggerType)."""
+    t = spec.trigger.get("type", "interval")
+    if t != "ekuiper":
+        return str(t)
+    return {"session": "session", "count": "count"}.get(str(spec.trigger.get("function")), "interval")
+
+
+def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
+    """Derive the runnable form of a stream: plan, engine settings, output mapping.
+
+    Raises:
+        SqlError / CatalogError: the source or query no longer fits the catalog.
+    """
+    catalog: Catalog = lake.catalog
+    assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
+    sql = spec.query or ""
+    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
+    v337 = spec.syntax == V337
+    fused = True
+    if v337:  # a 3.3.7 window trigger over %%trows runs as its equivalent window query
+        from spark_workers.streams.v337 import engine_query, is_fused
+
+        stmt337 = parse_one(spec.sql)
+        assert isinstance(stmt337, ast.CreateStream337)
+        fused = is_fused(stmt337)
+        sql = engine_query(spec, src.table.columns[0].name, stmt337)
+    stmt = parse_one(sql)
+    if not isinstance(stmt, ast.Select):
+        raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
+    q = stmt.query
+    try:
+        plan = plan_window(q, src, sql, streaming=True, tz=tz)
+    except SqlError as e:
+        if not v337:
+            raise
+        original = parse_one(spec.sql)
+        assert isinstance(original, ast.CreateStream337)
+        raise anchor_in_statement(e, sql, spec.sql, original) from None
+    assert plan.shape is not None
+    precision = src.db.precision
+    with DuckSession(lake) as duck:
+        from spark_workers.query.select import empty_stage_types
+
+        view = duck.register_source(src)
+        input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
+    computation = None
+    if fused:
+        columns = [
+            OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
+            for i, (name, _e) in enumerate(plan.items)
+        ]
+        if not columns or columns[0].type.name != "TIMESTAMP":
+            columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    elif spec.query is None:  # notify-only (seed 002): the trigger's events, nothing computed
+        columns = []
+    else:
+        from spark_workers.query.compute import Computation
+        from spark_workers.tdtypes import from_arrow
+
+        computation = Computation(
+            spec.query,
+            src if spec.trigger.get("from", True) else None,
+            default_db=spec.db or spec.source.db,
+            tz=tz,
+            pre_filter=spec.options.pre_filter,
+            partition_types=[from_arrow(t) for t in group_types],
+        )
+        columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
+        if not columns or columns[0].type.name != "TIMESTAMP":
+            raise SqlError(
+                "the first column of a stream's computation must be a TIMESTAMP: it is the output "
+                f"table's primary key (seed 002), got {columns[0].type.sql if columns else 'no column'}",
+                sql=spec.sql,
+                offset=None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+    if spec.output is not None and spec.output.columns:
+        names = [c["name"] for c in spec.output.columns]
+        if len(names) != len(columns):
+            raise SqlError(
+                f"the output column list names {len(names)} columns but the query produces {len(columns)}",
+                sql=spec.sql or sql,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
+        for c, n in zip(columns, names, strict=True):
+            c.name = n
+    seen: set[str] = set()
+    for c in columns:
+        if c.name.lower() in seen:
+            raise SqlError(
+                f"duplicate output column name {c.name}: give the select items distinct aliases",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
+        seen.add(c.name.lower())
+    normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
+    o = spec.options
+    dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
+    ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
+    events = list(spec.notify.events) if spec.notify else []
+    if v337 and "WINDOW_OPEN" in o.event_type:  # EVENT_TYPE: open events drive the computation
+        events.append("WINDOW_OPEN")
+    rules = StreamRules(
+        mode=o.trigger,
+        watermark=dur(o.watermark, 0),
+        ignore_expired=o.ignore_expired,
+        ignore_update=o.ignore_update,
+        delete_mark=dur(o.delete_mark, ten_years),
+        notify_open="WINDOW_OPEN" in events,
+        notify_close="WINDOW_CLOSE" in events,
+        notify_history=bool(spec.notify.history) if spec.notify else False,
+        max_delay=dur(o.max_delay, 0),
+        processing_time=not o.event_time,
+        late_by_watermark=plan.shape.ekuiper,
+        recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
+    )
+    subtable_expr = None
+    if spec.output is not None and spec.output.subtable:
+        sub = parse_one(f"SELECT {spec.output.subtable}")
+        assert isinstance(sub, ast.Select) and isinstance(sub.query.select, exp.Select)
+        subtable_expr = sub.query.select.expressions[0]
+    return CompiledStream(
+        spec,
+        src,
+        plan,
+        plan.shape,
+        aggs,
+        rules,
+        input_types,
+        group_types,
+        out_schema,
+        columns,
+        tags,
+        spec.output.db if spec.output is not None else "",
+        spec.output.table if spec.output is not None else "",
+        subtable_expr,
+        spec.notify,
+        normal_output=normal_output,
+        exact_subtable=v337,
+        computation=computation,
+        compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
+        compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
+        has_output=spec.output is not None,
+    )
+
+
+def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.CreateStream337) -> SqlError:
+    """Re-anchor an error found in a 3.3.7 stream's engine query (``engine_query``, generated
+    text) in the statement as written: the name at the error's offset is looked up among the
+    columns and functions of the trigger, PARTITION BY, PRE_FILTER and the computation, and the
+    first occurrence in the statement gets the error. Without a match the error keeps its message
+    and loses its position (a generated text's offset would point at the wrong place)."""
+    from spark_workers.query.planner import offset_of
+
+    name = None
+    if e.offset is not None and e.sql == engine_sql:
+        m = re.match(r"[`\"]?([A-Za-z_][\w]*)", engine_sql[e.offset :])
+        name = m.group(1).lower() if m else None
+    trees: list[exp.Expr] = []
+    trig = stmt.trigger
+    for attr in ("start", "end", "expr"):
+        node = getattr(trig, attr, None)
+        if isinstance(node, exp.Expr):
+            trees.append(node)
+    trees += [p.expr for p in stmt.partition_by]
+    if stmt.options.pre_filter is not None:
+        trees.append(stmt.options.pre_filter)
+    if stmt.query is not None:
+        trees.append(stmt.query.select)
+    best: int | None = None
+    if name is not None:
+        for tree in trees:
+            for n in tree.walk():
+                hit = (isinstance(n, exp.Column) and n.name.lower() == name) or (
+                    isinstance(n, exp.Func) and not isinstance(n, exp.Column) and n.sql_name().lower() == name
+                )
+                off = offset_of(n) if hit else None
+                if off is not None and (best is None or off < best):
+                    best = off
+    return SqlError(e.message, sql=sql, offset=best, code=e.code)
+
+
+def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
+    assert spec.output is not None
+    if not spec.output.tags:
+        return [TagPlan(GROUP_ID_TAG, TdType("BIGINT", unsigned=True), None)]
+    out = []
+    for i, t in enumerate(spec.output.tags):
+        ttype = _parse_type(t.type)
+        idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
+        if idx is None:
+            if len(spec.output.tags) != len(plan.groups):
+                raise SqlError(
+                    f"tag {t.name} matches no PARTITION BY item: name a PARTITION BY item (or its "
+                    "alias) like the tag, or list as many tags as PARTITION BY items",
+                    sql=spec.sql or sql,
+                    code=Code.INVALID_COLUMN,
+                )
+            idx = i
+        out.append(TagPlan(t.name, ttype, idx))
+    return out
+
+
+def _parse_type(text: str) -> TdType:
+    t = text.strip().upper()
+    unsigned = t.endswith(" UNSIGNED")
+    if unsigned:
+        t = t[: -len(" UNSIGNED")].strip()
+    if "(" in t:
+        name, _, rest = t.partition("(")
+        return TdType.parse(name.strip(), int(rest.rstrip(")").strip()), unsigned)
+    return TdType.parse(t, None, unsigned)
+
+
+def _convertible(src: TdType, dst: TdType) -> bool:
+    if src.name == "TIMESTAMP" or dst.name == "TIMESTAMP":
+        return src.name == dst.name or (dst.is_integer and src.name == "TIMESTAMP")
+    if dst.is_string:
+        return dst.length <= MAX_CONVERTIBLE_LENGTH or src.is_string
+    return True
+
+
+def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Column, ...]]:
+    """Columns and tags of the output supertable to create."""
+    names = [col.name for col in c.columns]
+    phys = physical_names(names)
+    cols = tuple(Column(col.name, col.type, p) for col, p in zip(c.columns, phys, strict=True))
+    tags = tuple(
+        Column(t.name, t.type, t.name.lower() if t.name.isidentifier() else f"_t{i}")
+        for i, t in enumerate(c.tags)
+    )
+    return cols, tags
+
+
+def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
+    """Create the output supertable, or check an existing one (seed 000 "Writing to an existing
+    supertable"); returns True when created.
+
+    Raises:
+        SqlError: the existing table is not a supertable, or its columns/tags do not fit.
+    """
+    catalog: Catalog = lake.catalog
+    db = catalog.require_database(c.out_db)
+    existing = catalog.table(db.name, c.out_table)
+    cols, tags = output_table_plan(c)
+    kind = "normal" if c.normal_output else "super"
+    if existing is None:
+        check_name(c.out_table, "table", sql=sql)
+        lake.create_table(db, Table(db.name, c.out_table, kind, cols, tags), if_not_exists=True)
+        return True
+    if existing.kind != kind:
+        raise SqlError(
+            f"output table {c.out_table} exists and is not a "
+            + ("normal table" if c.normal_output else "supertable"),
+            sql=sql,
+            code=Code.STREAM_OUTPUT_CONFLICT,
+        )
+    if len(existing.columns) != len(cols):
+        raise SqlError(
+            f"output supertable {c.out_table} has {len(existing.columns)} columns but the stream "
+            f"produces {len(cols)}: list the target columns (INTO {c.out_table}(col, ...))",
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
+    for mine, theirs in zip(cols, existing.columns, strict=True):
+        if not _convertible(mine.type, theirs.type):
+            raise SqlError(
+                f"output column {mine.name} {mine.type.sql} cannot be written to {theirs.name} "
+                f"{theirs.type.sql}",
+                sql=sql,
+                code=Code.WRONG_VALUE_TYPE,
+            )
+    if len(existing.tags) != len(tags):
+        raise SqlError(
+            f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
+            f"defines {len(tags)}",
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
+    return False

@@ -1,0 +1,219 @@
+"""Legacy CREATE STREAM (seed 000 "Creating Stream Computing", seed 001) -> StreamSpec, and the checks of
+its options; :func:`validate_stream` compiles it against the catalog without changing anything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from spark_workers.duration import Duration
+from spark_workers.errors import CatalogError, Code, SqlError
+from spark_workers.sql import ast
+from spark_workers.sql.render import expr_sql
+from spark_workers.sql.sandbox import check_stream
+from spark_workers.streams.spec import (
+    LEGACY,
+    NotifySpec,
+    OptionsSpec,
+    OutputSpec,
+    OutputTag,
+    SourceSpec,
+    StreamSpec,
+)
+
+if TYPE_CHECKING:
+    pass
+from spark_workers.streams.compile import CompiledStream, compile_stream
+
+TRIGGERS = ("AT_ONCE", "WINDOW_CLOSE", "MAX_DELAY", "FORCE_WINDOW_CLOSE", "CONTINUOUS_WINDOW_CLOSE")
+
+
+MAX_DELAY_MIN = Duration(5, "s")  # legacy syntax (ARCHITECTURE.md decisions)
+
+
+def _dur(d: Duration | None) -> str | None:
+    return None if d is None else str(d)
+
+
+def _trigger_of(q: ast.SelectQuery) -> dict[str, Any]:
+    """The window clause as StreamSpec JSON (durations and expressions as written)."""
+    w = q.window
+    if isinstance(w, ast.IntervalWindow):
+        return {
+            "type": "interval",
+            "interval": str(w.interval),
+            "offset": _dur(w.offset),
+            "sliding": _dur(w.sliding),
+        }
+    if isinstance(w, ast.SessionWindow):
+        return {"type": "session", "ts_column": w.ts_column, "tolerance": str(w.gap)}
+    if isinstance(w, ast.StateWindow):
+        return {"type": "state", "column": expr_sql(w.expr)}
+    if isinstance(w, ast.EventWindow):
+        return {"type": "event", "start": expr_sql(w.start), "end": expr_sql(w.end)}
+    if isinstance(w, ast.CountWindow):
+        return {"type": "count", "count": w.count, "sliding": w.sliding, "columns": list(w.columns)}
+    if isinstance(w, ast.EkuiperWindow):
+        return {
+            "type": "ekuiper",
+            "function": w.function,
+            "unit": w.unit,
+            "args": list(w.args),
+            "filter": expr_sql(w.filter) if w.filter is not None else None,
+            "over_when": expr_sql(w.over_when) if w.over_when is not None else None,
+        }
+    return {"type": "none"}
+
+
+def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> StreamSpec:
+    """StreamSpec of a parsed legacy CREATE STREAM (no catalog checks; see ``create_stream``)."""
+    q = s.query
+    o = s.options
+    from_tables = list(q.select.find_all(exp.Table)) if isinstance(q.select, exp.Select) else []
+    if len(from_tables) != 1:
+        raise SqlError(
+            "a stream's query reads exactly one table",
+            sql=sql,
+            offset=q.span.start if q.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    t = from_tables[0]
+    src_db = t.db or default_db
+    if not src_db:
+        raise CatalogError("database not specified for the stream's source table", code=Code.DB_NOT_SPECIFIED)
+    into_db = s.into.db or default_db or src_db
+    where = q.select.args.get("where") if isinstance(q.select, exp.Select) else None
+    options = OptionsSpec(
+        trigger=(o.trigger or "WINDOW_CLOSE").upper(),
+        max_delay=_dur(o.max_delay),
+        recalculate=_dur(o.recalculate),
+        watermark=_dur(o.watermark),
+        ignore_expired=bool(1 if o.ignore_expired is None else o.ignore_expired),
+        ignore_update=bool(1 if o.ignore_update is None else o.ignore_update),
+        delete_mark=_dur(o.delete_mark),
+        fill_history=bool(o.fill_history or 0),
+        fill_history_async=o.fill_history_async,
+        event_time=bool(1 if o.event_time is None else o.event_time),
+    )
+    notify = None
+    if s.notify is not None:
+        notify = NotifySpec(
+            urls=list(s.notify.urls),
+            events=[e.upper() for e in s.notify.events],
+            history=bool(s.notify.history),
+            on_failure=(s.notify.on_failure or "PAUSE").upper(),
+            where=expr_sql(s.notify.where) if s.notify.where is not None else None,
+        )
+    output = OutputSpec(
+        db=into_db,
+        table=s.into.name,
+        subtable=expr_sql(s.subtable) if s.subtable is not None else None,
+        columns=[{"name": c.name, "composite_key": c.composite_key} for c in s.columns]
+        if s.columns
+        else None,
+        tags=[
+            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
+            for t in (s.tags or [])
+        ],
+    )
+    return StreamSpec(
+        name=s.name,
+        db=s.db,
+        syntax=LEGACY,
+        source=SourceSpec(src_db, t.name),
+        trigger=_trigger_of(q),
+        partition_by=[{"sql": p.text, "alias": p.alias} for p in q.partition_by],
+        filter=expr_sql(where.this) if where is not None else None,
+        query=q.text,
+        options=options,
+        output=output,
+        notify=notify,
+        sql=sql,
+    )
+
+
+def _validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | None = None) -> None:
+    """The trigger modes' constraints (seed 000 "Stream Computing Trigger Modes"): MAX_DELAY at
+    least 5 s; FORCE_WINDOW_CLOSE only for INTERVAL without SLIDING, with FILL_HISTORY 0,
+    IGNORE EXPIRED 1 and IGNORE UPDATE 1; CONTINUOUS_WINDOW_CLOSE only for INTERVAL."""
+    o = spec.options
+    spans = spans or {}
+
+    def err(message: str, key: str | None = None, code: int = Code.INVALID_OPERATION) -> SqlError:
+        sp = spans.get(key or "") or spans.get("trigger")
+        return SqlError(message, sql=sql, offset=sp.start if sp else None, code=code)
+
+    if o.trigger not in TRIGGERS:
+        raise err(f"unknown TRIGGER {o.trigger}: use one of {', '.join(TRIGGERS)}", "trigger")
+    kind = spec.trigger.get("type")
+    legacy_interval = kind == "interval"
+    if o.trigger == "MAX_DELAY":
+        if o.max_delay is None:
+            raise err("TRIGGER MAX_DELAY needs a time, e.g. MAX_DELAY 10s", "max_delay")
+        d = Duration.parse(o.max_delay)
+        if d.is_calendar or d.ns < MAX_DELAY_MIN.ns:
+            raise err(f"MAX_DELAY must be at least {MAX_DELAY_MIN} (seed 000), got {d}", "max_delay")
+    if o.trigger == "FORCE_WINDOW_CLOSE":
+        sliding = spec.trigger.get("sliding")
+        if not legacy_interval or (sliding is not None and sliding != spec.trigger.get("interval")):
+            raise err("TRIGGER FORCE_WINDOW_CLOSE supports only INTERVAL windows without SLIDING (seed 000)")
+        if o.fill_history:
+            raise err("TRIGGER FORCE_WINDOW_CLOSE needs FILL_HISTORY 0 (seed 000)", "fill_history")
+        if not o.ignore_expired:
+            raise err("TRIGGER FORCE_WINDOW_CLOSE needs IGNORE EXPIRED 1 (seed 000)", "ignore_expired")
+        if not o.ignore_update:
+            raise err("TRIGGER FORCE_WINDOW_CLOSE needs IGNORE UPDATE 1 (seed 000)", "ignore_update")
+    if o.trigger == "CONTINUOUS_WINDOW_CLOSE":
+        if not legacy_interval:
+            raise err("TRIGGER CONTINUOUS_WINDOW_CLOSE supports only INTERVAL windows (seed 000)")
+        if o.recalculate is not None:
+            r = Duration.parse(o.recalculate)
+            if r.is_calendar or r.value <= 0:
+                raise err("RECALCULATE must be a positive fixed duration", "recalculate")
+    elif o.recalculate is not None:
+        raise err("RECALCULATE belongs to TRIGGER CONTINUOUS_WINDOW_CLOSE", "recalculate")
+    if kind in (None, "none"):
+        raise err("a stream's query needs a window clause", code=Code.INVALID_STREAM_QUERY)
+    for name in ("watermark", "delete_mark"):
+        v = getattr(o, name)
+        if v is not None and (Duration.parse(v).is_calendar or Duration.parse(v).value < 0):
+            raise err(f"{name.upper()} must be a non-negative fixed duration", name)
+    if spec.notify is not None:
+        for url in spec.notify.urls:
+            if not (url.startswith("ws://") or url.startswith("wss://")):
+                raise SqlError(
+                    f"notification URL {url!r} must start with ws:// or wss:// (seed 000: only "
+                    "the WebSocket protocol is supported)",
+                    sql=sql,
+                    code=Code.INVALID_OPERATION,
+                )
+        for ev in spec.notify.events:
+            if ev not in ("WINDOW_OPEN", "WINDOW_CLOSE"):
+                raise SqlError(
+                    f"unknown notification event {ev}: use WINDOW_OPEN or WINDOW_CLOSE",
+                    sql=sql,
+                    code=Code.INVALID_OPERATION,
+                )
+        if spec.notify.on_failure not in ("DROP", "PAUSE"):
+            raise SqlError("ON_FAILURE must be DROP or PAUSE", sql=sql, code=Code.INVALID_OPERATION)
+
+
+def validate_stream(
+    s: ast.CreateStreamLegacy, sql: str, *, default_db: str | None, lake: Any, tz: str
+) -> tuple[StreamSpec, CompiledStream]:
+    """Check a legacy CREATE STREAM against the catalog without changing anything.
+
+    Errors are positioned in ``sql`` (the statement's text), including those found while
+    compiling the subquery.
+    """
+    check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
+    spec = legacy_spec(s, sql, default_db)
+    _validate_options(spec, sql, s.options.spans)
+    try:
+        return spec, compile_stream(spec, lake, tz)
+    except SqlError as e:
+        if e.sql == spec.query and s.query.span is not None:  # positioned in the subquery text
+            raise e.shifted(sql, s.query.span.start) from None
+        raise
