@@ -1,4 +1,4 @@
-"""The designer's design document (spark_workers/sql/design.py, docs/designer.md "Design")."""
+"""The designer's design document (spark_workers/streams/design/, docs/designer.md "Design")."""
 
 from __future__ import annotations
 
