@@ -23,7 +23,8 @@ import re
 from spark_workers.errors import Code, SqlError
 
 MAX_BYTES = {"database": 64, "table": 192, "stream": 192, "column": 64, "tag": 64, "user": 23}
-SYSTEM_DATABASES = frozenset({"information_schema", "performance_schema"})
+SYSTEM_DB = "information_schema"
+SYSTEM_DATABASES = frozenset({SYSTEM_DB, "performance_schema"})
 _RESERVED_PREFIX_KINDS = frozenset({"database", "table", "stream"})
 _PLAIN_KEY = re.compile(r"^[a-z0-9][a-z0-9_]{0,191}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

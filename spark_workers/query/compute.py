@@ -33,9 +33,11 @@ from sqlglot import exp
 
 from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
+from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
 from spark_workers.query.planner import GroupColumn, Source
 from spark_workers.query.results import ResultColumn
+from spark_workers.query.select import bind_sources, query_scope, result_columns
 from spark_workers.sql import ast
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.sandbox import check_select
@@ -222,8 +224,6 @@ class Computation:
         Raises:
             SqlError / CatalogError: a table is missing, a name is unknown.
         """
-        from spark_workers.query.select import _bind_sources, _scope
-        from spark_workers.statements.executor import Executor
 
         duck = duck or DuckSession(lake)
         sel = self.q.select.copy()
@@ -257,12 +257,12 @@ class Computation:
                     return exp.column(PH + k, quoted=True)
             return node
 
-        ex = Executor(lake, None, tz=self.tz, default_db=self.default_db)  # type: ignore[arg-type]
-        others = _bind_sources(ex, duck, sel, self.sql, skip=frozenset({TRIGGER_SRC}))
+        ctx = QueryContext(lake, tz=self.tz, default_db=self.default_db)
+        others = bind_sources(ctx, duck, sel, self.sql, skip=frozenset({TRIGGER_SRC}))
         sources = ([self.trigger] if uses_trigger and self.trigger is not None else []) + others
         names = self._expand(sel, sources)
         sel = sel.transform(mark, copy=False)
-        scope = _scope(sources, self.tz)
+        scope = query_scope(sources, self.tz)
         scope.timestamp_names = frozenset(ts_types)
         try:
             text = to_sql(sel, "duckdb", scope)
@@ -291,7 +291,6 @@ class Computation:
         Raises:
             SqlError: the query does not bind or run (DuckDB's message).
         """
-        from spark_workers.query.select import _result_columns
 
         with DuckSession(lake) as duck:
             b = self.bind(lake, duck)
@@ -301,7 +300,7 @@ class Computation:
                 dummy[f"p{i}"] = "" if t.is_string else (True if t.name == "BOOL" else 0)
             text = self._event_sql(b, TriggerEvent(dummy, None, None), empty=True)
             result = self._query(duck, f"SELECT * FROM ({text}) AS __td_q LIMIT 0", "does not run")
-        return _result_columns(result, b.names if len(b.names) == result.num_columns else None, b.sources)
+        return result_columns(result, b.names if len(b.names) == result.num_columns else None, b.sources)
 
     def run(self, b: Bound, events: list[TriggerEvent]) -> pa.Table:
         """Rows of every event's query, each tagged with its event's index (``__td_ev``, int64,

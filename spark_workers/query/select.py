@@ -13,7 +13,7 @@ stages, capped results and a capped window-engine input.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,26 +25,24 @@ from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
+from spark_workers.query.context import QueryContext, is_system
 from spark_workers.query.duck import DuckSession, ResultCap, quote
 from spark_workers.query.limits import active_budget, statement_budget
 from spark_workers.query.planner import (
     Source,
     WindowPlan,
     aggregate_call,
-    offset_of,
     output_type,
     plan_window,
     resolve,
 )
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.sql import ast
+from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
-from spark_workers.sql.translate import PSEUDO_TS, Scope, to_sql
-from spark_workers.statements.sysinfo import is_system, system_source
+from spark_workers.sql.scope import PSEUDO_TS, Scope
+from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
-
-if TYPE_CHECKING:
-    from spark_workers.statements.executor import Executor
 
 EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 
@@ -55,8 +53,8 @@ def _tables(sel: exp.Expr) -> list[exp.Table]:
     ]
 
 
-def _bind_sources(
-    ex: Executor,
+def bind_sources(
+    ex: QueryContext,
     duck: DuckSession,
     sel: exp.Expr,
     sql: str,
@@ -64,8 +62,12 @@ def _bind_sources(
     *,
     skip: frozenset[str] = frozenset(),
 ) -> list[Source]:
-    """Resolve every table of a query, register it in DuckDB and point the tree at the views
-    (names in ``skip`` are left as they are)."""
+    """Resolve every table of a query, check the context's READ privilege on it, register it in
+    DuckDB and point the tree at the views (names in ``skip`` are left as they are).
+
+    Raises:
+        SqlError / CatalogError: a missing table (positioned), PERMISSION_DENIED.
+    """
     sources = []
     for t in _tables(sel):
         if (not t.db and t.name.lower() in visible_ctes(t)) or t.name in skip:
@@ -74,8 +76,8 @@ def _bind_sources(
         meta = t.this.meta if isinstance(t.this, exp.Identifier) else {}
         if "start" in meta:
             name = ast.TableName(t.name, t.db or None, ast.Span(int(meta["start"]), int(meta["end"]) + 1))
-        if is_system(name, ex.default_db):  # information_schema.ins_* (sysinfo.py)
-            src, data = system_source(ex, name, sql)
+        if is_system(name, ex.default_db):  # information_schema.ins_* (statements/sysinfo.py)
+            src, data = ex.system_source(name, sql)
             view = duck.register_arrow(data)
         else:
             src = resolve(ex.catalog, name, ex.default_db, sql)
@@ -91,7 +93,9 @@ def _bind_sources(
     return sources
 
 
-def _scope(sources: list[Source], tz: str) -> Scope:
+def query_scope(sources: list[Source], tz: str) -> Scope:
+    """The names of a query over ``sources``: the first source's scope plus the columns of the
+    others (a name two sources share keeps the first's type)."""
     if not sources:
         return Scope(tz=tz)
     scope = sources[0].scope(tz)
@@ -108,7 +112,7 @@ def _anchored(e: SqlError, sql: str) -> SqlError:
     return SqlError(e.message, sql=sql, offset=e.offset, code=e.code)
 
 
-def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
+def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
     """Execute a query for an executor (REST / shell).
 
     Raises:
@@ -120,7 +124,7 @@ def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
         sel = q.select.copy()
         if q.window is not None:
             return _run_window(ex, duck, q, sel, sql)
-        sources = _bind_sources(ex, duck, sel, sql)
+        sources = bind_sources(ex, duck, sel, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
             if any(aggregate_call(n) for item in sel.expressions for n in item.walk()):
@@ -137,12 +141,12 @@ def run_select(ex: Executor, q: ast.SelectQuery, sql: str) -> ResultSet:
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
         names = _expand_and_check(sel, q, sources, sql)
         _default_order(sel, sources)
-        scope = _scope(sources, ex.tz)
+        scope = query_scope(sources, ex.tz)
         try:
             result = duck.query(to_sql(sel, "duckdb", scope), ResultCap.result(duck.limits))
         except SqlError as e:
             raise _anchored(e, sql) from None
-        columns = _result_columns(result, names, sources)
+        columns = result_columns(result, names, sources)
         return ResultSet(columns, arrow_rows(result, columns))
 
 
@@ -209,7 +213,9 @@ def _expand_and_check(sel: exp.Expr, q: ast.SelectQuery, sources: list[Source], 
     return names if not any(isinstance(i, exp.Star) for i in items) else None
 
 
-def _result_columns(result: pa.Table, names: list[str] | None, sources: list[Source]) -> list[ResultColumn]:
+def result_columns(result: pa.Table, names: list[str] | None, sources: list[Source]) -> list[ResultColumn]:
+    """TDengine result columns of a DuckDB result: ``names`` (when given, one per column) or the
+    result's own, typed from the sources' columns where a name matches, else from Arrow."""
     precision = sources[0].db.precision if sources else "ms"
     out_names = list(result.column_names)
     if names is not None and len(names) == len(out_names):
@@ -370,7 +376,9 @@ def stage3_sql(
     return sql
 
 
-def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str) -> ResultSet:
+def _run_window(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
+) -> ResultSet:
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
     tables = _tables(sel)
@@ -381,7 +389,7 @@ def _run_window(ex: Executor, duck: DuckSession, q: ast.SelectQuery, sel: exp.Ex
             offset=offset_of(tables[1]) if len(tables) > 1 else None,
             code=Code.INVALID_WINDOW,
         )
-    sources = _bind_sources(ex, duck, sel, sql)
+    sources = bind_sources(ex, duck, sel, sql)
     src = sources[0]
     view = sel.args["from_"].this.name if sel.args.get("from_") else None
     if view is None:

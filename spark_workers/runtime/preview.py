@@ -50,6 +50,7 @@ from sqlglot import exp
 from spark_workers.access import ROOT, Principal
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Database, Table
+from spark_workers.lake.names import SYSTEM_DB
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import window_id
 from spark_workers.notify.sender import Sender
@@ -59,7 +60,6 @@ from spark_workers.runtime.sink import BatchReport, OutputSink
 from spark_workers.sql import ast
 from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.parser import parse_one
-from spark_workers.statements.sysinfo import SYSTEM_DB
 from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
 from spark_workers.streams.create import check_stream_access
 from spark_workers.streams.legacy import validate_stream

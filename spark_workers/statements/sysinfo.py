@@ -15,22 +15,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
+from spark_workers.access import Principal, UserDirectory, redact_secrets, require_sysinfo
 from spark_workers.errors import Code, SqlError
-from spark_workers.lake.catalog import Column, Database, Table
+from spark_workers.lake.catalog import Catalog, Column, Database, Table
+from spark_workers.lake.names import SYSTEM_DB
+from spark_workers.query.planner import Source
 from spark_workers.sql import ast
+from spark_workers.streams.registry import StreamInfo, StreamRegistry
 from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
 
-if TYPE_CHECKING:
-    from spark_workers.query.planner import Source
-    from spark_workers.statements.executor import Executor
-    from spark_workers.streams.registry import StreamInfo
-
-SYSTEM_DB = "information_schema"
 SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
+
+
+class SystemView(Protocol):
+    """What the system tables are built from: the client's catalog, principal, stream registry
+    and user directory (``statements.session.Session`` has them)."""
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    principal: Principal
+    registry: StreamRegistry
+    users: UserDirectory | None
 
 
 @dataclass(frozen=True)
@@ -39,16 +49,18 @@ class SystemTable:
 
     name: str
     columns: tuple[tuple[str, TdType], ...]
-    rows: Callable[[Executor], list[list[Any]]]
+    rows: Callable[[SystemView], list[list[Any]]]
 
 
-def _visible_databases(ex: Executor) -> list[tuple[Database, int]]:
+def _visible_databases(ex: SystemView) -> list[tuple[Database, int]]:
     """The databases the client holds any privilege in (all of them for superusers; TDengine:
     "when showing db, [a normal user] can only see their own db" and those granted)."""
     return [(db, created) for db, created in ex.catalog.databases() if ex.principal.may_see(db)]
 
 
-def _visible_tables(ex: Executor, kinds: tuple[str, ...]) -> list[tuple[Database, str, str, str | None, int]]:
+def _visible_tables(
+    ex: SystemView, kinds: tuple[str, ...]
+) -> list[tuple[Database, str, str, str | None, int]]:
     """``(db, name, kind, stable, created_ms)`` of the tables the client may know of: every table
     of a database it owns or holds a database-wide grant on, else the tables (and subtables of
     supertables) it holds a table grant on."""
@@ -60,7 +72,7 @@ def _visible_tables(ex: Executor, kinds: tuple[str, ...]) -> list[tuple[Database
     return out
 
 
-def _databases(ex: Executor) -> list[list[Any]]:
+def _databases(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = [[SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready"]]
     for db, created in _visible_databases(ex):
         ntables = len(ex.catalog.tables(db.name, kinds=("sub", "normal")))
@@ -79,7 +91,7 @@ def _databases(ex: Executor) -> list[list[Any]]:
     return out
 
 
-def _stables(ex: Executor) -> list[list[Any]]:
+def _stables(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
     for db, name, _kind, _st, created in _visible_tables(ex, ("super",)):
         t = ex.catalog.require_table(db.name, name)
@@ -87,7 +99,7 @@ def _stables(ex: Executor) -> list[list[Any]]:
     return out
 
 
-def _tables(ex: Executor) -> list[list[Any]]:
+def _tables(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
     for db, name, kind, stable, created in _visible_tables(ex, ("sub", "normal")):
         t = ex.catalog.require_table(db.name, name)
@@ -96,7 +108,7 @@ def _tables(ex: Executor) -> list[list[Any]]:
     return out
 
 
-def _tags(ex: Executor) -> list[list[Any]]:
+def _tags(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
     for db, name, _kind, stable, _created in _visible_tables(ex, ("sub",)):
         t = ex.catalog.require_table(db.name, name)
@@ -106,14 +118,12 @@ def _tags(ex: Executor) -> list[list[Any]]:
     return out
 
 
-def visible_streams(ex: Executor) -> list[StreamInfo]:
+def visible_streams(ex: SystemView) -> list[StreamInfo]:
     """The streams the client may see: its own; every stream for superusers and operators."""
     return [i for i in ex.registry.list() if ex.principal.controls_stream(i.owner)]
 
 
-def _streams(ex: Executor) -> list[list[Any]]:
-    from spark_workers.access import redact_secrets
-
+def _streams(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
     for i in visible_streams(ex):
         s = i.spec
@@ -135,7 +145,7 @@ def _streams(ex: Executor) -> list[list[Any]]:
     return out
 
 
-def _stream_tasks(ex: Executor) -> list[list[Any]]:
+def _stream_tasks(ex: SystemView) -> list[list[Any]]:
     """One row per stream: the worker task that triggers and computes it (a Spark query, or the
     scheduler of a PERIOD stream) with its progress and last error."""
     out: list[list[Any]] = []
@@ -165,10 +175,8 @@ def _stream_tasks(ex: Executor) -> list[list[Any]]:
     return out
 
 
-def _users(ex: Executor) -> list[list[Any]]:
+def _users(ex: SystemView) -> list[list[Any]]:
     """``ins_users`` (SYSINFO 1 only; TDengine SQL manual, "Metadata")."""
-    from spark_workers.access import require_sysinfo
-
     require_sysinfo(ex.principal, "information_schema.ins_users")
     if ex.users is None:
         return [[ex.principal.name, int(ex.principal.super), 1, int(ex.principal.sysinfo),
@@ -179,11 +187,9 @@ def _users(ex: Executor) -> list[list[Any]]:
     ]
 
 
-def _user_privileges(ex: Executor) -> list[list[Any]]:
+def _user_privileges(ex: SystemView) -> list[list[Any]]:
     """``ins_user_privileges``: one row per user, privilege and level (SYSINFO 1 only); a level
     holding both READ and WRITE is shown as ``all``; superusers hold ``all`` on ``*.*``."""
-    from spark_workers.access import require_sysinfo
-
     require_sysinfo(ex.principal, "information_schema.ins_user_privileges")
     out: list[list[Any]] = []
     if ex.users is None:
@@ -325,20 +331,13 @@ TABLES: dict[str, SystemTable] = {
 }
 
 
-def is_system(name: ast.TableName, default_db: str | None) -> bool:
-    """Does ``[db.]name`` refer to the ``information_schema`` database?"""
-    return (name.db or default_db or "").lower() == SYSTEM_DB
-
-
-def system_source(ex: Executor, name: ast.TableName, sql: str) -> tuple[Source, pa.Table]:
+def system_source(ex: SystemView, name: ast.TableName, sql: str) -> tuple[Source, pa.Table]:
     """The resolved system table and its current rows (Arrow, logical column names; timestamps as
     UTC ``timestamp[ms]``).
 
     Raises:
         SqlError: TABLE_NOT_EXIST for an unknown system table, positioned at its name when known.
     """
-    from spark_workers.query.planner import Source
-
     st = TABLES.get(name.name.lower())
     if st is None:
         raise SqlError(

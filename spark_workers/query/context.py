@@ -1,0 +1,98 @@
+"""What a query runs with: the lake, the time zone, the default database, the user and the
+system tables (``information_schema``).
+
+The statement front door's ``Executor`` is a :class:`QueryContext` that also knows the stream
+registry and the users, and serves ``information_schema`` from them; the per-event computations
+of streams (``query/compute.py``) run queries with a bare context (their reads were checked
+against the stream owner's privileges when the stream was created and started).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spark_workers import access
+from spark_workers.access import Principal
+from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Catalog, Database, Table
+from spark_workers.lake.names import SYSTEM_DB
+from spark_workers.lake.store import Lake
+from spark_workers.sql import ast
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from spark_workers.query.planner import Source
+
+
+def is_system(name: ast.TableName, default_db: str | None) -> bool:
+    """Does ``[db.]name`` refer to the ``information_schema`` database?"""
+    return (name.db or default_db or "").lower() == SYSTEM_DB
+
+
+class QueryContext:
+    """The context of one client's queries.
+
+    Args:
+        lake: the lake (its catalog resolves names).
+        tz: ``TDWEB_TIMEZONE``: literals without a zone are read in it.
+        default_db: database of unqualified names (REST ``/rest/sql/{db}``, ``USE``).
+        principal: the user the queries run as (``spark_workers.access``); the default superuser
+            is for tools, tests and stream computations (checked when the stream is created).
+    """
+
+    def __init__(
+        self,
+        lake: Lake,
+        *,
+        tz: str = "UTC",
+        default_db: str | None = None,
+        principal: Principal = access.ROOT,
+    ) -> None:
+        self.lake = lake
+        self.tz = tz
+        self.default_db = default_db
+        self.principal = principal
+
+    @property
+    def catalog(self) -> Catalog:
+        """The lake's catalog."""
+        return self.lake.catalog
+
+    def require(
+        self,
+        privilege: str,
+        db: Database,
+        table: str | None = None,
+        *,
+        sql: str | None = None,
+        span: ast.Span | None = None,
+    ) -> None:
+        """Raise PERMISSION_DENIED unless the client may ``read``/``write`` ``db`` (``table``: a
+        supertable or normal table; None: the database as a whole)."""
+        access.require(self.principal, privilege, db, table, sql=sql, offset=span.start if span else None)
+
+    def require_storage(
+        self,
+        privilege: str,
+        db: Database,
+        table: Table,
+        *,
+        sql: str | None = None,
+        span: ast.Span | None = None,
+    ) -> None:
+        """As :meth:`require` for the table holding ``table``'s rows (a subtable's supertable)."""
+        self.require(privilege, db, table.storage, sql=sql, span=span)
+
+    def system_source(self, name: ast.TableName, sql: str) -> tuple[Source, pa.Table]:
+        """A system table and its rows; a bare context serves none.
+
+        Raises:
+            SqlError: TABLE_NOT_EXIST, positioned at the name.
+        """
+        raise SqlError(
+            f"table {SYSTEM_DB}.{name.name} cannot be read here",
+            sql=sql or None,
+            offset=name.span.start if name.span else None,
+            code=Code.TABLE_NOT_EXIST,
+        )

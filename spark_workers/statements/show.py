@@ -1,0 +1,158 @@
+"""Introspection: SHOW (databases, tables, streams, tags, users, privileges, CREATE ...), DESCRIBE;
+the rows of ``information_schema`` come from ``statements/sysinfo.py`` and are filtered to what
+the client may see.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from spark_workers import access
+from spark_workers.access import READ
+from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Table
+from spark_workers.query.results import ResultColumn, ResultSet
+from spark_workers.sql import ast
+from spark_workers.statements.session import Session
+from spark_workers.statements.sysinfo import TABLES
+from spark_workers.tdtypes import INT, varchar
+
+
+def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
+    w = s.what
+    if w == "databases":  # TDengine lists information_schema too
+        return system_rows(ex, "ins_databases", s.like)
+    if w in ("stables", "tables"):
+        db = ex.visible_database(s.db)
+        kinds = ("super",) if w == "stables" else ("sub", "normal")
+        rows: list[list[Any]] = [
+            [n]
+            for n, _k, st, _c in ex.catalog.tables(db.name, kinds=kinds)
+            if ex.principal.may_see_table(db, st or n)
+        ]
+        rows = like(rows, s.like)
+        col = "stable_name" if w == "stables" else "table_name"
+        return ResultSet([ResultColumn(col, varchar(192))], rows)
+    if w == "streams":
+        res = system_rows(ex, "ins_streams", None)
+        if s.db:  # the streams of one database (their own, else their source's)
+            keep = {
+                i.name
+                for i in ex.registry.list()
+                if (i.db or (i.spec.source.db if i.spec.source else "")).lower() == s.db.lower()
+            }
+            res = ResultSet(res.columns, [r for r in res.rows if r[0] in keep])
+        return res
+    if w == "tags" and s.target is not None:
+        dbname = ex.db_name(s.target.db)
+        t = ex.catalog.require_table(dbname, s.target.name)
+        ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
+        if t.kind != "sub":
+            raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
+        rows = [
+            [t.name, dbname, t.stable, tag.name, tag.type.sql, t.tag_values.get(tag.name.lower())]
+            for tag in t.tags
+        ]
+        return ResultSet(
+            [
+                ResultColumn("table_name", varchar(192)),
+                ResultColumn("db_name", varchar(64)),
+                ResultColumn("stable_name", varchar(192)),
+                ResultColumn("tag_name", varchar(64)),
+                ResultColumn("tag_type", varchar(64)),
+                ResultColumn("tag_value", varchar(256)),
+            ],
+            [[*r[:5], None if r[5] is None else str(r[5])] for r in rows],
+        )
+    if w in ("create_table", "create_stable") and s.target is not None:
+        dbname = ex.db_name(s.target.db)
+        t = ex.catalog.require_table(dbname, s.target.name)
+        ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
+        return ResultSet(
+            [ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
+            [[t.name, create_sql(t)]],
+        )
+    if w == "create_database" and s.db:
+        db = ex.visible_database(s.db)
+        opts = " ".join(f"{k} {v}" for k, v in db.options.items() if k != "PRECISION")
+        return ResultSet(
+            [ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
+            [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]],
+        )
+    if w == "vgroups":
+        access.require_sysinfo(ex.principal, "SHOW VGROUPS")
+        return ResultSet(
+            [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))],
+            [[1, ex.visible_database(s.db).name]],
+        )
+    if w == "users":
+        return system_rows(ex, "ins_users", None)
+    if w == "user_privileges":
+        return system_rows(ex, "ins_user_privileges", None)
+    if w == "create_stream" and s.target is not None:
+        info = ex.own_stream(s.target.name, s.target.db, "show create stream")
+        return ResultSet(
+            [ResultColumn("Stream", varchar(192)), ResultColumn("Create Stream", varchar(4096))],
+            [[info.name, access.redact_secrets(info.sql)]],
+        )
+    raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
+
+
+def system_rows(ex: Session, table: str, pattern: str | None) -> ResultSet:
+    """All rows of an ``information_schema`` table (``sysinfo.py``), filtered by LIKE on the
+    first column."""
+    st = TABLES[table]
+    return ResultSet([ResultColumn(n, t) for n, t in st.columns], like(st.rows(ex), pattern))
+
+
+def like(rows: list[list[Any]], pattern: str | None) -> list[list[Any]]:
+    if not pattern:
+        return rows
+    glob = pattern.replace("%", "*").replace("_", "?")
+    return [r for r in rows if fnmatch.fnmatchcase(str(r[0]).lower(), glob.lower())]
+
+
+def create_sql(ex: Session, t: Table) -> str:
+    if t.kind == "sub":
+        vals = ", ".join(
+            "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
+            for g in t.tags
+        )
+        return f"CREATE TABLE `{t.name}` USING `{t.stable}` TAGS ({vals})"
+    cols = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.columns)
+    if t.kind == "super":
+        tags = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.tags)
+        return f"CREATE STABLE `{t.name}` ({cols}) TAGS ({tags})"
+    return f"CREATE TABLE `{t.name}` ({cols})"
+
+
+def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
+    dbname = ex.db_name(s.table.db)
+    t = ex.catalog.table(dbname, s.table.name)
+    if t is None:
+        raise SqlError(
+            f"table {dbname}.{s.table.name} does not exist",
+            sql=sql,
+            offset=s.table.span.start if s.table.span else None,
+            code=Code.TABLE_NOT_EXIST,
+        )
+    db = ex.catalog.require_database(dbname)
+    if not ex.principal.may_see_table(db, t.storage):
+        raise access.denied(
+            f"table {dbname}.{t.name}", sql=sql, offset=s.table.span.start if s.table.span else None
+        )
+    rows: list[list[Any]] = [
+        [c.name, c.type.meta_name, c.type.byte_length, "COMPOSITE KEY" if c.composite_key else ""]
+        for c in t.columns
+    ]
+    rows += [[g.name, g.type.meta_name, g.type.byte_length, "TAG"] for g in t.tags]
+    return ResultSet(
+        [
+            ResultColumn("field", varchar(64)),
+            ResultColumn("type", varchar(32)),
+            ResultColumn("length", INT),
+            ResultColumn("note", varchar(16)),
+        ],
+        rows,
+    )

@@ -1,0 +1,90 @@
+"""Stream statements: CREATE STREAM of both syntaxes (``spark_workers.streams.create``), PAUSE /
+RESUME / START / STOP / DROP STREAM, RECALCULATE STREAM (``runtime/recalc.py``): for the stream's
+owner, superusers and operators.
+"""
+
+from __future__ import annotations
+
+from spark_workers import access
+from spark_workers.errors import Code, SqlError
+from spark_workers.query.results import ResultSet
+from spark_workers.sql import ast
+from spark_workers.sql.parser import parse_one
+from spark_workers.sql.values import Now
+from spark_workers.statements.session import Session
+from spark_workers.streams import create
+from spark_workers.tdtypes import TIMESTAMP
+
+
+def create_stream_legacy(ex: Session, s: ast.CreateStreamLegacy, sql: str) -> ResultSet:
+    """Legacy CREATE STREAM (seed 000), with the client as the stream's owner."""
+    stmt, sql = unredacted(ex, s, sql)
+    assert isinstance(stmt, ast.CreateStreamLegacy)
+    create.create_stream(ex, stmt, sql)
+    return ResultSet.affected(0)
+
+
+def create_stream_337(ex: Session, s: ast.CreateStream337, sql: str) -> ResultSet:
+    """TDengine 3.3.7 CREATE STREAM (seed 002), with the client as the stream's owner."""
+    stmt, sql = unredacted(ex, s, sql)
+    assert isinstance(stmt, ast.CreateStream337)
+    create.create_stream_337(ex, stmt, sql)
+    return ResultSet.affected(0)
+
+
+def unredacted(
+    ex: Session, s: ast.CreateStreamLegacy | ast.CreateStream337, sql: str
+) -> tuple[ast.Statement, str]:
+    """The statement with every NOTIFY URL shown redacted (copied from a stream page or
+    ``SHOW CREATE STREAM``) replaced by the real URL the client may use.
+
+    Raises:
+        SqlError: INVALID_OPERATION naming the URL when its secret cannot be restored.
+    """
+    urls = [u for u in (s.notify.urls if s.notify else []) if access.REDACTED in u]
+    if not urls:
+        return s, sql
+    for url in urls:
+        real = ex.notify_secrets(url) if ex.notify_secrets is not None else None
+        if real is None:
+            raise SqlError(
+                f"NOTIFY URL {url} holds a redacted value ({access.REDACTED}): write the real "
+                "value (an inbox's key is on its page)",
+                sql=sql,
+                offset=sql.find(url) if url in sql else None,
+                code=Code.INVALID_OPERATION,
+            )
+        sql = sql.replace(url, real)
+    return parse_one(sql), sql
+
+
+def stream_command(ex: Session, s: ast.StreamCommand, sql: str) -> ResultSet:
+    if s.if_exists and ex.registry.get(s.name, s.db) is None:
+        return ResultSet.affected(0)
+    info = ex.own_stream(s.name, s.db, f"{s.action} stream")
+    if s.action == "drop":
+        ex.registry.drop(info.name, info.db)
+    else:
+        ex.registry.command(info.name, info.db, s.action, ignore_untreated=s.ignore_untreated)
+    return ResultSet.affected(0)
+
+
+def recalculate_stream(ex: Session, s: ast.RecalculateStream, sql: str) -> ResultSet:
+    """RECALCULATE STREAM (``runtime/recalc.py``); answers the number of windows rewritten."""
+    from spark_workers.runtime.recalc import recalculate
+    from spark_workers.streams.compile import compile_stream
+
+    info = ex.own_stream(s.name, s.db, "recalculate stream")
+    compiled = compile_stream(info.spec, ex.lake, ex.tz)
+    precision = compiled.source.db.precision
+    now = Now()
+    bounds = [
+        None if e is None else ex.value(e, TIMESTAMP, precision, now, what, sql=sql, offset=None)
+        for e, what in ((s.start, "the start time"), (s.end, "the end time"))
+    ]
+    assert bounds[0] is not None
+    try:
+        done = recalculate(compiled, ex.lake, stream_key=info.name, tz=ex.tz, start=bounds[0], end=bounds[1])
+    except SqlError as e:
+        raise SqlError(e.message, sql=sql, offset=0, code=e.code) from None
+    return ResultSet.affected(done.windows)
