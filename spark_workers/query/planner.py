@@ -24,7 +24,9 @@ from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Database, Table
 from spark_workers.sql import ast
-from spark_workers.sql.translate import PSEUDO_TS, Scope, func_name
+from spark_workers.sql.ast import offset_of
+from spark_workers.sql.sandbox import STREAM_FORBIDDEN, check_select
+from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
 from spark_workers.tdtypes import BIGINT, TIMESTAMP, TdType, varchar
 
 WINDOW_PSEUDO = frozenset({"_wstart", "_wend", "_wduration"})
@@ -39,44 +41,7 @@ EKUIPER_UNIT_NS = {
     "MS": 1_000_000,
 }
 COUNT_WINDOW_MAX = 2_147_483_648
-# seed 000, "Functions supported by stream computing": not allowed in streams
-STREAM_FORBIDDEN = frozenset(
-    {
-        "leastsquares",
-        "percentile",
-        "top",
-        "bottom",
-        "elapsed",
-        "interp",
-        "derivative",
-        "irate",
-        "twa",
-        "histogram",
-        "diff",
-        "statecount",
-        "stateduration",
-        "csum",
-        "mavg",
-        "sample",
-        "tail",
-        "unique",
-        "mode",
-    }
-)
 TBNAME_TYPE = varchar(192)
-
-
-def offset_of(node: exp.Expr) -> int | None:
-    """Character offset of a node in the statement, from sqlglot's token metadata."""
-    for n in node.walk():
-        meta = getattr(n, "meta", None) or {}
-        if "start" in meta:
-            return int(meta["start"])
-        if isinstance(n, exp.Column) and n.this is not None:
-            m = getattr(n.this, "meta", None) or {}
-            if "start" in m:
-                return int(m["start"])
-    return None
 
 
 def positioned(message: str, node: exp.Expr, sql: str, code: int) -> SqlError:
@@ -392,8 +357,6 @@ def plan_window(
             state/event/count windows over a supertable without PARTITION BY tbname (seed 000),
             invalid window arguments.
     """
-    from spark_workers.sql.sandbox import check_select
-
     check_select(q, sql, streaming=streaming)  # the front door: TDengine's SQL only
     sel = q.select
     if not isinstance(sel, exp.Select):

@@ -32,7 +32,8 @@ from spark_workers.notify.sender import Sender
 from spark_workers.query.compute import TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.select import explode_rows, stage3_sql
-from spark_workers.sql.translate import Scope, to_sql
+from spark_workers.sql.scope import Scope
+from spark_workers.sql.translate import to_sql
 from spark_workers.sql.values import coerce
 from spark_workers.streams.compile import (
     CompiledStream,

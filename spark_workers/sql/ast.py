@@ -10,7 +10,8 @@ Expressions inside statements are ``sqlglot`` expression trees in tdweb's TDengi
   ``%%tbname`` -> ``__td_tbname``, ``%%1`` -> column ``__td_p1``; ``_twstart`` etc. stay columns.
 
 Every node that users may get wrong keeps a ``Span`` (character offsets into the statement text)
-so errors can point at it.
+so errors can point at it; an expression's position is in ``sqlglot``'s token metadata
+(:func:`offset_of`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,19 @@ class Span:
     end: int
 
 
+def offset_of(node: exp.Expr) -> int | None:
+    """Character offset of a node in the statement, from sqlglot's token metadata."""
+    for n in node.walk():
+        meta = getattr(n, "meta", None) or {}
+        if "start" in meta:
+            return int(meta["start"])
+        if isinstance(n, exp.Column) and n.this is not None:
+            m = getattr(n.this, "meta", None) or {}
+            if "start" in m:
+                return int(m["start"])
+    return None
+
+
 @dataclass(frozen=True)
 class TableName:
     """``[db.]name`` as written; ``db`` is None when the statement did not qualify it."""
@@ -39,10 +53,6 @@ class TableName:
     name: str
     db: str | None = None
     span: Span | None = None
-
-    def qualified(self, default_db: str | None) -> tuple[str | None, str]:
-        """``(db, name)`` with ``default_db`` filled in."""
-        return (self.db or default_db, self.name)
 
     def __str__(self) -> str:
         return f"{self.db}.{self.name}" if self.db else self.name

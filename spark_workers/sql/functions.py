@@ -35,16 +35,13 @@ import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from spark_workers import timestamps
 from spark_workers.duration import NS_PER_PRECISION, NS_PER_UNIT, Duration
 from spark_workers.errors import Code, SqlError
-
-if TYPE_CHECKING:
-    from spark_workers.sql.translate import Scope
+from spark_workers.sql.scope import Scope
 
 Rewrite = Callable[["Call"], exp.Expr]
 

@@ -25,17 +25,13 @@ text.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.limits import current_limits
-
-if TYPE_CHECKING:
-    from sqlglot.tokens import Tokenizer
 
 # TDengine duration unit letter -> sqlglot interval unit (and back).
 UNIT_NAMES: dict[str, str] = {
@@ -160,12 +156,12 @@ def merge_placeholders(tokens: list[Token]) -> list[Token]:
     return out
 
 
-def tokenize(sql: str, tokenizer: Tokenizer | None = None) -> list[Token]:
+def tokenize(sql: str, tokenizer: Tokenizer) -> list[Token]:
     """Tokenize TDengine SQL with the TDengine dialect (placeholders merged).
 
     Args:
         sql: the text.
-        tokenizer: a TDengine dialect tokenizer; a new one when None.
+        tokenizer: a TDengine dialect tokenizer (``DIALECT.tokenizer()``).
 
     Returns:
         ``sqlglot`` tokens whose ``start``/``end`` (inclusive) are offsets into ``sql``.
@@ -182,10 +178,6 @@ def tokenize(sql: str, tokenizer: Tokenizer | None = None) -> list[Token]:
             offset=limits.max_sql_chars,
             code=Code.EXCEED_SQL_LIMIT,
         )
-    if tokenizer is None:
-        from spark_workers.sql.dialect import TDengine
-
-        tokenizer = TDengine().tokenizer()
     try:
         tokens = tokenizer.tokenize(sql)
     except TokenError as e:

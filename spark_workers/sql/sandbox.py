@@ -21,7 +21,7 @@ translated for a backend (docs/decisions.md, "SQL sandbox and limits"):
   used as a table (DuckDB reads ``FROM '/etc/passwd'`` as a file) is ``0x2644`` "Permission
   denied"; three-part names are a syntax error.
 
-Errors are positioned at the offending node (:func:`spark_workers.query.planner.offset_of`).
+Errors are positioned at the offending node (:func:`spark_workers.sql.ast.offset_of`).
 """
 
 from __future__ import annotations
@@ -33,12 +33,38 @@ from sqlglot import exp
 from spark_workers.engine.aggregates import AGGREGATES
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
+from spark_workers.sql.ast import offset_of
 from spark_workers.sql.functions import CAST_TYPES, td_name
+from spark_workers.sql.scope import func_name
 
 # eKuiper's window_start() / window_end() (seed 003); the planner turns them into _wstart / _wend
 EKUIPER_PSEUDO_FUNCTIONS = frozenset({"window_start", "window_end"})
+# seed 000, "Functions supported by stream computing": not allowed in streams
+STREAM_FORBIDDEN = frozenset(
+    {
+        "leastsquares",
+        "percentile",
+        "top",
+        "bottom",
+        "elapsed",
+        "interp",
+        "derivative",
+        "irate",
+        "twa",
+        "histogram",
+        "diff",
+        "statecount",
+        "stateduration",
+        "csum",
+        "mavg",
+        "sample",
+        "tail",
+        "unique",
+        "mode",
+    }
+)
 # TDengine functions (SQL manual, "Functions") tdweb does not compute yet: NOT_SUPPORTED, not an
-# invalid name. Streams reject the seed-000 list with their own message (planner.STREAM_FORBIDDEN).
+# invalid name. Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN).
 TDENGINE_NOT_IMPLEMENTED = frozenset(
     {
         "apercentile",
@@ -263,8 +289,6 @@ def check_expression(tree: exp.Expr) -> None:
 
 
 def _error(message: str, node: exp.Expr, sql: str | None, code: int) -> SqlError:
-    from spark_workers.query.planner import offset_of
-
     return SqlError(message, sql=sql, offset=offset_of(node), code=code)
 
 
@@ -370,9 +394,6 @@ def _check_table(t: exp.Table, sql: str | None) -> None:
 
 def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     """A function call: in the catalogue, or refused by name."""
-    from spark_workers.query.planner import STREAM_FORBIDDEN
-    from spark_workers.sql.translate import func_name
-
     if td_name(node) is not None:
         return
     name = func_name(node)

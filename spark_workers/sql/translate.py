@@ -21,58 +21,17 @@ column) still cannot call DuckDB's or Spark's own functions (``read_text``, ``ja
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from sqlglot import exp
 
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import functions
-from spark_workers.tdtypes import TdType
+from spark_workers.sql.sandbox import check_expression
+from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
 
 BACKENDS = ("duckdb", "spark")
-PSEUDO_TS = frozenset({"_c0", "_rowts"})
 _CMP = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
-
-
-@dataclass
-class Scope:
-    """What the names of an expression refer to.
-
-    Attributes:
-        columns: lower-case logical column name -> TDengine type (columns, tags, ``tbname``).
-        ts_column: name of the primary timestamp column (target of ``_c0``/``_rowts``).
-        precision: database precision for integer timestamp literals.
-        tz: time zone for timestamp strings without a zone.
-        timestamp_names: extra lower-case names holding timestamps (``_wstart``, ``_wend``).
-    """
-
-    columns: dict[str, TdType] = field(default_factory=dict)
-    ts_column: str | None = None
-    precision: str = "ms"
-    tz: str = "UTC"
-    timestamp_names: frozenset[str] = frozenset()
-
-    def is_timestamp(self, node: exp.Expr) -> bool:
-        if isinstance(node, exp.Column) and not node.table:
-            name = node.name.lower()
-            if name in PSEUDO_TS or name in self.timestamp_names:
-                return True
-            t = self.columns.get(name)
-            return t is not None and t.name == "TIMESTAMP"
-        return isinstance(node, exp.CurrentTimestamp)
-
-
-def func_name(node: exp.Expr) -> str | None:
-    """Lower-case TDengine name of a function call node, or None if ``node`` is not a call."""
-    if isinstance(node, exp.Anonymous):
-        return str(node.name).lower()
-    if isinstance(node, exp.StddevPop | exp.Stddev):
-        return "stddev"
-    if isinstance(node, exp.Func):
-        return node.sql_name().lower()
-    return None
 
 
 def ts_literal(value_us: int) -> exp.Expr:
@@ -205,8 +164,6 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")
-    from spark_workers.sql.sandbox import check_expression
-
     check_expression(expr)
     e = _backend_rewrite(normalize(expr, scope), backend, scope)
     return e.sql(dialect=backend, identify=True)

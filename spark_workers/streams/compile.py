@@ -272,7 +272,7 @@ def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.Create
     columns and functions of the trigger, PARTITION BY, PRE_FILTER and the computation, and the
     first occurrence in the statement gets the error. Without a match the error keeps its message
     and loses its position (a generated text's offset would point at the wrong place)."""
-    from spark_workers.query.planner import offset_of
+    from spark_workers.sql.ast import offset_of
 
     name = None
     if e.offset is not None and e.sql == engine_sql:

@@ -39,8 +39,9 @@ from sqlglot import exp
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.query.compute import placeholder_key
-from spark_workers.query.planner import aggregate_call, offset_of
+from spark_workers.query.planner import aggregate_call
 from spark_workers.sql import ast
+from spark_workers.sql.ast import offset_of
 from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
 from spark_workers.streams.spec import (

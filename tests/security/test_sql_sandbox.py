@@ -26,7 +26,8 @@ from spark_workers.query.duck import DuckSession
 from spark_workers.query.planner import resolve
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_expression
-from spark_workers.sql.translate import Scope, to_sql
+from spark_workers.sql.scope import Scope
+from spark_workers.sql.translate import to_sql
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 

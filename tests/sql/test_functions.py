@@ -26,7 +26,8 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.sql import functions
 from spark_workers.sql.parser import parse_expression
-from spark_workers.sql.translate import Scope, to_sql
+from spark_workers.sql.scope import Scope
+from spark_workers.sql.translate import to_sql
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 from spark_workers.tdtypes import BIGINT, BOOL, DOUBLE, INT, TIMESTAMP, TdType, varchar
