@@ -1,0 +1,211 @@
+"""Field checks: the issues of a design, each placed on the node and field that holds it
+(``docs/designer.md`` "Validation issues"), found without the lake.
+
+``check_design`` reads every field with the readers of ``fields`` and the builders of ``to_sql``,
+turning what they raise into issues with the position inside the field's own text; the catalog
+checks come from validating the SQL (``locate.locate_error``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from spark_workers.duration import Duration
+from spark_workers.errors import SqlError
+from spark_workers.streams.design.document import (
+    COUNT_MIN,
+    LEGACY_EVENTS,
+    LEGACY_TRIGGER_MODES,
+    MAX_DELAY_MIN,
+    OPTION_KEYS,
+    SYNTAXES,
+    TRIGGER_FIELDS,
+    DesignError,
+    NotExpressible,
+    issue,
+)
+from spark_workers.streams.design.fields import read_duration, read_expr, read_int, read_partition, read_query
+from spark_workers.streams.design.to_sql import build_notify, build_output, build_trigger, design_to_sql
+from spark_workers.streams.spec import LEGACY, SCHEMA_VERSION, V337
+
+
+def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
+    """Field-level issues of a design, without the lake (the catalog checks come from validating
+    the SQL, see ``locate_error``).
+
+    Checks: required fields (name, trigger and its fields per type, source table unless a 3.3.7
+    PERIOD trigger, output table); durations parse and are positive (offsets, WATERMARK,
+    DELETE_MARK may be 0); expressions and the computation query parse; COUNT_WINDOW counts are
+    integers >= 2 legacy / 1 in 3.3.7 and MAX_DELAY >= 5s legacy / 3s in 3.3.7 (ARCHITECTURE.md);
+    unknown trigger types, options and events; notification URLs ws:// or wss:// (seed 000, 002);
+    then whatever building the statement in the design's syntax refuses.
+
+    Returns:
+        ``[{"node", "field", "message", "position": {"offset", "line", "column"} | None}]``,
+        positions inside the field's own text; empty when the design is well formed.
+    """
+    found = _Issues(design)
+    syntax = design.get("syntax")
+    if design.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        found.add(None, "schema_version", f"unsupported schema_version {design.get('schema_version')}")
+    if syntax not in SYNTAXES:
+        found.add(None, "syntax", f"unknown syntax {syntax!r}: use 3.3.7 or legacy")
+        return found.items
+    syntax = str(syntax)
+    if not isinstance(design.get("name"), str) or not design["name"].strip():
+        found.add(None, "name", "the stream name is required")
+    nodes = design.get("nodes") or {}
+    trig = nodes.get("trigger")
+    if not isinstance(trig, dict):
+        found.add("trigger", "type", "the trigger is required")
+        trig = None
+    else:
+        _check_trigger(found, trig, syntax)
+    source = nodes.get("source")
+    needs_source = syntax == LEGACY or (trig or {}).get("type") != "period"
+    if needs_source and not (isinstance(source, dict) and source.get("table")):
+        found.add("source", "table", "the trigger table is required")
+    found.run(read_partition, source if isinstance(source, dict) else None)
+    pre = nodes.get("prefilter")
+    if isinstance(pre, dict):
+        found.run(read_expr, "prefilter", "condition", pre.get("condition"), True)
+    _check_options(found, nodes.get("options") or {}, syntax)
+    comp = nodes.get("computation")
+    if isinstance(comp, dict):
+        found.run(read_query, "computation", "query", comp.get("query"))
+    elif syntax == LEGACY:
+        found.add("computation", "query", "a legacy stream needs a computation")
+    out = nodes.get("output")
+    if isinstance(out, dict):
+        found.run(build_output, out, syntax == V337)
+    n = nodes.get("notify")
+    if isinstance(n, dict):
+        _check_notify(found, n, syntax)
+    if not found.items:
+        found.run(design_to_sql, design)
+    return found.unique()
+
+
+class _Issues:
+    """The issues found so far in ``design``; ``run`` turns what a reader raises into one."""
+
+    def __init__(self, design: dict[str, Any]) -> None:
+        self.design = design
+        self.items: list[dict[str, Any]] = []
+
+    def add(self, node: str | None, field: str | None, message: str) -> None:
+        self.items.append(issue(node, field, message))
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn(*args)``: a ``DesignError`` is an issue placed in the field's own text, a
+        ``NotExpressible`` one without a position."""
+        try:
+            fn(*args)
+        except DesignError as e:
+            text = _field_text(self.design, e.node, e.field)
+            self.items.append(issue(e.node, e.field, e.message, text, e.position))
+        except NotExpressible as e:
+            self.items.append(issue(e.node, e.field, e.reason))
+
+    def unique(self) -> list[dict[str, Any]]:
+        """The issues in order, one per node, field and message."""
+        seen: set[tuple[Any, Any, str]] = set()
+        out = []
+        for item in self.items:
+            mark = (item["node"], item["field"], item["message"])
+            if mark not in seen:
+                seen.add(mark)
+                out.append(item)
+        return out
+
+
+def _check_trigger(found: _Issues, trig: dict[str, Any], syntax: str) -> None:
+    """The trigger's type, its fields (durations positive, counts, expressions), then the window."""
+    kind = trig.get("type")
+    if kind not in TRIGGER_FIELDS:
+        found.add("trigger", "type", f"unknown trigger type {kind!r}: use {', '.join(TRIGGER_FIELDS)}")
+        return
+    for f in trig:
+        if f != "type" and f not in TRIGGER_FIELDS[kind]:
+            found.add("trigger", f, f"a {kind} trigger has no field {f}")
+    for f in ("interval", "sliding", "period", "gap", "true_for"):
+        if not (kind == "count" and f == "sliding"):
+            found.run(_positive, "trigger", f, trig.get(f))
+    for f in ("offset", "sliding_offset"):
+        found.run(read_duration, "trigger", f, trig.get(f))
+    if kind == "count":
+        found.run(read_int, "trigger", "count", trig.get("count"), COUNT_MIN[syntax], True)
+        found.run(read_int, "trigger", "sliding", trig.get("sliding"), 1)
+    for f in ("expr", "start", "end", "over_when", "filter"):
+        required = f in ("expr", "start", "end") and f in TRIGGER_FIELDS[kind]
+        found.run(read_expr, "trigger", f, trig.get(f), required)
+    found.run(build_trigger, trig, syntax)
+
+
+def _check_options(found: _Issues, opts: dict[str, Any], syntax: str) -> None:
+    """Each option by its kind (``OPTION_KEYS``), then MAX_DELAY against the syntax's minimum."""
+    for key, value in opts.items():
+        if key not in OPTION_KEYS:
+            found.add("options", key, f"unknown option {key}")
+            continue
+        kind, _only = OPTION_KEYS[key]
+        if kind == "duration" and value is not None:
+            found.run(_non_negative, "options", key, value)
+        elif kind in ("bool", "flag") and value is not None and not isinstance(value, bool):
+            found.add("options", key, "must be true, false or null")
+        elif kind == "mode" and value is not None and value not in LEGACY_TRIGGER_MODES:
+            found.add("options", key, f"unknown trigger mode {value}: use {', '.join(LEGACY_TRIGGER_MODES)}")
+        elif kind == "events":
+            for i, ev in enumerate(value or []):
+                if str(ev).upper() not in LEGACY_EVENTS:
+                    found.add(
+                        "options", f"{key}[{i}]", f"unknown event {ev}: use WINDOW_OPEN or WINDOW_CLOSE"
+                    )
+        elif kind == "expr" and value is not None:
+            found.run(read_expr, "options", key, value)
+    if opts.get("max_delay"):
+        try:
+            d = Duration.parse(str(opts["max_delay"]))
+            low = MAX_DELAY_MIN[syntax]
+            if d.is_calendar or d.ns < low.ns:
+                found.add("options", "max_delay", f"MAX_DELAY must be at least {low} in {syntax} syntax")
+        except SqlError:
+            pass
+
+
+def _check_notify(found: _Issues, n: dict[str, Any], syntax: str) -> None:
+    """Notification URLs are ws:// or wss:// (seed 000, 002), then the NOTIFY clause of the syntax."""
+    for i, url in enumerate(n.get("urls") or []):
+        if not isinstance(url, str) or not (url.startswith("ws://") or url.startswith("wss://")):
+            found.add("notify", f"urls[{i}]", "a notification URL starts with ws:// or wss://")
+    found.run(build_notify, n, syntax)
+
+
+def _field_text(design: dict[str, Any], node: str | None, field: str | None) -> str | None:
+    """The text of ``nodes[node]`` field ``a[0].b`` (None when absent or not text)."""
+    if node is None or field is None:
+        return None
+    cur: Any = (design.get("nodes") or {}).get(node)
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        if part.startswith("["):
+            idx = int(part[1:-1])
+            cur = cur[idx] if isinstance(cur, list) and idx < len(cur) else None
+        else:
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        if isinstance(cur, dict) and "sql" in cur and part.startswith("["):
+            cur = cur["sql"]
+    return cur if isinstance(cur, str) else None
+
+
+def _positive(node: str, field: str, value: Any) -> None:
+    d = read_duration(node, field, value)
+    if d is not None and d.value <= 0:
+        raise DesignError(node, field, "must be a positive duration", 0)
+
+
+def _non_negative(node: str, field: str, value: Any) -> None:
+    d = read_duration(node, field, value)
+    if d is not None and d.value < 0:
+        raise DesignError(node, field, "must not be negative", 0)
