@@ -27,7 +27,7 @@ from pathlib import Path
 
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
-from spark_workers.query.limits import MIB, Limits, configure_limits
+from spark_workers.limits import MIB, Limits, configure_limits
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from spark_workers import limits as sql_limits
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake, storage_schema
-from spark_workers.query import limits as sql_limits
 from spark_workers.query.planner import Source
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,9 @@ from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
+from spark_workers.limits import active_budget, statement_budget
 from spark_workers.query.context import QueryContext, is_system
 from spark_workers.query.duck import DuckSession, ResultCap, quote
-from spark_workers.query.limits import active_budget, statement_budget
 from spark_workers.query.planner import (
     Source,
     WindowPlan,

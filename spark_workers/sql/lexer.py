@@ -13,7 +13,7 @@ builds from them:
   turns them into ``exp.Interval`` nodes with ``meta["td_duration"]`` holding the literal;
 - ``now`` / ``now()`` become ``exp.CurrentTimestamp``; ``today()`` is ``exp.Anonymous("today")``.
 
-:func:`tokenize` also bounds what one text may ask of the parser (:mod:`spark_workers.query.limits`):
+:func:`tokenize` also bounds what one text may ask of the parser (:mod:`spark_workers.limits`):
 its length, its number of statements and the nesting depth of its expressions, so that 500 nested
 parentheses are a positioned syntax error instead of a ``RecursionError`` in ``sqlglot``.
 
@@ -31,7 +31,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from spark_workers.errors import Code, SqlError
-from spark_workers.query.limits import current_limits
+from spark_workers.limits import current_limits
 
 # TDengine duration unit letter -> sqlglot interval unit (and back).
 UNIT_NAMES: dict[str, str] = {
@@ -199,7 +199,7 @@ _UNARY = frozenset({TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TIL
 def check_tokens(tokens: list[Token], sql: str) -> None:
     """Bound the work a text asks for before any parser recurses into it.
 
-    Rules (limits of :func:`spark_workers.query.limits.current_limits`): at most ``max_statements``
+    Rules (limits of :func:`spark_workers.limits.current_limits`): at most ``max_statements``
     non-empty ``;``-separated statements; expressions nest at most ``max_depth`` levels, a level
     being an open parenthesis, an open ``CASE`` or one operator of a run of unary operators
     (``NOT``, ``-``, ``+``, ``~``). Cost: one pass over the tokens.

@@ -7,7 +7,7 @@ from functools import lru_cache
 from django.conf import settings
 
 from spark_workers.lake.store import Lake
-from spark_workers.query.limits import Limits, configure_limits
+from spark_workers.limits import Limits, configure_limits
 from spark_workers.statements.executor import Executor
 
 

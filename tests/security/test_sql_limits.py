@@ -27,7 +27,7 @@ import pytest
 
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
-from spark_workers.query.limits import MIB, Limits, configure_limits, parse_size, statement_budget
+from spark_workers.limits import MIB, Limits, configure_limits, parse_size, statement_budget
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 
@@ -258,7 +258,7 @@ _MEMORY_PROBE = textwrap.dedent(
     from spark_workers.errors import SqlError
     from spark_workers.lake.store import Lake
     from spark_workers.statements.executor import Executor
-    from spark_workers.query.limits import MIB, Limits, configure_limits
+    from spark_workers.limits import MIB, Limits, configure_limits
     from spark_workers.streams.registry import MemoryRegistry
 
     def rss():
