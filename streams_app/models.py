@@ -55,6 +55,11 @@ class Stream(TimeStamped):
     syntax = models.CharField(max_length=8, choices=Syntax.choices, default=Syntax.LEGACY)
     sql = models.TextField()
     spec = models.JSONField()
+    compiled = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the compiled form workers run (spark_workers/streams/stored.py); null: compiled at start",
+    )
     desired_state = models.CharField(max_length=10, choices=Desired.choices, default=Desired.RUNNING)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.STARTING, db_index=True)
     start_version = models.BigIntegerField(help_text="source Delta version at CREATE STREAM")

@@ -40,6 +40,7 @@ from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns
 from spark_workers.sql import ast
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
+from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.sql.sandbox import check_select
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TdType
@@ -168,8 +169,6 @@ class Computation:
         pre_filter: str | None = None,
         partition_types: list[TdType] | None = None,
     ) -> None:
-        from spark_workers.sql.parser import parse_one
-
         stmt = parse_one(query)
         if not isinstance(stmt, ast.Select):
             raise SqlError(
@@ -181,8 +180,27 @@ class Computation:
         self.trigger = trigger
         self.default_db = default_db
         self.tz = tz
-        self.pre_filter = pre_filter
+        self.pre_filter = parse_expression(pre_filter) if pre_filter else None
         self.partition_types = partition_types or []
+
+    @classmethod
+    def restore(
+        cls,
+        *,
+        sql: str,
+        q: ast.SelectQuery,
+        trigger: Source | None,
+        default_db: str | None,
+        tz: str,
+        pre_filter: exp.Expr | None,
+        partition_types: list[TdType],
+    ) -> Computation:
+        """A computation from its parsed parts (a stored compiled stream, ``streams/stored.py``):
+        nothing is parsed again."""
+        c = cls.__new__(cls)
+        c.sql, c.q, c.trigger, c.default_db, c.tz = sql, q, trigger, default_db, tz
+        c.pre_filter, c.partition_types = pre_filter, partition_types
+        return c
 
     # ------------------------------------------------------------------ binding
     def _expand(self, sel: exp.Expr, sources: list[Source]) -> list[str]:
@@ -277,10 +295,8 @@ class Computation:
             tscope = self.trigger.scope(self.tz)
             ts_column = self.trigger.table.columns[0].name
             precision = self.trigger.db.precision
-            if self.pre_filter:
-                from spark_workers.sql.parser import parse_expression
-
-                pre_filter = to_sql(parse_expression(self.pre_filter), "duckdb", tscope)
+            if self.pre_filter is not None:
+                pre_filter = to_sql(self.pre_filter, "duckdb", tscope)
         return Bound(duck, text, trigger_view, names, sources, pre_filter, ts_column, precision, ts_types)
 
     # ------------------------------------------------------------------ running

@@ -25,8 +25,9 @@ from spark_workers.runtime.kernel import Kernel
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb
 from spark_workers.runtime.premerge import premerge
 from spark_workers.runtime.sink import BatchReport, OutputSink
-from spark_workers.streams.compile import CompiledStream, compile_stream
+from spark_workers.streams.compile import CompiledStream
 from spark_workers.streams.registry import MemoryRegistry
+from spark_workers.streams.stored import stream_compiled
 
 
 class LocalRunner:
@@ -85,7 +86,7 @@ class LocalRunner:
         start, history = registry.start_versions[key]
         kwargs.setdefault("stream_key", key)
         return cls(
-            compile_stream(info.spec, lake, tz),
+            stream_compiled(info.spec, info.compiled, lake, tz),
             lake,
             start_version=start,
             history_version=history,

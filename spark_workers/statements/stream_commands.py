@@ -8,11 +8,13 @@ from __future__ import annotations
 from spark_workers import access
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.results import ResultSet
+from spark_workers.runtime.recalc import recalculate
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.values import Now
 from spark_workers.statements.session import Session
 from spark_workers.streams import create
+from spark_workers.streams.stored import stream_compiled
 from spark_workers.tdtypes import TIMESTAMP
 
 
@@ -71,11 +73,8 @@ def stream_command(ex: Session, s: ast.StreamCommand, sql: str) -> ResultSet:
 
 def recalculate_stream(ex: Session, s: ast.RecalculateStream, sql: str) -> ResultSet:
     """RECALCULATE STREAM (``runtime/recalc.py``); answers the number of windows rewritten."""
-    from spark_workers.runtime.recalc import recalculate
-    from spark_workers.streams.compile import compile_stream
-
     info = ex.own_stream(s.name, s.db, "recalculate stream")
-    compiled = compile_stream(info.spec, ex.lake, ex.tz)
+    compiled = stream_compiled(info.spec, info.compiled, ex.lake, ex.tz)
     precision = compiled.source.db.precision
     now = Now()
     bounds = [

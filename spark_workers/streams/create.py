@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from spark_workers.statements.executor import Executor
 from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
 from spark_workers.streams.legacy import validate_stream
+from spark_workers.streams.stored import compiled_to_json
 
 FILL_HISTORY_MAX_WINDOWS = 20_000_000  # seed 000 "FILL_HISTORY"
 
@@ -161,6 +162,7 @@ def _register(
         ensure_output_table(compiled, ex.lake, sql=sql)
     ex.registry.create(
         spec,
+        compiled=compiled_to_json(compiled, tz=ex.tz),
         start_version=version,
         history_version=version if spec.options.fill_history else None,
         owner=ex.principal.name,

@@ -28,6 +28,7 @@ class StreamInfo:
     # last_batch_id, rows_in, rows_out, recalculated, notifications_sent / _failed
     task: dict[str, Any] = field(default_factory=dict)
     owner: str | None = None  # the user who created it (its privileges are the stream's)
+    compiled: dict[str, Any] | None = None  # the stored compiled form (streams/stored.py)
 
 
 class StreamRegistry(Protocol):
@@ -36,8 +37,16 @@ class StreamRegistry(Protocol):
     def get(self, name: str, db: str | None) -> StreamInfo | None: ...
 
     def create(
-        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
-    ) -> None: ...
+        self,
+        spec: StreamSpec,
+        *,
+        compiled: dict[str, Any],
+        start_version: int,
+        history_version: int | None,
+        owner: str | None = None,
+    ) -> None:
+        """Register a stream with its compiled form (``streams/stored.py``: what workers run)."""
+        ...
 
     def drop(self, name: str, db: str | None) -> None: ...
 
@@ -62,10 +71,16 @@ class MemoryRegistry:
         return self.streams.get(self.key(name, db))
 
     def create(
-        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
+        self,
+        spec: StreamSpec,
+        *,
+        compiled: dict[str, Any],
+        start_version: int,
+        history_version: int | None,
+        owner: str | None = None,
     ) -> None:
         self.streams[self.key(spec.name, spec.db)] = StreamInfo(
-            spec.name, spec.db, spec.sql, "running", spec, owner=owner
+            spec.name, spec.db, spec.sql, "running", spec, owner=owner, compiled=compiled
         )
         self.start_versions[self.key(spec.name, spec.db)] = (start_version, history_version)
 

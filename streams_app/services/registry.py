@@ -67,14 +67,19 @@ def _info(s: Stream) -> StreamInfo:
             "notifications_failed": s.notifications_failed,
         },
         owner=s.owner.username if s.owner is not None else None,
+        compiled=s.compiled,
     )
 
 
 class DjangoStreamRegistry:
-    """Stream registry backed by ``Stream`` rows; starts work through Celery on commit."""
+    """Stream registry backed by ``Stream`` rows; starts work through Celery on commit.
+
+    ``created`` holds the rows this registry created, in order (``services.streams.stream_create``
+    answers the new stream from it)."""
 
     def __init__(self, user: Any | None = None) -> None:
         self.user = user if getattr(user, "is_authenticated", False) else None
+        self.created: list[Stream] = []
 
     def _get(self, name: str, db: str | None) -> Stream | None:
         return live_streams().filter(name_key=name_key(name, db)).first()
@@ -84,9 +89,16 @@ class DjangoStreamRegistry:
         return _info(s) if s else None
 
     def create(
-        self, spec: StreamSpec, *, start_version: int, history_version: int | None, owner: str | None = None
+        self,
+        spec: StreamSpec,
+        *,
+        compiled: dict[str, Any],
+        start_version: int,
+        history_version: int | None,
+        owner: str | None = None,
     ) -> None:
-        """Register a stream owned by this registry's user (``owner`` names the same user)."""
+        """Register a stream owned by this registry's user (``owner`` names the same user) with
+        its compiled form, which is what workers run."""
         from streams_app.services.designer import stream_version_create
         from streams_app.services.streams import stream_enqueue
 
@@ -99,12 +111,14 @@ class DjangoStreamRegistry:
                 syntax=spec.syntax,
                 sql=spec.sql,
                 spec=spec.to_json(),
+                compiled=compiled,
                 start_version=start_version,
                 history_version=history_version,
                 owner=self.user,
             )
             # every created stream starts a version of its name (docs/designer.md, versions)
             stream_version_create(stream=s, created_by=self.user)
+            self.created.append(s)
             transaction.on_commit(lambda: stream_enqueue(stream_id=s.pk))
 
     def drop(self, name: str, db: str | None) -> None:

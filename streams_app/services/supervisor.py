@@ -27,9 +27,10 @@ from django.utils import timezone
 from spark_workers.notify.sender import Sender
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
-from spark_workers.streams.compile import CompiledStream, compile_stream
+from spark_workers.streams.compile import CompiledStream
 from spark_workers.streams.create import check_stream_access
 from spark_workers.streams.spec import StreamSpec
+from spark_workers.streams.stored import stream_compiled
 from streams_app.models import Stream, StreamRun
 from streams_app.services.lake import lake_get
 from streams_app.services.registry import checkpoint_remove
@@ -110,7 +111,7 @@ def _supervise(stream_id: int, worker: str) -> None:
                 spec = StreamSpec.from_json(stream.spec)
                 if stream.owner_id is not None:  # the stream runs with its owner's privileges
                     check_stream_access(principal_for(stream.owner), spec, lake.catalog)
-                compiled = compile_stream(spec, lake, settings.TDWEB_TIMEZONE)
+                compiled = stream_compiled(spec, stream.compiled, lake, settings.TDWEB_TIMEZONE)
                 sender = Sender(
                     on_attempt=lambda a: _discard(stream_delivery_record(stream_id=stream_id, attempt=a)),
                     should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set(),
