@@ -138,7 +138,7 @@ def _legacy_spans(sp: _Spans, st: ast.CreateStreamLegacy, nodes: dict[str, Any])
     _legacy_option_spans(sp, st.options, nodes["options"])
     q = st.query
     assert q.span is not None
-    _output_spans(sp, st, nodes.get("output"), 0, "SUBTABLE")
+    _output_spans(sp, st, nodes.get("output"), "SUBTABLE")
     q_lo, q_hi = q.span.start, q.span.end
     cuts: list[_Cut] = []
     from_at = _legacy_from_spans(sp, nodes["source"], q_lo, q_hi, cuts)
@@ -299,30 +299,35 @@ def _spans_337(sp: _Spans, st: ast.CreateStream337, nodes: dict[str, Any]) -> No
                 text=opts["fill_history_start"],
             )
     _notify_spans(sp, st.notify, nodes.get("notify"))
-    _output_spans(sp, st, nodes.get("output"), 0, "OUTPUT_SUBTABLE")
+    _output_spans(sp, st, nodes.get("output"), "OUTPUT_SUBTABLE")
     if st.query is not None and st.query.span is not None:
         comp = nodes.get("computation") or {}
         sp.add("computation", "query", st.query.span.start, st.query.span.end, comp.get("query") or "")
 
 
+# trigger type -> its fields in the order the window clause writes them, with the text before each
+# (an eKuiper window's unit and arguments come first, found apart)
+_WINDOW_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "interval": (
+        ("interval", "INTERVAL("),
+        ("offset", ", "),
+        ("sliding", "SLIDING("),
+        ("sliding_offset", ", "),
+    ),
+    "sliding": (("sliding", "SLIDING("), ("sliding_offset", ", ")),
+    "period": (("period", "PERIOD("), ("offset", ", ")),
+    "session": (("ts_column", "SESSION("), ("gap", ", ")),
+    "state": (("expr", "STATE_WINDOW("), ("true_for", "TRUE_FOR(")),
+    "event": (("start", "START WITH "), ("end", "END WITH "), ("true_for", "TRUE_FOR(")),
+    "count": (("count", "COUNT_WINDOW("), ("sliding", ", ")),
+    "ekuiper": (("filter", "FILTER (WHERE "), ("over_when", "OVER (WHEN ")),
+}
+
+
 def _window_field_spans(sp: _Spans, trig: dict[str, Any], lo: int, hi: int) -> None:
+    """The trigger's fields in its window / trigger clause ``[lo, hi)``."""
     kind = trig.get("type")
     sp.add("trigger", "type", lo, hi, "")
-    order: dict[str, list[tuple[str, str]]] = {
-        "interval": [
-            ("interval", "INTERVAL("),
-            ("offset", ", "),
-            ("sliding", "SLIDING("),
-            ("sliding_offset", ", "),
-        ],
-        "sliding": [("sliding", "SLIDING("), ("sliding_offset", ", ")],
-        "period": [("period", "PERIOD("), ("offset", ", ")],
-        "session": [("ts_column", "SESSION("), ("gap", ", ")],
-        "state": [("expr", "STATE_WINDOW("), ("true_for", "TRUE_FOR(")],
-        "event": [("start", "START WITH "), ("end", "END WITH "), ("true_for", "TRUE_FOR(")],
-        "count": [("count", "COUNT_WINDOW("), ("sliding", ", ")],
-        "ekuiper": [("unit", "("), ("filter", "FILTER (WHERE "), ("over_when", "OVER (WHEN ")],
-    }
     cur = lo
     if kind == "ekuiper":
         cur = sp.find("trigger", "unit", "(", str(trig.get("unit")), cur, hi) if trig.get("unit") else cur + 1
@@ -335,8 +340,7 @@ def _window_field_spans(sp: _Spans, trig: dict[str, Any], lo: int, hi: int) -> N
                 cur,
                 hi,
             )
-        order["ekuiper"] = order["ekuiper"][1:]
-    for field, prefix in order.get(str(kind), []):
+    for field, prefix in _WINDOW_FIELDS.get(str(kind), ()):
         v = trig.get(field)
         if v is None:
             continue
@@ -362,17 +366,16 @@ def _output_spans(
     sp: _Spans,
     st: ast.CreateStreamLegacy | ast.CreateStream337,
     out: dict[str, Any] | None,
-    lo: int,
     subtable_kw: str,
 ) -> None:
     if out is None or st.into is None:
         return
     prefix = f"{name_sql(st.into.db)}." if st.into.db else ""
-    sp.find("output", "table", "INTO " + prefix, name_sql(st.into.name), lo, text=out.get("table"))
+    sp.find("output", "table", "INTO " + prefix, name_sql(st.into.name), 0, text=out.get("table"))
     if out.get("db"):
-        sp.find("output", "db", "INTO ", name_sql(str(out["db"])), lo, text=out.get("db"))
+        sp.find("output", "db", "INTO ", name_sql(str(out["db"])), 0, text=out.get("db"))
     if out.get("subtable"):
-        sp.find("output", "subtable", subtable_kw + "(", _canon(out["subtable"]), lo, text=out["subtable"])
+        sp.find("output", "subtable", subtable_kw + "(", _canon(out["subtable"]), 0, text=out["subtable"])
     for i, c in enumerate(st.columns or []):
         if c.span is not None:
             sp.add("output", f"columns[{i}]", c.span.start, c.span.end)
