@@ -12,13 +12,15 @@ seed 000 "Writing to an existing supertable") survive a round trip.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from sqlglot import exp
 
 from spark_workers.errors import SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.dialect import DIALECT, TDengine
+from spark_workers.sql.parser import parse_expression
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DURATION_LIKE = re.compile(r"^-?\d+[a-zA-Z]?$")
@@ -83,8 +85,6 @@ def _join(parts: Iterable[str | None]) -> str:
 def _as_written(text: str, e: exp.Expr) -> str:
     """``text`` when it still parses to ``e`` (keeps the user's spelling), else generated SQL."""
     if text:
-        from spark_workers.sql.parser import parse_expression
-
         try:
             if parse_expression(text) == e:
                 return text
@@ -442,6 +442,97 @@ def _show_sql(s: ast.Show) -> str:
     return text
 
 
+def _create_database_sql(stmt: ast.CreateDatabase) -> str:
+    opts = " ".join(f"{k} {_option_value_sql(v)}" for k, v in stmt.options.items())
+    return _join(
+        ["CREATE DATABASE", "IF NOT EXISTS" if stmt.if_not_exists else None, name_sql(stmt.name), opts]
+    )
+
+
+def _drop_database_sql(stmt: ast.DropDatabase) -> str:
+    return _join(
+        [
+            "DROP DATABASE",
+            "IF EXISTS" if stmt.if_exists else None,
+            name_sql(stmt.name),
+            "FORCE" if stmt.force else None,
+        ]
+    )
+
+
+def _create_table_sql(stmt: ast.CreateTable) -> str:
+    super_table = stmt.kind == "super"
+    return _join(
+        [
+            "CREATE STABLE" if super_table else "CREATE TABLE",
+            "IF NOT EXISTS" if stmt.if_not_exists else None,
+            table_sql(stmt.table),
+            _column_defs_sql(stmt.columns),
+            f"TAGS {_column_defs_sql(stmt.tags)}" if stmt.tags else None,
+            f"COMMENT {string_sql(stmt.comment)}" if stmt.comment is not None else None,
+        ]
+    )
+
+
+def _drop_table_sql(stmt: ast.DropTable) -> str:
+    return _join(
+        [
+            "DROP STABLE" if stmt.super_only else "DROP TABLE",
+            "IF EXISTS" if stmt.if_exists else None,
+            ", ".join(table_sql(t) for t in stmt.tables),
+        ]
+    )
+
+
+def _delete_sql(stmt: ast.Delete) -> str:
+    return f"DELETE FROM {table_sql(stmt.table)}" + (
+        f" WHERE {expr_sql(stmt.where)}" if stmt.where is not None else ""
+    )
+
+
+def _stream_command_sql(stmt: ast.StreamCommand) -> str:
+    return _join(
+        [
+            stmt.action.upper(),
+            "STREAM",
+            "IF EXISTS" if stmt.if_exists else None,
+            "IGNORE UNTREATED" if stmt.ignore_untreated else None,
+            _stream_name(stmt.name, stmt.db),
+        ]
+    )
+
+
+def _recalculate_sql(stmt: ast.RecalculateStream) -> str:
+    return _join(
+        [
+            "RECALCULATE STREAM",
+            _stream_name(stmt.name, stmt.db),
+            f"FROM {expr_sql(stmt.start)}",
+            f"TO {expr_sql(stmt.end)}" if stmt.end is not None else None,
+        ]
+    )
+
+
+# statement type -> its printer (checked in order with isinstance)
+_RENDERERS: tuple[tuple[type[Any], Callable[[Any], str]], ...] = (
+    (ast.Select, lambda s: query_sql(s.query)),
+    (ast.CreateStreamLegacy, _legacy_stream_sql),
+    (ast.CreateStream337, _stream_337_sql),
+    (ast.CreateDatabase, _create_database_sql),
+    (ast.DropDatabase, _drop_database_sql),
+    (ast.UseDatabase, lambda s: f"USE {name_sql(s.name)}"),
+    (ast.CreateTable, _create_table_sql),
+    (ast.CreateSubtables, lambda s: "CREATE TABLE " + " ".join(_subtable_sql(d) for d in s.items)),
+    (ast.DropTable, _drop_table_sql),
+    (ast.Insert, lambda s: "INSERT INTO " + " ".join(_insert_target_sql(t) for t in s.targets)),
+    (ast.Delete, _delete_sql),
+    (ast.Show, _show_sql),
+    (ast.Describe, lambda s: f"DESCRIBE {table_sql(s.table)}"),
+    (ast.StreamCommand, _stream_command_sql),
+    (ast.RecalculateStream, _recalculate_sql),
+)
+
+
 def render(stmt: ast.Statement) -> str:
     """Canonical TDengine SQL for a statement (no trailing ``;``).
 
@@ -455,77 +546,7 @@ def render(stmt: ast.Statement) -> str:
     Raises:
         TypeError: ``stmt`` is not a statement.
     """
-    if isinstance(stmt, ast.Select):
-        return query_sql(stmt.query)
-    if isinstance(stmt, ast.CreateStreamLegacy):
-        return _legacy_stream_sql(stmt)
-    if isinstance(stmt, ast.CreateStream337):
-        return _stream_337_sql(stmt)
-    if isinstance(stmt, ast.CreateDatabase):
-        opts = " ".join(f"{k} {_option_value_sql(v)}" for k, v in stmt.options.items())
-        return _join(
-            ["CREATE DATABASE", "IF NOT EXISTS" if stmt.if_not_exists else None, name_sql(stmt.name), opts]
-        )
-    if isinstance(stmt, ast.DropDatabase):
-        return _join(
-            [
-                "DROP DATABASE",
-                "IF EXISTS" if stmt.if_exists else None,
-                name_sql(stmt.name),
-                "FORCE" if stmt.force else None,
-            ]
-        )
-    if isinstance(stmt, ast.UseDatabase):
-        return f"USE {name_sql(stmt.name)}"
-    if isinstance(stmt, ast.CreateTable):
-        super_table = stmt.kind == "super"
-        return _join(
-            [
-                "CREATE STABLE" if super_table else "CREATE TABLE",
-                "IF NOT EXISTS" if stmt.if_not_exists else None,
-                table_sql(stmt.table),
-                _column_defs_sql(stmt.columns),
-                f"TAGS {_column_defs_sql(stmt.tags)}" if stmt.tags else None,
-                f"COMMENT {string_sql(stmt.comment)}" if stmt.comment is not None else None,
-            ]
-        )
-    if isinstance(stmt, ast.CreateSubtables):
-        return "CREATE TABLE " + " ".join(_subtable_sql(d) for d in stmt.items)
-    if isinstance(stmt, ast.DropTable):
-        return _join(
-            [
-                "DROP STABLE" if stmt.super_only else "DROP TABLE",
-                "IF EXISTS" if stmt.if_exists else None,
-                ", ".join(table_sql(t) for t in stmt.tables),
-            ]
-        )
-    if isinstance(stmt, ast.Insert):
-        return "INSERT INTO " + " ".join(_insert_target_sql(t) for t in stmt.targets)
-    if isinstance(stmt, ast.Delete):
-        return f"DELETE FROM {table_sql(stmt.table)}" + (
-            f" WHERE {expr_sql(stmt.where)}" if stmt.where is not None else ""
-        )
-    if isinstance(stmt, ast.Show):
-        return _show_sql(stmt)
-    if isinstance(stmt, ast.Describe):
-        return f"DESCRIBE {table_sql(stmt.table)}"
-    if isinstance(stmt, ast.StreamCommand):
-        return _join(
-            [
-                stmt.action.upper(),
-                "STREAM",
-                "IF EXISTS" if stmt.if_exists else None,
-                "IGNORE UNTREATED" if stmt.ignore_untreated else None,
-                _stream_name(stmt.name, stmt.db),
-            ]
-        )
-    if isinstance(stmt, ast.RecalculateStream):
-        return _join(
-            [
-                "RECALCULATE STREAM",
-                _stream_name(stmt.name, stmt.db),
-                f"FROM {expr_sql(stmt.start)}",
-                f"TO {expr_sql(stmt.end)}" if stmt.end is not None else None,
-            ]
-        )
+    for cls, printer in _RENDERERS:
+        if isinstance(stmt, cls):
+            return printer(stmt)
     raise TypeError(f"not a statement: {stmt!r}")

@@ -1,0 +1,66 @@
+"""Introspection: SHOW and DESCRIBE (TDengine SQL manual, "SHOW Commands")."""
+
+from __future__ import annotations
+
+from sqlglot.tokens import TokenType
+
+from spark_workers.sql import ast
+from spark_workers.sql.ast import TableName
+from spark_workers.sql.parser.base import ParserBase
+
+_SHOW_KINDS = {
+    "DATABASES": "databases",
+    "STABLES": "stables",
+    "TABLES": "tables",
+    "STREAMS": "streams",
+    "VGROUPS": "vgroups",
+}
+
+
+class IntrospectionParser(ParserBase):
+    """SHOW and DESCRIBE."""
+
+    def describe(self) -> ast.Describe:
+        """``DESCRIBE [db.]tb`` / ``DESC [db.]tb`` (at DESCRIBE)."""
+        self.i += 1
+        return ast.Describe(table=self.table_name())
+
+    def show(self) -> ast.Show:
+        self.expect("SHOW")
+        if self.accept("DATABASES"):
+            return ast.Show(what="databases")
+        if self.accept("USERS"):
+            return ast.Show(what="users")
+        if self.accept("USER", "PRIVILEGES"):
+            return ast.Show(what="user_privileges")
+        if self.accept("CREATE"):
+            if self.accept("STREAM"):
+                return ast.Show(what="create_stream", target=self.table_name("a stream name"))
+            if self.accept("DATABASE"):
+                return ast.Show(what="create_database", db=self.name("a database name")[0])
+            if self.accept("STABLE"):
+                return ast.Show(what="create_stable", target=self.table_name())
+            if self.accept("TABLE"):
+                return ast.Show(what="create_table", target=self.table_name())
+            raise self.error("syntax error: expected TABLE, STABLE or DATABASE after SHOW CREATE")
+        if self.accept("TAGS"):
+            self.expect("FROM", message="syntax error: expected FROM after SHOW TAGS")
+            target = self.table_name()
+            if self.accept("FROM"):
+                target = TableName(name=target.name, db=self.name("a database name")[0], span=target.span)
+            return ast.Show(what="tags", target=target, db=target.db)
+        db = None
+        if self.is_type(TokenType.DOT, 1):
+            db = self.name("a database name")[0]
+            self.i += 1
+        w = self.word()
+        if not w or w[0] not in _SHOW_KINDS or len(w) != 1:
+            raise self.error(
+                "syntax error: expected DATABASES, STABLES, TABLES, STREAMS or VGROUPS after SHOW"
+            )
+        self.i += 1
+        what = _SHOW_KINDS[w[0]]
+        like = None
+        if what in ("stables", "tables") and self.accept("LIKE"):
+            like = self.string("a LIKE pattern")
+        return ast.Show(what=what, db=db, like=like)

@@ -1,0 +1,183 @@
+"""Databases and tables: CREATE/DROP DATABASE, CREATE/DROP STABLE and TABLE (subtables with
+``USING ... TAGS``), USE (TDengine SQL manual, "Databases", "Supertables", "Tables")."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from spark_workers.sql import ast, lexer
+from spark_workers.sql.ast import Span, TableName
+from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
+
+
+class TablesParser(ParserBase):
+    """Statements that create, drop and select databases and tables."""
+
+    def use_database(self) -> ast.UseDatabase:
+        """``USE db`` (at USE)."""
+        self.i += 1
+        return ast.UseDatabase(name=self.name("a database name")[0])
+
+    def create_database(self) -> ast.CreateDatabase:
+        ine = self.if_not_exists()
+        name = self.name("a database name")[0]
+        options: dict[str, object] = {}
+        while not self.done():
+            t = self.tok()
+            assert t is not None
+            if not lexer.is_word(t) or " " in t.text:
+                raise self.error(f"syntax error: expected a database option name, got '{self.text_of(t)}'")
+            key = t.text.upper()
+            if key in options:
+                raise self.error(f"duplicate database option {key}", t)
+            self.i += 1
+            values = [self.option_value(key)]
+            while self.accept_type(COMMA):
+                values.append(self.option_value(key))
+            options[key] = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+        return ast.CreateDatabase(name=name, if_not_exists=ine, options=options, span=Span(0, len(self.sql)))
+
+    def option_value(self, key: str) -> int | float | str:
+        t = self.tok()
+        if t is None:
+            raise self.error(f"syntax error: expected a value for database option {key}")
+        negative = False
+        if t.token_type == TokenType.DASH and self.is_type(TokenType.NUMBER, 1):
+            negative = True
+            self.i += 1
+            t = self.toks[self.i]
+        if t.token_type == TokenType.NUMBER:
+            self.i += 1
+            text = ("-" if negative else "") + t.text
+            try:
+                return int(text)
+            except ValueError:
+                return float(text)
+        if t.token_type == TokenType.STRING:
+            self.i += 1
+            return t.text
+        if t.token_type == TokenType.VAR or (lexer.is_word(t) and " " not in t.text):
+            self.i += 1
+            return t.text
+        raise self.error(f"syntax error: expected a value for database option {key}", t)
+
+    def create_table(self, stable: bool) -> ast.Statement:
+        ine = self.if_not_exists()
+        name_start = self.i
+        table = self.table_name()
+        if self.at("USING"):
+            if stable:
+                raise self.error("syntax error: CREATE STABLE takes a column list, not USING")
+            first = self.subtable_rest(table, ine, name_start)
+            items = [first]
+            while not self.done():
+                items.append(self.subtable_def())
+            return ast.CreateSubtables(items=items)
+        columns = self.column_defs("after column list")
+        tags: list[ast.ColumnDef] = []
+        if self.accept("TAGS"):
+            tags = self.column_defs("after tag list")
+        elif stable:
+            raise self.error("syntax error: expected TAGS (...) after the column list of a supertable")
+        comment = self.string("a table comment") if self.accept("COMMENT") else None
+        kind = "super" if stable or tags else "normal"
+        return ast.CreateTable(
+            table=table, kind=kind, columns=columns, tags=tags, if_not_exists=ine, comment=comment
+        )
+
+    def column_defs(self, what: str) -> list[ast.ColumnDef]:
+        self.expect_type(L_PAREN, f"syntax error: expected '(' {what.replace('after', 'before')}")
+        out: list[ast.ColumnDef] = []
+        while True:
+            out.append(self.column_def())
+            if self.accept_type(COMMA):
+                continue
+            if self.accept_type(R_PAREN):
+                return out
+            raise self.error(f"syntax error: expected ')' {what}")
+
+    def column_def(self) -> ast.ColumnDef:
+        start = self.i
+        name = self.name("a column name")[0]
+        tdtype = self.data_type()
+        comment = self.string("a column comment") if self.accept("COMMENT") else None
+        composite = bool(self.accept("COMPOSITE", "KEY") or self.accept("PRIMARY", "KEY"))
+        return ast.ColumnDef(
+            name=name, type=tdtype, comment=comment, composite_key=composite, span=self.span(start, self.i)
+        )
+
+    def subtable_def(self) -> ast.SubtableDef:
+        start = self.i
+        ine = self.if_not_exists()
+        table = self.table_name()
+        if not self.at("USING"):
+            raise self.error("syntax error: expected USING after the subtable name")
+        return self.subtable_rest(table, ine, start)
+
+    def subtable_rest(self, table: TableName, ine: bool, start: int) -> ast.SubtableDef:
+        """``USING stb [(tag, ...)] TAGS (v, ...)`` after a subtable name."""
+        self.expect("USING")
+        using = self.table_name("a supertable name")
+        tag_names: list[str] | None = None
+        if self.is_type(L_PAREN):
+            tag_names = self.name_list("tag name", "after tag names")
+        self.expect("TAGS", message="syntax error: expected TAGS (...) after USING")
+        values, _ = self.value_list("after tag values")
+        return ast.SubtableDef(
+            table=table,
+            using=using,
+            tag_names=tag_names,
+            tag_values=values,
+            if_not_exists=ine,
+            span=self.span(start, self.i),
+        )
+
+    def name_list(self, what: str, after: str) -> list[str]:
+        items, _, _ = self.paren_items(after)
+        out = []
+        for lo, hi in items:
+            if not self.item_is_name(lo, hi):
+                raise self.err_at(f"syntax error: expected a {what}", lo)
+            out.append(self.toks[lo].text)
+        if not items:
+            raise self.error(f"syntax error: expected a {what}", self.prev)
+        return out
+
+    def value_list(self, after: str) -> tuple[list[exp.Expr], list[Span]]:
+        """``(v, ...)`` of constants with the span of each value."""
+
+        def check(lo: int, hi: int) -> None:
+            self.constant(lo, hi)
+
+        items, _, close = self.paren_items(after, validate=check)
+        if not items:
+            raise self.err_at("syntax error: expected a value", close)
+        values, spans = [], []
+        for lo, hi in items:
+            if lo >= hi:
+                raise self.err_at("syntax error: expected a value", lo)
+            values.append(self.constant(lo, hi))
+            spans.append(self.span(lo, hi))
+        return values, spans
+
+    def drop_database(self) -> ast.DropDatabase:
+        """``DROP DATABASE [IF EXISTS] db [FORCE]`` (after DROP DATABASE)."""
+        ie = self.if_exists()
+        name = self.name("a database name")[0]
+        force = bool(self.accept("FORCE"))
+        return ast.DropDatabase(name=name, if_exists=ie, force=force)
+
+    def drop_stable(self) -> ast.DropTable:
+        """``DROP STABLE [IF EXISTS] [db.]stb`` (after DROP STABLE)."""
+        ie = self.if_exists()
+        return ast.DropTable(tables=[self.table_name()], if_exists=ie, super_only=True)
+
+    def drop_table(self) -> ast.DropTable:
+        """``DROP TABLE [IF EXISTS] [db.]tb [, [IF EXISTS] [db.]tb ...]`` (after DROP TABLE)."""
+        ie = self.if_exists()
+        tables = [self.table_name()]
+        while self.accept_type(COMMA):
+            ie = self.if_exists() or ie
+            tables.append(self.table_name())
+        return ast.DropTable(tables=tables, if_exists=ie)
