@@ -61,8 +61,7 @@ from spark_workers.sql import ast
 from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.parser import parse_one
 from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
-from spark_workers.streams.create import check_stream_access
-from spark_workers.streams.legacy import validate_stream
+from spark_workers.streams.create import check_stream_access, compile_statement, statement_spec
 from spark_workers.streams.spec import StreamSpec
 
 PER_MS = {"ms": 1, "us": 1_000, "ns": 1_000_000}
@@ -234,16 +233,13 @@ def preview_stream(
 def _spec(lake: Lake, sql: str, tz: str, default_db: str | None) -> StreamSpec:
     """The StreamSpec of ``sql`` after CREATE STREAM's own checks against the real catalog."""
     stmt = parse_one(sql)  # a syntax error propagates unchanged, with its position
-    if isinstance(stmt, ast.CreateStreamLegacy):
-        spec, _ = validate_stream(stmt, sql, default_db=default_db, lake=lake, tz=tz)
-    elif isinstance(stmt, ast.CreateStream337):
-        from spark_workers.streams.v337 import spec_337
-
-        spec = spec_337(stmt, sql, default_db, lake.catalog)
-    else:
+    if not isinstance(stmt, ast.CreateStreamLegacy | ast.CreateStream337):
         raise SqlError(
             "a preview runs a CREATE STREAM statement", sql=sql, offset=0, code=Code.INVALID_OPERATION
         )
+    spec = statement_spec(stmt, sql, default_db, lake.catalog)
+    if isinstance(stmt, ast.CreateStreamLegacy):  # compile errors, positioned, before copying rows
+        compile_statement(stmt, spec, sql, lake, tz)
     if spec.trigger.get("type") == "period":
         raise SqlError(
             "preview of PERIOD triggers is not supported: they fire on system time over the rows "

@@ -30,7 +30,7 @@ def create_stream_337(ex: Session, s: ast.CreateStream337, sql: str) -> ResultSe
     """TDengine 3.3.7 CREATE STREAM (seed 002), with the client as the stream's owner."""
     stmt, sql = unredacted(ex, s, sql)
     assert isinstance(stmt, ast.CreateStream337)
-    create.create_stream_337(ex, stmt, sql)
+    create.create_stream(ex, stmt, sql)
     return ResultSet.affected(0)
 
 

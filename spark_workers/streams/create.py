@@ -7,7 +7,7 @@ A stream reads only what its owner may read and writes only where its owner may 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlglot import exp
 
@@ -16,49 +16,162 @@ from spark_workers.access import READ, WRITE, Principal
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog
 from spark_workers.lake.names import check_name
+from spark_workers.lake.store import Lake
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.sandbox import check_stream
+from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
+from spark_workers.streams.legacy import compile_legacy, legacy_spec, validate_options
+from spark_workers.streams.registry import StreamInfo, StreamRegistry
 from spark_workers.streams.spec import (
     StreamSpec,
 )
-
-if TYPE_CHECKING:
-    from spark_workers.statements.executor import Executor
-from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
-from spark_workers.streams.legacy import validate_stream
 from spark_workers.streams.stored import compiled_to_json
+from spark_workers.streams.v337 import spec_337
 
 FILL_HISTORY_MAX_WINDOWS = 20_000_000  # seed 000 "FILL_HISTORY"
 
 
-def create_stream(ex: Executor, s: ast.CreateStreamLegacy, sql: str) -> None:
-    """Validate a legacy CREATE STREAM completely, create or check its output table, then register
-    it with the source's current lake version as its start (rows written after CREATE STREAM
-    returns are processed even if the Spark query is still starting; FILL_HISTORY 1 processes the
-    snapshot at that version first)."""
+class StreamContext(Protocol):
+    """What CREATE STREAM runs with (``statements.session.Session`` is one): the lake, the time
+    zone and default database of unqualified names, the user creating it, the registry."""
+
+    lake: Lake
+    tz: str
+    default_db: str | None
+    principal: Principal
+    registry: StreamRegistry
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+
+Statement = ast.CreateStreamLegacy | ast.CreateStream337
+
+
+def check_create_stream(
+    ctx: StreamContext, s: Statement, sql: str, *, replacing: StreamInfo | None = None
+) -> tuple[StreamSpec, CompiledStream]:
+    """Every check CREATE STREAM makes, for both syntaxes, without changing anything — the one
+    validator of the SQL console, the REST API and the designer (and of CREATE STREAM itself):
+
+    - the stream's name (TDengine's naming rules) is free among live streams;
+    - TDengine's SQL only (``sql/sandbox.py``);
+    - the statement's rules (seed 000/001 legacy options, seed 002 triggers, options, outputs);
+    - the user's privileges: READ on what it reads, WRITE where it writes (:func:`check_stream_access`);
+    - it compiles against the catalog (``compile.compile_stream``);
+    - its output is not its own source and no other stream writes it (seed 001);
+    - FILL_HISTORY computes at most 20 million windows (seed 000);
+    - an existing output table fits (seed 000 "Writing to an existing supertable").
+
+    Args:
+        ctx: the client: its lake, time zone, default database, principal and registry.
+        s: the parsed statement, whose text is ``sql``.
+        replacing: a stream a redeploy drops first: its name and output table are not in use.
+
+    Returns:
+        The stream's spec and its compiled form.
+
+    Raises:
+        SqlError / CatalogError: positioned in ``sql`` where the check knows the place.
+    """
     check_name(s.name, "stream", sql=sql)
-    if ex.registry.get(s.name, s.db) is not None:
-        if s.if_not_exists:
-            return
+    existing = ctx.registry.get(s.name, s.db)
+    if existing is not None and not _same_stream(existing, replacing):
         raise CatalogError(f"stream {s.name} already exists", code=Code.STREAM_ALREADY_EXIST)
-    spec, compiled = validate_stream(s, sql, default_db=ex.default_db, lake=ex.lake, tz=ex.tz)
-    _register(ex, spec, compiled, sql, s.options.spans.get("fill_history"))
+    spec = statement_spec(s, sql, ctx.default_db, ctx.catalog)
+    check_stream_access(ctx.principal, spec, ctx.catalog)
+    compiled = compile_statement(s, spec, sql, ctx.lake, ctx.tz)
+    _check_output(ctx, spec, compiled, sql, replacing)
+    if spec.options.fill_history:
+        version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+        _check_history_windows(compiled, ctx.lake, version, sql, s.options.spans.get("fill_history"))
+    if compiled.has_output and ctx.catalog.table(compiled.out_db, compiled.out_table) is not None:
+        ensure_output_table(compiled, ctx.lake, sql=sql)  # an existing table is only checked
+    return spec, compiled
 
 
-def create_stream_337(ex: Executor, s: ast.CreateStream337, sql: str) -> None:
-    """Validate a TDengine 3.3.7 CREATE STREAM (``streams337.py``: window triggers over
-    ``%%trows``), create or check its output table, then register it as ``create_stream`` does."""
-    from spark_workers.streams.v337 import spec_337
+def statement_spec(s: Statement, sql: str, default_db: str | None, catalog: Catalog) -> StreamSpec:
+    """The StreamSpec of a CREATE STREAM statement of either syntax after the statement's own
+    rules (TDengine's SQL only; seed 000/001 legacy options; seed 002 triggers, options, outputs),
+    before anything is looked up beyond the trigger table.
 
-    check_name(s.name, "stream", sql=sql)
-    if ex.registry.get(s.name, s.db) is not None:
-        if s.if_not_exists:
-            return
-        raise CatalogError(f"stream {s.name} already exists", code=Code.STREAM_ALREADY_EXIST)
+    Raises:
+        SqlError: positioned in ``sql``.
+    """
     check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
-    spec = spec_337(s, sql, ex.default_db, ex.catalog)
-    _register(ex, spec, compile_stream(spec, ex.lake, ex.tz), sql, s.options.spans.get("fill_history"))
+    if isinstance(s, ast.CreateStreamLegacy):
+        spec = legacy_spec(s, sql, default_db)
+        validate_options(spec, sql, s.options.spans)
+        return spec
+    return spec_337(s, sql, default_db, catalog)
+
+
+def compile_statement(s: Statement, spec: StreamSpec, sql: str, lake: Lake, tz: str) -> CompiledStream:
+    """``compile.compile_stream`` of a statement's spec, its errors positioned in ``sql``."""
+    if isinstance(s, ast.CreateStreamLegacy):
+        return compile_legacy(s, spec, sql, lake, tz)
+    try:
+        return compile_stream(spec, lake, tz)
+    except SqlError as e:
+        raise e.at(sql, None) from None
+
+
+def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
+    """CREATE STREAM of either syntax: :func:`check_create_stream`, then the output table and the
+    registration, with the source's current lake version as the stream's start (rows written after
+    CREATE STREAM returns are processed even if the Spark query is still starting; FILL_HISTORY 1
+    processes the snapshot at that version first) and the client as its owner.
+
+    Returns:
+        False when the stream exists and the statement says IF NOT EXISTS (nothing changed).
+    """
+    if s.if_not_exists and ctx.registry.get(s.name, s.db) is not None:
+        return False
+    spec, compiled = check_create_stream(ctx, s, sql)
+    version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+    if compiled.has_output:
+        ensure_output_table(compiled, ctx.lake, sql=sql)
+    ctx.registry.create(
+        spec,
+        compiled=compiled_to_json(compiled, tz=ctx.tz),
+        start_version=version,
+        history_version=version if spec.options.fill_history else None,
+        owner=ctx.principal.name,
+    )
+    return True
+
+
+def _same_stream(a: StreamInfo, b: StreamInfo | None) -> bool:
+    return b is not None and a.name.lower() == b.name.lower() and (a.db or "").lower() == (b.db or "").lower()
+
+
+def _check_output(
+    ctx: StreamContext, spec: StreamSpec, compiled: CompiledStream, sql: str, replacing: StreamInfo | None
+) -> None:
+    """Seed 001: a stream writes neither its own source nor another stream's output table."""
+    out = spec.output
+    if out is None:
+        return
+    source = compiled.source
+    if out.db.lower() == source.db.name.lower() and out.table.lower() in (
+        source.table.name.lower(),
+        source.storage.name.lower(),
+    ):
+        raise SqlError(
+            "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
+        )
+    for other in ctx.registry.list():
+        o = other.spec.output
+        if _same_stream(other, replacing) or o is None:
+            continue
+        if (o.db.lower(), o.table.lower()) == (out.db.lower(), out.table.lower()):
+            raise SqlError(
+                f"stream {other.name} already writes to {o.db}.{o.table}; two streams cannot share "
+                "an output table (seed 001)",
+                sql=sql,
+                code=Code.STREAM_OUTPUT_CONFLICT,
+            )
 
 
 def stream_tables(spec: StreamSpec) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
@@ -121,52 +234,6 @@ def check_stream_access(
         db = catalog.database(spec.db)
         if db is not None:
             access.require(principal, WRITE, db)
-
-
-def _register(
-    ex: Executor, spec: StreamSpec, compiled: CompiledStream, sql: str, history_span: ast.Span | None
-) -> None:
-    """The checks shared by both syntaxes (privileges, output conflicts, the FILL_HISTORY cap),
-    then the output table and the registration."""
-    assert spec.source is not None
-    check_stream_access(ex.principal, spec, ex.catalog)
-    if (
-        spec.output is not None
-        and spec.output.db.lower() == spec.source.db.lower()
-        and (
-            spec.output.table.lower()
-            in (compiled.source.table.name.lower(), compiled.source.storage.name.lower())
-        )
-    ):
-        raise SqlError(
-            "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
-        )
-    for other in ex.registry.list():
-        o = other.spec.output
-        if (
-            o is not None
-            and spec.output is not None
-            and o.db.lower() == spec.output.db.lower()
-            and o.table.lower() == spec.output.table.lower()
-        ):
-            raise SqlError(
-                f"stream {other.name} already writes to {o.db}.{o.table}; two streams cannot share "
-                "an output table (seed 001)",
-                sql=sql,
-                code=Code.STREAM_OUTPUT_CONFLICT,
-            )
-    version = ex.lake.version(spec.source.db, compiled.source.storage.name)
-    if spec.options.fill_history:
-        _check_history_windows(compiled, ex.lake, version, sql, history_span)
-    if compiled.has_output:
-        ensure_output_table(compiled, ex.lake, sql=sql)
-    ex.registry.create(
-        spec,
-        compiled=compiled_to_json(compiled, tz=ex.tz),
-        start_version=version,
-        history_version=version if spec.options.fill_history else None,
-        owner=ex.principal.name,
-    )
 
 
 def history_window_estimate(c: CompiledStream, lake: Any, version: int) -> int | None:

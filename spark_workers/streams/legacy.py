@@ -1,5 +1,5 @@
 """Legacy CREATE STREAM (seed 000 "Creating Stream Computing", seed 001) -> StreamSpec, and the checks of
-its options; :func:`validate_stream` compiles it against the catalog without changing anything.
+its options; :func:`compile_legacy` compiles it with its errors positioned in the statement.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from spark_workers.duration import Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.render import expr_sql
-from spark_workers.sql.sandbox import check_stream
 from spark_workers.streams.spec import (
     LEGACY,
     NotifySpec,
@@ -134,7 +133,7 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     )
 
 
-def _validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | None = None) -> None:
+def validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | None = None) -> None:
     """The trigger modes' constraints (seed 000 "Stream Computing Trigger Modes"): MAX_DELAY at
     least 5 s; FORCE_WINDOW_CLOSE only for INTERVAL without SLIDING, with FILL_HISTORY 0,
     IGNORE EXPIRED 1 and IGNORE UPDATE 1; CONTINUOUS_WINDOW_CLOSE only for INTERVAL."""
@@ -200,19 +199,13 @@ def _validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | N
             raise SqlError("ON_FAILURE must be DROP or PAUSE", sql=sql, code=Code.INVALID_OPERATION)
 
 
-def validate_stream(
-    s: ast.CreateStreamLegacy, sql: str, *, default_db: str | None, lake: Any, tz: str
-) -> tuple[StreamSpec, CompiledStream]:
-    """Check a legacy CREATE STREAM against the catalog without changing anything.
-
-    Errors are positioned in ``sql`` (the statement's text), including those found while
-    compiling the subquery.
-    """
-    check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
-    spec = legacy_spec(s, sql, default_db)
-    _validate_options(spec, sql, s.options.spans)
+def compile_legacy(
+    s: ast.CreateStreamLegacy, spec: StreamSpec, sql: str, lake: Any, tz: str
+) -> CompiledStream:
+    """Compile a legacy stream's spec with its errors positioned in ``sql`` (the statement's
+    text), including those found while compiling the subquery."""
     try:
-        return spec, compile_stream(spec, lake, tz)
+        return compile_stream(spec, lake, tz)
     except SqlError as e:
         if e.sql == spec.query and s.query.span is not None:  # positioned in the subquery text
             raise e.shifted(sql, s.query.span.start) from None

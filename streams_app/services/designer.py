@@ -22,14 +22,14 @@ from django.db import transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from spark_workers.access import redact_json, redact_secrets
-from spark_workers.errors import CatalogError, Code, SqlError, TdError
+from spark_workers.access import redact_json
+from spark_workers.errors import Code, SqlError, TdError
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
+from spark_workers.streams.create import check_create_stream
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services.lake import executor_for, lake_get
-from streams_app.services.registry import live_streams, name_key
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,9 @@ def stream_design(*, stream: Stream) -> dict[str, Any]:
     return redact_json(_design().design_from_sql(stream.sql, default_db=stream.db or None))
 
 
-def _version_design(v: StreamVersion) -> dict[str, Any] | None:
+def version_design(v: StreamVersion) -> dict[str, Any] | None:
+    """A version's design: the one recorded with it, else compiled from its SQL (None when its SQL
+    has no design)."""
     if v.design:
         return dict(v.design)
     try:
@@ -119,14 +121,11 @@ def _version_design(v: StreamVersion) -> dict[str, Any] | None:
 def stream_sql_check(
     *, user: Any, sql: str, db: str | None = None, replacing: Stream | None = None
 ) -> StreamSpec:
-    """Every check CREATE STREAM makes, without creating anything: the statement compiled against
-    the catalog (``validate_stream`` / ``spec_337`` + ``compile_stream``), the name free among live
-    streams, no other stream writing to the output table, the FILL_HISTORY window cap, and an
-    existing output table that fits (seed 000/001/002 rules, ``spark_workers.streams.compile``).
+    """Every check CREATE STREAM makes, without creating anything: the one validator,
+    ``spark_workers.streams.create.check_create_stream``, run with ``user``'s privileges.
 
     Args:
-        user: who deploys: the stream's tables are checked against their privileges before
-            anything about them is compiled (``streams.check_stream_access``).
+        user: who deploys.
         sql: one CREATE STREAM statement.
         db: database for unqualified names.
         replacing: the stream a redeploy drops first (its name and output table are not in use).
@@ -136,77 +135,17 @@ def stream_sql_check(
 
     Raises:
         SqlError: positioned in ``sql`` where the check knows the place.
-        CatalogError: a missing database or table.
+        CatalogError: a missing database or table, a name in use.
 
     Cost: parsing and compiling one statement plus catalog reads (milliseconds); the FILL_HISTORY
     estimate reads the source's file statistics.
     """
-    from spark_workers.streams.compile import compile_stream
-    from spark_workers.streams.create import (
-        FILL_HISTORY_MAX_WINDOWS,
-        check_stream_access,
-        history_window_estimate,
-    )
-    from spark_workers.streams.legacy import legacy_spec, validate_stream
-    from spark_workers.streams.v337 import spec_337
-    from streams_app.services.users import principal_for
-
-    lake, tz = lake_get(), settings.TDWEB_TIMEZONE
-    principal = principal_for(user)
     stmt = parse_one(sql)
-    if isinstance(stmt, ast.CreateStreamLegacy):
-        check_stream_access(principal, legacy_spec(stmt, sql, db), lake.catalog)
-        spec, compiled = validate_stream(stmt, sql, default_db=db, lake=lake, tz=tz)
-    elif isinstance(stmt, ast.CreateStream337):
-        try:
-            spec = spec_337(stmt, sql, db, lake.catalog)
-            check_stream_access(principal, spec, lake.catalog)
-            compiled = compile_stream(spec, lake, tz)
-        except SqlError as e:
-            raise e.at(sql, None)
-    else:
+    if not isinstance(stmt, ast.CreateStreamLegacy | ast.CreateStream337):
         raise SqlError("expected one CREATE STREAM statement", sql=sql, offset=0, code=Code.SYNTAX_ERROR)
-    name_at = sql.find(stmt.name) if stmt.name in sql else None
-    others = live_streams().exclude(pk=replacing.pk) if replacing is not None else live_streams()
-    if others.filter(name_key=name_key(spec.name, spec.db)).exists():
-        raise SqlError(
-            f"stream {spec.name} already exists", sql=sql, offset=name_at, code=Code.STREAM_ALREADY_EXIST
-        )
-    assert spec.source is not None
-    out = spec.output
-    if out is not None:
-        if out.db.lower() == spec.source.db.lower() and out.table.lower() in (
-            compiled.source.table.name.lower(),
-            compiled.source.storage.name.lower(),
-        ):
-            raise SqlError(
-                "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
-            )
-        for other in others:
-            o = StreamSpec.from_json(other.spec).output
-            if o is not None and (o.db.lower(), o.table.lower()) == (out.db.lower(), out.table.lower()):
-                raise SqlError(
-                    f"stream {other.name} already writes to {o.db}.{o.table}; two streams cannot share "
-                    "an output table (seed 001)",
-                    sql=sql,
-                    code=Code.STREAM_OUTPUT_CONFLICT,
-                )
-    if spec.options.fill_history:
-        version = lake.version(spec.source.db, compiled.source.storage.name)
-        n = history_window_estimate(compiled, lake, version)
-        if n is not None and n > FILL_HISTORY_MAX_WINDOWS:
-            raise SqlError(
-                f"FILL_HISTORY would compute up to {n:,} windows; the limit is "
-                f"{FILL_HISTORY_MAX_WINDOWS:,} (seed 000)",
-                sql=sql,
-                code=Code.INVALID_OPERATION,
-            )
-    if compiled.has_output:
-        from spark_workers.streams.compile import ensure_output_table
-
-        out_db = lake.catalog.require_database(compiled.out_db)
-        if lake.catalog.table(out_db.name, compiled.out_table) is not None:
-            ensure_output_table(compiled, lake, sql=sql)  # an existing table is only checked
+    ex = executor_for(db=db, user=user)
+    info = ex.registry.get(replacing.name, replacing.db or None) if replacing is not None else None
+    spec, _compiled = check_create_stream(ex, stmt, sql, replacing=info)
     return spec
 
 
@@ -531,18 +470,6 @@ def drafts_visible(*, user: Any) -> QuerySet[StreamDraft]:
     return qs.order_by("-updated_at", "-id")
 
 
-def draft_payload(draft: StreamDraft) -> dict[str, Any]:
-    return {
-        "id": draft.pk,
-        "name": draft.name,
-        "design": draft.design,
-        "stream_id": draft.stream_id,
-        "owner": draft.owner.get_username(),
-        "created_at": draft.created_at.isoformat(),
-        "updated_at": draft.updated_at.isoformat(),
-    }
-
-
 def draft_create(
     *, user: Any, design: dict[str, Any], name: str = "", stream: Stream | None = None
 ) -> StreamDraft:
@@ -589,14 +516,9 @@ def stream_create_sql(*, sql: str, user: Any) -> Stream:
         TdError: the statement fails (nothing is created); CatalogError STREAM_ALREADY_EXIST when
             IF NOT EXISTS met an existing stream.
     """
-    last_id = Stream.objects.order_by("-id").values_list("pk", flat=True).first() or 0
-    stmt = parse_one(sql)
-    executor_for(user=user).execute_one(sql)
-    assert isinstance(stmt, ast.CreateStreamLegacy | ast.CreateStream337)
-    stream = live_streams().filter(name__iexact=stmt.name, pk__gt=last_id).order_by("-id").first()
-    if stream is None:
-        raise CatalogError(f"stream {stmt.name} already exists", code=Code.STREAM_ALREADY_EXIST)
-    return stream
+    from streams_app.services.streams import stream_create
+
+    return stream_create(user=user, sql=sql)
 
 
 def stream_redeploy(*, stream: Stream, sql: str, user: Any) -> Stream:
@@ -712,18 +634,6 @@ def stream_versions(*, stream: Stream) -> QuerySet[StreamVersion]:
     )
 
 
-def version_payload(v: StreamVersion) -> dict[str, Any]:
-    return {
-        "number": v.number,
-        "stream_id": v.stream_id,
-        "sql": redact_secrets(v.sql),
-        "design": redact_json(_version_design(v)),
-        "created_at": v.created_at.isoformat(),
-        "created_by": v.created_by.get_username() if v.created_by else None,
-        "impact": v.impact,
-    }
-
-
 class VersionNotFound(Exception):
     """No version with that number for the stream."""
 
@@ -749,7 +659,7 @@ def stream_version_diff(*, stream: Stream, from_number: int | None, to_number: i
     if a is None or b is None:
         raise VersionNotFound(f"no version {from_n if a is None else to_n} of stream {stream.name}")
     d = _design()
-    da, db_ = _version_design(a), _version_design(b)
+    da, db_ = version_design(a), version_design(b)
     sql_diff = "".join(
         difflib.unified_diff(
             [line + "\n" for line in a.sql.splitlines()],

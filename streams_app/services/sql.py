@@ -11,6 +11,7 @@ from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located
 from spark_workers.statements.executor import error_answer
+from spark_workers.streams.create import check_create_stream
 from streams_app.request_id import internal_error_answer
 from streams_app.services.lake import executor_for
 
@@ -44,21 +45,19 @@ def error_position(e: Exception) -> dict[str, int] | None:
     return None
 
 
-def sql_validate(*, sql: str, db: str | None = None) -> dict[str, Any]:
-    """Check a statement without changing anything: parse it and, for CREATE STREAM, compile the
-    stream against the catalog. Returns ``{ok: true, statement}`` or ``{ok: false, code, desc,
-    position}``."""
-    from spark_workers.streams.legacy import validate_stream
-    from streams_app.services.lake import lake_get
-
+def sql_validate(*, sql: str, db: str | None = None, user: Any) -> dict[str, Any]:
+    """Check a statement without changing anything: parse it and, for CREATE STREAM of either
+    syntax, run every check CREATE STREAM makes with ``user``'s privileges (the one validator,
+    ``spark_workers.streams.create.check_create_stream``). Returns ``{ok: true, statement}`` or
+    ``{ok: false, code, desc, position}``."""
     try:
         stmts = parse_located(sql)
         if not stmts:
             raise SqlError("empty statement", sql=sql, offset=0)
         last, start, text = stmts[-1]
-        if isinstance(last, ast.CreateStreamLegacy):
+        if isinstance(last, ast.CreateStreamLegacy | ast.CreateStream337):
             try:
-                validate_stream(last, text, default_db=db, lake=lake_get(), tz=settings.TDWEB_TIMEZONE)
+                check_create_stream(executor_for(db=db, user=user), last, text)
             except SqlError as e:
                 raise e.shifted(sql, start) from None
         return {"ok": True, "statement": type(last).__name__}

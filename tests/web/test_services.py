@@ -534,14 +534,15 @@ def test_ack_and_ack_all(admin, alice, inbox) -> None:
 # ---------------------------------------------------------------------- SQL validation
 
 
-def test_sql_validate_does_not_create(power) -> None:
-    assert sql_validate(sql=STREAM.format(name="v", out="vo")) == {
+def test_sql_validate_does_not_create(power, admin) -> None:
+    assert sql_validate(sql=STREAM.format(name="v", out="vo"), user=admin) == {
         "ok": True,
         "statement": "CreateStreamLegacy",
     }
     assert not Stream.objects.exists() and power.catalog.table("power", "vo") is None
     bad = sql_validate(
-        sql="CREATE STREAM v INTO power.vo AS SELECT _wstart, avg(current) FROM power.nope INTERVAL(10s)"
+        sql="CREATE STREAM v INTO power.vo AS SELECT _wstart, avg(current) FROM power.nope INTERVAL(10s)",
+        user=admin,
     )
     assert bad["ok"] is False and bad["code"] == Code.TABLE_NOT_EXIST and "nope" in bad["desc"]
 
