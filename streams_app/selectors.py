@@ -17,7 +17,7 @@ from spark_workers.errors import CatalogError, Code
 from spark_workers.lake.catalog import Database
 from spark_workers.query.results import ResultSet
 from spark_workers.streams.spec import StreamSpec
-from streams_app.models import Delivery, ImportJob, Notification, Stream, StreamProgress, StreamRun
+from streams_app.models import Delivery, ImportJob, Inbox, Notification, Stream, StreamProgress, StreamRun
 from streams_app.services.lake import lake_get
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,9 @@ def streams_visible(*, user: Any) -> QuerySet[Stream]:
     return qs.order_by("name", "id")
 
 
-def _window_text(spec: StreamSpec) -> str:
+def stream_window_text(*, spec: StreamSpec) -> str:
+    """A stream's trigger/window as the streams list shows it: a 3.3.7 trigger clause as written,
+    ``INTERVAL(i[, offset]) [SLIDING(s)]`` or the legacy window type in upper case (``SESSION``)."""
     t = spec.trigger or {}
     if t.get("sql"):  # 3.3.7 triggers keep their clause as written
         return str(t["sql"])
@@ -69,12 +71,6 @@ def streams_filter(
         desc = ordering.startswith("-")
         qs = qs.order_by(f"-{field}" if desc else field, "-id" if desc else "id")
     return qs
-
-
-def stream_payloads(*, streams: list[Stream]) -> list[dict[str, Any]]:
-    """``stream_payload`` of many streams with their sparklines fetched in one query."""
-    throughput = streams_throughput(stream_ids=[s.pk for s in streams])
-    return [stream_payload(stream=s, throughput=throughput.get(s.pk, [])) for s in streams]
 
 
 def streams_throughput(*, stream_ids: list[int], n: int = SPARKLINE) -> dict[int, list[float]]:
@@ -151,7 +147,9 @@ def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
 
 
 def stream_payload(*, stream: Stream, throughput: list[float] | None = None) -> dict[str, Any]:
-    """The JSON the UI and API show for a stream (``StreamSerializer`` in ``api/v1.py``)."""
+    """A stream as the ``stream.status`` WebSocket message carries it (``services.streams.
+    stream_publish_status``): the JSON of ``api/streams.StreamSerializer`` (the same keys and
+    values; the API answers through that serializer)."""
     spec = StreamSpec.from_json(stream.spec)
     return {
         "id": stream.pk,
@@ -164,7 +162,7 @@ def stream_payload(*, stream: Stream, throughput: list[float] | None = None) -> 
         "source": f"{spec.source.db}.{spec.source.table}" if spec.source else "",
         "target": f"{spec.output.db}.{spec.output.table}" if spec.output else None,
         "trigger": spec.options.trigger,
-        "window": _window_text(spec),
+        "window": stream_window_text(spec=spec),
         "created_at": stream.created_at.isoformat() if stream.created_at else None,
         "last_error": stream.last_error,
         "spark_ui_url": stream.spark_ui_url or None,
@@ -194,35 +192,14 @@ def stream_throughput(*, stream_id: int, n: int = SPARKLINE) -> list[float]:
 
 def stream_progress_list(
     *, stream_id: int, limit: int = 300, since: dt.datetime | None = None
-) -> list[dict[str, Any]]:
+) -> list[StreamProgress]:
     """The latest ``limit`` micro-batch progress rows (recorded after ``since``), oldest first."""
     qs = StreamProgress.objects.filter(stream_id=stream_id)
     if since is not None:
         qs = qs.filter(created_at__gt=since)
     rows = list(qs.order_by("-id")[:limit])
     rows.reverse()
-    return [progress_payload(p) for p in rows]
-
-
-def progress_payload(p: StreamProgress) -> dict[str, Any]:
-    return {
-        "batch_id": p.batch_id,
-        "created_at": p.created_at.isoformat(),
-        "phase": p.phase,
-        "input_rows": p.input_rows,
-        "output_rows": p.output_rows,
-        "removed_windows": p.removed_windows,
-        "rows_per_s": p.rows_per_s,
-        "duration_ms": p.duration_ms,
-        "open_windows": p.open_windows,
-        "state_bytes": p.state_bytes,
-        "watermark_ms": p.watermark_ms,
-        "max_event_ms": p.max_event_ms,
-        "notifications_sent": p.notifications_sent,
-        "notifications_failed": p.notifications_failed,
-        "expired_rows": p.expired_rows,
-        "recalculated": p.recalculated,
-    }
+    return rows
 
 
 def stream_deliveries(*, stream_id: int, ok: bool | None = None) -> QuerySet[Delivery]:
@@ -256,6 +233,9 @@ def notification_unread_count(*, user_id: int) -> int:
 
 
 def notification_payload(n: Notification) -> dict[str, Any]:
+    """A notification as the ``inbox.notification`` WebSocket message carries it
+    (``services.notifications.notifications_push``): the JSON of
+    ``api/notifications.NotificationSerializer``."""
     return {
         "id": n.pk,
         "inbox": n.inbox.name,
@@ -503,31 +483,11 @@ def imports_visible(*, user: Any) -> QuerySet[ImportJob]:
     return qs.order_by("-id")
 
 
-def import_payload(job: ImportJob) -> dict[str, Any]:
-    """``{id, db, table, filename, state, rows_total, rows_done, fraction, error, created_at,
-    updated_at}``; ``fraction`` = rows_done / rows_total (None while the total is unknown)."""
-    return {
-        "id": job.pk,
-        "db": job.db,
-        "table": job.table,
-        "filename": job.filename,
-        "state": job.state,
-        "rows_total": job.rows_total,
-        "rows_done": job.rows_done,
-        "fraction": (
-            (job.rows_done / job.rows_total if job.rows_total else 1.0)
-            if job.rows_total is not None
-            else None
-        ),
-        "error": job.error,
-        "created_at": job.created_at.isoformat(),
-        "updated_at": job.updated_at.isoformat(),
-    }
-
-
 def stream_get(*, user: Any, stream_id: int) -> Stream | None:
+    """The live stream ``stream_id`` if ``user`` may see it (``streams_visible``), else None."""
     return streams_visible(user=user).filter(pk=stream_id).first()
 
 
-def q_owner(user: Any) -> Q:
-    return Q() if getattr(user, "is_staff", False) else Q(owner_id=getattr(user, "pk", None))
+def inboxes_owned(*, user: Any) -> QuerySet[Inbox]:
+    """The inboxes ``user`` owns, by name."""
+    return Inbox.objects.filter(owner_id=getattr(user, "pk", None)).order_by("name")

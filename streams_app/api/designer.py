@@ -1,8 +1,11 @@
 """``/api/v1/designer/`` and stream versions: the visual designer's endpoints (docs/designer.md).
 
 Views parse input, call one service of ``streams_app.services.designer`` and serialize the answer
-(STYLE.md rule 1). Every endpoint needs a signed-in user (session or token); drafts and streams
-follow the API's rule: staff see all, other users their own (others' answer 404).
+(STYLE.md rule 1); the service's errors are answered by ``api/errors.api_exception_handler`` (a
+design's issues in the designer's shape ``{code, desc, position, node, field, issues}``). Every
+endpoint needs a signed-in user (session or token); drafts and streams follow the API's rule:
+staff see all, other users their own (others' answer 404). ``urlpatterns`` holds every designer
+route (``api/urls.py`` includes it).
 """
 
 from __future__ import annotations
@@ -10,23 +13,32 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from spark_workers.access import redact_json
 from spark_workers.errors import Code, SqlError, TdError
 from streams_app import selectors
-from streams_app.api.v1 import ErrorSerializer, StreamSerializer, td_error
-from streams_app.models import Inbox, Stream, StreamDraft
+from streams_app.api.common import (
+    PAGE_PARAMS,
+    IsoDateTimeField,
+    RedactedSqlField,
+    page_schema,
+    paginated,
+    stream_or_404,
+)
+from streams_app.api.errors import DesignErrorSerializer, ErrorSerializer, IssueSerializer
+from streams_app.api.streams import StreamSerializer
+from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services import designer as svc
-from streams_app.services.sql import error_position
+from streams_app.services.templates import template_list
+from streams_app.services.users import inbox_url
 
 # ---------------------------------------------------------------------- serializers (schema)
 
@@ -35,17 +47,6 @@ def _design_field(**kw: Any) -> serializers.DictField:
     return serializers.DictField(
         child=serializers.JSONField(allow_null=True), help_text="design document, docs/designer.md", **kw
     )
-
-
-def _position_field() -> serializers.Field:
-    return copy.deepcopy(ErrorSerializer._declared_fields["position"])
-
-
-class IssueSerializer(serializers.Serializer):
-    node = serializers.CharField(allow_null=True)
-    field = serializers.CharField(allow_null=True)
-    message = serializers.CharField()
-    position = _position_field()
 
 
 class ImpactSerializer(serializers.Serializer):
@@ -92,18 +93,6 @@ class ValidationSerializer(serializers.Serializer):
     not_expressible = serializers.DictField(child=serializers.CharField())
     placeholders = PlaceholderSerializer(many=True)
     impact = ImpactSerializer(required=False, help_text="with stream_id: what redeploying does")
-
-
-class DesignErrorSerializer(serializers.Serializer):
-    """An error of a design: the first issue as ``code``/``desc``/``position``/``node``/``field``,
-    and every issue."""
-
-    code = serializers.IntegerField()
-    desc = serializers.CharField()
-    position = _position_field()
-    node = serializers.CharField(allow_null=True)
-    field = serializers.CharField(allow_null=True)
-    issues = IssueSerializer(many=True)
 
 
 @extend_schema_field(
@@ -216,13 +205,15 @@ class TemplateSerializer(serializers.Serializer):
 
 
 class DraftSerializer(serializers.Serializer):
+    """A draft (``StreamDraft`` row): its design and the stream it edits (null: a new stream)."""
+
     id = serializers.IntegerField()
     name = serializers.CharField()
     design = _design_field()
     stream_id = serializers.IntegerField(allow_null=True)
-    owner = serializers.CharField()
-    created_at = serializers.CharField()
-    updated_at = serializers.CharField()
+    owner = serializers.CharField(source="owner.get_username")
+    created_at = IsoDateTimeField()
+    updated_at = IsoDateTimeField()
 
 
 class DraftInputSerializer(serializers.Serializer):
@@ -240,19 +231,39 @@ class DeployInputSerializer(serializers.Serializer):
 
 
 class VersionSerializer(serializers.Serializer):
+    """A version (``StreamVersion`` row): its SQL and design with NOTIFY secrets redacted, and the
+    impact deploying it had (null: created by SQL)."""
+
     number = serializers.IntegerField()
     stream_id = serializers.IntegerField(allow_null=True)
-    sql = serializers.CharField()
-    design = _design_field(allow_null=True)
-    created_at = serializers.CharField()
-    created_by = serializers.CharField(allow_null=True)
-    impact = ImpactSerializer(allow_null=True)
+    sql = RedactedSqlField()
+    design = serializers.SerializerMethodField()
+    created_at = IsoDateTimeField()
+    created_by = serializers.SerializerMethodField()
+    impact = serializers.SerializerMethodField()
+
+    @extend_schema_field(_design_field(allow_null=True))
+    def get_design(self, version: StreamVersion) -> Any:
+        return redact_json(svc.version_design(version))
+
+    def get_created_by(self, version: StreamVersion) -> str | None:
+        return version.created_by.get_username() if version.created_by else None
+
+    @extend_schema_field(ImpactSerializer(allow_null=True))
+    def get_impact(self, version: StreamVersion) -> Any:
+        return version.impact
 
 
 class DeploySerializer(serializers.Serializer):
+    """What ``services.designer.draft_deploy`` did (a ``Deployment``)."""
+
     stream = StreamSerializer()
     version = VersionSerializer()
-    impact = ImpactSerializer()
+    impact = serializers.SerializerMethodField()
+
+    @extend_schema_field(ImpactSerializer())
+    def get_impact(self, deployment: svc.Deployment) -> Any:
+        return deployment.impact
 
 
 class ImpactConflictSerializer(serializers.Serializer):
@@ -279,34 +290,7 @@ VERSION_DIFF = inline_serializer(
 )
 
 
-def _page(name: str, item: serializers.BaseSerializer) -> Any:
-    return inline_serializer(
-        name,
-        {
-            "count": serializers.IntegerField(),
-            "next": serializers.URLField(allow_null=True),
-            "previous": serializers.URLField(allow_null=True),
-            "results": item,
-        },
-    )
-
-
-PAGE_PARAMS = [OpenApiParameter("limit", int), OpenApiParameter("offset", int)]
-
-
-class Pagination(LimitOffsetPagination):
-    default_limit = 50
-    max_limit = 500
-
-
 # ---------------------------------------------------------------------- helpers
-
-
-def _stream_or_404(request: Request, stream_id: int) -> Stream:
-    stream = selectors.stream_get(user=request.user, stream_id=stream_id)
-    if stream is None:
-        raise Http404("no such stream")
-    return stream
 
 
 def _stream_field(request: Request, stream_id: int | None) -> Stream | None:
@@ -323,21 +307,6 @@ def _draft_or_404(request: Request, draft_id: int) -> StreamDraft:
     return get_object_or_404(svc.drafts_visible(user=request.user), pk=draft_id)
 
 
-def _invalid(issues: list[dict[str, Any]]) -> Response:
-    first = issues[0] if issues else {"message": "invalid design"}
-    return Response(
-        {
-            "code": Code.INVALID_STREAM_QUERY,
-            "desc": first["message"],
-            "position": first.get("position"),
-            "node": first.get("node"),
-            "field": first.get("field"),
-            "issues": issues,
-        },
-        status=status.HTTP_400_BAD_REQUEST,
-    )
-
-
 # ---------------------------------------------------------------------- SQL <-> design
 
 
@@ -348,11 +317,9 @@ class DesignerCompileApi(APIView):
     def post(self, request: Request) -> Response:
         data = CompileInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            out = svc.design_compile(sql=data.validated_data["sql"], db=data.validated_data.get("db") or None)
-        except TdError as e:
-            return td_error(e)
-        return Response(out)
+        return Response(
+            svc.design_compile(sql=data.validated_data["sql"], db=data.validated_data.get("db") or None)
+        )
 
 
 class DesignerValidateApi(APIView):
@@ -377,46 +344,28 @@ class DesignerPreviewApi(APIView):
         data = PreviewInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        try:
-            out = svc.design_preview(
+        return Response(
+            svc.design_preview(
                 user=request.user,
                 design=v["design"],
                 start_ms=v.get("start"),
                 end_ms=v.get("end"),
                 limit=v["limit"],
             )
-        except svc.DesignInvalid as e:
-            return _invalid(e.issues)
-        except svc.PreviewFailed as e:
-            issue = e.issue
-            return Response(
-                {
-                    "code": e.error.code,
-                    "desc": e.error.desc,
-                    "position": issue.get("position") or error_position(e.error),
-                    "node": issue.get("node"),
-                    "field": issue.get("field"),
-                    "issues": [issue],
-                },
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        return Response(out)
+        )
 
 
 class DesignerCatalogApi(APIView):
     """Databases and tables, SQL functions and placeholders for the designer's forms."""
+
+    td_error_status = {TdError: status.HTTP_404_NOT_FOUND}
 
     @extend_schema(
         parameters=[OpenApiParameter("db", str, description="only this database")],
         responses={200: CatalogSerializer, 404: ErrorSerializer},
     )
     def get(self, request: Request) -> Response:
-        try:
-            return Response(
-                svc.designer_catalog(user=request.user, db=request.query_params.get("db") or None)
-            )
-        except TdError as e:
-            return td_error(e, status.HTTP_404_NOT_FOUND)
+        return Response(svc.designer_catalog(user=request.user, db=request.query_params.get("db") or None))
 
 
 class DesignerTemplateListApi(APIView):
@@ -425,10 +374,7 @@ class DesignerTemplateListApi(APIView):
 
     @extend_schema(responses=TemplateSerializer(many=True))
     def get(self, request: Request) -> Response:
-        from streams_app.services.templates import template_list
-        from streams_app.services.users import inbox_url
-
-        inbox = Inbox.objects.filter(owner_id=request.user.pk).order_by("name").first()
+        inbox = selectors.inboxes_owned(user=request.user).first()
         return Response(template_list(notify_url=inbox_url(inbox=inbox) if inbox else None))
 
 
@@ -441,12 +387,11 @@ class DraftListApi(APIView):
     @extend_schema(
         operation_id="v1_designer_drafts_list",
         parameters=PAGE_PARAMS,
-        responses=_page("StreamDraftPage", DraftSerializer(many=True)),
+        responses=page_schema("StreamDraftPage", DraftSerializer(many=True)),
     )
     def get(self, request: Request) -> Response:
-        pager = Pagination()
-        page = pager.paginate_queryset(svc.drafts_visible(user=request.user), request, view=self)
-        return pager.get_paginated_response([svc.draft_payload(d) for d in page or []])
+        drafts = svc.drafts_visible(user=request.user)
+        return paginated(self, request, drafts, lambda page: DraftSerializer(page, many=True).data)
 
     @extend_schema(request=DraftInputSerializer, responses={201: DraftSerializer})
     def post(self, request: Request) -> Response:
@@ -459,7 +404,7 @@ class DraftListApi(APIView):
             name=v.get("name") or "",
             stream=_stream_field(request, v.get("stream_id")),
         )
-        return Response(svc.draft_payload(draft), status=status.HTTP_201_CREATED)
+        return Response(DraftSerializer(draft).data, status=status.HTTP_201_CREATED)
 
 
 class DraftDetailApi(APIView):
@@ -467,7 +412,7 @@ class DraftDetailApi(APIView):
 
     @extend_schema(responses=DraftSerializer)
     def get(self, request: Request, draft_id: int) -> Response:
-        return Response(svc.draft_payload(_draft_or_404(request, draft_id)))
+        return Response(DraftSerializer(_draft_or_404(request, draft_id)).data)
 
     def _update(self, request: Request, draft_id: int, serializer: type[serializers.Serializer]) -> Response:
         draft = _draft_or_404(request, draft_id)
@@ -482,7 +427,7 @@ class DraftDetailApi(APIView):
         draft = svc.draft_update(
             draft=draft, design=v.get("design"), name=v.get("name") or None, stream=stream
         )
-        return Response(svc.draft_payload(draft))
+        return Response(DraftSerializer(draft).data)
 
     @extend_schema(request=DraftInputSerializer, responses=DraftSerializer)
     def put(self, request: Request, draft_id: int) -> Response:
@@ -500,7 +445,10 @@ class DraftDetailApi(APIView):
 
 class DraftDeployApi(APIView):
     """Validate the draft again and deploy it: CREATE STREAM, or DROP + CREATE of the stream it
-    edits (409 when that resets or recalculates the stream and ``confirm_impact`` is not true)."""
+    edits (409 when that resets or recalculates the stream and ``confirm_impact`` is not true).
+    A CREATE STREAM that fails on its SQL is an issue of the design (the designer's shape)."""
+
+    td_error_issues = (SqlError,)
 
     @extend_schema(
         request=DeployInputSerializer,
@@ -512,41 +460,11 @@ class DraftDeployApi(APIView):
         data.is_valid(raise_exception=True)
         edited = draft.stream
         if edited is not None and edited.status != Stream.Status.DROPPED:
-            _stream_or_404(request, edited.pk)  # the stream it edits must be the user's too
-        try:
-            dep = svc.draft_deploy(
-                draft=draft, user=request.user, confirm_impact=data.validated_data["confirm_impact"]
-            )
-        except svc.DesignInvalid as e:
-            return _invalid(e.issues)
-        except svc.ImpactUnconfirmed as e:
-            return Response(
-                {"detail": "deploying this change needs confirm_impact: true", "impact": e.impact},
-                status=status.HTTP_409_CONFLICT,
-            )
-        except SqlError as e:
-            return Response(
-                {
-                    "code": e.code,
-                    "desc": e.desc,
-                    "position": error_position(e),
-                    "node": None,
-                    "field": None,
-                    "issues": [
-                        {"node": None, "field": None, "message": e.message, "position": error_position(e)}
-                    ],
-                },
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        except TdError as e:
-            return td_error(e)
-        return Response(
-            {
-                "stream": selectors.stream_payload(stream=dep.stream),
-                "version": svc.version_payload(dep.version),
-                "impact": dep.impact,
-            }
+            stream_or_404(request, edited.pk)  # the stream it edits must be the user's too
+        deployment = svc.draft_deploy(
+            draft=draft, user=request.user, confirm_impact=data.validated_data["confirm_impact"]
         )
+        return Response(DeploySerializer(deployment).data)
 
 
 class StreamEditApi(APIView):
@@ -554,15 +472,23 @@ class StreamEditApi(APIView):
 
     @extend_schema(request=None, responses={201: DraftSerializer})
     def post(self, request: Request, stream_id: int) -> Response:
-        stream = _stream_or_404(request, stream_id)
-        try:
-            draft = svc.draft_from_stream(user=request.user, stream=stream)
-        except TdError as e:
-            return td_error(e)
-        return Response(svc.draft_payload(draft), status=status.HTTP_201_CREATED)
+        draft = svc.draft_from_stream(user=request.user, stream=stream_or_404(request, stream_id))
+        return Response(DraftSerializer(draft).data, status=status.HTTP_201_CREATED)
 
 
 # ---------------------------------------------------------------------- versions
+
+
+def _version_number(request: Request, key: str) -> int | None:
+    """Query parameter ``key`` as a version number (absent: None); else TdError INVALID_OPERATION
+    (answered ``{code, desc, position: null}``, HTTP 400)."""
+    raw = request.query_params.get(key)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise TdError(f"{key} must be a version number", code=Code.INVALID_OPERATION) from None
 
 
 class StreamVersionListApi(APIView):
@@ -571,13 +497,11 @@ class StreamVersionListApi(APIView):
     @extend_schema(
         operation_id="v1_streams_versions_list",
         parameters=PAGE_PARAMS,
-        responses=_page("StreamVersionPage", VersionSerializer(many=True)),
+        responses=page_schema("StreamVersionPage", VersionSerializer(many=True)),
     )
     def get(self, request: Request, stream_id: int) -> Response:
-        stream = _stream_or_404(request, stream_id)
-        pager = Pagination()
-        page = pager.paginate_queryset(svc.stream_versions(stream=stream), request, view=self)
-        return pager.get_paginated_response([svc.version_payload(v) for v in page or []])
+        versions = svc.stream_versions(stream=stream_or_404(request, stream_id))
+        return paginated(self, request, versions, lambda page: VersionSerializer(page, many=True).data)
 
 
 class StreamVersionDiffApi(APIView):
@@ -591,30 +515,14 @@ class StreamVersionDiffApi(APIView):
         responses={200: VERSION_DIFF, 400: ErrorSerializer},
     )
     def get(self, request: Request, stream_id: int) -> Response:
-        stream = _stream_or_404(request, stream_id)
-        numbers: dict[str, int | None] = {}
-        for key in ("from", "to"):
-            raw = request.query_params.get(key)
-            if raw in (None, ""):
-                numbers[key] = None
-                continue
-            try:
-                numbers[key] = int(raw)
-            except ValueError:
-                return Response(
-                    {
-                        "code": Code.INVALID_OPERATION,
-                        "desc": f"{key} must be a version number",
-                        "position": None,
-                    },
-                    status=status.HTTP_400_BAD_REQUEST,
-                )
-        try:
-            return Response(
-                svc.stream_version_diff(stream=stream, from_number=numbers["from"], to_number=numbers["to"])
+        stream = stream_or_404(request, stream_id)
+        return Response(
+            svc.stream_version_diff(
+                stream=stream,
+                from_number=_version_number(request, "from"),
+                to_number=_version_number(request, "to"),
             )
-        except svc.VersionNotFound as e:
-            raise Http404(str(e))
+        )
 
 
 urlpatterns = [

@@ -5,6 +5,7 @@ Live updates go to the Channels groups ``streams`` (all streams) and ``stream.<i
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any
 
@@ -15,7 +16,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from spark_workers.errors import CatalogError, Code
+from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.notify.sender import Attempt
 from spark_workers.runtime.sink import BatchReport
 from streams_app.models import Delivery, Stream, StreamProgress
@@ -60,6 +61,76 @@ def stream_set_status(*, stream_id: int, status: str, error: str | None = None, 
     stream = Stream.objects.get(pk=stream_id)
     stream_publish_status(stream=stream)
     return stream
+
+
+class StreamExists(CatalogError):
+    """CREATE STREAM IF NOT EXISTS met a live stream of that name: nothing was created."""
+
+    code = Code.STREAM_ALREADY_EXIST
+
+
+def stream_create(*, user: Any, sql: str, db: str | None = None) -> Stream:
+    """Run one CREATE STREAM statement (either syntax) as ``user``, who owns the new stream;
+    ``db`` is the default database of its unqualified names. Returns the new ``Stream`` row
+    (as committed: it is read again), the one the executor's registry created.
+
+    Raises:
+        SqlError: ``sql`` is not exactly one CREATE STREAM statement (positioned at its start).
+        StreamExists: IF NOT EXISTS met a live stream of that name (nothing is created).
+        TdError: the statement fails (nothing is created).
+    """
+    from spark_workers.sql import ast
+    from spark_workers.sql.parser import parse
+    from streams_app.services.lake import executor_for
+    from streams_app.services.registry import DjangoStreamRegistry
+
+    stmts = parse(sql)
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.CreateStreamLegacy | ast.CreateStream337):
+        raise SqlError("expected exactly one CREATE STREAM statement", sql=sql, offset=0)
+    ex = executor_for(db=db, user=user)
+    ex.execute_one(sql)
+    created = ex.registry.created if isinstance(ex.registry, DjangoStreamRegistry) else []
+    if not created:
+        raise StreamExists(f"stream {stmts[0].name} already exists")
+    stream = created[-1]
+    stream.refresh_from_db()
+    return stream
+
+
+def _time_literal(t: dt.datetime) -> Any:
+    from sqlglot import exp
+
+    return exp.Literal.string(t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+
+
+def stream_recalculate(
+    *, stream: Stream, user: Any, start: dt.datetime, end: dt.datetime | None = None
+) -> int:
+    """RECALCULATE STREAM ``stream`` FROM ``start`` [TO ``end``] as ``user`` (seed 002): rewrite the
+    stream's closed windows in the range from the lake's current rows; waits for it. Without
+    ``end`` the range ends at the stream's progress. Times are aware datetimes.
+
+    The statement is built as a tree with the times as literal nodes (UTC ISO 8601, microseconds)
+    and run by the executor; its text is rendered from the tree (for error messages only).
+
+    Returns:
+        The number of windows rewritten.
+
+    Raises:
+        TdError: the stream is not ``user``'s, or the recalculation fails.
+    """
+    from spark_workers.sql import ast
+    from spark_workers.sql.render import render
+    from streams_app.services.lake import executor_for
+
+    stmt = ast.RecalculateStream(
+        name=stream.name,
+        db=stream.db or None,
+        start=_time_literal(start),
+        end=_time_literal(end) if end is not None else None,
+    )
+    res = executor_for(user=user).run_statement(stmt, render(stmt))
+    return int(res.affected_rows or 0)
 
 
 def stream_action(*, stream: Stream, action: str, ignore_untreated: bool = False) -> Stream:

@@ -76,12 +76,12 @@ def test_logging_is_configured_with_the_request_id(settings) -> None:
 
 @pytest.mark.django_db
 def test_unexpected_api_exception_is_a_json_500_with_the_request_id(alice, monkeypatch, records) -> None:
-    from streams_app.api import v1
+    from streams_app.api import notifications
 
     def broken(**kwargs: Any) -> int:
         raise KeyError(SECRET)
 
-    monkeypatch.setattr(v1.selectors, "notification_unread_count", broken)
+    monkeypatch.setattr(notifications.selectors, "notification_unread_count", broken)
     c = APIClient()
     c.force_login(alice)
     r = c.get("/api/v1/notifications/unread-count/")

@@ -1,0 +1,427 @@
+"""``/api/v1/streams/``: list, create (CREATE STREAM SQL), read, PATCH the desired state, drop, the
+actions (pause, resume, stop, start, recalculate, drop), and a stream's micro-batch progress,
+delivery log and runs.
+
+Staff users see every stream, other users their own (others' answer 404). A stream is answered by
+``StreamSerializer`` (``StreamDetailSerializer`` with its redacted spec): the row's columns, what
+its spec says (source, target, trigger, window) and, from selectors, its sparkline, lag and the
+progress of long work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from spark_workers.access import redact_json
+from spark_workers.streams.spec import StreamSpec
+from streams_app import selectors
+from streams_app.api.common import (
+    PAGE_PARAMS,
+    BlankAsNullCharField,
+    IsoDateTimeField,
+    RedactedSqlField,
+    bool_param,
+    int_param,
+    page_schema,
+    paginated,
+    parse_time,
+    stream_or_404,
+    time_param,
+)
+from streams_app.api.errors import ErrorSerializer
+from streams_app.api.sql import SqlInputSerializer
+from streams_app.models import Stream, StreamRun
+from streams_app.services.streams import (
+    StreamExists,
+    stream_action,
+    stream_create,
+    stream_drop,
+    stream_recalculate,
+)
+
+# ---------------------------------------------------------------------- serializers
+
+
+class WorkProgressSerializer(serializers.Serializer):
+    """``selectors.stream_work_progress``: long work under way."""
+
+    phase = serializers.CharField(help_text="history")
+    fraction = serializers.FloatField(allow_null=True, help_text="0..1, null when not computable")
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
+    rows_done = serializers.IntegerField(allow_null=True)
+    rows_total = serializers.IntegerField(allow_null=True)
+
+
+class StreamCountersSerializer(serializers.Serializer):
+    """A stream's running totals (the row's counters)."""
+
+    rows_in = serializers.IntegerField()
+    windows_out = serializers.IntegerField()
+    notifications_sent = serializers.IntegerField()
+    notifications_failed = serializers.IntegerField()
+
+
+class StreamSerializer(serializers.Serializer):
+    """A stream (``Stream`` row) as the pages and the API show it; its SQL with NOTIFY secrets
+    redacted.
+
+    ``throughput`` comes from ``context["throughput"]`` (``{stream id: [rows/s]}``, what
+    ``selectors.streams_throughput`` answers for a page) when given, else one query per stream.
+    """
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    db = BlankAsNullCharField()
+    syntax = serializers.ChoiceField(choices=Stream.Syntax.choices)
+    status = serializers.ChoiceField(choices=Stream.Status.choices)
+    desired_state = serializers.ChoiceField(choices=Stream.Desired.choices)
+    sql = RedactedSqlField()
+    source = serializers.SerializerMethodField()  # type: ignore[assignment]  # named like Field.source
+    target = serializers.SerializerMethodField()
+    trigger = serializers.SerializerMethodField()
+    window = serializers.SerializerMethodField()
+    created_at = IsoDateTimeField(allow_null=True)
+    last_error = serializers.CharField(allow_blank=True)
+    spark_ui_url = BlankAsNullCharField()
+    last_progress = serializers.JSONField(allow_null=True)
+    worker = serializers.CharField(allow_blank=True)
+    counters = StreamCountersSerializer(source="*")
+    throughput = serializers.SerializerMethodField(
+        help_text="rows/s of the last 60 micro-batches, oldest first (sparkline)"
+    )
+    lag_ms = serializers.SerializerMethodField(
+        help_text="latest event time seen minus the watermark, from the last micro-batch"
+    )
+    progress = serializers.SerializerMethodField(
+        help_text="long work under way (FILL_HISTORY catch-up), else null"
+    )
+
+    def to_representation(self, instance: Stream) -> dict[str, Any]:
+        self._spec = StreamSpec.from_json(instance.spec)  # read once for the fields below
+        return super().to_representation(instance)
+
+    def get_source(self, stream: Stream) -> str:
+        src = self._spec.source
+        return f"{src.db}.{src.table}" if src else ""
+
+    def get_target(self, stream: Stream) -> str | None:
+        out = self._spec.output
+        return f"{out.db}.{out.table}" if out else None
+
+    def get_trigger(self, stream: Stream) -> str:
+        return self._spec.options.trigger
+
+    def get_window(self, stream: Stream) -> str:
+        return selectors.stream_window_text(spec=self._spec)
+
+    def get_throughput(self, stream: Stream) -> list[float]:
+        page: dict[int, list[float]] | None = self.context.get("throughput")
+        if page is not None:
+            return page.get(stream.pk, [])
+        return selectors.stream_throughput(stream_id=stream.pk)
+
+    def get_lag_ms(self, stream: Stream) -> int | None:
+        return selectors.stream_lag_ms(stream=stream)
+
+    @extend_schema_field(WorkProgressSerializer(allow_null=True))
+    def get_progress(self, stream: Stream) -> dict[str, Any] | None:
+        return selectors.stream_work_progress(stream=stream)
+
+
+class StreamDetailSerializer(StreamSerializer):
+    """A stream with its ``StreamSpec`` JSON (secrets redacted)."""
+
+    spec = serializers.SerializerMethodField()
+
+    @extend_schema_field(OpenApiTypes.ANY)
+    def get_spec(self, stream: Stream) -> Any:
+        return redact_json(stream.spec)
+
+
+class RecalculationSerializer(serializers.Serializer):
+    windows = serializers.IntegerField(help_text="windows rewritten")
+
+
+class ActionResultSerializer(StreamSerializer):
+    """The stream after an action; ``recalculation`` (recalculate only) is
+    ``context["recalculation"]``, absent otherwise."""
+
+    recalculation = RecalculationSerializer(required=False, help_text="recalculate only")
+
+    def to_representation(self, instance: Stream) -> dict[str, Any]:
+        data = super().to_representation(instance)  # a Stream has no recalculation: left out
+        recalculation = self.context.get("recalculation")
+        if recalculation is not None:
+            data["recalculation"] = self.fields["recalculation"].to_representation(recalculation)
+        return data
+
+
+class StreamPatchSerializer(serializers.Serializer):
+    desired_state = serializers.ChoiceField(choices=Stream.Desired.choices)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            other = sorted(set(data) - {"desired_state"})
+            if other:
+                raise ValidationError(
+                    {
+                        k: [
+                            "only desired_state can be changed; to change a stream's SQL, drop it "
+                            "and create it again"
+                        ]
+                        for k in other
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+class ActionInputSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["pause", "resume", "stop", "start", "recalculate", "drop"])
+    ignore_untreated = serializers.BooleanField(required=False, default=False, help_text="resume/start only")
+    start = serializers.JSONField(
+        required=False, help_text="recalculate: range start, epoch ms or ISO 8601 (required)"
+    )
+    end = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="recalculate: range end, epoch ms or ISO 8601 (default: the stream's progress)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["action"] == "recalculate":
+            if attrs.get("start") in (None, ""):
+                raise ValidationError({"start": ["recalculate needs a start time"]})
+            attrs["start"] = parse_time(attrs["start"], "start")
+            if attrs.get("end") not in (None, ""):
+                attrs["end"] = parse_time(attrs["end"], "end")
+                if attrs["end"] < attrs["start"]:
+                    raise ValidationError({"end": ["the end is before the start"]})
+            else:
+                attrs["end"] = None
+        return attrs
+
+
+class ProgressSerializer(serializers.Serializer):
+    """One micro-batch's progress (``StreamProgress`` row)."""
+
+    batch_id = serializers.IntegerField()
+    created_at = IsoDateTimeField()
+    phase = serializers.CharField()
+    input_rows = serializers.IntegerField()
+    output_rows = serializers.IntegerField()
+    removed_windows = serializers.IntegerField()
+    rows_per_s = serializers.FloatField()
+    duration_ms = serializers.FloatField()
+    open_windows = serializers.IntegerField()
+    state_bytes = serializers.IntegerField()
+    watermark_ms = serializers.IntegerField(allow_null=True)
+    max_event_ms = serializers.IntegerField(allow_null=True)
+    notifications_sent = serializers.IntegerField()
+    notifications_failed = serializers.IntegerField()
+    expired_rows = serializers.IntegerField()
+    recalculated = serializers.IntegerField()
+
+
+class DeliverySerializer(serializers.Serializer):
+    """One notification delivery attempt (``Delivery`` row)."""
+
+    id = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    url = serializers.CharField()
+    message_id = serializers.CharField()
+    events = serializers.IntegerField()
+    ok = serializers.BooleanField()
+    latency_ms = serializers.FloatField()
+    error = serializers.CharField(allow_blank=True)
+    attempt = serializers.IntegerField()
+
+
+class RunSerializer(serializers.Serializer):
+    """One worker attempt to run the stream (``StreamRun`` row)."""
+
+    id = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    state = serializers.ChoiceField(choices=StreamRun.State.choices)
+    error = serializers.CharField(allow_blank=True)
+    restarts = serializers.IntegerField()
+    worker = serializers.CharField(allow_blank=True)
+
+
+# ---------------------------------------------------------------------- views
+
+STATUS_FILTER = [c for c in Stream.Status.values if c != Stream.Status.DROPPED]
+ORDERINGS = [o for f in selectors.STREAM_ORDERINGS for o in (f, f"-{f}")]
+DESIRED_ACTION = {
+    Stream.Desired.RUNNING: "resume",
+    Stream.Desired.PAUSED: "pause",
+    Stream.Desired.STOPPED: "stop",
+}
+
+
+def _stream_page(streams: list[Stream]) -> Any:
+    """A page of streams with their sparklines fetched in one query."""
+    throughput = selectors.streams_throughput(stream_ids=[s.pk for s in streams])
+    return StreamSerializer(streams, many=True, context={"throughput": throughput}).data
+
+
+class StreamListApi(APIView):
+    """List streams (paginated, filtered); create one from SQL (CREATE STREAM ...)."""
+
+    @extend_schema(
+        operation_id="v1_streams_list",
+        parameters=[
+            *PAGE_PARAMS,
+            OpenApiParameter(
+                "status", str, description=f"comma-separated statuses: {', '.join(STATUS_FILTER)}"
+            ),
+            OpenApiParameter("db", str, description="streams of, reading from or writing to this database"),
+            OpenApiParameter("search", str, description="name contains (any case)"),
+            OpenApiParameter("ordering", str, enum=ORDERINGS, description="default name"),
+        ],
+        responses={200: page_schema("StreamPage", StreamSerializer(many=True)), 400: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        q = request.query_params
+        statuses = [x.strip() for x in (q.get("status") or "").split(",") if x.strip()]
+        bad = [x for x in statuses if x not in STATUS_FILTER]
+        if bad:
+            raise ValidationError({"status": [f"unknown status {bad[0]!r}: use {', '.join(STATUS_FILTER)}"]})
+        ordering = q.get("ordering") or None
+        if ordering is not None and ordering not in ORDERINGS:
+            raise ValidationError({"ordering": [f"cannot order by {ordering!r}: use {', '.join(ORDERINGS)}"]})
+        qs = selectors.streams_filter(
+            selectors.streams_visible(user=request.user),
+            status=statuses,
+            db=q.get("db") or None,
+            search=q.get("search") or None,
+            ordering=ordering,
+        )
+        return paginated(self, request, qs, _stream_page)
+
+    @extend_schema(request=SqlInputSerializer, responses={201: StreamDetailSerializer, 400: ErrorSerializer})
+    def post(self, request: Request) -> Response:
+        data = SqlInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            stream = stream_create(
+                user=request.user, sql=data.validated_data["sql"], db=data.validated_data.get("db") or None
+            )
+        except StreamExists:
+            return Response(
+                {"code": 0, "desc": "stream already exists (IF NOT EXISTS)", "position": None},
+                status=status.HTTP_200_OK,
+            )
+        return Response(StreamDetailSerializer(stream).data, status=status.HTTP_201_CREATED)
+
+
+class StreamDetailApi(APIView):
+    """One stream; PATCH sets its desired state (as the actions do); DELETE drops it (its output
+    data stays). A stream's SQL cannot be changed in place: drop it and create it again."""
+
+    @extend_schema(responses=StreamDetailSerializer)
+    def get(self, request: Request, stream_id: int) -> Response:
+        return Response(StreamDetailSerializer(stream_or_404(request, stream_id)).data)
+
+    @extend_schema(
+        request=StreamPatchSerializer,
+        responses={200: StreamDetailSerializer, 400: ErrorSerializer},
+        description="`desired_state` running = resume, paused = pause, stopped = stop.",
+    )
+    def patch(self, request: Request, stream_id: int) -> Response:
+        s = stream_or_404(request, stream_id)
+        data = StreamPatchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        s = stream_action(stream=s, action=DESIRED_ACTION[data.validated_data["desired_state"]])
+        return Response(StreamDetailSerializer(s).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, stream_id: int) -> Response:
+        stream_drop(stream=stream_or_404(request, stream_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class StreamActionApi(APIView):
+    """pause / resume / stop / start / recalculate / drop.
+
+    ``recalculate`` runs ``RECALCULATE STREAM s FROM start [TO end]`` (times as epoch ms or ISO
+    8601) and waits for it; the answer carries ``recalculation: {windows}``. ``drop`` is DELETE.
+    """
+
+    @extend_schema(
+        request=ActionInputSerializer, responses={200: ActionResultSerializer, 400: ErrorSerializer}
+    )
+    def post(self, request: Request, stream_id: int) -> Response:
+        s = stream_or_404(request, stream_id)
+        data = ActionInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        context: dict[str, Any] = {}
+        if v["action"] == "drop":
+            stream_drop(stream=s)
+            s.refresh_from_db()
+        elif v["action"] == "recalculate":
+            windows = stream_recalculate(stream=s, user=request.user, start=v["start"], end=v["end"])
+            context["recalculation"] = {"windows": windows}
+            s.refresh_from_db()
+        else:
+            s = stream_action(stream=s, action=v["action"], ignore_untreated=v["ignore_untreated"])
+        return Response(ActionResultSerializer(s, context=context).data)
+
+
+class StreamProgressApi(APIView):
+    """Recent micro-batch progress, oldest first (a time series: a plain array, not paginated)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", int, description="the latest n batches (default 300, at most 5000)"),
+            OpenApiParameter(
+                "since", str, description="only batches recorded after this time (epoch ms or ISO)"
+            ),
+        ],
+        responses=ProgressSerializer(many=True),
+    )
+    def get(self, request: Request, stream_id: int) -> Response:
+        s = stream_or_404(request, stream_id)
+        batches = selectors.stream_progress_list(
+            stream_id=s.pk,
+            limit=int_param(request, "limit", 300, 1, 5000),
+            since=time_param(request, "since"),
+        )
+        return Response(ProgressSerializer(batches, many=True).data)
+
+
+class StreamDeliveriesApi(APIView):
+    """The notification delivery log (one row per attempt), newest first, paginated."""
+
+    @extend_schema(
+        operation_id="v1_streams_deliveries_list",
+        parameters=[*PAGE_PARAMS, OpenApiParameter("ok", bool, description="only (un)successful attempts")],
+        responses=page_schema("DeliveryPage", DeliverySerializer(many=True)),
+    )
+    def get(self, request: Request, stream_id: int) -> Response:
+        s = stream_or_404(request, stream_id)
+        qs = selectors.stream_deliveries(stream_id=s.pk, ok=bool_param(request, "ok"))
+        return paginated(self, request, qs, lambda page: DeliverySerializer(page, many=True).data)
+
+
+class StreamRunsApi(APIView):
+    """Run history (worker attempts), newest first, paginated."""
+
+    @extend_schema(
+        operation_id="v1_streams_runs_list",
+        parameters=PAGE_PARAMS,
+        responses=page_schema("RunPage", RunSerializer(many=True)),
+    )
+    def get(self, request: Request, stream_id: int) -> Response:
+        s = stream_or_404(request, stream_id)
+        qs = selectors.stream_runs(stream_id=s.pk)
+        return paginated(self, request, qs, lambda page: RunSerializer(page, many=True).data)
