@@ -20,6 +20,7 @@ from spark_workers.streams.spec import (
     OutputTag,
     SourceSpec,
     StreamSpec,
+    trigger_json,
 )
 
 if TYPE_CHECKING:
@@ -34,36 +35,6 @@ MAX_DELAY_MIN = Duration(5, "s")  # legacy syntax (ARCHITECTURE.md decisions)
 
 def _dur(d: Duration | None) -> str | None:
     return None if d is None else str(d)
-
-
-def _trigger_of(q: ast.SelectQuery) -> dict[str, Any]:
-    """The window clause as StreamSpec JSON (durations and expressions as written)."""
-    w = q.window
-    if isinstance(w, ast.IntervalWindow):
-        return {
-            "type": "interval",
-            "interval": str(w.interval),
-            "offset": _dur(w.offset),
-            "sliding": _dur(w.sliding),
-        }
-    if isinstance(w, ast.SessionWindow):
-        return {"type": "session", "ts_column": w.ts_column, "tolerance": str(w.gap)}
-    if isinstance(w, ast.StateWindow):
-        return {"type": "state", "column": expr_sql(w.expr)}
-    if isinstance(w, ast.EventWindow):
-        return {"type": "event", "start": expr_sql(w.start), "end": expr_sql(w.end)}
-    if isinstance(w, ast.CountWindow):
-        return {"type": "count", "count": w.count, "sliding": w.sliding, "columns": list(w.columns)}
-    if isinstance(w, ast.EkuiperWindow):
-        return {
-            "type": "ekuiper",
-            "function": w.function,
-            "unit": w.unit,
-            "args": list(w.args),
-            "filter": expr_sql(w.filter) if w.filter is not None else None,
-            "over_when": expr_sql(w.over_when) if w.over_when is not None else None,
-        }
-    return {"type": "none"}
 
 
 def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> StreamSpec:
@@ -122,7 +93,7 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
         db=s.db,
         syntax=LEGACY,
         source=SourceSpec(src_db, t.name),
-        trigger=_trigger_of(q),
+        trigger=trigger_json(q.window) if q.window is not None else {"type": "none"},
         partition_by=[{"sql": p.text, "alias": p.alias} for p in q.partition_by],
         filter=expr_sql(where.this) if where is not None else None,
         query=q.text,

@@ -23,6 +23,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sqlglot import exp
+
+from spark_workers.duration import Duration
+from spark_workers.sql import ast
+from spark_workers.sql.render import expr_sql
+
 SCHEMA_VERSION = 1
 LEGACY = "legacy"
 V337 = "3.3.7"
@@ -158,3 +164,64 @@ class StreamSpec:
     @property
     def qualified_name(self) -> str:
         return f"{self.db}.{self.name}" if self.db else self.name
+
+
+def _written(d: Duration | None) -> str | None:
+    return None if d is None else str(d)
+
+
+def _written_expr(e: exp.Expr | None) -> str | None:
+    return None if e is None else expr_sql(e)
+
+
+def trigger_json(w: ast.Window | ast.Trigger337) -> dict[str, Any]:
+    """The one JSON form of a trigger or window clause, for the StreamSpec (both syntaxes) and the
+    designer's trigger node (docs/designer.md): ``type`` (``interval``, ``sliding``, ``period``,
+    ``session``, ``state``, ``event``, ``count``, ``ekuiper``) and its fields, durations and
+    expressions as written (``"10s"``, ``"pm25 > 150"``), None where not written."""
+    if isinstance(w, ast.IntervalWindow):
+        return {
+            "type": "interval",
+            "interval": str(w.interval),
+            "offset": _written(w.offset),
+            "sliding": _written(w.sliding),
+            "sliding_offset": None,
+        }
+    if isinstance(w, ast.SlidingTrigger):
+        if w.interval is None:
+            return {
+                "type": "sliding",
+                "sliding": str(w.sliding),
+                "sliding_offset": _written(w.sliding_offset),
+            }
+        return {
+            "type": "interval",
+            "interval": str(w.interval),
+            "offset": _written(w.interval_offset),
+            "sliding": str(w.sliding),
+            "sliding_offset": _written(w.sliding_offset),
+        }
+    if isinstance(w, ast.PeriodTrigger):
+        return {"type": "period", "period": str(w.period), "offset": _written(w.offset)}
+    if isinstance(w, ast.SessionWindow):
+        return {"type": "session", "ts_column": w.ts_column, "gap": str(w.gap)}
+    if isinstance(w, ast.StateWindow):
+        return {"type": "state", "expr": expr_sql(w.expr), "true_for": _written(w.true_for)}
+    if isinstance(w, ast.EventWindow):
+        return {
+            "type": "event",
+            "start": expr_sql(w.start),
+            "end": expr_sql(w.end),
+            "true_for": _written(w.true_for),
+        }
+    if isinstance(w, ast.CountWindow):
+        return {"type": "count", "count": w.count, "sliding": w.sliding, "columns": list(w.columns)}
+    assert isinstance(w, ast.EkuiperWindow)
+    return {
+        "type": "ekuiper",
+        "function": w.function,
+        "unit": w.unit,
+        "args": list(w.args),
+        "over_when": _written_expr(w.over_when),
+        "filter": _written_expr(w.filter),
+    }

@@ -33,7 +33,7 @@ and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not create wind
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -43,7 +43,7 @@ from spark_workers.query.planner import aggregate_call
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.lexer import TBNAME, TROWS
-from spark_workers.sql.render import expr_sql, partition_sql, query_sql, trigger_sql, window_sql
+from spark_workers.sql.render import expr_sql, partition_sql, query_sql, window_sql
 from spark_workers.streams.spec import (
     V337,
     NotifySpec,
@@ -52,6 +52,7 @@ from spark_workers.streams.spec import (
     OutputTag,
     SourceSpec,
     StreamSpec,
+    trigger_json,
 )
 
 if TYPE_CHECKING:
@@ -447,17 +448,9 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         )
     window = _window(s)
     assert window is not None
-    trigger: dict[str, Any] = {"type": window.kind, "sql": trigger_sql(s.trigger)}
-    if trigger_class(s.trigger) == "sliding":
-        trigger = {"type": "sliding", "sql": trigger_sql(s.trigger)}
+    trigger = trigger_json(s.trigger)
     if isinstance(s.trigger, ast.PeriodTrigger):
-        trigger = {
-            "type": "period",
-            "sql": trigger_sql(s.trigger),
-            "period": str(s.trigger.period),
-            "offset": str(s.trigger.offset) if s.trigger.offset else None,
-            "from": s.from_table is not None,
-        }
+        trigger["from"] = s.from_table is not None
     output = None
     if s.into is not None:
         output = OutputSpec(

@@ -27,7 +27,7 @@ from spark_workers.streams.design.computation import (
     trows_table,
 )
 from spark_workers.streams.design.document import FLAGS_337, empty_options
-from spark_workers.streams.spec import LEGACY, SCHEMA_VERSION, V337
+from spark_workers.streams.spec import LEGACY, SCHEMA_VERSION, V337, trigger_json
 
 
 def design_from_sql(sql: str, default_db: str | None = None) -> dict[str, Any]:
@@ -73,51 +73,6 @@ def _dur(d: Duration | None) -> str | None:
 
 def _expr(e: exp.Expr | None) -> str | None:
     return None if e is None else expr_sql(e)
-
-
-def _trigger_of(w: ast.Window | ast.Trigger337) -> dict[str, Any]:
-    if isinstance(w, ast.IntervalWindow):
-        return {
-            "type": "interval",
-            "interval": str(w.interval),
-            "offset": _dur(w.offset),
-            "sliding": _dur(w.sliding),
-            "sliding_offset": None,
-        }
-    if isinstance(w, ast.SlidingTrigger):
-        if w.interval is None:
-            return {"type": "sliding", "sliding": str(w.sliding), "sliding_offset": _dur(w.sliding_offset)}
-        return {
-            "type": "interval",
-            "interval": str(w.interval),
-            "offset": _dur(w.interval_offset),
-            "sliding": str(w.sliding),
-            "sliding_offset": _dur(w.sliding_offset),
-        }
-    if isinstance(w, ast.PeriodTrigger):
-        return {"type": "period", "period": str(w.period), "offset": _dur(w.offset)}
-    if isinstance(w, ast.SessionWindow):
-        return {"type": "session", "ts_column": w.ts_column, "gap": str(w.gap)}
-    if isinstance(w, ast.StateWindow):
-        return {"type": "state", "expr": expr_sql(w.expr), "true_for": _dur(w.true_for)}
-    if isinstance(w, ast.EventWindow):
-        return {
-            "type": "event",
-            "start": expr_sql(w.start),
-            "end": expr_sql(w.end),
-            "true_for": _dur(w.true_for),
-        }
-    if isinstance(w, ast.CountWindow):
-        return {"type": "count", "count": w.count, "sliding": w.sliding, "columns": list(w.columns)}
-    assert isinstance(w, ast.EkuiperWindow)
-    return {
-        "type": "ekuiper",
-        "function": w.function,
-        "unit": w.unit,
-        "args": list(w.args),
-        "over_when": _expr(w.over_when),
-        "filter": _expr(w.filter),
-    }
 
 
 def _output_of(
@@ -194,7 +149,7 @@ def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
             "partition_by": _partition_of(q.partition_by),
         },
         "prefilter": {"condition": expr_sql(where.this)} if where is not None else None,
-        "trigger": _trigger_of(q.window),
+        "trigger": trigger_json(q.window),
         "options": options,
         "computation": {"query": query_sql(comp)},
         "output": _output_of(s.into, s.subtable, s.columns, s.tags),
@@ -225,7 +180,7 @@ def _nodes_337(s: ast.CreateStream337) -> dict[str, Any]:
     return {
         "source": source,
         "prefilter": {"condition": expr_sql(o.pre_filter)} if o.pre_filter is not None else None,
-        "trigger": _trigger_of(s.trigger),
+        "trigger": trigger_json(s.trigger),
         "options": options,
         "computation": {"query": query_sql(s.query)} if s.query is not None else None,
         "output": _output_of(s.into, s.output_subtable, s.columns, s.tags),
