@@ -15,7 +15,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -27,6 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
+from spark_workers.runtime.paths import checkpoint_dir
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
 from spark_workers.runtime.sink import OutputSink
@@ -58,11 +58,6 @@ def source_format(
     with _register_lock:
         spark.dataSource.register(cls)
     return fmt
-
-
-def checkpoint_dir(lake_root: str | Path, stream_key: str) -> Path:
-    """Checkpoint folder of a stream: ``<lake>/_streams/<key>/checkpoint``."""
-    return Path(lake_root) / "_streams" / stream_key / "checkpoint"
 
 
 def make_state_func(cfg: KernelConfig, stage1_schema: pa.Schema) -> Callable[..., Iterator[pd.DataFrame]]:

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import OuterRef, Subquery, Sum
 
-from spark_workers.runtime.query import checkpoint_dir
+from spark_workers.runtime.paths import checkpoint_dir
 from spark_workers.streams.registry import StreamInfo
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Stream, StreamProgress, StreamRun

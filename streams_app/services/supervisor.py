@@ -211,7 +211,7 @@ def _run_period(
     """Run a PERIOD stream (runtime/period.py) until it should stop; its state is kept beside the
     checkpoints of Spark streams, so a restart continues from the last trigger."""
     from spark_workers.runtime.period import PeriodRunner
-    from spark_workers.runtime.query import checkpoint_dir
+    from spark_workers.runtime.paths import checkpoint_dir
 
     runner = PeriodRunner(
         compiled,

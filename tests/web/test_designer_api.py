@@ -12,7 +12,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from spark_workers.errors import Code, TdError
-from spark_workers.runtime.query import checkpoint_dir
+from spark_workers.runtime.paths import checkpoint_dir
 from streams_app.api import designer as designer_api
 from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services.api_tokens import api_token_create

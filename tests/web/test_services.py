@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.notify.sender import Attempt
-from spark_workers.runtime.query import checkpoint_dir
+from spark_workers.runtime.paths import checkpoint_dir
 from spark_workers.runtime.sink import BatchReport
 from streams_app.models import Delivery, Inbox, Notification, Stream, StreamProgress
 from streams_app.services import supervisor
