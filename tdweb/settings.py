@@ -214,7 +214,8 @@ REST_FRAMEWORK = {
     # unexpected exceptions: HTTP 500 {"code": 257, "desc": "internal error (request id ...)"}
     "EXCEPTION_HANDLER": "streams_app.api.errors.api_exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # ?limit=&offset= (default 50, at most 500): the API's one pagination
+    "DEFAULT_PAGINATION_CLASS": "streams_app.api.common.ApiPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

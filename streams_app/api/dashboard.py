@@ -13,7 +13,9 @@ from streams_app import selectors
 
 
 class DashboardSerializer(serializers.Serializer):
-    """``selectors.dashboard_get``."""
+    """Streams by status, throughput, failures, notification delivery and the unread inbox."""
+
+    # selectors.dashboard_get
 
     streams_total = serializers.IntegerField()
     streams_by_status = serializers.DictField(child=serializers.IntegerField())

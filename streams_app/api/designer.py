@@ -205,7 +205,9 @@ class TemplateSerializer(serializers.Serializer):
 
 
 class DraftSerializer(serializers.Serializer):
-    """A draft (``StreamDraft`` row): its design and the stream it edits (null: a new stream)."""
+    """A draft: its design and the stream it edits (null: a new stream)."""
+
+    # a StreamDraft row
 
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -231,8 +233,10 @@ class DeployInputSerializer(serializers.Serializer):
 
 
 class VersionSerializer(serializers.Serializer):
-    """A version (``StreamVersion`` row): its SQL and design with NOTIFY secrets redacted, and the
-    impact deploying it had (null: created by SQL)."""
+    """A version: its SQL and design (NOTIFY secrets redacted) and the impact deploying it had
+    (null: created by SQL)."""
+
+    # a StreamVersion row
 
     number = serializers.IntegerField()
     stream_id = serializers.IntegerField(allow_null=True)
@@ -255,7 +259,9 @@ class VersionSerializer(serializers.Serializer):
 
 
 class DeploySerializer(serializers.Serializer):
-    """What ``services.designer.draft_deploy`` did (a ``Deployment``)."""
+    """The deployed stream, its new version and the impact of the change."""
+
+    # a services.designer.Deployment
 
     stream = StreamSerializer()
     version = VersionSerializer()

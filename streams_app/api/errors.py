@@ -85,7 +85,9 @@ def _position_field() -> SqlPositionSerializer:
 
 
 class ErrorSerializer(serializers.Serializer):
-    """``td_error_answer``: a TDengine error code, its message and where in the SQL it is."""
+    """A TDengine error code, its message and where in the SQL it is (null: nowhere in particular)."""
+
+    # td_error_answer
 
     code = serializers.IntegerField()
     desc = serializers.CharField()

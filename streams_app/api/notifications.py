@@ -23,8 +23,9 @@ from streams_app.services.notifications import notification_ack, notification_ac
 
 
 class NotificationSerializer(serializers.Serializer):
-    """One received event (``Notification`` row); the ``inbox.notification`` WebSocket message
-    carries the same JSON (``selectors.notification_payload``)."""
+    """One received event; the ``inbox.notification`` WebSocket message carries the same JSON."""
+
+    # a Notification row; selectors.notification_payload builds the WebSocket message's copy
 
     id = serializers.IntegerField()
     inbox = serializers.CharField(source="inbox.name")

@@ -51,7 +51,9 @@ from streams_app.services.streams import (
 
 
 class WorkProgressSerializer(serializers.Serializer):
-    """``selectors.stream_work_progress``: long work under way."""
+    """Long work of a stream under way (FILL_HISTORY catch-up)."""
+
+    # selectors.stream_work_progress
 
     phase = serializers.CharField(help_text="history")
     fraction = serializers.FloatField(allow_null=True, help_text="0..1, null when not computable")
@@ -61,7 +63,7 @@ class WorkProgressSerializer(serializers.Serializer):
 
 
 class StreamCountersSerializer(serializers.Serializer):
-    """A stream's running totals (the row's counters)."""
+    """A stream's running totals."""
 
     rows_in = serializers.IntegerField()
     windows_out = serializers.IntegerField()
@@ -70,12 +72,12 @@ class StreamCountersSerializer(serializers.Serializer):
 
 
 class StreamSerializer(serializers.Serializer):
-    """A stream (``Stream`` row) as the pages and the API show it; its SQL with NOTIFY secrets
-    redacted.
+    """A stream: its SQL (NOTIFY secrets redacted), what it reads and writes, its state, counters,
+    throughput, lag and the progress of long work."""
 
-    ``throughput`` comes from ``context["throughput"]`` (``{stream id: [rows/s]}``, what
-    ``selectors.streams_throughput`` answers for a page) when given, else one query per stream.
-    """
+    # A Stream row; the computed fields come from selectors. ``throughput`` is
+    # ``context["throughput"]`` ({stream id: [rows/s]}, selectors.streams_throughput of a page)
+    # when given, else one query per stream.
 
     id = serializers.IntegerField()
     name = serializers.CharField()
@@ -137,7 +139,7 @@ class StreamSerializer(serializers.Serializer):
 
 
 class StreamDetailSerializer(StreamSerializer):
-    """A stream with its ``StreamSpec`` JSON (secrets redacted)."""
+    """A stream with its spec (the StreamSpec JSON, secrets redacted)."""
 
     spec = serializers.SerializerMethodField()
 
@@ -151,8 +153,9 @@ class RecalculationSerializer(serializers.Serializer):
 
 
 class ActionResultSerializer(StreamSerializer):
-    """The stream after an action; ``recalculation`` (recalculate only) is
-    ``context["recalculation"]``, absent otherwise."""
+    """The stream after an action, with what a recalculation did."""
+
+    # recalculation: context["recalculation"] ({windows}); absent without it
 
     recalculation = RecalculationSerializer(required=False, help_text="recalculate only")
 
@@ -210,7 +213,9 @@ class ActionInputSerializer(serializers.Serializer):
 
 
 class ProgressSerializer(serializers.Serializer):
-    """One micro-batch's progress (``StreamProgress`` row)."""
+    """One micro-batch's progress."""
+
+    # a StreamProgress row
 
     batch_id = serializers.IntegerField()
     created_at = IsoDateTimeField()
@@ -231,7 +236,9 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class DeliverySerializer(serializers.Serializer):
-    """One notification delivery attempt (``Delivery`` row)."""
+    """One notification delivery attempt."""
+
+    # a Delivery row
 
     id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
@@ -245,7 +252,9 @@ class DeliverySerializer(serializers.Serializer):
 
 
 class RunSerializer(serializers.Serializer):
-    """One worker attempt to run the stream (``StreamRun`` row)."""
+    """One worker attempt to run the stream."""
+
+    # a StreamRun row
 
     id = serializers.IntegerField()
     started_at = serializers.DateTimeField()

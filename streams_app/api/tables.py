@@ -35,7 +35,9 @@ class FieldSerializer(serializers.Serializer):
 
 
 class TableDetailSerializer(serializers.Serializer):
-    """``selectors.table_detail``: columns, tags and tag values of a table."""
+    """Columns, tags and tag values of a table."""
+
+    # selectors.table_detail
 
     name = serializers.CharField()
     db = serializers.CharField()
@@ -47,7 +49,9 @@ class TableDetailSerializer(serializers.Serializer):
 
 
 class TableEntrySerializer(serializers.Serializer):
-    """An entry of ``selectors.table_list``."""
+    """A table of a database."""
+
+    # an entry of selectors.table_list
 
     name = serializers.CharField()
     kind = serializers.CharField()
@@ -55,7 +59,9 @@ class TableEntrySerializer(serializers.Serializer):
 
 
 class DatabaseSerializer(serializers.Serializer):
-    """An entry of ``selectors.database_list``."""
+    """A database."""
+
+    # an entry of selectors.database_list
 
     name = serializers.CharField()
     precision = serializers.CharField()
@@ -64,8 +70,9 @@ class DatabaseSerializer(serializers.Serializer):
 
 
 class RowsSerializer(serializers.Serializer):
-    """Rows of a table from TDengine's REST answer (``ResultSet.to_rest``: ``{column_meta:
-    [[name, type, length]], data}``): column names, their types, and the rows."""
+    """Rows of a table: column names, their types, and the rows (values in column order)."""
+
+    # from TDengine's REST answer (ResultSet.to_rest): {column_meta: [[name, type, length]], data}
 
     columns = serializers.SerializerMethodField()
     types = serializers.SerializerMethodField()
@@ -115,8 +122,9 @@ ROWS_FILE = inline_serializer(
 
 
 class ImportSerializer(serializers.Serializer):
-    """An import job (``ImportJob`` row); ``fraction`` = rows_done / rows_total (null while the
-    total is unknown)."""
+    """An import job; ``fraction`` = rows_done / rows_total (null while the total is unknown)."""
+
+    # an ImportJob row
 
     id = serializers.IntegerField()
     db = serializers.CharField()

@@ -105,6 +105,8 @@ export interface paths {
         /**
          * @description GET: latest rows of a table (optionally in a time range), newest last.
          *     POST: write rows (JSON) or a CSV file (multipart ``file``) as an import job.
+         *
+         *     A missing (or invisible) database or table answers 404, other errors 400.
          */
         get: operations["v1_databases_tables_rows_retrieve"];
         put?: never;
@@ -200,6 +202,7 @@ export interface paths {
         /**
          * @description Validate the draft again and deploy it: CREATE STREAM, or DROP + CREATE of the stream it
          *     edits (409 when that resets or recalculates the stream and ``confirm_impact`` is not true).
+         *     A CREATE STREAM that fails on its SQL is an issue of the design (the designer's shape).
          */
         post: operations["v1_designer_drafts_deploy_create"];
         delete?: never;
@@ -611,32 +614,32 @@ export interface components {
             /** @description recalculate: range end, epoch ms or ISO 8601 (default: the stream's progress) */
             end?: unknown;
         };
+        /** @description The stream after an action, with what a recalculation did. */
         ActionResult: {
             id: number;
             name: string;
             db: string | null;
-            syntax: string;
-            status: string;
-            desired_state: string;
+            syntax: components["schemas"]["SyntaxEnum"];
+            status: components["schemas"]["StatusEnum"];
+            desired_state: components["schemas"]["DesiredStateEnum"];
             sql: string;
-            source: string;
-            target: string | null;
-            trigger: string;
-            window: string;
+            readonly source: string;
+            readonly target: string | null;
+            readonly trigger: string;
+            readonly window: string;
+            /** Format: date-time */
             created_at: string | null;
             last_error: string;
             spark_ui_url: string | null;
             last_progress: unknown;
             worker: string;
-            counters: {
-                [key: string]: number;
-            };
+            counters: components["schemas"]["StreamCounters"];
             /** @description rows/s of the last 60 micro-batches, oldest first (sparkline) */
-            throughput: number[];
+            readonly throughput: number[];
             /** @description latest event time seen minus the watermark, from the last micro-batch */
-            lag_ms: number | null;
+            readonly lag_ms: number | null;
             /** @description long work under way (FILL_HISTORY catch-up), else null */
-            progress: components["schemas"]["WorkProgress"] | null;
+            readonly progress: components["schemas"]["WorkProgress"] | null;
             /** @description recalculate only */
             recalculation?: components["schemas"]["Recalculation"];
         };
@@ -716,6 +719,7 @@ export interface components {
             sql: string;
             db?: string | null;
         };
+        /** @description Streams by status, throughput, failures, notification delivery and the unread inbox. */
         Dashboard: {
             streams_total: number;
             streams_by_status: {
@@ -751,12 +755,14 @@ export interface components {
             delivery_rate: number | null;
             last_24h: components["schemas"]["DashboardDeliveries24h"];
         };
+        /** @description A database. */
         Database: {
             name: string;
             precision: string;
             created_ms: number;
             ntables: number;
         };
+        /** @description One notification delivery attempt. */
         Delivery: {
             id: number;
             /** Format: date-time */
@@ -778,10 +784,11 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        /** @description The deployed stream, its new version and the impact of the change. */
         Deploy: {
             stream: components["schemas"]["Stream"];
             version: components["schemas"]["Version"];
-            impact: components["schemas"]["Impact"];
+            readonly impact: components["schemas"]["Impact"];
         };
         DeployInputRequest: {
             /** @default false */
@@ -833,6 +840,7 @@ export interface components {
          * @enum {string}
          */
         DesiredStateEnum: "running" | "paused" | "stopped";
+        /** @description A draft: its design and the stream it edits (null: a new stream). */
         Draft: {
             id: number;
             name: string;
@@ -842,7 +850,9 @@ export interface components {
             };
             stream_id: number | null;
             owner: string;
+            /** Format: date-time */
             created_at: string;
+            /** Format: date-time */
             updated_at: string;
         };
         DraftInputRequest: {
@@ -853,6 +863,7 @@ export interface components {
             };
             stream_id?: number | null;
         };
+        /** @description A TDengine error code, its message and where in the SQL it is (null: nowhere in particular). */
         Error: {
             code: number;
             desc: string;
@@ -879,18 +890,21 @@ export interface components {
          * @enum {string}
          */
         ImpactKindEnum: "none" | "notify_only" | "recalculate" | "reset";
+        /** @description An import job; ``fraction`` = rows_done / rows_total (null while the total is unknown). */
         Import: {
             id: number;
             db: string;
             table: string;
             filename: string;
-            state: components["schemas"]["StateEnum"];
+            state: components["schemas"]["ImportStateEnum"];
             rows_total: number | null;
             rows_done: number;
             /** Format: double */
-            fraction: number | null;
+            readonly fraction: number | null;
             error: string;
+            /** Format: date-time */
             created_at: string;
+            /** Format: date-time */
             updated_at: string;
         };
         ImportPage: {
@@ -901,6 +915,19 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        /**
+         * @description * `running` - Running
+         *     * `done` - Done
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        ImportStateEnum: "running" | "done" | "failed";
+        /** @description An inbox and the URL NOTIFY clauses name to reach it. */
+        Inbox: {
+            name: string;
+            readonly url: string;
+        };
+        /** @description A row import that wrote nothing: the first bad row and column. */
         IngestError: {
             code: number;
             /** @description e.g. "row 17, column pm25: 'abc' is not a DOUBLE" */
@@ -911,17 +938,20 @@ export interface components {
             /** @description the failed import job, if recorded */
             import_id: number | null;
         };
+        /** @description A problem of a design: the node and field at fault (null: the design as a whole). */
         Issue: {
             node: string | null;
             field: string | null;
             message: string;
             position: components["schemas"]["SqlPosition"] | null;
         };
+        /** @description The signed-in user and the inboxes they own. */
         Me: {
             username: string;
             is_staff: boolean;
-            inboxes: unknown;
+            readonly inboxes: components["schemas"]["Inbox"][];
         };
+        /** @description One received event; the ``inbox.notification`` WebSocket message carries the same JSON. */
         Notification: {
             id: number;
             inbox: string;
@@ -935,6 +965,7 @@ export interface components {
             message_id: string;
             payload: unknown;
             acknowledged: boolean;
+            /** Format: date-time */
             created_at: string;
         };
         NotificationPage: {
@@ -983,8 +1014,10 @@ export interface components {
             event: string;
             trigger_id: string;
         };
+        /** @description One micro-batch's progress. */
         Progress: {
             batch_id: number;
+            /** Format: date-time */
             created_at: string;
             phase: string;
             input_rows: number;
@@ -1007,10 +1040,11 @@ export interface components {
             /** @description windows rewritten */
             windows: number;
         };
+        /** @description Rows of a table: column names, their types, and the rows (values in column order). */
         Rows: {
-            columns: string[];
-            types: string[];
-            rows: unknown[][];
+            readonly columns: string[];
+            readonly types: string[];
+            readonly rows: unknown[][];
         };
         RowsInputRequest: {
             /** @description [{column: value}]; or give columns + data. A supertable needs a tbname column (and its tag columns to create new subtables). */
@@ -1030,13 +1064,14 @@ export interface components {
             /** @description comma-separated cells read as NULL besides empty ones (default NULL,NA) */
             null_values?: string;
         };
+        /** @description One worker attempt to run the stream. */
         Run: {
             id: number;
             /** Format: date-time */
             started_at: string;
             /** Format: date-time */
             ended_at: string | null;
-            state: string;
+            state: components["schemas"]["RunStateEnum"];
             error: string;
             restarts: number;
             worker: string;
@@ -1049,6 +1084,13 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        /**
+         * @description * `running` - Running
+         *     * `stopped` - Stopped
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        RunStateEnum: "running" | "stopped" | "failed";
         SqlAnswer: {
             code: number;
             desc?: string;
@@ -1057,10 +1099,12 @@ export interface components {
             data?: unknown[][];
             rows?: number;
         };
+        /** @description A SQL text and the default database of its unqualified names. */
         SqlInputRequest: {
             sql: string;
             db?: string | null;
         };
+        /** @description Where in the SQL text: 0-based character ``offset``, 1-based ``line`` and ``column``. */
         SqlPosition: {
             offset: number;
             line: number;
@@ -1074,66 +1118,80 @@ export interface components {
             position?: unknown;
         };
         /**
-         * @description * `running` - Running
-         *     * `done` - Done
+         * @description * `starting` - Starting
+         *     * `running` - Running
+         *     * `catching_up` - Catching Up
+         *     * `paused` - Paused
+         *     * `stopped` - Stopped
          *     * `failed` - Failed
+         *     * `dropped` - Dropped
          * @enum {string}
          */
-        StateEnum: "running" | "done" | "failed";
+        StatusEnum: "starting" | "running" | "catching_up" | "paused" | "stopped" | "failed" | "dropped";
+        /**
+         * @description A stream: its SQL (NOTIFY secrets redacted), what it reads and writes, its state, counters,
+         *     throughput, lag and the progress of long work.
+         */
         Stream: {
             id: number;
             name: string;
             db: string | null;
-            syntax: string;
-            status: string;
-            desired_state: string;
+            syntax: components["schemas"]["SyntaxEnum"];
+            status: components["schemas"]["StatusEnum"];
+            desired_state: components["schemas"]["DesiredStateEnum"];
             sql: string;
-            source: string;
-            target: string | null;
-            trigger: string;
-            window: string;
+            readonly source: string;
+            readonly target: string | null;
+            readonly trigger: string;
+            readonly window: string;
+            /** Format: date-time */
             created_at: string | null;
             last_error: string;
             spark_ui_url: string | null;
             last_progress: unknown;
             worker: string;
-            counters: {
-                [key: string]: number;
-            };
+            counters: components["schemas"]["StreamCounters"];
             /** @description rows/s of the last 60 micro-batches, oldest first (sparkline) */
-            throughput: number[];
+            readonly throughput: number[];
             /** @description latest event time seen minus the watermark, from the last micro-batch */
-            lag_ms: number | null;
+            readonly lag_ms: number | null;
             /** @description long work under way (FILL_HISTORY catch-up), else null */
-            progress: components["schemas"]["WorkProgress"] | null;
+            readonly progress: components["schemas"]["WorkProgress"] | null;
         };
+        /** @description A stream's running totals. */
+        StreamCounters: {
+            rows_in: number;
+            windows_out: number;
+            notifications_sent: number;
+            notifications_failed: number;
+        };
+        /** @description A stream with its spec (the StreamSpec JSON, secrets redacted). */
         StreamDetail: {
             id: number;
             name: string;
             db: string | null;
-            syntax: string;
-            status: string;
-            desired_state: string;
+            syntax: components["schemas"]["SyntaxEnum"];
+            status: components["schemas"]["StatusEnum"];
+            desired_state: components["schemas"]["DesiredStateEnum"];
             sql: string;
-            source: string;
-            target: string | null;
-            trigger: string;
-            window: string;
+            readonly source: string;
+            readonly target: string | null;
+            readonly trigger: string;
+            readonly window: string;
+            /** Format: date-time */
             created_at: string | null;
             last_error: string;
             spark_ui_url: string | null;
             last_progress: unknown;
             worker: string;
-            counters: {
-                [key: string]: number;
-            };
+            counters: components["schemas"]["StreamCounters"];
             /** @description rows/s of the last 60 micro-batches, oldest first (sparkline) */
-            throughput: number[];
+            readonly throughput: number[];
             /** @description latest event time seen minus the watermark, from the last micro-batch */
-            lag_ms: number | null;
+            readonly lag_ms: number | null;
             /** @description long work under way (FILL_HISTORY catch-up), else null */
-            progress: components["schemas"]["WorkProgress"] | null;
-            spec: unknown;
+            readonly progress: components["schemas"]["WorkProgress"] | null;
+            readonly spec: unknown;
         };
         StreamDraftPage: {
             results: components["schemas"]["Draft"][];
@@ -1167,6 +1225,13 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        /**
+         * @description * `legacy` - legacy (3.0-3.3.6)
+         *     * `3.3.7` - 3.3.7
+         * @enum {string}
+         */
+        SyntaxEnum: "legacy" | "3.3.7";
+        /** @description Columns, tags and tag values of a table. */
         TableDetail: {
             name: string;
             db: string;
@@ -1176,6 +1241,7 @@ export interface components {
             tags: components["schemas"]["Field"][];
             tag_values: unknown;
         };
+        /** @description A table of a database. */
         TableEntry: {
             name: string;
             kind: string;
@@ -1212,18 +1278,24 @@ export interface components {
             /** @description with stream_id: what redeploying does */
             impact?: components["schemas"]["Impact"];
         };
+        /**
+         * @description A version: its SQL and design (NOTIFY secrets redacted) and the impact deploying it had
+         *     (null: created by SQL).
+         */
         Version: {
             number: number;
             stream_id: number | null;
             sql: string;
             /** @description design document, docs/designer.md */
-            design: {
+            readonly design: {
                 [key: string]: unknown;
             } | null;
+            /** Format: date-time */
             created_at: string;
-            created_by: string | null;
-            impact: components["schemas"]["Impact"] | null;
+            readonly created_by: string | null;
+            readonly impact: components["schemas"]["Impact"] | null;
         };
+        /** @description Long work of a stream under way (FILL_HISTORY catch-up). */
         WorkProgress: {
             /** @description history */
             phase: string;
@@ -1520,7 +1592,9 @@ export interface operations {
     v1_designer_drafts_list: {
         parameters: {
             query?: {
+                /** @description page size (default 50, at most 500) */
                 limit?: number;
+                /** @description index of the first result (default 0) */
                 offset?: number;
             };
             header?: never;
@@ -2274,7 +2348,9 @@ export interface operations {
     v1_streams_versions_list: {
         parameters: {
             query?: {
+                /** @description page size (default 50, at most 500) */
                 limit?: number;
+                /** @description index of the first result (default 0) */
                 offset?: number;
             };
             header?: never;

@@ -4,7 +4,7 @@
 // with `npm run gen:api` after `manage.py spectacular --file var/openapi.yml`; `make checks` fails
 // when it is stale). Written by hand here is only what the schema cannot say, each marked
 // "hand-written:" with the reason:
-//   - enums the serializers declare as plain CharFields (stream status, progress phase, table kind),
+//   - enums the serializers declare as plain CharFields (progress phase, table kind),
 //   - JSONField bodies (last_progress, payload, spec, tag_values), `unknown` in the schema,
 //   - unions of answer shapes (validate, SQL console), query filters, WebSocket messages.
 // Times: ISO strings for created_at etc.; *_ms fields are epoch milliseconds.
@@ -17,15 +17,7 @@ type Refine<Base, Over> = Omit<Base, keyof Over> & Over;
 
 // --- streams -------------------------------------------------------------------------------
 
-/** hand-written: `status` is a CharField in the serializer, so the schema says `string`. */
-export type StreamStatus =
-  | "starting"
-  | "running"
-  | "catching_up"
-  | "paused"
-  | "stopped"
-  | "failed"
-  | "dropped";
+export type StreamStatus = Schemas["StatusEnum"];
 
 export const STREAM_STATUSES: StreamStatus[] = [
   "starting",
@@ -37,7 +29,7 @@ export const STREAM_STATUSES: StreamStatus[] = [
   "dropped",
 ];
 
-export type StreamSyntax = "legacy" | "3.3.7";
+export type StreamSyntax = Schemas["SyntaxEnum"];
 
 /** Lifecycle actions of POST streams/{id}/actions/ (recalculate and drop have their own calls). */
 export type StreamAction = Exclude<Schemas["ActionEnum"], "recalculate" | "drop">;
@@ -55,7 +47,6 @@ export type Progress = Refine<Schemas["Progress"], { phase: ProgressPhase | (str
 export type StreamWork = Schemas["WorkProgress"];
 
 interface StreamRefinements {
-  status: StreamStatus;
   /** hand-written: a JSONField (the last Progress), `unknown` in the schema. */
   last_progress: Progress | null;
 }
