@@ -157,7 +157,7 @@ class BlankAsNullCharField(serializers.CharField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_null=True, **kwargs)
 
-    def to_representation(self, value: str) -> str | None:
+    def to_representation(self, value: str) -> str | None:  # type: ignore[override]  # null for ""
         return value or None
 
 

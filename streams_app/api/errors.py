@@ -152,7 +152,7 @@ def design_error_answer(
 
 
 def _design_invalid_answer(issues: list[dict[str, Any]]) -> dict[str, Any]:
-    first = issues[0] if issues else {"message": "invalid design"}
+    first: dict[str, Any] = issues[0] if issues else {"message": "invalid design"}
     return design_error_answer(
         code=Code.INVALID_STREAM_QUERY, desc=first["message"], position=first.get("position"), issues=issues
     )

@@ -1,5 +1,5 @@
-"""REST API ``/api/v1/`` (streams_app.api.v1): permissions, visibility, streams, SQL, tables,
-notifications, token authentication and the OpenAPI schema."""
+"""REST API ``/api/v1/`` (streams_app.api: urls and the resource modules): permissions,
+visibility, streams, SQL, tables, notifications, token authentication and the OpenAPI schema."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Row ingestion ``POST /api/v1/databases/{db}/tables/{name}/rows/`` (JSON and CSV) and import jobs
-``/api/v1/imports/`` (streams_app.services.ingest): values checked like INSERT, nothing written
-for bad input, supertables through ``tbname``, the real dataset, visibility of jobs."""
+``/api/v1/imports/`` (streams_app.api.tables, streams_app.services.ingest): values checked like
+INSERT, nothing written for bad input, supertables through ``tbname``, the real dataset, visibility
+of jobs."""
 
 from __future__ import annotations
 

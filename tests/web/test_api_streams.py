@@ -1,4 +1,4 @@
-"""``/api/v1/`` streams beyond CRUD (streams_app.api.v1, streams_app.selectors): pagination and
+"""``/api/v1/`` streams beyond CRUD (streams_app.api.streams, streams_app.selectors): pagination and
 filters, lag / sparkline / catch-up progress fields, PATCH, the recalculate and drop actions,
 progress / delivery / run history, the dashboard, notifications since, and obtaining a token."""
 
