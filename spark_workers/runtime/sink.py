@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import structlog
 
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
@@ -93,8 +94,12 @@ class OutputSink:
         tz: str = "UTC",
         sender: Sender | None = None,
         progress: Callable[[BatchReport], None] | None = None,
+        log_fields: dict[str, Any] | None = None,
     ) -> None:
         self.c = compiled
+        # structured logs of every micro-batch carry the stream (and what the caller adds, e.g.
+        # the registry's stream_id) and the batch_id
+        self.log = structlog.get_logger(__name__).bind(stream_key=stream_key, **(log_fields or {}))
         self.lake = lake
         self.key = stream_key
         self.tz = tz
@@ -158,6 +163,17 @@ class OutputSink:
             self._notify(events, out_rows, batch_id, rep)
         rep.duration_ms = (time.perf_counter() - t0) * 1000
         rep.rows_per_s = rep.input_rows / (rep.duration_ms / 1000.0) if rep.duration_ms > 0 else 0.0
+        self.log.debug(
+            "micro-batch",
+            batch_id=batch_id,
+            phase=phase,
+            rows_in=rep.input_rows,
+            rows_out=rep.output_rows,
+            events=rep.events,
+            notifications_sent=rep.notifications_sent,
+            notifications_failed=rep.notifications_failed,
+            duration_ms=round(rep.duration_ms, 1),
+        )
         self.progress(rep)
         return rep
 

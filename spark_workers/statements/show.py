@@ -113,7 +113,7 @@ def like(rows: list[list[Any]], pattern: str | None) -> list[list[Any]]:
     return [r for r in rows if fnmatch.fnmatchcase(str(r[0]).lower(), glob.lower())]
 
 
-def create_sql(ex: Session, t: Table) -> str:
+def create_sql(t: Table) -> str:
     if t.kind == "sub":
         vals = ", ".join(
             "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])

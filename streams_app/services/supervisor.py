@@ -13,17 +13,19 @@ a live worker, which resumes from the checkpoint.
 from __future__ import annotations
 
 import contextlib
-import logging
 import random
 import threading
 import time
 from datetime import datetime, timedelta
+from typing import Any
 
+import structlog
 from django.conf import settings
 from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
+from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
@@ -42,7 +44,7 @@ from streams_app.services.streams import (
 )
 from streams_app.services.users import principal_for
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 SHUTDOWN = threading.Event()  # set when the worker shuts down
 _running: set[int] = set()
 _running_lock = threading.Lock()
@@ -96,113 +98,145 @@ def _should_run(stream_id: int) -> bool:
 
 
 def _supervise(stream_id: int, worker: str) -> None:
-    from spark_workers.runtime.session import spark_session
-
+    """Run one stream until it should stop, restarting it with back-off after a failure; its
+    structured logs carry ``stream_id`` and ``worker``."""
     lake = lake_get()
     run = StreamRun.objects.create(stream_id=stream_id, worker=worker, started_at=timezone.now())
-    backoff = 1.0
+    backoff = [1.0]  # the back-off restarts once a micro-batch commits (``_watch``)
     stop_flag = threading.Event()
+    structlog.contextvars.bind_contextvars(stream_id=stream_id, worker=worker)
     try:
         while _should_run(stream_id):
-            stream = Stream.objects.get(pk=stream_id)
-            query = None
             try:
-                spark = spark_session(settings.SPARK_MASTER)
-                spec = StreamSpec.from_json(stream.spec)
-                if stream.owner_id is not None:  # the stream runs with its owner's privileges
-                    check_stream_access(principal_for(stream.owner), spec, lake.catalog)
-                compiled = stream_compiled(spec, stream.compiled, lake, settings.TDWEB_TIMEZONE)
-                sender = Sender(
-                    on_attempt=lambda a: _discard(stream_delivery_record(stream_id=stream_id, attempt=a)),
-                    should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set(),
-                )
-                sink = OutputSink(
-                    compiled,
-                    lake,
-                    stream_key=stream.key,
-                    tz=settings.TDWEB_TIMEZONE,
-                    sender=sender,
-                    progress=lambda r: _discard(stream_progress_record(stream_id=stream_id, report=r)),
-                )
-                if spec.trigger.get("type") == "period":  # a scheduled task: no Spark query
-                    _run_period(stream, compiled, sink, worker, str(lake.root))
-                    if not _should_run(stream_id):
-                        break
-                    continue
-                query = start_query(
-                    spark,
-                    compiled,
-                    sink,
-                    stream_key=stream.key,
-                    lake_root=str(lake.root),
-                    tz=settings.TDWEB_TIMEZONE,
-                    start_version=stream.start_version,
-                    history_version=stream.history_version,
-                    ignore_until=stream.ignore_until_version,
-                    buckets=settings.TDWEB_STREAM_BUCKETS,
-                )
-                stream_set_status(
-                    stream_id=stream_id,
-                    status=Stream.Status.CATCHING_UP
-                    if stream.history_version is not None and stream.last_batch_id is None
-                    else Stream.Status.RUNNING,
-                    error="",
-                    spark_ui_url=spark.sparkContext.uiWebUrl or "",
-                )
-                while True:
-                    if query.awaitTermination(settings.TDWEB_HEARTBEAT_S):
-                        exc = query.exception()
-                        if exc is not None and _should_run(stream_id):
-                            raise RuntimeError(str(exc).split("\n")[0][:2000])
-                        break
-                    beat: dict[str, object] = {"heartbeat_at": timezone.now()}
-                    committed = committed_version(query)
-                    if committed is not None:
-                        beat["processed_version"] = committed
-                    Stream.objects.filter(pk=stream_id, worker=worker).update(**beat)
-                    if not _should_run(stream_id):
-                        stop_flag.set()
-                        query.stop()
-                        break
-                    if _made_progress(query):  # the back-off restarts once a micro-batch commits
-                        backoff = 1.0
+                _run_once(stream_id, worker, lake, stop_flag, backoff)
                 if not _should_run(stream_id):
                     break
             except Exception as e:  # any failure: record it, back off, try again
-                if query is not None:
-                    with contextlib.suppress(Exception):
-                        query.stop()
                 if not _should_run(stream_id):  # stopping (shutdown, pause, drop): not a failure
                     break
-                log.exception("stream %s failed", stream_id)
-                run.restarts += 1
-                run.error = str(e)[:4000]
-                run.save(update_fields=["restarts", "error", "updated_at"])
-                stream_set_status(stream_id=stream_id, status=Stream.Status.FAILED, error=str(e))
-                deadline = time.monotonic() + backoff * random.uniform(0.75, 1.25)
-                while time.monotonic() < deadline and _should_run(stream_id):
-                    Stream.objects.filter(pk=stream_id, worker=worker).update(heartbeat_at=timezone.now())
-                    time.sleep(min(1.0, backoff))
-                backoff = min(backoff * 2, BACKOFF_MAX_S)
+                backoff[0] = _after_failure(stream_id, worker, run, e, backoff[0])
     finally:
-        run.ended_at = timezone.now()
-        run.state = StreamRun.State.FAILED if run.error and not SHUTDOWN.is_set() else StreamRun.State.STOPPED
-        run.save(update_fields=["ended_at", "state", "updated_at"])
-        stream = Stream.objects.get(pk=stream_id)
-        fields = {"worker": "", "heartbeat_at": None}
-        if stream.status == Stream.Status.DROPPED:
-            Stream.objects.filter(pk=stream_id).update(**fields)
-            checkpoint_remove(stream, str(lake.root))
-        elif SHUTDOWN.is_set():
-            Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
-        else:
-            final: dict[str, str] = {
-                Stream.Desired.PAUSED: Stream.Status.PAUSED,
-                Stream.Desired.STOPPED: Stream.Status.STOPPED,
-            }
-            status = final.get(stream.desired_state, stream.status)
-            Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
-            stream_set_status(stream_id=stream_id, status=status)
+        _finish(stream_id, worker, run, lake)
+        structlog.contextvars.unbind_contextvars("stream_id", "worker")
+
+
+def _run_once(
+    stream_id: int, worker: str, lake: Lake, stop_flag: threading.Event, backoff: list[float]
+) -> None:
+    """One run of the stream: its owner's privileges checked, its stored compiled form loaded,
+    the query (or the PERIOD scheduler) run until it ends or should stop; raises what made it
+    fail (the query is stopped first)."""
+    from spark_workers.runtime.session import spark_session
+
+    stream = Stream.objects.select_related("owner").get(pk=stream_id)
+    spark = spark_session(settings.SPARK_MASTER)
+    spec = StreamSpec.from_json(stream.spec)
+    if stream.owner is not None:  # the stream runs with its owner's privileges
+        check_stream_access(principal_for(stream.owner), spec, lake.catalog)
+    compiled = stream_compiled(spec, stream.compiled, lake, settings.TDWEB_TIMEZONE)
+    sender = Sender(
+        on_attempt=lambda a: _discard(stream_delivery_record(stream_id=stream_id, attempt=a)),
+        should_stop=lambda: stop_flag.is_set() or SHUTDOWN.is_set(),
+    )
+    sink = OutputSink(
+        compiled,
+        lake,
+        stream_key=stream.key,
+        tz=settings.TDWEB_TIMEZONE,
+        sender=sender,
+        progress=lambda r: _discard(stream_progress_record(stream_id=stream_id, report=r)),
+        log_fields={"stream_id": stream_id, "stream": stream.name},
+    )
+    if spec.trigger.get("type") == "period":  # a scheduled task: no Spark query
+        _run_period(stream, compiled, sink, worker, str(lake.root))
+        return
+    query = start_query(
+        spark,
+        compiled,
+        sink,
+        stream_key=stream.key,
+        lake_root=str(lake.root),
+        tz=settings.TDWEB_TIMEZONE,
+        start_version=stream.start_version,
+        history_version=stream.history_version,
+        ignore_until=stream.ignore_until_version,
+        buckets=settings.TDWEB_STREAM_BUCKETS,
+    )
+    catching_up = stream.history_version is not None and stream.last_batch_id is None
+    stream_set_status(
+        stream_id=stream_id,
+        status=Stream.Status.CATCHING_UP if catching_up else Stream.Status.RUNNING,
+        error="",
+        spark_ui_url=spark.sparkContext.uiWebUrl or "",
+    )
+    log.info("stream query started", stream=stream.name, catching_up=catching_up)
+    try:
+        _watch(query, stream_id, worker, stop_flag, backoff)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            query.stop()
+        raise
+
+
+def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, backoff: list[float]) -> None:
+    """Beat every ``TDWEB_HEARTBEAT_S`` while the query runs, resetting the back-off once a
+    micro-batch has committed; stop it at a micro-batch boundary when the stream should stop.
+    Raises the query's failure."""
+    while True:
+        if query.awaitTermination(settings.TDWEB_HEARTBEAT_S):
+            exc = query.exception()
+            if exc is not None and _should_run(stream_id):
+                raise RuntimeError(str(exc).split("\n")[0][:2000])
+            return
+        beat: dict[str, object] = {"heartbeat_at": timezone.now()}
+        committed = committed_version(query)
+        if committed is not None:
+            beat["processed_version"] = committed
+        Stream.objects.filter(pk=stream_id, worker=worker).update(**beat)
+        if not _should_run(stream_id):
+            stop_flag.set()
+            query.stop()
+            return
+        if _made_progress(query):
+            backoff[0] = 1.0
+
+
+def _after_failure(stream_id: int, worker: str, run: StreamRun, e: Exception, backoff: float) -> float:
+    """Record a failed run, wait out the back-off (beating, so the stream stays this worker's) and
+    return the next back-off."""
+    log.exception("stream failed", error=str(e)[:200], backoff_s=backoff)
+    run.restarts += 1
+    run.error = str(e)[:4000]
+    run.save(update_fields=["restarts", "error", "updated_at"])
+    stream_set_status(stream_id=stream_id, status=Stream.Status.FAILED, error=str(e))
+    deadline = time.monotonic() + backoff * random.uniform(0.75, 1.25)
+    while time.monotonic() < deadline and _should_run(stream_id):
+        Stream.objects.filter(pk=stream_id, worker=worker).update(heartbeat_at=timezone.now())
+        time.sleep(min(1.0, backoff))
+    return min(backoff * 2, BACKOFF_MAX_S)
+
+
+def _finish(stream_id: int, worker: str, run: StreamRun, lake: Lake) -> None:
+    """End the run: release the stream, remove a dropped stream's state, settle its status."""
+    run.ended_at = timezone.now()
+    run.state = StreamRun.State.FAILED if run.error and not SHUTDOWN.is_set() else StreamRun.State.STOPPED
+    run.save(update_fields=["ended_at", "state", "updated_at"])
+    stream = Stream.objects.get(pk=stream_id)
+    fields = {"worker": "", "heartbeat_at": None}
+    if stream.status == Stream.Status.DROPPED:
+        Stream.objects.filter(pk=stream_id).update(**fields)
+        checkpoint_remove(stream, str(lake.root))
+    elif SHUTDOWN.is_set():
+        Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
+    else:
+        final: dict[str, str] = {
+            Stream.Desired.PAUSED: Stream.Status.PAUSED,
+            Stream.Desired.STOPPED: Stream.Status.STOPPED,
+        }
+        status = final.get(stream.desired_state, stream.status)
+        Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
+        stream_set_status(stream_id=stream_id, status=status)
+    log.info("stream stopped", state=run.state, restarts=run.restarts)
 
 
 def _run_period(
@@ -210,8 +244,8 @@ def _run_period(
 ) -> None:
     """Run a PERIOD stream (runtime/period.py) until it should stop; its state is kept beside the
     checkpoints of Spark streams, so a restart continues from the last trigger."""
-    from spark_workers.runtime.period import PeriodRunner
     from spark_workers.runtime.paths import checkpoint_dir
+    from spark_workers.runtime.period import PeriodRunner
 
     runner = PeriodRunner(
         compiled,

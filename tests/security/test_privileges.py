@@ -85,6 +85,9 @@ def test_normal_users_cannot_read_write_or_drop_each_others_data(users) -> None:
     assert ann.sql("SELECT count(*) FROM ann_db.meters")["data"] == [[3]]
     assert sorted(r[0] for r in ann.sql("SHOW ann_db.TABLES")["data"]) == ["d1", "d2", "notes"]
     assert root.sql("SELECT count(*) FROM ann_db.notes")["data"] == [[1]]  # the superuser reads all
+    assert ann.sql("SHOW CREATE TABLE ann_db.notes")["data"] == [
+        ["notes", "CREATE TABLE `notes` (`ts` TIMESTAMP, `msg` VARCHAR(16))"]
+    ]
 
 
 def test_grant_opens_what_it_names_and_revoke_closes_it(users) -> None:
