@@ -14,6 +14,7 @@ import datetime as dt
 from pathlib import Path
 
 import environ
+import structlog
 from django.core.exceptions import ImproperlyConfigured
 
 from tdweb.secret_key import secret_key_load
@@ -243,3 +244,18 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("TDWEB_LOG_LEVEL", default="INFO")},
     "loggers": {"py4j": {"level": "WARNING"}, "daphne": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
+
+# structured logs (structlog) go through the logging configuration above: key=value pairs after
+# the event, with what a worker bound for the stream it runs (stream_id, worker) and per
+# micro-batch (stream_key, batch_id, ...)
+structlog.configure(
+    processors=[
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.filter_by_level,
+        structlog.processors.format_exc_info,
+        structlog.processors.KeyValueRenderer(key_order=["event"]),
+    ],
+    logger_factory=structlog.stdlib.LoggerFactory(),
+    wrapper_class=structlog.stdlib.BoundLogger,
+    cache_logger_on_first_use=True,
+)
