@@ -165,7 +165,7 @@ TDWEB_STREAM_BUCKETS = env.int("TDWEB_STREAM_BUCKETS", default=8)
 TDWEB_HEARTBEAT_S = env.float("TDWEB_HEARTBEAT_S", default=5.0)
 TDWEB_STALE_AFTER_S = env.float("TDWEB_STALE_AFTER_S", default=30.0)
 TDWEB_PROGRESS_KEEP = env.int("TDWEB_PROGRESS_KEEP", default=2000)
-# SQL statement limits (spark_workers/sql/limits.py; docs/decisions.md "SQL sandbox and limits")
+# SQL statement limits (spark_workers/limits.py; docs/decisions.md "SQL sandbox and limits")
 TDWEB_SQL_MEMORY_LIMIT = env.str("TDWEB_SQL_MEMORY_LIMIT", default="")  # "" = min(4 GiB, 25 % RAM)
 TDWEB_SQL_TIMEOUT_S = env.float("TDWEB_SQL_TIMEOUT_S", default=60.0)  # at most 300
 TDWEB_SQL_MAX_ROWS = env.int("TDWEB_SQL_MAX_ROWS", default=1_000_000)

@@ -230,8 +230,8 @@ class DuckSession:
         threads: DuckDB worker threads (keep small on 2 cores).
 
     The connection is a cursor of a pooled, locked-down database whose ``memory_limit`` is the
-    statement limit (:func:`spark_workers.query.limits.current_limits`). Inside
-    :func:`spark_workers.query.limits.statement_budget`, queries are interrupted at the
+    statement limit (:func:`spark_workers.limits.current_limits`). Inside
+    :func:`spark_workers.limits.statement_budget`, queries are interrupted at the
     statement's deadline.
     """
 

@@ -6,7 +6,7 @@ Window queries run the three stages of ``planner.WindowPlan``: DuckDB input -> e
 (the same functions streams use) -> DuckDB output projection.
 
 Every query passes the front door's allow-list (:mod:`spark_workers.sql.sandbox`) before its
-tables are bound, and runs within the statement limits (:mod:`spark_workers.query.limits`): one of
+tables are bound, and runs within the statement limits (:mod:`spark_workers.limits`): one of
 ``TDWEB_SQL_CONCURRENCY`` slots, a deadline checked by DuckDB's interrupt and between the Python
 stages, capped results and a capped window-engine input.
 """

@@ -4,7 +4,7 @@ Findings reproduced here: DuckDB ran with its default memory limit (80 % of RAM)
 timeout and no result cap (a 60-way self-join pushed the web process to 18.8 GB and the kernel
 killed it; a 527-byte request returned a 174 MB answer); 500 nested parentheses hit Python's
 recursion limit; 300 x ``select 1;`` in one request took 27 s. Now every statement runs within
-``spark_workers/sql/limits.py``'s limits, each answered with TDengine's code and the setting that
+``spark_workers/limits.py``'s limits, each answered with TDengine's code and the setting that
 raises it.
 
 Codes as TDengine prints them (``taoserror.h``): 0x073A Query memory exhausted, 0x012C Operation
