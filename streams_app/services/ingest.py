@@ -225,14 +225,20 @@ class _Checked:
     rows: int
 
 
-def _check(t: _Target, columns: list[str], rows: Sequence[Sequence[Any]]) -> _Checked:
-    """Validate and convert everything (see module docstring); raises ``IngestError``."""
+@dataclass(frozen=True)
+class _Mapping:
+    """Where each given column goes: (position in the rows, table column), the same for tags,
+    and the position of ``tbname`` (None when the rows are for one table)."""
+
+    picked: list[tuple[int, Column]]
+    tag_cols: list[tuple[int, Column]]
+    tbname_idx: int | None
+
+
+def _map_columns(t: _Target, columns: list[str]) -> _Mapping:
+    """Map the import's column names onto ``t``'s columns and tags; raises ``IngestError`` for a
+    repeated, unknown or misplaced column, a missing timestamp, or a supertable without tbname."""
     table, db = t.table, t.db
-    tz = settings.TDWEB_TIMEZONE
-    if len(rows) > MAX_ROWS:
-        raise IngestError(
-            f"{len(rows):,} rows: at most {MAX_ROWS:,} per import", code=Code.VALUE_OUT_OF_RANGE
-        )
     picked: list[tuple[int, Column]] = []
     tag_cols: list[tuple[int, Column]] = []
     tbname_idx: int | None = None
@@ -280,10 +286,22 @@ def _check(t: _Target, columns: list[str], rows: Sequence[Sequence[Any]]) -> _Ch
             code=Code.INVALID_OPERATION,
             column="tbname",
         )
+    return _Mapping(picked, tag_cols, tbname_idx)
+
+
+def _check(t: _Target, columns: list[str], rows: Sequence[Sequence[Any]]) -> _Checked:
+    """Validate and convert everything (see module docstring); raises ``IngestError``."""
+    table, db = t.table, t.db
+    if len(rows) > MAX_ROWS:
+        raise IngestError(
+            f"{len(rows):,} rows: at most {MAX_ROWS:,} per import", code=Code.VALUE_OUT_OF_RANGE
+        )
+    m = _map_columns(t, columns)
+    ts = table.columns[0]
     data: dict[str, list[Any]] = {}
     errors: list[IngestError] = []
-    for i, c in picked:
-        values, err = _convert([r[i] for r in rows], c, db.precision, tz)
+    for i, c in m.picked:
+        values, err = _convert([r[i] for r in rows], c, db.precision, settings.TDWEB_TIMEZONE)
         if err is not None:
             errors.append(err)
         data[c.physical] = values
@@ -297,10 +315,10 @@ def _check(t: _Target, columns: list[str], rows: Sequence[Sequence[Any]]) -> _Ch
                 )
                 break
     to_create: list[Table] = []
-    if tbname_idx is None:
+    if m.tbname_idx is None:
         data["tbname"] = [table.name] * len(rows)
     else:
-        names, create_err = _subtables(t, rows, tbname_idx, tag_cols, to_create)
+        names, create_err = _subtables(t, rows, m.tbname_idx, m.tag_cols, to_create)
         if create_err is not None:
             errors.append(create_err)
         data["tbname"] = names
