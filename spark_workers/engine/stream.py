@@ -326,6 +326,8 @@ class IntervalEngine:
     ) -> StepOutput:
         """Process one batch of rows (arrival order) and return what to write and notify.
 
+        The phases are the methods of ``_IntervalStep``, in the order its ``run`` calls them.
+
         Args:
             state: the bucket's state; updated in place.
             batch: rows of this bucket in arrival order (empty for a timer step). ``keep`` /
@@ -336,193 +338,7 @@ class IntervalEngine:
             now: the wall clock in precision units: closes windows in clock-driven modes, drives
                 MAX_DELAY and CONTINUOUS_WINDOW_CLOSE's periodic recalculation (seed 000).
         """
-        r, a = self.rules, self.assigner
-        n = len(batch)
-        stats: dict[str, int | None] = {
-            "rows_in": int(batch.lifted.n.sum()) if batch.lifted is not None else n,
-            "rows_expired": 0,
-            "windows_opened": 0,
-            "windows_closed": 0,
-            "recalculated": 0,
-            "recalc_skipped": 0,
-        }
-        history = bool(n) and bool(batch.is_history.all())
-        events: list[WindowEvent] = []
-        removals: list[tuple[str, int]] = []
-        gid = group_ids(batch, state.gids) if n else np.empty(0, np.int64)
-        ch = batch.changes
-        keep = np.ones(n, bool)
-        for key in ("keep", "where"):  # eKuiper FILTER and WHERE: both only keep rows out of windows
-            if key in batch.extra:
-                keep &= batch.extra[key][0].astype(bool) & batch.extra[key][1]
-        advancing = (ch == INSERT) | ((ch == UPDATE_POST) & r.ignore_update)
-        changed = (ch == DELETE) | (((ch == UPDATE_PRE) | (ch == UPDATE_POST)) & (not r.ignore_update))
-
-        # ---- incremental rows: window pairs, expiry against the running latest event time
-        lifted = batch.lifted  # pre-aggregated items: ``ts`` is their earliest, ``tmax`` latest time
-        adv_idx = np.flatnonzero(advancing)
-        t_latest = lifted.tmax if lifted is not None else batch.ts
-        g_adv, t_adv = gid[adv_idx], t_latest[adv_idx]
-        kept = keep[adv_idx]
-        inc_idx = adv_idx[kept]
-        g_inc, t_inc = g_adv[kept], batch.ts[inc_idx]
-        if r.clock_driven and now is not None:
-            prev = np.full(inc_idx.size, now, np.int64)
-        elif adv_idx.size:
-            # earliest times: an item's rows are in order, so its first row is the one judged
-            prev = _prev_running_max(g_adv, batch.ts[adv_idx], state.max_ts)[kept]
-        else:
-            prev = np.empty(0, np.int64)
-        if lifted is not None:
-            pair_row, pair_w = np.arange(inc_idx.size, dtype=np.int64), lifted.wkey[inc_idx]
-        else:
-            pair_row, pair_w = a.assign(t_inc)
-        pair_g = g_inc[pair_row]
-        pair_end = a.end(pair_w)
-        pair_prev = prev[pair_row]
-        closed_before = self._closed(pair_end, pair_prev, r.watermark)
-        if r.late_by_watermark and pair_row.size:
-            late = (prev != I64_MIN) & (t_inc < prev - r.watermark)
-            closed_before |= late[pair_row]
-        beyond_mark = self._closed(pair_end, pair_prev, r.delete_mark)
-        if (r.mode == "AT_ONCE" or not r.ignore_expired) and not r.late_by_watermark:
-            late_recalc = closed_before & ~beyond_mark
-        else:
-            late_recalc = np.zeros_like(closed_before)
-        dropped = closed_before & ~late_recalc
-        stats["rows_expired"] = int(np.unique(pair_row[dropped]).size) if dropped.any() else 0
-
-        # ---- windows to recalculate: late rows (per the rules) and changed rows
-        rc_g = [pair_g[late_recalc]]
-        rc_w = [pair_w[late_recalc]]
-        chg_idx = np.flatnonzero(changed)
-        if chg_idx.size:
-            crow, cw = a.assign(batch.ts[chg_idx])
-            cg = gid[chg_idx][crow]
-            keep_c = ~self._closed(a.end(cw), state.max_ts[cg], r.delete_mark)
-            rc_g.append(cg[keep_c])
-            rc_w.append(cw[keep_c])
-        rc_gid = np.concatenate(rc_g)
-        rc_wst = np.concatenate(rc_w)
-        if r.mode == "CONTINUOUS_WINDOW_CLOSE":
-            # changes wait for the periodic recalculation (seed 000, CONTINUOUS_WINDOW_CLOSE)
-            state.pending.update(zip(rc_gid.tolist(), rc_wst.tolist(), strict=True))
-            rc_gid, rc_wst = np.empty(0, np.int64), np.empty(0, np.int64)
-            if now is not None:
-                if state.last_recalc == I64_MIN:
-                    state.last_recalc = now
-                elif now - state.last_recalc >= r.recalc_every and state.pending:
-                    due = sorted(state.pending)
-                    state.pending.clear()
-                    state.last_recalc = now
-                    rc_gid = np.array([d[0] for d in due], np.int64)
-                    rc_wst = np.array([d[1] for d in due], np.int64)
-        if rc_gid.size:
-            uk = pd.MultiIndex.from_arrays([rc_gid, rc_wst]).unique()
-            rc_gid = uk.get_level_values(0).to_numpy().astype(np.int64)
-            rc_wst = uk.get_level_values(1).to_numpy().astype(np.int64)
-
-        # ---- incremental combine into open windows (windows under recalculation excluded)
-        use = ~closed_before
-        if rc_gid.size and use.any():
-            use &= key_index(rc_gid, rc_wst, pair_g, pair_w) < 0
-        touched_g: list[np.ndarray] = []
-        touched_w: list[np.ndarray] = []
-        if use.any():
-            rows = inc_idx[pair_row[use]]
-            if lifted is not None:
-                part = combine(
-                    self.aggs,
-                    Partials(pair_g[use], pair_w[use], {k: v[rows] for k, v in lifted.cols.items()}),
-                )
-            else:
-                inputs = {k: (v[rows], m[rows]) for k, (v, m) in batch.inputs.items()}
-                part = combine(self.aggs, lift(self.aggs, pair_g[use], pair_w[use], batch.ts[rows], inputs))
-            pos = key_index(state.open.gid, state.open.wkey, part.gid, part.wkey)
-            new = pos < 0
-            stats["windows_opened"] = int(new.sum())
-            if r.notify_open and new.any() and (r.notify_history or not history):
-                events += [
-                    WindowEvent("WINDOW_OPEN", state.gkeys[g], int(w), int(w + a.interval), history)
-                    for g, w in zip(part.gid[new], part.wkey[new], strict=True)
-                ]
-            state.open = combine(self.aggs, Partials.concat([state.open, part]))
-            touched_g.append(part.gid)
-            touched_w.append(part.wkey)
-
-        # ---- latest event time per group (every inserted row, even expired or filtered ones)
-        if adv_idx.size:
-            np.maximum.at(state.max_ts, g_adv, t_adv)
-            ug, first = np.unique(g_adv, return_index=True)
-            unset = state.first_ts[ug] == I64_MIN
-            state.first_ts[ug[unset]] = batch.ts[adv_idx][first[unset]]
-
-        # ---- recalculation from the lake snapshot
-        recalc_closed: Partials | None = None
-        if rc_gid.size:
-            if recalc is None:
-                stats["recalc_skipped"] = int(rc_gid.size)
-            else:
-                fresh = self._recalculate(state, rc_gid, rc_wst, recalc)
-                stats["recalculated"] = int(rc_gid.size)
-                found = key_index(fresh.gid, fresh.wkey, rc_gid, rc_wst)
-                empty = found < 0
-                still_open = ~self._closed(a.end(rc_wst), self._latest(state, rc_gid, now), r.watermark)
-                # drop recalculated windows from the open set, then add back the open non-empty ones
-                if len(state.open):
-                    keep_open = key_index(rc_gid, rc_wst, state.open.gid, state.open.wkey) < 0
-                    state.open = state.open.take(np.flatnonzero(keep_open))
-                reopen = fresh.take(found[~empty & still_open])
-                if len(reopen):
-                    state.open = combine(self.aggs, Partials.concat([state.open, reopen]))
-                    touched_g.append(reopen.gid)
-                    touched_w.append(reopen.wkey)
-                recalc_closed = fresh.take(found[~empty & ~still_open])
-                for g, w in zip(rc_gid[empty], rc_wst[empty], strict=True):
-                    removals.append((state.gkeys[g], self._out_start(state, int(g), int(w))))
-                    state.dirty.pop((int(g), int(w)), None)
-                    if r.notify_close and (r.notify_history or not history):
-                        events.append(
-                            WindowEvent(
-                                "WINDOW_INVALIDATION", state.gkeys[g], int(w), int(w + a.interval), history
-                            )
-                        )
-
-        # ---- close windows whose end passed the watermark (or the clock)
-        closing = Partials.empty(self.aggs)
-        if len(state.open):
-            latest = self._latest(state, state.open.gid, now)
-            shut = self._closed(a.end(state.open.wkey), latest, r.watermark)
-            if shut.any():
-                closing = state.open.take(np.flatnonzero(shut))
-                state.open = state.open.take(np.flatnonzero(~shut))
-                stats["windows_closed"] = len(closing)
-                for g, w in zip(closing.gid.tolist(), closing.wkey.tolist(), strict=True):
-                    state.dirty.pop((g, w), None)
-        if r.notify_close and (r.notify_history or not history):
-            for p in (recalc_closed, closing):
-                if p is not None and len(p):
-                    events += [
-                        WindowEvent("WINDOW_CLOSE", state.gkeys[g], int(w), int(w + a.interval), history)
-                        for g, w in zip(p.gid, p.wkey, strict=True)
-                    ]
-
-        # ---- what to write
-        emit = [closing]
-        if recalc_closed is not None:
-            emit.append(recalc_closed)
-        if r.mode == "AT_ONCE" and touched_g:
-            tg, tw = np.concatenate(touched_g), np.concatenate(touched_w)
-            pos = key_index(state.open.gid, state.open.wkey, tg, tw)
-            emit.append(state.open.take(np.unique(pos[pos >= 0])))
-        if r.mode == "MAX_DELAY" and now is not None:
-            emit.append(self._max_delay_due(state, touched_g, touched_w, now))
-        out = combine(self.aggs, Partials.concat(emit))
-        stats["open_windows"] = len(state.open)
-        stats["state_bytes"] = state.nbytes()
-        seen = state.max_ts[state.max_ts != I64_MIN]
-        stats["max_ts"] = int(seen.max()) if seen.size else None
-        return StepOutput(self._results(state, out), removals, events, stats)
+        return _IntervalStep(self, state, batch, recalc, now).run()
 
     def _max_delay_due(
         self, state: StreamState, touched_g: list[np.ndarray], touched_w: list[np.ndarray], now: int
@@ -582,6 +398,268 @@ class IntervalEngine:
             first = state.first_ts[p.gid]
             start = np.where(first != I64_MIN, np.maximum(start, first), start)
         return WindowResults(gk, start, self.assigner.end(p.wkey), vals)
+
+
+class _IntervalStep:
+    """One ``IntervalEngine.step``, phase by phase (``run`` lists them in order).
+
+    Every array a phase computes is an attribute, alive until the step ends, as the locals were
+    when the step was one function: with phase-local temporaries freed between phases, glibc
+    trims the heap and faults it back in, and bench/engine_bench.py ran 12-15 % slower
+    (docs/architecture.md, "Long functions kept").
+    """
+
+    def __init__(
+        self,
+        eng: IntervalEngine,
+        state: StreamState,
+        batch: RowBatch,
+        recalc: RecalcReader | None,
+        now: int | None,
+    ) -> None:
+        self.eng, self.r, self.a = eng, eng.rules, eng.assigner
+        self.state, self.batch, self.recalc, self.now = state, batch, recalc, now
+        n = len(batch)
+        self.stats: dict[str, int | None] = {
+            "rows_in": int(batch.lifted.n.sum()) if batch.lifted is not None else n,
+            "rows_expired": 0,
+            "windows_opened": 0,
+            "windows_closed": 0,
+            "recalculated": 0,
+            "recalc_skipped": 0,
+        }
+        self.history = bool(n) and bool(batch.is_history.all())
+        self.events: list[WindowEvent] = []
+        self.removals: list[tuple[str, int]] = []
+        self.touched_g: list[np.ndarray] = []
+        self.touched_w: list[np.ndarray] = []
+        self.recalc_closed: Partials | None = None
+        self.gid = group_ids(batch, state.gids) if n else np.empty(0, np.int64)
+        self.ch = ch = batch.changes
+        self.keep = np.ones(n, bool)
+        for key in ("keep", "where"):  # eKuiper FILTER and WHERE: both only keep rows out of windows
+            if key in batch.extra:
+                self.keep &= batch.extra[key][0].astype(bool) & batch.extra[key][1]
+        r = self.r
+        self.advancing = (ch == INSERT) | ((ch == UPDATE_POST) & r.ignore_update)
+        self.changed = (ch == DELETE) | (((ch == UPDATE_PRE) | (ch == UPDATE_POST)) & (not r.ignore_update))
+
+    def run(self) -> StepOutput:
+        """The phases in order; returns the step's output."""
+        self.judge_incremental()
+        self.collect_recalc()
+        self.combine_incremental()
+        self.advance_latest()
+        if self.rc_gid.size:
+            self.apply_recalc()
+        self.close_due()
+        out = self.to_write()
+        state, stats = self.state, self.stats
+        stats["open_windows"] = len(state.open)
+        stats["state_bytes"] = state.nbytes()
+        seen = state.max_ts[state.max_ts != I64_MIN]
+        stats["max_ts"] = int(seen.max()) if seen.size else None
+        return StepOutput(self.eng._results(state, out), self.removals, self.events, stats)
+
+    def _notify(self, wanted: bool) -> bool:
+        return wanted and (self.r.notify_history or not self.history)
+
+    def _events(self, kind: str, gids: np.ndarray, wkeys: np.ndarray) -> list[WindowEvent]:
+        gkeys, interval, history = self.state.gkeys, self.a.interval, self.history
+        return [
+            WindowEvent(kind, gkeys[g], int(w), int(w + interval), history)
+            for g, w in zip(gids, wkeys, strict=True)
+        ]
+
+    def judge_incremental(self) -> None:
+        """Incremental rows as (row, window) pairs, each judged against the latest event time of
+        its group's rows that arrived before it (or the wall clock): closed before it came, and
+        then recalculated or dropped per the rules (seed 000 "Expired Data")."""
+        r, a, eng, batch = self.r, self.a, self.eng, self.batch
+        self.lifted = lifted = batch.lifted  # pre-aggregated items: ``ts`` earliest, ``tmax`` latest time
+        self.adv_idx = adv_idx = np.flatnonzero(self.advancing)
+        t_latest = lifted.tmax if lifted is not None else batch.ts
+        self.g_adv, self.t_adv = self.gid[adv_idx], t_latest[adv_idx]
+        g_adv = self.g_adv
+        self.kept = kept = self.keep[adv_idx]
+        self.inc_idx = inc_idx = adv_idx[kept]
+        self.g_inc, self.t_inc = g_adv[kept], batch.ts[inc_idx]
+        if r.clock_driven and self.now is not None:
+            self.prev = np.full(inc_idx.size, self.now, np.int64)
+        elif adv_idx.size:
+            # earliest times: an item's rows are in order, so its first row is the one judged
+            self.prev = _prev_running_max(g_adv, batch.ts[adv_idx], self.state.max_ts)[kept]
+        else:
+            self.prev = np.empty(0, np.int64)
+        if lifted is not None:
+            self.pair_row, self.pair_w = np.arange(inc_idx.size, dtype=np.int64), lifted.wkey[inc_idx]
+        else:
+            self.pair_row, self.pair_w = a.assign(self.t_inc)
+        pair_row = self.pair_row
+        self.pair_g = self.g_inc[pair_row]
+        self.pair_end = a.end(self.pair_w)
+        self.pair_prev = self.prev[pair_row]
+        self.closed_before = eng._closed(self.pair_end, self.pair_prev, r.watermark)
+        if r.late_by_watermark and pair_row.size:
+            self.late = (self.prev != I64_MIN) & (self.t_inc < self.prev - r.watermark)
+            self.closed_before |= self.late[pair_row]
+        self.beyond_mark = eng._closed(self.pair_end, self.pair_prev, r.delete_mark)
+        if (r.mode == "AT_ONCE" or not r.ignore_expired) and not r.late_by_watermark:
+            self.late_recalc = self.closed_before & ~self.beyond_mark
+        else:
+            self.late_recalc = np.zeros_like(self.closed_before)
+        self.dropped = dropped = self.closed_before & ~self.late_recalc
+        self.stats["rows_expired"] = int(np.unique(pair_row[dropped]).size) if dropped.any() else 0
+
+    def collect_recalc(self) -> None:
+        """``rc_gid`` / ``rc_wst``: the windows to recalculate now, unique: windows of late rows
+        the rules recalculate and windows of changed rows within DELETE_MARK (against the latest
+        event times before this batch); CONTINUOUS_WINDOW_CLOSE queues them (``continuous_due``)."""
+        r, a = self.r, self.a
+        rc_g = [self.pair_g[self.late_recalc]]
+        rc_w = [self.pair_w[self.late_recalc]]
+        self.chg_idx = chg_idx = np.flatnonzero(self.changed)
+        if chg_idx.size:
+            crow, cw = a.assign(self.batch.ts[chg_idx])
+            cg = self.gid[chg_idx][crow]
+            keep_c = ~self.eng._closed(a.end(cw), self.state.max_ts[cg], r.delete_mark)
+            rc_g.append(cg[keep_c])
+            rc_w.append(cw[keep_c])
+        self.rc_gid = np.concatenate(rc_g)
+        self.rc_wst = np.concatenate(rc_w)
+        if r.mode == "CONTINUOUS_WINDOW_CLOSE":
+            self.continuous_due()
+        if self.rc_gid.size:
+            uk = pd.MultiIndex.from_arrays([self.rc_gid, self.rc_wst]).unique()
+            self.rc_gid = uk.get_level_values(0).to_numpy().astype(np.int64)
+            self.rc_wst = uk.get_level_values(1).to_numpy().astype(np.int64)
+
+    def continuous_due(self) -> None:
+        """CONTINUOUS_WINDOW_CLOSE (seed 000): changes wait for the periodic recalculation; every
+        queued window is due once ``recalc_every`` of processing time has passed."""
+        state, now = self.state, self.now
+        state.pending.update(zip(self.rc_gid.tolist(), self.rc_wst.tolist(), strict=True))
+        self.rc_gid, self.rc_wst = np.empty(0, np.int64), np.empty(0, np.int64)
+        if now is not None:
+            if state.last_recalc == I64_MIN:
+                state.last_recalc = now
+            elif now - state.last_recalc >= self.r.recalc_every and state.pending:
+                due = sorted(state.pending)
+                state.pending.clear()
+                state.last_recalc = now
+                self.rc_gid = np.array([d[0] for d in due], np.int64)
+                self.rc_wst = np.array([d[1] for d in due], np.int64)
+
+    def combine_incremental(self) -> None:
+        """Combine the incremental pairs into the open windows (not windows closed before the row
+        came, nor windows under recalculation); counts ``windows_opened``, notifies WINDOW_OPEN."""
+        aggs, state, batch = self.eng.aggs, self.state, self.batch
+        self.use = use = ~self.closed_before
+        if self.rc_gid.size and use.any():
+            use &= key_index(self.rc_gid, self.rc_wst, self.pair_g, self.pair_w) < 0
+        if not use.any():
+            return
+        self.rows = rows = self.inc_idx[self.pair_row[use]]
+        if self.lifted is not None:
+            self.part = part = combine(
+                aggs,
+                Partials(
+                    self.pair_g[use], self.pair_w[use], {k: v[rows] for k, v in self.lifted.cols.items()}
+                ),
+            )
+        else:
+            self.inputs = inputs = {k: (v[rows], m[rows]) for k, (v, m) in batch.inputs.items()}
+            self.part = part = combine(
+                aggs, lift(aggs, self.pair_g[use], self.pair_w[use], batch.ts[rows], inputs)
+            )
+        self.pos = pos = key_index(state.open.gid, state.open.wkey, part.gid, part.wkey)
+        self.new = new = pos < 0
+        self.stats["windows_opened"] = int(new.sum())
+        if new.any() and self._notify(self.r.notify_open):
+            self.events += self._events("WINDOW_OPEN", part.gid[new], part.wkey[new])
+        state.open = combine(aggs, Partials.concat([state.open, part]))
+        self.touched_g.append(part.gid)
+        self.touched_w.append(part.wkey)
+
+    def advance_latest(self) -> None:
+        """Latest (and first) event time per group: every advancing row counts, even expired or
+        filtered ones."""
+        if self.adv_idx.size:
+            state = self.state
+            np.maximum.at(state.max_ts, self.g_adv, self.t_adv)
+            self.ug, self.first = ug, first = np.unique(self.g_adv, return_index=True)
+            self.unset = unset = state.first_ts[ug] == I64_MIN
+            state.first_ts[ug[unset]] = self.batch.ts[self.adv_idx][first[unset]]
+
+    def apply_recalc(self) -> None:
+        """Replace the windows ``rc_gid`` / ``rc_wst`` by their partials rebuilt from the lake: open
+        non-empty ones go back into the open set, closed ones are written (``recalc_closed``),
+        empty ones are removed from the output (WINDOW_INVALIDATION). Without a reader they stay
+        as they are (``recalc_skipped``)."""
+        r, a, eng, state = self.r, self.a, self.eng, self.state
+        rc_gid, rc_wst = self.rc_gid, self.rc_wst
+        if self.recalc is None:
+            self.stats["recalc_skipped"] = int(rc_gid.size)
+            return
+        fresh = eng._recalculate(state, rc_gid, rc_wst, self.recalc)
+        self.stats["recalculated"] = int(rc_gid.size)
+        found = key_index(fresh.gid, fresh.wkey, rc_gid, rc_wst)
+        empty = found < 0
+        still_open = ~eng._closed(a.end(rc_wst), eng._latest(state, rc_gid, self.now), r.watermark)
+        # drop recalculated windows from the open set, then add back the open non-empty ones
+        if len(state.open):
+            keep_open = key_index(rc_gid, rc_wst, state.open.gid, state.open.wkey) < 0
+            state.open = state.open.take(np.flatnonzero(keep_open))
+        reopen = fresh.take(found[~empty & still_open])
+        if len(reopen):
+            state.open = combine(eng.aggs, Partials.concat([state.open, reopen]))
+            self.touched_g.append(reopen.gid)
+            self.touched_w.append(reopen.wkey)
+        self.recalc_closed = fresh.take(found[~empty & ~still_open])
+        for g, w in zip(rc_gid[empty], rc_wst[empty], strict=True):
+            self.removals.append((state.gkeys[g], eng._out_start(state, int(g), int(w))))
+            state.dirty.pop((int(g), int(w)), None)
+            if self._notify(r.notify_close):
+                self.events.append(
+                    WindowEvent(
+                        "WINDOW_INVALIDATION", state.gkeys[g], int(w), int(w + a.interval), self.history
+                    )
+                )
+
+    def close_due(self) -> None:
+        """Take the windows whose end passed the watermark (or the clock) out of the open set
+        (``closing``); counts ``windows_closed``, notifies WINDOW_CLOSE (recalculated closed
+        windows first)."""
+        eng, state = self.eng, self.state
+        self.closing = Partials.empty(eng.aggs)
+        if len(state.open):
+            latest = eng._latest(state, state.open.gid, self.now)
+            shut = eng._closed(self.a.end(state.open.wkey), latest, self.r.watermark)
+            if shut.any():
+                self.closing = state.open.take(np.flatnonzero(shut))
+                state.open = state.open.take(np.flatnonzero(~shut))
+                self.stats["windows_closed"] = len(self.closing)
+                for g, w in zip(self.closing.gid.tolist(), self.closing.wkey.tolist(), strict=True):
+                    state.dirty.pop((g, w), None)
+        if self._notify(self.r.notify_close):
+            for p in (self.recalc_closed, self.closing):
+                if p is not None and len(p):
+                    self.events += self._events("WINDOW_CLOSE", p.gid, p.wkey)
+
+    def to_write(self) -> Partials:
+        """Partials to write: closed windows, recalculated closed ones, and per the trigger mode
+        the open windows this step touched (AT_ONCE) or that waited MAX_DELAY."""
+        r, state = self.r, self.state
+        emit = [self.closing]
+        if self.recalc_closed is not None:
+            emit.append(self.recalc_closed)
+        if r.mode == "AT_ONCE" and self.touched_g:
+            tg, tw = np.concatenate(self.touched_g), np.concatenate(self.touched_w)
+            pos = key_index(state.open.gid, state.open.wkey, tg, tw)
+            emit.append(state.open.take(np.unique(pos[pos >= 0])))
+        if r.mode == "MAX_DELAY" and self.now is not None:
+            emit.append(self.eng._max_delay_due(state, self.touched_g, self.touched_w, self.now))
+        return combine(self.eng.aggs, Partials.concat(emit))
 
 
 def window_aggregate(assigner: IntervalAssigner, aggs: list[AggSpec], rows: RowBatch) -> WindowResults:
