@@ -211,127 +211,185 @@ def segment_rows(
         windows), every window touched (open ones first), the new carry and next ordinal.
     """
     k = spec.kind
-    n = int(ts.shape[0])
     carry = dict(carry)
-    wins: list[Win] = list(open_wins)
-    rows_l: list[np.ndarray] = []
-    wids_l: list[np.ndarray] = []
-    seg = Segmented(np.empty(0, np.int64), np.empty(0, np.int64), wins, carry, next_wid)
+    cut = _Cut(ts, Segmented(np.empty(0, np.int64), np.empty(0, np.int64), list(open_wins), carry, next_wid))
+    if ts.shape[0]:
+        if k in ("session", "ek_session", "state"):
+            _cut_runs(spec, cut, extra, carry, open_wins)
+        elif k == "event":
+            _cut_events(cut, extra, open_wins)
+        elif k in ("count", "ek_count"):
+            _cut_counts(spec, cut, extra, carry, open_wins)
+    return cut.done()
 
-    def new_win(t: int) -> Win:
+
+class _Cut:
+    """A segmentation being made: new windows get the next ordinals, each window's rows are
+    collected as (row position, wid) pairs."""
+
+    __slots__ = ("rows_l", "seg", "ts", "wids_l")
+
+    def __init__(self, ts: np.ndarray, seg: Segmented) -> None:
+        self.ts = ts
+        self.seg = seg
+        self.rows_l: list[np.ndarray] = []
+        self.wids_l: list[np.ndarray] = []
+
+    def new_win(self, t: int) -> Win:
+        """Open a window at ``t`` with the next ordinal."""
+        seg = self.seg
         w = Win(seg.next_wid, int(t), int(t))
         seg.next_wid += 1
-        wins.append(w)
+        seg.wins.append(w)
         return w
 
-    def take(w: Win, idx: np.ndarray) -> None:
-        rows_l.append(idx)
-        wids_l.append(np.full(idx.size, w.wid, np.int64))
+    def take(self, w: Win, idx: np.ndarray) -> None:
+        """Rows ``idx`` (positions into ``ts``, ascending) join window ``w``."""
+        self.rows_l.append(idx)
+        self.wids_l.append(np.full(idx.size, w.wid, np.int64))
         w.nrows += int(idx.size)
-        w.wlast = max(w.wlast, int(ts[idx[-1]]))
+        w.wlast = max(w.wlast, int(self.ts[idx[-1]]))
 
-    if n and k in ("session", "ek_session", "state"):
-        if k == "state":
-            vals, valid = extra["state"]
-            idx = np.flatnonzero(valid)
-        else:
-            idx = np.arange(n)
-        cur = open_wins[-1] if open_wins else None
-        if idx.size:
-            t = ts[idx]
-            cut = np.empty(idx.size, bool)
-            if k == "state":
-                v = vals[idx]
-                cut[0] = cur is None or _py(v[0]) != cur.info.get("state")
-                cut[1:] = v[1:] != v[:-1]
+    def done(self) -> Segmented:
+        seg = self.seg
+        if self.rows_l:
+            seg.rows = np.concatenate(self.rows_l)
+            seg.wids = np.concatenate(self.wids_l)
+        return seg
+
+
+def _cut_runs(
+    spec: SegmentSpec, cut: _Cut, extra: dict[str, Any], carry: dict[str, Any], open_wins: list[Win]
+) -> None:
+    """SESSION, eKuiper SESSIONWINDOW, STATE_WINDOW: one window per run of rows, cut where the gap
+    exceeds the tolerance (or eKuiper's max duration ends the window) or the state value changes;
+    rows with a NULL state value join no window."""
+    k = spec.kind
+    ts = cut.ts
+    v: np.ndarray | None = None
+    if k == "state":
+        vals, valid = extra["state"]
+        idx = np.flatnonzero(valid)
+    else:
+        idx = np.arange(ts.shape[0])
+    cur = open_wins[-1] if open_wins else None
+    if not idx.size:
+        return
+    t = ts[idx]
+    if k == "state":
+        v = vals[idx]
+        starts = np.flatnonzero(_state_cuts(v, cur))
+    else:
+        starts = np.flatnonzero(_gap_cuts(spec, t, cur))
+    edges = np.append(starts, idx.size)
+    lead = int(starts[0]) if starts.size else idx.size
+    if lead:
+        assert cur is not None
+        cut.take(cur, idx[:lead])
+    for s, e in itertools.pairwise(edges):
+        prev_state = cur.info.get("state") if cur is not None else carry.get("prev_state")
+        if cur is not None:
+            if v is not None:
+                cur.close_time = int(t[s])
+                cur.info["next_state"] = _py(v[s])
+            elif k == "session":
+                cur.close_time = cur.wlast + spec.gap
             else:
-                gaps = np.empty(idx.size, np.int64)
-                gaps[0] = t[0] - cur.wlast if cur is not None else 0
-                gaps[1:] = np.diff(t)
-                cut = gaps > spec.gap
-                if cur is None:
-                    cut[0] = True
-                if k == "ek_session" and spec.max_duration > 0:
-                    last = cur.wlast if cur is not None else None
-                    cut = _max_duration_cuts(
-                        t, cut, cur.wstart if cur is not None else None, last, spec.max_duration
-                    )
-            starts = np.flatnonzero(cut)
-            edges = np.append(starts, idx.size)
-            lead = int(starts[0]) if starts.size else idx.size
-            if lead:
-                assert cur is not None
-                take(cur, idx[:lead])
-            for s, e in itertools.pairwise(edges):
-                prev_state = cur.info.get("state") if cur is not None else carry.get("prev_state")
-                if cur is not None:
-                    if k == "session":
-                        cur.close_time = cur.wlast + spec.gap
-                    elif k == "ek_session":
-                        cur.close_time = _ek_close(cur, spec, int(t[s]))
-                    else:
-                        cur.close_time = int(t[s])
-                        cur.info["next_state"] = _py(v[s])
-                cur = new_win(int(t[s]))
-                if k == "state":
-                    cur.info["state"] = _py(v[s])
-                    cur.info["prev_state"] = prev_state
-                take(cur, idx[s:e])
-            if k == "state":
-                carry["prev_state"] = cur.info.get("state") if cur is not None else carry.get("prev_state")
-    elif n and k == "event":
-        s_pos = np.flatnonzero(extra["start"])
-        e_pos = np.flatnonzero(extra["end"])
-        cur = open_wins[-1] if open_wins else None
-        i = 0
-        while i < n:
-            if cur is None:
-                m = int(np.searchsorted(s_pos, i))
-                if m >= s_pos.size:
-                    break
-                i = int(s_pos[m])
-                cur = new_win(int(ts[i]))
-                seg.opened_at[cur.wid] = i
-            m = int(np.searchsorted(e_pos, i))
-            stop = int(e_pos[m]) if m < e_pos.size else n - 1
-            take(cur, np.arange(i, stop + 1))
-            if m < e_pos.size:
-                cur.close_time = int(ts[stop])
-                seg.closed_at[cur.wid] = stop
-                cur = None
-            i = stop + 1
-    elif n and k in ("count", "ek_count"):
-        valid = extra.get("count_valid")
-        idx = np.arange(n) if valid is None else np.flatnonzero(valid)
-        seen = int(carry.get("seen", 0))
-        size, step, r0 = spec.count, spec.step, spec.first
-        pos = seen + np.arange(idx.size, dtype=np.int64)
-        by_j = {w.info["j"]: w for w in open_wins if "j" in w.info}
-        for off in range(-(-size // step)):
-            j = np.floor_divide(pos - r0, step) - off
-            ok = (pos >= r0) & (j >= 0) & (pos < r0 + j * step + size)
-            if not ok.any():
-                continue
-            jo = j[ok]
-            sel_all = idx[ok]
-            brk = np.flatnonzero(np.diff(jo)) + 1
-            for lo, hi in itertools.pairwise([0, *brk.tolist(), jo.size]):
-                jj = int(jo[lo])
-                w = by_j.get(jj)
-                if w is None:
-                    w = new_win(int(ts[sel_all[lo]]))
-                    w.info["j"] = jj
-                    by_j[jj] = w
-                take(w, sel_all[lo:hi])
-        for w in by_j.values():
-            if w.nrows >= size and w.close_time is None:
-                w.close_time = w.wlast
-        carry["seen"] = seen + int(idx.size)
-        wins.sort(key=lambda w: w.info.get("j", -1))
-    if rows_l:
-        seg.rows = np.concatenate(rows_l)
-        seg.wids = np.concatenate(wids_l)
-    return seg
+                cur.close_time = _ek_close(cur, spec, int(t[s]))
+        cur = cut.new_win(int(t[s]))
+        if v is not None:
+            cur.info["state"] = _py(v[s])
+            cur.info["prev_state"] = prev_state
+        cut.take(cur, idx[s:e])
+    if k == "state":
+        carry["prev_state"] = cur.info.get("state") if cur is not None else carry.get("prev_state")
+
+
+def _state_cuts(v: np.ndarray, cur: Win | None) -> np.ndarray:
+    """Rows (with a state value) that start a state window: the value differs from the row
+    before, or from the open window's."""
+    cut = np.empty(v.size, bool)
+    cut[0] = cur is None or _py(v[0]) != cur.info.get("state")
+    cut[1:] = v[1:] != v[:-1]
+    return cut
+
+
+def _gap_cuts(spec: SegmentSpec, t: np.ndarray, cur: Win | None) -> np.ndarray:
+    """Rows that start a session: the gap to the row before (or to the open window's last row)
+    exceeds the tolerance; eKuiper sessions also where a max-duration check ends the window."""
+    gaps = np.empty(t.size, np.int64)
+    gaps[0] = t[0] - cur.wlast if cur is not None else 0
+    gaps[1:] = np.diff(t)
+    cut = gaps > spec.gap
+    if cur is None:
+        cut[0] = True
+    if spec.kind == "ek_session" and spec.max_duration > 0:
+        last = cur.wlast if cur is not None else None
+        cut = _max_duration_cuts(t, cut, cur.wstart if cur is not None else None, last, spec.max_duration)
+    return cut
+
+
+def _cut_events(cut: _Cut, extra: dict[str, Any], open_wins: list[Win]) -> None:
+    """EVENT_WINDOW: a window opens at a row meeting the start condition (unless one is open) and
+    closes at the next row meeting the end condition; rows outside join no window."""
+    ts, seg = cut.ts, cut.seg
+    n = int(ts.shape[0])
+    s_pos = np.flatnonzero(extra["start"])
+    e_pos = np.flatnonzero(extra["end"])
+    cur = open_wins[-1] if open_wins else None
+    i = 0
+    while i < n:
+        if cur is None:
+            m = int(np.searchsorted(s_pos, i))
+            if m >= s_pos.size:
+                break
+            i = int(s_pos[m])
+            cur = cut.new_win(int(ts[i]))
+            seg.opened_at[cur.wid] = i
+        m = int(np.searchsorted(e_pos, i))
+        stop = int(e_pos[m]) if m < e_pos.size else n - 1
+        cut.take(cur, np.arange(i, stop + 1))
+        if m < e_pos.size:
+            cur.close_time = int(ts[stop])
+            seg.closed_at[cur.wid] = stop
+            cur = None
+        i = stop + 1
+
+
+def _cut_counts(
+    spec: SegmentSpec, cut: _Cut, extra: dict[str, Any], carry: dict[str, Any], open_wins: list[Win]
+) -> None:
+    """COUNT_WINDOW / eKuiper COUNTWINDOW: window ``j`` holds the counted rows ``first + j * step``
+    to ``+ size`` of the group (``carry['seen']`` rows were counted before); a window closes at
+    its ``size``-th row."""
+    ts = cut.ts
+    valid = extra.get("count_valid")
+    idx = np.arange(ts.shape[0]) if valid is None else np.flatnonzero(valid)
+    seen = int(carry.get("seen", 0))
+    size, step, r0 = spec.count, spec.step, spec.first
+    pos = seen + np.arange(idx.size, dtype=np.int64)
+    by_j = {w.info["j"]: w for w in open_wins if "j" in w.info}
+    for off in range(-(-size // step)):
+        j = np.floor_divide(pos - r0, step) - off
+        ok = (pos >= r0) & (j >= 0) & (pos < r0 + j * step + size)
+        if not ok.any():
+            continue
+        jo = j[ok]
+        sel_all = idx[ok]
+        brk = np.flatnonzero(np.diff(jo)) + 1
+        for lo, hi in itertools.pairwise([0, *brk.tolist(), jo.size]):
+            jj = int(jo[lo])
+            w = by_j.get(jj)
+            if w is None:
+                w = cut.new_win(int(ts[sel_all[lo]]))
+                w.info["j"] = jj
+                by_j[jj] = w
+            cut.take(w, sel_all[lo:hi])
+    for w in by_j.values():
+        if w.nrows >= size and w.close_time is None:
+            w.close_time = w.wlast
+    carry["seen"] = seen + int(idx.size)
+    cut.seg.wins.sort(key=lambda w: w.info.get("j", -1))
 
 
 def _max_duration_cuts(
