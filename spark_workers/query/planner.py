@@ -188,70 +188,117 @@ def window_shape(
         SqlError: positioned at the window clause.
     """
     precision = source.db.precision
-    ns = {"ms": 1_000_000, "us": 1_000, "ns": 1}[precision]
+    if isinstance(window, ast.IntervalWindow):
+        return _interval_shape(window, precision, sql, emit_open), {}
+    if isinstance(window, ast.SessionWindow):
+        return _session_shape(window, source, sql, emit_open), {}
+    if isinstance(window, ast.StateWindow):
+        return _state_shape(window, source, sql, emit_open)
+    if isinstance(window, ast.EventWindow):
+        return _event_shape(window, source, sql)
+    if isinstance(window, ast.CountWindow):
+        return _count_shape(window, source, sql, min_count, emit_open)
+    assert isinstance(window, ast.EkuiperWindow)
+    return _ekuiper_shape(window, precision, sql, tz)
+
+
+def _interval_shape(window: ast.IntervalWindow, precision: str, sql: str, emit_open: bool) -> WindowShape:
+    """INTERVAL(interval[, offset]) [SLIDING(sliding)]: the assigner's limits, positioned at the clause."""
+    span = window.span
+    try:
+        a = IntervalAssigner.of(window.interval, window.offset, window.sliding, precision)
+    except SqlError as e:
+        if e.position is not None or span is None:
+            raise
+        raise SqlError(e.message, sql=sql, offset=span.start, code=e.code) from None
+    return WindowShape("interval", a.interval, a.sliding, a.offset, emit_open=emit_open)
+
+
+def _session_shape(window: ast.SessionWindow, source: Source, sql: str, emit_open: bool) -> WindowShape:
+    """SESSION(ts_col, tol_val): over the primary timestamp, with a positive fixed tolerance."""
+    span = window.span
+    ts_name = source.table.columns[0].name.lower()
+    if window.ts_column.lower() not in (ts_name, "_c0", "_rowts"):
+        raise _error_at(
+            sql,
+            span,
+            f"SESSION needs the primary timestamp column {source.table.columns[0].name}, "
+            f"not {window.ts_column}",
+        )
+    gap = _fixed(window.gap, source.db.precision, sql, span, "SESSION tolerance")
+    if gap <= 0:
+        raise _error_at(sql, span, "SESSION tolerance must be positive")
+    return WindowShape("session", gap, emit_open=emit_open)
+
+
+def _true_for(window: ast.StateWindow | ast.EventWindow, precision: str, sql: str) -> int:
+    """TRUE_FOR of a STATE_WINDOW / EVENT_WINDOW in precision units (0 without it)."""
+    if window.true_for is None:
+        return 0
+    true_for = _fixed(window.true_for, precision, sql, window.span, "TRUE_FOR duration")
+    if true_for < 0:
+        raise _error_at(sql, window.span, "TRUE_FOR duration must not be negative")
+    return true_for
+
+
+def _state_shape(
+    window: ast.StateWindow, source: Source, sql: str, emit_open: bool
+) -> tuple[WindowShape, dict[str, exp.Expr]]:
+    """STATE_WINDOW(expr) [TRUE_FOR(d)]: the ``state`` extra."""
+    true_for = _true_for(window, source.db.precision, sql)
+    _check_state_type(window.expr, source, sql)
+    return WindowShape("state", emit_open=emit_open, true_for=true_for), {"state": window.expr}
+
+
+def _event_shape(
+    window: ast.EventWindow, source: Source, sql: str
+) -> tuple[WindowShape, dict[str, exp.Expr]]:
+    """EVENT_WINDOW START WITH ... END WITH ... [TRUE_FOR(d)]: the ``start`` / ``end`` extras and
+    ``cond.<start|end>.<column>`` for each column a condition reads."""
+    true_for = _true_for(window, source.db.precision, sql)
+    extras: dict[str, exp.Expr] = {"start": window.start, "end": window.end}
+    for which, condition in (("start", window.start), ("end", window.end)):
+        for col in sorted({c.name for c in condition.find_all(exp.Column)}, key=str.lower):
+            if col.lower() in source.columns:
+                extras[f"cond.{which}.{source.columns[col.lower()][0]}"] = exp.column(col)
+    # legacy event windows exist in results only once they end (td-011a)
+    return WindowShape("event", emit_open=False, true_for=true_for), extras
+
+
+def _count_shape(
+    window: ast.CountWindow, source: Source, sql: str, min_count: int, emit_open: bool
+) -> tuple[WindowShape, dict[str, exp.Expr]]:
+    """COUNT_WINDOW(count_val[, sliding_val[, col, ...]]): the bounds, and the ``count_valid``
+    extra (a row counts when one of the columns is not NULL)."""
     span = window.span
     extras: dict[str, exp.Expr] = {}
-    if isinstance(window, ast.IntervalWindow):
-        try:
-            a = IntervalAssigner.of(window.interval, window.offset, window.sliding, precision)
-        except SqlError as e:
-            if e.position is not None or span is None:
-                raise
-            raise SqlError(e.message, sql=sql, offset=span.start, code=e.code) from None
-        return WindowShape("interval", a.interval, a.sliding, a.offset, emit_open=emit_open), extras
-    if isinstance(window, ast.SessionWindow):
-        ts_name = source.table.columns[0].name.lower()
-        if window.ts_column.lower() not in (ts_name, "_c0", "_rowts"):
-            raise _error_at(
-                sql,
-                span,
-                f"SESSION needs the primary timestamp column {source.table.columns[0].name}, "
-                f"not {window.ts_column}",
-            )
-        gap = _fixed(window.gap, precision, sql, span, "SESSION tolerance")
-        if gap <= 0:
-            raise _error_at(sql, span, "SESSION tolerance must be positive")
-        return WindowShape("session", gap, emit_open=emit_open), extras
-    true_for = 0
-    if isinstance(window, ast.StateWindow | ast.EventWindow) and window.true_for is not None:
-        true_for = _fixed(window.true_for, precision, sql, span, "TRUE_FOR duration")
-        if true_for < 0:
-            raise _error_at(sql, span, "TRUE_FOR duration must not be negative")
-    if isinstance(window, ast.StateWindow):
-        _check_state_type(window.expr, source, sql)
-        extras["state"] = window.expr
-        return WindowShape("state", emit_open=emit_open, true_for=true_for), extras
-    if isinstance(window, ast.EventWindow):
-        extras["start"] = window.start
-        extras["end"] = window.end
-        for which, condition in (("start", window.start), ("end", window.end)):
-            for col in sorted({c.name for c in condition.find_all(exp.Column)}, key=str.lower):
-                if col.lower() in source.columns:
-                    extras[f"cond.{which}.{source.columns[col.lower()][0]}"] = exp.column(col)
-        # legacy event windows exist in results only once they end (td-011a)
-        return WindowShape("event", emit_open=False, true_for=true_for), extras
-    if isinstance(window, ast.CountWindow):
-        if not min_count <= window.count < COUNT_WINDOW_MAX:
-            raise _error_at(
-                sql, span, f"COUNT_WINDOW count_val must be between {min_count} and {COUNT_WINDOW_MAX - 1}"
-            )
-        slide = window.sliding or 0
-        if window.sliding is not None and not 0 < slide <= window.count:
-            raise _error_at(sql, span, "COUNT_WINDOW sliding_val must be positive and at most count_val")
-        if window.columns:
-            cond: exp.Expr | None = None
-            for c in window.columns:
-                if c.lower() not in source.columns:
-                    raise _error_at(
-                        sql, span, f"invalid column name {c} in COUNT_WINDOW", Code.INVALID_COLUMN
-                    )
-                part = exp.Not(this=exp.Is(this=exp.column(c), expression=exp.Null()))
-                cond = part if cond is None else exp.Or(this=cond, expression=part)
-            assert cond is not None
-            extras["count_valid"] = cond
-        return WindowShape("count", window.count, slide, emit_open=emit_open), extras
-    assert isinstance(window, ast.EkuiperWindow)
-    w = window
+    if not min_count <= window.count < COUNT_WINDOW_MAX:
+        raise _error_at(
+            sql, span, f"COUNT_WINDOW count_val must be between {min_count} and {COUNT_WINDOW_MAX - 1}"
+        )
+    slide = window.sliding or 0
+    if window.sliding is not None and not 0 < slide <= window.count:
+        raise _error_at(sql, span, "COUNT_WINDOW sliding_val must be positive and at most count_val")
+    if window.columns:
+        cond: exp.Expr | None = None
+        for c in window.columns:
+            if c.lower() not in source.columns:
+                raise _error_at(sql, span, f"invalid column name {c} in COUNT_WINDOW", Code.INVALID_COLUMN)
+            part = exp.Not(this=exp.Is(this=exp.column(c), expression=exp.Null()))
+            cond = part if cond is None else exp.Or(this=cond, expression=part)
+        assert cond is not None
+        extras["count_valid"] = cond
+    return WindowShape("count", window.count, slide, emit_open=emit_open), extras
+
+
+def _ekuiper_shape(
+    w: ast.EkuiperWindow, precision: str, sql: str, tz: str
+) -> tuple[WindowShape, dict[str, exp.Expr]]:
+    """eKuiper TUMBLING / HOPPING / SLIDING / SESSION / COUNT windows (seed 003): the ``keep``
+    (FILTER) and ``trigger`` (OVER WHEN) extras."""
+    ns = {"ms": 1_000_000, "us": 1_000, "ns": 1}[precision]
+    span = w.span
+    extras: dict[str, exp.Expr] = {}
     unit_ns = EKUIPER_UNIT_NS[w.unit] if w.unit else 0
     if unit_ns and unit_ns < ns:
         raise _error_at(sql, span, f"time unit {w.unit} is finer than the table's precision {precision}")
@@ -357,6 +404,54 @@ def plan_window(
             state/event/count windows over a supertable without PARTITION BY tbname (seed 000),
             invalid window arguments.
     """
+    sel, window = _window_select(q, sql, streaming)
+    ekuiper = isinstance(window, ast.EkuiperWindow)
+    partition = _partition_items(q, sel, window, source, sql)
+    flt = _where_filter(sel, source, sql)
+    shape, extras = window_shape(window, source, sql, tz, min_count=2 if streaming else 1)
+    _check_extras(extras, source, sql)
+    if ekuiper and flt is not None:
+        extras["where"] = flt  # eKuiper: WHERE runs after windowing (seed 003, "Filter Window Inputs")
+        flt = None
+    groups = _group_columns(partition, source, sql)
+    having = sel.args.get("having")
+    order_clause = sel.args.get("order")
+    row_mode = ekuiper and not any(
+        aggregate_call(n)
+        for part in [*sel.expressions, *([having] if having is not None else [])]
+        for n in part.walk()
+    )
+    stage3 = _Stage3(source, sql, groups, streaming=streaming, ekuiper=ekuiper, row_mode=row_mode)
+    items = _output_items(q, sel, stage3)
+    order = [
+        exp.Ordered(this=stage3.rewrite(o.this), desc=o.args.get("desc"))
+        for o in (order_clause.expressions if order_clause is not None else [])
+    ]
+    if row_mode:
+        stage3.aggs = [AggSpec(ROWS, None, "_rows", columns=tuple(stage3.inputs))]
+    limit, offset = _limit(sel)
+    return WindowPlan(
+        source,
+        sql,
+        flt,
+        groups,
+        stage3.inputs,
+        stage3.aggs,
+        window,
+        items,
+        stage3.rewrite(having.this) if having is not None else None,
+        order,
+        limit,
+        offset,
+        extras=extras,
+        row_mode=row_mode,
+        shape=shape,
+    )
+
+
+def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.Select, ast.Window]:
+    """The query's SELECT and window clause after the front door's checks: TDengine's SQL, a plain
+    SELECT without joins, GROUP BY only with an eKuiper window, PARTITION BY only without one."""
     check_select(q, sql, streaming=streaming)  # the front door: TDengine's SQL only
     sel = q.select
     if not isinstance(sel, exp.Select):
@@ -381,138 +476,182 @@ def plan_window(
             offset=q.partition_by[0].span.start if q.partition_by[0].span else None,
             code=Code.INVALID_WINDOW,
         )
+    return sel, q.window
+
+
+def _partition_items(
+    q: ast.SelectQuery, sel: exp.Select, window: ast.Window, source: Source, sql: str
+) -> list[tuple[exp.Expr, str | None, str]]:
+    """``(expression, alias, text)`` of each PARTITION BY item (an eKuiper window's GROUP BY
+    items); state/event/count windows over a supertable need ``tbname`` among them (seed 000)."""
     partition: list[tuple[exp.Expr, str | None, str]] = [(p.expr, p.alias, p.text) for p in q.partition_by]
-    if ekuiper and group_clause:
+    group_clause = sel.args.get("group")
+    if isinstance(window, ast.EkuiperWindow) and group_clause:
         partition = [(e, None, e.sql()) for e in group_clause.expressions]
     if (
-        q.window.kind in ("state", "event", "count")
+        window.kind in ("state", "event", "count")
         and source.table.kind == "super"
         and not any(isinstance(e, exp.Column) and e.name.lower() == "tbname" for e, _, _ in partition)
     ):
         raise SqlError(
-            f"{q.window.kind} windows over a supertable need PARTITION BY tbname",
+            f"{window.kind} windows over a supertable need PARTITION BY tbname",
             sql=sql,
-            offset=q.window.span.start if q.window.span else None,
+            offset=window.span.start if window.span else None,
             code=Code.INVALID_WINDOW,
         )
+    return partition
+
+
+def _where_filter(sel: exp.Select, source: Source, sql: str) -> exp.Expr | None:
+    """The WHERE condition (None without WHERE): known columns, no aggregates."""
     where = sel.args.get("where")
     flt = where.this if where is not None else None
     if flt is not None:
         _check_columns(flt, source, sql)
         if any(aggregate_call(n) for n in flt.walk()):
             raise positioned("aggregate functions are not allowed in WHERE", flt, sql, Code.INVALID_FUNCTION)
-    shape, extras = window_shape(q.window, source, sql, tz, min_count=2 if streaming else 1)
+    return flt
+
+
+def _check_extras(extras: dict[str, exp.Expr], source: Source, sql: str) -> None:
+    """A window's conditions (the stage-1 extras) read known columns and no aggregates."""
     for e in extras.values():
         _check_columns(e, source, sql)
         if any(aggregate_call(n) for n in e.walk()):
             raise positioned(
                 "aggregate functions are not allowed in a window condition", e, sql, Code.INVALID_FUNCTION
             )
-    if ekuiper and flt is not None:
-        extras["where"] = flt  # eKuiper: WHERE runs after windowing (seed 003, "Filter Window Inputs")
-        flt = None
 
+
+def _group_columns(
+    partition: list[tuple[exp.Expr, str | None, str]], source: Source, sql: str
+) -> list[GroupColumn]:
+    """The GroupColumns ``_g0..`` of the PARTITION BY items: display name alias, column name or
+    text; type known for plain columns."""
     groups: list[GroupColumn] = []
     for i, (gexpr, alias, text) in enumerate(partition):
         _check_columns(gexpr, source, sql)
         display = alias or (gexpr.name if isinstance(gexpr, exp.Column) else text)
         gtype = source.columns[gexpr.name.lower()][1] if isinstance(gexpr, exp.Column) else None
         groups.append(GroupColumn(f"_g{i}", display, gexpr, gtype))
+    return groups
 
-    inputs: dict[str, exp.Expr] = {}
-    aggs: list[AggSpec] = []
-    agg_by_key: dict[str, str] = {}
-    having = sel.args.get("having")
-    order_clause = sel.args.get("order")
-    row_mode = ekuiper and not any(
-        aggregate_call(n)
-        for part in [*sel.expressions, *([having] if having is not None else [])]
-        for n in part.walk()
-    )
 
-    def input_for(e: exp.Expr) -> str:
+class _Stage3:
+    """Rewrites select-list / HAVING / ORDER BY expressions to their stage-3 form, collecting the
+    aggregates ``_a0..`` (``aggs``) and their stage-1 arguments ``_i0..`` (``inputs``)."""
+
+    def __init__(
+        self,
+        source: Source,
+        sql: str,
+        groups: list[GroupColumn],
+        *,
+        streaming: bool,
+        ekuiper: bool,
+        row_mode: bool,
+    ) -> None:
+        self.source = source
+        self.sql = sql
+        self.groups = groups
+        self.streaming = streaming
+        self.ekuiper = ekuiper
+        self.row_mode = row_mode
+        self.inputs: dict[str, exp.Expr] = {}
+        self.aggs: list[AggSpec] = []
+        self._agg_by_key: dict[str, str] = {}
+
+    def input_for(self, e: exp.Expr) -> str:
+        """The stage-1 input column computing ``e`` (added when new)."""
         e_sql = e.sql()
-        name = next((k for k, v in inputs.items() if v.sql() == e_sql), None)
+        name = next((k for k, v in self.inputs.items() if v.sql() == e_sql), None)
         if name is None:
-            name = f"_i{len(inputs)}"
-            inputs[name] = e.copy()
+            name = f"_i{len(self.inputs)}"
+            self.inputs[name] = e.copy()
         return name
 
-    def rewrite(node: exp.Expr) -> exp.Expr:
+    def rewrite(self, node: exp.Expr) -> exp.Expr:
         """Stage-3 form of a select-list / HAVING / ORDER BY expression."""
+        return node.copy().transform(self._visit)
 
-        def visit(n: exp.Expr) -> exp.Expr:
-            name = func_name(n)
-            if streaming and name in STREAM_FORBIDDEN:
+    def _visit(self, n: exp.Expr) -> exp.Expr:
+        name = func_name(n)
+        if self.streaming and name in STREAM_FORBIDDEN:
+            raise positioned(
+                f"function {name} is not allowed in stream computing (seed 000 lists "
+                "the 19 aggregate/selection functions streams reject)",
+                n,
+                self.sql,
+                Code.INVALID_FUNCTION,
+            )
+        if name in EKUIPER_PSEUDO and not (isinstance(n, exp.Anonymous) and n.expressions):
+            if not self.ekuiper:
                 raise positioned(
-                    f"function {name} is not allowed in stream computing (seed 000 lists "
-                    "the 19 aggregate/selection functions streams reject)",
+                    f"{name}() belongs to eKuiper windows; use {EKUIPER_PSEUDO[name]}",
                     n,
-                    sql,
+                    self.sql,
                     Code.INVALID_FUNCTION,
                 )
-            if name in EKUIPER_PSEUDO and not (isinstance(n, exp.Anonymous) and n.expressions):
-                if not ekuiper:
-                    raise positioned(
-                        f"{name}() belongs to eKuiper windows; use {EKUIPER_PSEUDO[name]}",
-                        n,
-                        sql,
-                        Code.INVALID_FUNCTION,
-                    )
-                return exp.column(EKUIPER_PSEUDO[name], quoted=True)
-            call = aggregate_call(n)
-            if call is not None:
-                fname, arg = call
-                if arg is not None:
-                    if any(aggregate_call(x) for x in arg.walk()):
-                        raise positioned(
-                            "aggregate functions cannot be nested", n, sql, Code.INVALID_FUNCTION
-                        )
-                    _check_columns(arg, source, sql)
-                key = f"{fname}:{arg.sql() if arg is not None else '*'}"
-                if key not in agg_by_key:
-                    in_name = input_for(arg) if arg is not None else None
-                    a_name = f"_a{len(aggs)}"
-                    aggs.append(AggSpec(fname, in_name, a_name))
-                    agg_by_key[key] = a_name
-                return exp.column(agg_by_key[key], quoted=True)
-            if isinstance(n, exp.Column) and not n.table:
-                low = n.name.lower()
-                if low in WINDOW_PSEUDO:
-                    return exp.column(low, quoted=True)
-                for g in groups:
-                    if g.display.lower() == low or (
-                        isinstance(g.expr, exp.Column) and g.expr.name.lower() == low
-                    ):
-                        return exp.column(g.name, quoted=True)
-                if row_mode and (low in source.columns or low in PSEUDO_TS):
-                    return exp.column(input_for(n), quoted=True)
-                if low in source.columns or low in PSEUDO_TS:
-                    raise positioned(
-                        f"column {n.name} must be used in an aggregate function or listed in "
-                        + ("GROUP BY" if ekuiper else "PARTITION BY"),
-                        n,
-                        sql,
-                        Code.INVALID_COLUMN,
-                    )
-                raise positioned(f"invalid column name {n.name}", n, sql, Code.INVALID_COLUMN)
-            for g in groups:  # a PARTITION BY expression repeated in the select list
-                if not isinstance(g.expr, exp.Column) and n.sql() == g.expr.sql():
-                    return exp.column(g.name, quoted=True)
-            return n
+            return exp.column(EKUIPER_PSEUDO[name], quoted=True)
+        call = aggregate_call(n)
+        if call is not None:
+            return self._aggregate(n, *call)
+        if isinstance(n, exp.Column) and not n.table:
+            return self._column(n)
+        for g in self.groups:  # a PARTITION BY expression repeated in the select list
+            if not isinstance(g.expr, exp.Column) and n.sql() == g.expr.sql():
+                return exp.column(g.name, quoted=True)
+        return n
 
-        return node.copy().transform(visit)
+    def _aggregate(self, n: exp.Expr, fname: str, arg: exp.Expr | None) -> exp.Expr:
+        """An aggregate call -> its result column ``_a<i>`` (one per distinct call)."""
+        if arg is not None:
+            if any(aggregate_call(x) for x in arg.walk()):
+                raise positioned("aggregate functions cannot be nested", n, self.sql, Code.INVALID_FUNCTION)
+            _check_columns(arg, self.source, self.sql)
+        key = f"{fname}:{arg.sql() if arg is not None else '*'}"
+        if key not in self._agg_by_key:
+            in_name = self.input_for(arg) if arg is not None else None
+            a_name = f"_a{len(self.aggs)}"
+            self.aggs.append(AggSpec(fname, in_name, a_name))
+            self._agg_by_key[key] = a_name
+        return exp.column(self._agg_by_key[key], quoted=True)
 
+    def _column(self, n: exp.Column) -> exp.Expr:
+        """An unqualified column -> a window pseudo column, a group column ``_g<i>`` or (row mode)
+        an input ``_i<i>``; any other column of the table is an error outside an aggregate."""
+        low = n.name.lower()
+        if low in WINDOW_PSEUDO:
+            return exp.column(low, quoted=True)
+        for g in self.groups:
+            if g.display.lower() == low or (isinstance(g.expr, exp.Column) and g.expr.name.lower() == low):
+                return exp.column(g.name, quoted=True)
+        if self.row_mode and (low in self.source.columns or low in PSEUDO_TS):
+            return exp.column(self.input_for(n), quoted=True)
+        if low in self.source.columns or low in PSEUDO_TS:
+            raise positioned(
+                f"column {n.name} must be used in an aggregate function or listed in "
+                + ("GROUP BY" if self.ekuiper else "PARTITION BY"),
+                n,
+                self.sql,
+                Code.INVALID_COLUMN,
+            )
+        raise positioned(f"invalid column name {n.name}", n, self.sql, Code.INVALID_COLUMN)
+
+
+def _output_items(q: ast.SelectQuery, sel: exp.Select, stage3: _Stage3) -> list[tuple[str, exp.Expr]]:
+    """``(output name, stage-3 expression)`` of each select item: alias, column name or text as
+    written; ``*`` (row mode only) is every column of the table."""
     items: list[tuple[str, exp.Expr]] = []
     texts = q.item_texts
     for i, item in enumerate(sel.expressions):
         if isinstance(item, exp.Star):
-            if not row_mode:
+            if not stage3.row_mode:
                 raise positioned(
-                    "SELECT * cannot be used with a window clause", item, sql, Code.INVALID_WINDOW
+                    "SELECT * cannot be used with a window clause", item, stage3.sql, Code.INVALID_WINDOW
                 )
-            for c in source.storage.columns:
-                items.append((c.name, rewrite(exp.column(c.name))))
+            for c in stage3.source.storage.columns:
+                items.append((c.name, stage3.rewrite(exp.column(c.name))))
             continue
         alias = item.alias if isinstance(item, exp.Alias) else None
         inner = item.this if isinstance(item, exp.Alias) else item
@@ -522,31 +661,8 @@ def plan_window(
             name = inner.name
         else:
             name = texts[i] if i < len(texts) else inner.sql()
-        items.append((name, rewrite(inner)))
-    order = [
-        exp.Ordered(this=rewrite(o.this), desc=o.args.get("desc"))
-        for o in (order_clause.expressions if order_clause is not None else [])
-    ]
-    if row_mode:
-        aggs = [AggSpec(ROWS, None, "_rows", columns=tuple(inputs))]
-    limit, offset = _limit(sel)
-    return WindowPlan(
-        source,
-        sql,
-        flt,
-        groups,
-        inputs,
-        aggs,
-        q.window,
-        items,
-        rewrite(having.this) if having is not None else None,
-        order,
-        limit,
-        offset,
-        extras=extras,
-        row_mode=row_mode,
-        shape=shape,
-    )
+        items.append((name, stage3.rewrite(inner)))
+    return items
 
 
 def _limit(sel: exp.Select) -> tuple[int | None, int]:
