@@ -40,7 +40,7 @@ browser-deps:
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check spark_workers streams_app tdweb tests bench
-	$(BIN)/lint-imports
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install
 	$(BIN)/mypy spark_workers streams_app tdweb

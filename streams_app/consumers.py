@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 
+from streams_app.selectors import notification_unread_count, stream_get
 from streams_app.services.notifications import NotificationError, inbox_check_key, notification_ingest
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,6 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
         self.group = f"inbox.{user.pk}"
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        from streams_app.selectors import notification_unread_count
-
         count = await database_sync_to_async(notification_unread_count)(user_id=user.pk)
         await self.send_json({"type": "unread", "count": count})
 
@@ -81,12 +80,12 @@ class StreamsConsumer(AsyncJsonWebsocketConsumer):
             return
         self.user = user
         stream_id = self.scope["url_route"]["kwargs"].get("stream_id")
-        if stream_id is not None:
-            from streams_app.selectors import stream_get
-
-            if await database_sync_to_async(stream_get)(user=user, stream_id=int(stream_id)) is None:
-                await self.close(code=4404)
-                return
+        if (
+            stream_id is not None
+            and await database_sync_to_async(stream_get)(user=user, stream_id=int(stream_id)) is None
+        ):
+            await self.close(code=4404)
+            return
         self.group = f"stream.{stream_id}" if stream_id is not None else "streams"
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -98,8 +97,6 @@ class StreamsConsumer(AsyncJsonWebsocketConsumer):
     async def _visible(self, stream_id: int) -> bool:
         if self.user.is_staff:
             return True
-        from streams_app.selectors import stream_get
-
         return await database_sync_to_async(stream_get)(user=self.user, stream_id=stream_id) is not None
 
     async def stream_status(self, event: dict[str, Any]) -> None:

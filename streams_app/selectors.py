@@ -7,18 +7,21 @@ import functools
 import logging
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
-from sqlglot import exp
 
 from spark_workers.access import Principal, redact_secrets
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import CatalogError, Code, TdError
 from spark_workers.lake.catalog import Database
-from spark_workers.query.results import ResultSet
+from spark_workers.sql import ast
+from spark_workers.sql.parser import parse_one
+from spark_workers.sql.render import trigger_sql
 from spark_workers.streams.spec import V337, StreamSpec
 from streams_app.models import Delivery, ImportJob, Inbox, Notification, Stream, StreamProgress, StreamRun
+from streams_app.services.access import principal_for
 from streams_app.services.lake import lake_get
 
 log = logging.getLogger(__name__)
@@ -40,10 +43,6 @@ def streams_visible(*, user: Any) -> QuerySet[Stream]:
 def _trigger_clause(sql: str) -> str | None:
     """The trigger clause of a 3.3.7 CREATE STREAM text, rendered (``STATE_WINDOW(voltage)``);
     None when the text is not one. Cost: one parse (about 1 ms) per distinct text."""
-    from spark_workers.sql import ast
-    from spark_workers.sql.parser import parse_one
-    from spark_workers.sql.render import trigger_sql
-
     try:
         stmt = parse_one(sql)
     except TdError:
@@ -245,8 +244,6 @@ def notifications_visible(*, user: Any) -> QuerySet[Notification]:
 
 
 def notification_unread_count(*, user_id: int) -> int:
-    from django.contrib.auth import get_user_model
-
     user = get_user_model().objects.filter(pk=user_id).first()
     if user is None:
         return 0
@@ -299,8 +296,6 @@ def notifications_filter(
 
 
 def _principal(user: Any) -> Principal:
-    from streams_app.services.users import principal_for
-
     return principal_for(user)
 
 
@@ -374,39 +369,6 @@ def table_detail(*, user: Any, db: str, name: str) -> dict[str, Any]:
         "tags": [field(c) for c in t.tags],
         "tag_values": t.tag_values,
     }
-
-
-def table_rows(
-    *, user: Any, db: str, name: str, start: str | None = None, end: str | None = None, limit: int = 200
-) -> ResultSet:
-    """The latest ``limit`` rows of a table, optionally with ``start <= ts <= end`` (timestamp
-    literals as TDengine reads them), oldest first, read with ``user``'s privileges.
-
-    The query is built as a tree (``SELECT * FROM (SELECT * FROM db.t WHERE ts >= 'start' AND ts
-    <= 'end' ORDER BY ts DESC LIMIT n) ORDER BY ts``) with the request's values as literal nodes,
-    never pasted into SQL text.
-
-    Raises:
-        TdError: missing or unreadable table, a value that is not a timestamp.
-    """
-    from spark_workers.sql import ast
-    from streams_app.services.lake import executor_for
-
-    t = table_detail(user=user, db=db, name=name)
-    ts = exp.column(t["columns"][0]["name"], quoted=True)
-    table = exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier(db, quoted=True))
-    inner = exp.select(exp.Star()).from_(table)
-    conds = [
-        op(this=ts.copy(), expression=exp.Literal.string(value))
-        for value, op in ((start, exp.GTE), (end, exp.LTE))
-        if value
-    ]
-    if conds:
-        inner = inner.where(exp.and_(*conds))
-    inner = inner.order_by(exp.Ordered(this=ts.copy(), desc=True)).limit(int(limit))
-    outer = exp.select(exp.Star()).from_(inner.subquery()).order_by(exp.Ordered(this=ts.copy()))
-    ex = executor_for(db=db, user=user)
-    return ex.run_statement(ast.Select(query=ast.SelectQuery(select=outer)), outer.sql())
 
 
 def streams_by_status(*, user: Any) -> dict[str, int]:

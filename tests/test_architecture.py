@@ -80,7 +80,7 @@ def _circles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
 
 
 def test_no_import_circles() -> None:
-    graph = grimp.build_graph("spark_workers", "streams_app")
+    graph = grimp.build_graph("spark_workers", "streams_app", cache_dir=None)  # no stale cache
     modules = {m for m in graph.modules if m.startswith(("spark_workers", "streams_app"))}
     circles = _circles(graph, modules)
     assert [c for c in circles if len(c) > 2] == []
@@ -89,7 +89,7 @@ def test_no_import_circles() -> None:
 
 
 def test_import_contracts_are_kept() -> None:
-    r = subprocess.run([LINT_IMPORTS], cwd=ROOT, capture_output=True, text=True, check=False)
+    r = subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "broken" not in r.stdout.lower().replace("0 broken", "")
 
@@ -106,7 +106,7 @@ def test_an_import_against_the_layer_order_fails_the_contract(tmp_path: Path) ->
         "layers =\n    spark_workers.query\n    spark_workers.sql\n"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    r = subprocess.run([LINT_IMPORTS], cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    r = subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
     assert r.returncode != 0
     assert "spark_workers.sql.probe -> spark_workers.query.planner" in r.stdout
 

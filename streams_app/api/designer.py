@@ -39,6 +39,7 @@ from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services import designer as svc
 from streams_app.services.templates import template_list
 from streams_app.services.users import inbox_url
+from streams_app.services.versions import stream_versions
 
 # ---------------------------------------------------------------------- serializers (schema)
 
@@ -506,7 +507,7 @@ class StreamVersionListApi(APIView):
         responses=page_schema("StreamVersionPage", VersionSerializer(many=True)),
     )
     def get(self, request: Request, stream_id: int) -> Response:
-        versions = svc.stream_versions(stream=stream_or_404(request, stream_id))
+        versions = stream_versions(stream=stream_or_404(request, stream_id))
         return paginated(self, request, versions, lambda page: VersionSerializer(page, many=True).data)
 
 

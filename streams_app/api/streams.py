@@ -39,13 +39,8 @@ from streams_app.api.common import (
 from streams_app.api.errors import ErrorSerializer
 from streams_app.api.sql import SqlInputSerializer
 from streams_app.models import Stream, StreamRun
-from streams_app.services.streams import (
-    StreamExists,
-    stream_action,
-    stream_create,
-    stream_drop,
-    stream_recalculate,
-)
+from streams_app.services.stream_control import stream_action, stream_drop
+from streams_app.services.streams import StreamExists, stream_create, stream_recalculate
 
 # ---------------------------------------------------------------------- serializers
 

@@ -24,6 +24,7 @@ from streams_app.api.common import PAGE_PARAMS, IsoDateTimeField, int_param, pag
 from streams_app.api.errors import ErrorSerializer, IngestErrorSerializer
 from streams_app.models import ImportJob
 from streams_app.services.ingest import DEFAULT_NULL_VALUES, import_rows, rows_from_csv, rows_from_json
+from streams_app.services.sql import table_rows
 
 # ---------------------------------------------------------------------- serializers
 
@@ -197,7 +198,7 @@ class TableRowsApi(APIView):
         responses={200: RowsSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request, db: str, name: str) -> Response:
-        res = selectors.table_rows(
+        res = table_rows(
             user=request.user,
             db=db,
             name=name,

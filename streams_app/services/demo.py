@@ -24,7 +24,8 @@ from django.conf import settings
 
 from spark_workers.errors import TdError
 from streams_app.models import Inbox, Stream
-from streams_app.services.lake import executor_for, lake_get
+from streams_app.services.lake import lake_get
+from streams_app.services.sql import executor_for
 from streams_app.services.users import inbox_url
 
 DB = "air"

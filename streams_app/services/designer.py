@@ -2,8 +2,8 @@
 field by field and as the CREATE STREAM it renders, drafts, deploy (create or redeploy a stream)
 and stream versions.
 
-The design document itself (parse, render, check, compare) is ``spark_workers.streams.design``; it is
-imported when first used, so the web app starts even while that module is being changed.
+The design document itself (parse, render, check, compare) is ``spark_workers.streams.design``
+(imported here as ``design_doc``: ``design`` is the document's name in these functions).
 """
 
 from __future__ import annotations
@@ -13,35 +13,37 @@ import difflib
 import logging
 import re
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from spark_workers.access import redact_json
+from spark_workers.engine.aggregates import AGGREGATES
 from spark_workers.errors import Code, SqlError, TdError
 from spark_workers.sql import ast
+from spark_workers.sql.functions import FUNCTIONS
 from spark_workers.sql.parser import parse_one
+from spark_workers.streams import design as design_doc
 from spark_workers.streams.create import check_create_stream
 from spark_workers.streams.spec import StreamSpec
+from streams_app import selectors
 from streams_app.models import Stream, StreamDraft, StreamVersion
-from streams_app.services.lake import executor_for, lake_get
+from streams_app.services.lake import lake_get
+from streams_app.services.preview import preview
+from streams_app.services.sql import executor_for
+from streams_app.services.stream_control import stream_drop
+from streams_app.services.streams import stream_create
+from streams_app.services.versions import stream_version_create, stream_versions
 
 log = logging.getLogger(__name__)
 
 Issue = dict[str, Any]
 RECONFIRM_KINDS = ("reset", "recalculate")
 SYNTAXES = ("3.3.7", "legacy")
-
-
-def _design() -> ModuleType:
-    from spark_workers.streams import design
-
-    return design
 
 
 class DesignInvalid(Exception):
@@ -84,7 +86,7 @@ def design_compile(*, sql: str, db: str | None = None) -> dict[str, Any]:
     Raises:
         SqlError: the text is not one CREATE STREAM statement (positioned in ``sql``).
     """
-    d = _design()
+    d = design_doc
     design = d.design_from_sql(sql, default_db=db or None)
     variants, reasons = d.sql_variants(design)
     return {"design": design, "sql": _variants(variants), "not_expressible": dict(reasons)}
@@ -101,7 +103,7 @@ def stream_design(*, stream: Stream) -> dict[str, Any]:
     v = StreamVersion.objects.filter(stream=stream).order_by("-number").first()
     if v is not None and v.design and v.sql == stream.sql:
         return redact_json(dict(v.design))
-    return redact_json(_design().design_from_sql(stream.sql, default_db=stream.db or None))
+    return redact_json(design_doc.design_from_sql(stream.sql, default_db=stream.db or None))
 
 
 def version_design(v: StreamVersion) -> dict[str, Any] | None:
@@ -110,7 +112,7 @@ def version_design(v: StreamVersion) -> dict[str, Any] | None:
     if v.design:
         return dict(v.design)
     try:
-        return _design().design_from_sql(v.sql, default_db=None)
+        return design_doc.design_from_sql(v.sql, default_db=None)
     except TdError:
         return None
 
@@ -194,7 +196,7 @@ def anchored(e: TdError, sql: str) -> SqlError:
 def _located(design: dict[str, Any], syntax: str, e: TdError, sql: str) -> Issue:
     """An error of the rendered SQL as an issue on the node/field it comes from."""
     err = anchored(e, sql)
-    issue = dict(_design().locate_error(design, syntax, err))
+    issue = dict(design_doc.locate_error(design, syntax, err))
     if issue.get("position") is None:
         issue["position"] = _position(err)
     return issue
@@ -208,7 +210,7 @@ def _position(e: TdError) -> dict[str, int] | None:
 
 def _render(design: dict[str, Any]) -> tuple[str | None, list[Issue]]:
     """The design's SQL in its own syntax, or the issues that prevent rendering it."""
-    d = _design()
+    d = design_doc
     try:
         return d.design_to_sql(design, syntax_of(design)), []
     except d.NotExpressible as e:
@@ -258,7 +260,7 @@ def design_validate(
 
     Cost: one parse and compile of the statement plus catalog reads; meant to run while typing.
     """
-    d = _design()
+    d = design_doc
     variants: dict[str, str | None] = {s: None for s in SYNTAXES}
     reasons: dict[str, str] = {}
     issues = shape_issues(design)
@@ -314,7 +316,7 @@ def _placeholders(design: dict[str, Any]) -> list[dict[str, str]]:
         return []
     try:
         return list(
-            _design().placeholders_for(
+            design_doc.placeholders_for(
                 trigger["type"], bool(isinstance(source, dict) and source.get("partition_by"))
             )
         )
@@ -325,7 +327,7 @@ def _placeholders(design: dict[str, Any]) -> list[dict[str, str]]:
 def placeholder_catalog() -> dict[str, list[dict[str, str]]]:
     """The placeholders of every trigger type, for a partitioned trigger table (seed 002,
     Placeholders table)."""
-    d = _design()
+    d = design_doc
     out = {}
     for t in ("interval", "sliding", "period", "session", "state", "event", "count"):
         try:
@@ -354,10 +356,6 @@ def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
     Raises:
         CatalogError: ``db`` does not exist.
     """
-    from spark_workers.engine.aggregates import AGGREGATES
-    from spark_workers.sql.functions import FUNCTIONS
-    from streams_app import selectors
-
     visible = selectors.database_list(user=user)
     names = [db] if db else [d["name"] for d in visible]
     precisions = {d["name"]: d["precision"] for d in visible}
@@ -390,7 +388,7 @@ def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
         databases.append({"name": canonical, "precision": precisions.get(canonical, "ms"), "tables": tables})
     functions = [{"name": f, "kind": "aggregate"} for f in AGGREGATES]
     functions += [{"name": f, "kind": "scalar"} for f in sorted(FUNCTIONS) if f not in AGGREGATES]
-    d = _design()
+    d = design_doc
     return {
         "databases": databases,
         "functions": functions,
@@ -445,9 +443,7 @@ def design_preview(
         DesignInvalid: the design has field issues or cannot be rendered.
         PreviewFailed: the SQL or the run failed.
     """
-    from streams_app.services.preview import preview
-
-    issues = shape_issues(design) or [dict(i) for i in _design().check_design(design)]
+    issues = shape_issues(design) or [dict(i) for i in design_doc.check_design(design)]
     if issues:
         raise DesignInvalid(issues)
     sql, issues = _render(design)
@@ -516,8 +512,6 @@ def stream_create_sql(*, sql: str, user: Any) -> Stream:
         TdError: the statement fails (nothing is created); CatalogError STREAM_ALREADY_EXIST when
             IF NOT EXISTS met an existing stream.
     """
-    from streams_app.services.streams import stream_create
-
     return stream_create(user=user, sql=sql)
 
 
@@ -534,8 +528,6 @@ def stream_redeploy(*, stream: Stream, sql: str, user: Any) -> Stream:
     Raises:
         TdError: CREATE STREAM failed; the old stream is unchanged.
     """
-    from streams_app.services.streams import stream_drop
-
     owner = stream.owner or user
     with transaction.atomic():
         Stream.objects.filter(pk=stream.pk).update(
@@ -567,7 +559,7 @@ def draft_deploy(*, draft: StreamDraft, user: Any, confirm_impact: bool = False)
         ImpactUnconfirmed: the change needs confirmation.
         TdError: CREATE STREAM failed (a redeployed stream is left as it was).
     """
-    d = _design()
+    d = design_doc
     target = (
         draft.stream if draft.stream is not None and draft.stream.status != Stream.Status.DROPPED else None
     )
@@ -604,36 +596,6 @@ def draft_deploy(*, draft: StreamDraft, user: Any, confirm_impact: bool = False)
 # ---------------------------------------------------------------------- versions
 
 
-def stream_version_create(
-    *,
-    stream: Stream,
-    created_by: Any = None,
-    design: dict[str, Any] | None = None,
-    impact: dict[str, Any] | None = None,
-) -> StreamVersion:
-    """Record the stream's current SQL as the next version of its name (1, 2, ... per
-    ``name_key``; the registry calls it for every stream it creates)."""
-    last = StreamVersion.objects.filter(name_key=stream.name_key).aggregate(n=Max("number"))["n"] or 0
-    return StreamVersion.objects.create(
-        name_key=stream.name_key,
-        number=last + 1,
-        stream=stream,
-        sql=stream.sql,
-        design=design,
-        created_by=created_by if getattr(created_by, "is_authenticated", False) else None,
-        impact=impact,
-    )
-
-
-def stream_versions(*, stream: Stream) -> QuerySet[StreamVersion]:
-    """Every version of the stream's name, newest first."""
-    return (
-        StreamVersion.objects.filter(name_key=stream.name_key)
-        .select_related("created_by")
-        .order_by("-number")
-    )
-
-
 class VersionNotFound(Exception):
     """No version with that number for the stream."""
 
@@ -658,7 +620,7 @@ def stream_version_diff(*, stream: Stream, from_number: int | None, to_number: i
     b = versions.filter(number=to_n).first()
     if a is None or b is None:
         raise VersionNotFound(f"no version {from_n if a is None else to_n} of stream {stream.name}")
-    d = _design()
+    d = design_doc
     da, db_ = version_design(a), version_design(b)
     sql_diff = "".join(
         difflib.unified_diff(

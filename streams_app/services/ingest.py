@@ -43,8 +43,8 @@ from spark_workers.lake.store import engine_schema
 from spark_workers.sql.values import coerce
 from spark_workers.tdtypes import TIMESTAMP
 from streams_app.models import ImportJob
+from streams_app.services.access import principal_for
 from streams_app.services.lake import lake_get
-from streams_app.services.users import principal_for
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""The process's lake and SQL executors, configured from settings."""
+"""The process's lake and SQL limits, configured from settings (the executors a user's
+statements run in are ``services/sql.executor_for``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from django.conf import settings
 
 from spark_workers.lake.store import Lake
 from spark_workers.limits import Limits, configure_limits
-from spark_workers.statements.executor import Executor
 
 
 @lru_cache(maxsize=4)
@@ -40,30 +40,4 @@ def sql_limits_configure() -> None:
             max_sql_chars=settings.TDWEB_SQL_MAX_LENGTH,
             concurrency=settings.TDWEB_SQL_CONCURRENCY,
         )
-    )
-
-
-def executor_for(*, db: str | None = None, user: object | None = None) -> Executor:
-    """An executor running every statement with ``user``'s privileges (TDengine's users and
-    grants, ``services/users.principal_for``); its streams are registered in the metadata DB and
-    owned by ``user``; CREATE/ALTER/DROP USER and GRANT/REVOKE change Django's users; NOTIFY URLs
-    copied redacted from a page get their secrets back where ``user`` may use them
-    (``notifications.notify_url_unredact``).
-
-    Raises:
-        PermissionError: ``user`` is None, anonymous or inactive.
-    """
-    from streams_app.services.notifications import notify_url_unredact
-    from streams_app.services.registry import DjangoStreamRegistry
-    from streams_app.services.users import DjangoUserDirectory, principal_for
-
-    sql_limits_configure()
-    return Executor(
-        lake_get(),
-        DjangoStreamRegistry(user=user),
-        tz=settings.TDWEB_TIMEZONE,
-        default_db=db or None,
-        principal=principal_for(user),
-        users=DjangoUserDirectory(),
-        notify_secrets=lambda url: notify_url_unredact(user=user, url=url),
     )

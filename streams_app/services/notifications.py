@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -24,6 +22,7 @@ from django.db.models import Q
 
 from spark_workers.errors import Code, TdError
 from streams_app.models import Inbox, Notification
+from streams_app.selectors import notification_payload, notification_unread_count, notifications_visible
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -49,35 +48,6 @@ def inbox_check_key(*, name: str, key: str) -> Inbox | None:
     if inbox is None or not key or not hmac.compare_digest(inbox.key, key):
         return None
     return inbox
-
-
-def notify_url_unredact(*, user: Any, url: str) -> str | None:
-    """The real NOTIFY URL behind ``url`` as shown redacted (``access.redact_secrets``), if
-    ``user`` may use it, else None.
-
-    Either ``url`` points to one of tdweb's inboxes (``/ws/notify/<inbox>?key=******``) that
-    ``user`` owns (any inbox for superusers): its key is filled in; or it is, redacted, a NOTIFY
-    URL of a stream ``user`` created (a stream edited and redeployed from the designer).
-    """
-    from spark_workers.access import REDACTED, redact_secrets
-    from spark_workers.streams.spec import StreamSpec
-    from streams_app.models import Stream
-
-    parts = urlsplit(url)
-    m = re.fullmatch(r"/ws/notify/([-a-zA-Z0-9_]+)/?", parts.path)
-    if m is not None:
-        inbox = Inbox.objects.filter(name=m.group(1)).first()
-        params = parse_qsl(parts.query, keep_blank_values=True)
-        others_redacted = any(REDACTED in v for k, v in params if k != "key")
-        if inbox is not None and not others_redacted and (user.is_superuser or inbox.owner_id == user.pk):
-            query = urlencode([(k, inbox.key if k == "key" else v) for k, v in params])
-            return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
-    for spec in Stream.objects.filter(owner=user).order_by("-id").values_list("spec", flat=True):
-        notify = StreamSpec.from_json(spec).notify
-        for real in notify.urls if notify is not None else []:
-            if redact_secrets(real) == url:
-                return real
-    return None
 
 
 def _int(v: Any) -> int | None:
@@ -171,8 +141,6 @@ def inbox_users(inbox: Inbox) -> list[int]:
 
 def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> None:
     """Send new notifications (and the new unread counts) to the users' browser sockets."""
-    from streams_app.selectors import notification_payload, notification_unread_count
-
     layer = get_channel_layer()
     if layer is None:
         return
@@ -199,6 +167,4 @@ def notification_ack(*, notification: Notification) -> Notification:
 
 def notification_ack_all(*, user: Any) -> int:
     """Acknowledge every notification the user sees; returns how many changed."""
-    from streams_app.selectors import notifications_visible
-
     return notifications_visible(user=user).filter(acknowledged=False).update(acknowledged=True)

@@ -9,8 +9,8 @@ from typing import Any
 from django.conf import settings
 
 from spark_workers.runtime.preview import preview_stream
+from streams_app.services.access import principal_for
 from streams_app.services.lake import lake_get
-from streams_app.services.users import principal_for
 
 PREVIEW_MAX_INPUT_ROWS = 500_000
 

@@ -3,16 +3,16 @@ SHOW STREAMS do to the metadata DB and to the workers."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 from django.db import transaction
 from django.db.models import OuterRef, Subquery, Sum
 
-from spark_workers.runtime.paths import checkpoint_dir
 from spark_workers.streams.registry import StreamInfo
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Stream, StreamProgress, StreamRun
+from streams_app.services.stream_control import stream_action, stream_drop, stream_enqueue
+from streams_app.services.versions import stream_version_create
 
 
 def name_key(name: str, db: str | None) -> str:
@@ -99,9 +99,6 @@ class DjangoStreamRegistry:
     ) -> None:
         """Register a stream owned by this registry's user (``owner`` names the same user) with
         its compiled form, which is what workers run."""
-        from streams_app.services.designer import stream_version_create
-        from streams_app.services.streams import stream_enqueue
-
         with transaction.atomic():
             s = Stream.objects.create(
                 name=spec.name,
@@ -122,23 +119,14 @@ class DjangoStreamRegistry:
             transaction.on_commit(lambda: stream_enqueue(stream_id=s.pk))
 
     def drop(self, name: str, db: str | None) -> None:
-        from streams_app.services.streams import stream_drop
-
         s = self._get(name, db)
         if s is not None:
             stream_drop(stream=s)
 
     def command(self, name: str, db: str | None, action: str, *, ignore_untreated: bool = False) -> None:
-        from streams_app.services.streams import stream_action
-
         s = self._get(name, db)
         if s is not None:
             stream_action(stream=s, action=action, ignore_untreated=ignore_untreated)
 
     def list(self, db: str | None = None) -> list[StreamInfo]:
         return [_info(s) for s in _with_task(live_streams()).order_by("name")]
-
-
-def checkpoint_remove(stream: Stream, lake_root: str) -> None:
-    """Delete a dropped stream's checkpoint folder (its output data stays, seed 000)."""
-    shutil.rmtree(checkpoint_dir(lake_root, stream.key).parent, ignore_errors=True)

@@ -5,15 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from sqlglot import exp
 
 from spark_workers.errors import SqlError, TdError
 from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located
-from spark_workers.statements.executor import error_answer
+from spark_workers.statements.executor import Executor, error_answer
 from spark_workers.streams.create import check_create_stream
+from streams_app import selectors
 from streams_app.request_id import internal_error_answer
-from streams_app.services.lake import executor_for
+from streams_app.services.access import DjangoUserDirectory, notify_url_unredact, principal_for
+from streams_app.services.lake import lake_get, sql_limits_configure
+from streams_app.services.registry import DjangoStreamRegistry
+
+
+def executor_for(*, db: str | None = None, user: object | None = None) -> Executor:
+    """An executor running every statement with ``user``'s privileges (TDengine's users and
+    grants, ``services/access.principal_for``); its streams are registered in the metadata DB and
+    owned by ``user``; CREATE/ALTER/DROP USER and GRANT/REVOKE change Django's users; NOTIFY URLs
+    copied redacted from a page get their secrets back where ``user`` may use them
+    (``access.notify_url_unredact``).
+
+    Raises:
+        PermissionError: ``user`` is None, anonymous or inactive.
+    """
+    sql_limits_configure()
+    return Executor(
+        lake_get(),
+        DjangoStreamRegistry(user=user),
+        tz=settings.TDWEB_TIMEZONE,
+        default_db=db or None,
+        principal=principal_for(user),
+        users=DjangoUserDirectory(),
+        notify_secrets=lambda url: notify_url_unredact(user=user, url=url),
+    )
 
 
 def sql_execute(*, sql: str, db: str | None = None, user: Any = None) -> ResultSet:
@@ -63,3 +89,33 @@ def sql_validate(*, sql: str, db: str | None = None, user: Any) -> dict[str, Any
         return {"ok": True, "statement": type(last).__name__}
     except TdError as e:
         return {"ok": False, "code": e.code, "desc": e.desc, "position": error_position(e)}
+
+
+def table_rows(
+    *, user: Any, db: str, name: str, start: str | None = None, end: str | None = None, limit: int = 200
+) -> ResultSet:
+    """The latest ``limit`` rows of a table, optionally with ``start <= ts <= end`` (timestamp
+    literals as TDengine reads them), oldest first, read with ``user``'s privileges.
+
+    The query is built as a tree (``SELECT * FROM (SELECT * FROM db.t WHERE ts >= 'start' AND ts
+    <= 'end' ORDER BY ts DESC LIMIT n) ORDER BY ts``) with the request's values as literal nodes,
+    never pasted into SQL text.
+
+    Raises:
+        TdError: missing or unreadable table, a value that is not a timestamp.
+    """
+    t = selectors.table_detail(user=user, db=db, name=name)
+    ts = exp.column(t["columns"][0]["name"], quoted=True)
+    table = exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier(db, quoted=True))
+    inner = exp.select(exp.Star()).from_(table)
+    conds = [
+        op(this=ts.copy(), expression=exp.Literal.string(value))
+        for value, op in ((start, exp.GTE), (end, exp.LTE))
+        if value
+    ]
+    if conds:
+        inner = inner.where(exp.and_(*conds))
+    inner = inner.order_by(exp.Ordered(this=ts.copy(), desc=True)).limit(int(limit))
+    outer = exp.select(exp.Star()).from_(inner.subquery()).order_by(exp.Ordered(this=ts.copy()))
+    ex = executor_for(db=db, user=user)
+    return ex.run_statement(ast.Select(query=ast.SelectQuery(select=outer)), outer.sql())

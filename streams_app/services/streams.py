@@ -1,66 +1,20 @@
-"""Stream lifecycle: start requests, user actions, drop, and what workers report back.
-
-Live updates go to the Channels groups ``streams`` (all streams) and ``stream.<id>``.
-"""
+"""Creating and recalculating streams: both run a statement with the user's privileges through
+the executor (``services/sql.py``); starting, pausing and dropping them is ``services/stream_control.py``."""
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.conf import settings
-from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
+from sqlglot import exp
 
 from spark_workers.errors import CatalogError, Code, SqlError
-from spark_workers.notify.sender import Attempt
-from spark_workers.runtime.sink import BatchReport
-from streams_app.models import Delivery, Stream, StreamProgress
-
-log = logging.getLogger(__name__)
-ACTIONS = ("pause", "resume", "stop", "start")
-
-
-def stream_enqueue(*, stream_id: int) -> None:
-    """Ask a worker (queue ``streams``) to run the stream."""
-    from streams_app.tasks import stream_run
-
-    stream_run.apply_async(args=[stream_id], queue="streams")
-
-
-def _publish(group: str, message: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(group, message)
-    except Exception as e:  # live updates are best effort; the DB keeps the truth
-        log.warning("publish to %s failed: %s", group, e)
-
-
-def stream_publish_status(*, stream: Stream) -> None:
-    """Push a stream's current row to its page and the streams list."""
-    from streams_app.selectors import stream_payload
-
-    payload = stream_payload(stream=stream)
-    msg = {"type": "stream.status", "stream": payload}
-    _publish("streams", msg)
-    _publish(f"stream.{stream.pk}", msg)
-
-
-def stream_set_status(*, stream_id: int, status: str, error: str | None = None, **fields: Any) -> Stream:
-    """Record what the worker reports (status, last error, worker fields)."""
-    updates: dict[str, Any] = {"status": status, "updated_at": timezone.now(), **fields}
-    if error is not None:
-        updates["last_error"] = error[:4000]
-    Stream.objects.filter(pk=stream_id).exclude(status=Stream.Status.DROPPED).update(**updates)
-    stream = Stream.objects.get(pk=stream_id)
-    stream_publish_status(stream=stream)
-    return stream
+from spark_workers.sql import ast
+from spark_workers.sql.parser import parse
+from spark_workers.sql.render import render
+from streams_app.models import Stream
+from streams_app.services.registry import DjangoStreamRegistry
+from streams_app.services.sql import executor_for
 
 
 class StreamExists(CatalogError):
@@ -79,11 +33,6 @@ def stream_create(*, user: Any, sql: str, db: str | None = None) -> Stream:
         StreamExists: IF NOT EXISTS met a live stream of that name (nothing is created).
         TdError: the statement fails (nothing is created).
     """
-    from spark_workers.sql import ast
-    from spark_workers.sql.parser import parse
-    from streams_app.services.lake import executor_for
-    from streams_app.services.registry import DjangoStreamRegistry
-
     stmts = parse(sql)
     if len(stmts) != 1 or not isinstance(stmts[0], ast.CreateStreamLegacy | ast.CreateStream337):
         raise SqlError("expected exactly one CREATE STREAM statement", sql=sql, offset=0)
@@ -98,8 +47,6 @@ def stream_create(*, user: Any, sql: str, db: str | None = None) -> Stream:
 
 
 def _time_literal(t: dt.datetime) -> Any:
-    from sqlglot import exp
-
     return exp.Literal.string(t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
@@ -119,10 +66,6 @@ def stream_recalculate(
     Raises:
         TdError: the stream is not ``user``'s, or the recalculation fails.
     """
-    from spark_workers.sql import ast
-    from spark_workers.sql.render import render
-    from streams_app.services.lake import executor_for
-
     stmt = ast.RecalculateStream(
         name=stream.name,
         db=stream.db or None,
@@ -131,123 +74,3 @@ def stream_recalculate(
     )
     res = executor_for(user=user).run_statement(stmt, render(stmt))
     return int(res.affected_rows or 0)
-
-
-def stream_action(*, stream: Stream, action: str, ignore_untreated: bool = False) -> Stream:
-    """PAUSE/STOP (the query stops at a batch boundary; its checkpoint is kept) or RESUME/START
-    (it continues from the checkpoint; IGNORE UNTREATED skips what was written meanwhile).
-
-    Raises:
-        CatalogError: unknown action or a dropped stream.
-    """
-    if action not in ACTIONS:
-        raise CatalogError(
-            f"unknown stream action {action!r}: use one of {', '.join(ACTIONS)}", code=Code.INVALID_OPERATION
-        )
-    if stream.status == Stream.Status.DROPPED:
-        raise CatalogError(f"stream {stream.name} was dropped", code=Code.STREAM_NOT_EXIST)
-    if action in ("pause", "stop"):
-        desired = Stream.Desired.PAUSED if action == "pause" else Stream.Desired.STOPPED
-        Stream.objects.filter(pk=stream.pk).update(desired_state=desired, updated_at=timezone.now())
-        if not stream.worker:  # nobody runs it: the new state is final now
-            Stream.objects.filter(pk=stream.pk).update(status=desired)
-    else:
-        fields: dict[str, Any] = {"desired_state": Stream.Desired.RUNNING, "updated_at": timezone.now()}
-        if ignore_untreated:
-            from spark_workers.streams.spec import StreamSpec
-            from streams_app.services.lake import lake_get
-
-            spec = StreamSpec.from_json(stream.spec)
-            if spec.source is not None:
-                lake = lake_get()
-                t = lake.catalog.require_table(spec.source.db, spec.source.table)
-                fields["ignore_until_version"] = lake.version(spec.source.db, t.storage)
-        with transaction.atomic():
-            Stream.objects.filter(pk=stream.pk).update(**fields)
-            if stream.status in (Stream.Status.PAUSED, Stream.Status.STOPPED, Stream.Status.FAILED):
-                Stream.objects.filter(pk=stream.pk).update(status=Stream.Status.STARTING)
-            transaction.on_commit(lambda: stream_enqueue(stream_id=stream.pk))
-    stream.refresh_from_db()
-    stream_publish_status(stream=stream)
-    return stream
-
-
-def stream_drop(*, stream: Stream) -> None:
-    """DROP STREAM: stop the query and forget the stream; its output tables and data stay
-    (seed 000). The worker removes the checkpoint when it stops; if none runs it, it is removed now."""
-    from streams_app.services.lake import lake_get
-    from streams_app.services.registry import checkpoint_remove
-
-    Stream.objects.filter(pk=stream.pk).update(
-        status=Stream.Status.DROPPED, desired_state=Stream.Desired.STOPPED, updated_at=timezone.now()
-    )
-    stream.refresh_from_db()
-    if not stream.worker:
-        checkpoint_remove(stream, str(lake_get().root))
-    stream_publish_status(stream=stream)
-
-
-def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProgress:
-    """Store a micro-batch's progress, update the stream's counters and status, push it live."""
-    d = report.to_json()
-    rows_per_s = report.input_rows / (report.duration_ms / 1000.0) if report.duration_ms > 0 else 0.0
-    d["rows_per_s"] = rows_per_s
-    p = StreamProgress.objects.create(
-        stream_id=stream_id,
-        batch_id=report.batch_id,
-        phase=report.phase,
-        input_rows=report.input_rows,
-        output_rows=report.output_rows,
-        removed_windows=report.removed_windows,
-        rows_per_s=rows_per_s,
-        duration_ms=report.duration_ms,
-        open_windows=report.open_windows,
-        state_bytes=report.state_bytes,
-        watermark_ms=report.watermark_ms,
-        max_event_ms=report.max_event_ms,
-        notifications_sent=report.notifications_sent,
-        notifications_failed=report.notifications_failed,
-        expired_rows=report.expired_rows,
-        recalculated=report.recalculated,
-    )
-    status = Stream.Status.CATCHING_UP if report.phase == "history" else Stream.Status.RUNNING
-    d["created_at"] = p.created_at.isoformat()
-    Stream.objects.filter(pk=stream_id).exclude(
-        status__in=[Stream.Status.DROPPED, Stream.Status.PAUSED, Stream.Status.STOPPED]
-    ).update(
-        status=status,
-        last_batch_id=report.batch_id,
-        last_progress=d,
-        heartbeat_at=timezone.now(),
-        rows_in=F("rows_in") + report.input_rows,
-        windows_out=F("windows_out") + report.output_rows,
-        notifications_sent=F("notifications_sent") + report.notifications_sent,
-        notifications_failed=F("notifications_failed") + report.notifications_failed,
-    )
-    keep = settings.TDWEB_PROGRESS_KEEP
-    if report.batch_id % 100 == 0:
-        old = list(
-            StreamProgress.objects.filter(stream_id=stream_id)
-            .order_by("-id")
-            .values_list("id", flat=True)[keep : keep + 1]
-        )
-        if old:
-            StreamProgress.objects.filter(stream_id=stream_id, id__lte=old[0]).delete()
-    msg = {"type": "stream.progress", "stream_id": stream_id, "progress": d}
-    _publish(f"stream.{stream_id}", msg)
-    _publish("streams", msg)
-    return p
-
-
-def stream_delivery_record(*, stream_id: int, attempt: Attempt) -> Delivery:
-    """Store one notification delivery attempt (the delivery log)."""
-    return Delivery.objects.create(
-        stream_id=stream_id,
-        url=attempt.url[:1024],
-        message_id=attempt.message_id,
-        events=attempt.events,
-        ok=attempt.ok,
-        latency_ms=attempt.latency_ms,
-        error=attempt.error[:4000],
-        attempt=attempt.attempt,
-    )

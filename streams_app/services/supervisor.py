@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
+from spark_workers.runtime.paths import checkpoint_dir
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
 from spark_workers.streams.compile import CompiledStream
@@ -34,15 +35,15 @@ from spark_workers.streams.create import check_stream_access
 from spark_workers.streams.spec import StreamSpec
 from spark_workers.streams.stored import stream_compiled
 from streams_app.models import Stream, StreamRun
+from streams_app.services.access import principal_for
 from streams_app.services.lake import lake_get
-from streams_app.services.registry import checkpoint_remove
-from streams_app.services.streams import (
+from streams_app.services.stream_control import (
+    checkpoint_remove,
     stream_delivery_record,
     stream_enqueue,
     stream_progress_record,
     stream_set_status,
 )
-from streams_app.services.users import principal_for
 
 log = structlog.get_logger(__name__)
 SHUTDOWN = threading.Event()  # set when the worker shuts down
@@ -244,7 +245,6 @@ def _run_period(
 ) -> None:
     """Run a PERIOD stream (runtime/period.py) until it should stop; its state is kept beside the
     checkpoints of Spark streams, so a restart continues from the last trigger."""
-    from spark_workers.runtime.paths import checkpoint_dir
     from spark_workers.runtime.period import PeriodRunner
 
     runner = PeriodRunner(

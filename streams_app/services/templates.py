@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from spark_workers.streams.design import design_from_sql
+
 DEFAULT_NOTIFY_URL = "ws://127.0.0.1:8000/ws/notify/inbox"
 NOTIFY_URL = "{notify_url}"
 
@@ -140,8 +142,6 @@ def template_list(*, notify_url: str | None = None) -> list[dict[str, Any]]:
         ``[{id, title, description, sql, design}]`` in a fixed order; ``design`` is
         ``spark_workers.streams.design.design_from_sql(sql)``.
     """
-    from spark_workers.streams.design import design_from_sql
-
     out = []
     for t in TEMPLATES:
         sql = t.render(notify_url=notify_url or DEFAULT_NOTIFY_URL)

@@ -19,7 +19,7 @@ from streams_app.api import urls as api_urls
 from streams_app.models import ImportJob, Notification, Stream, StreamRun
 from streams_app.services.api_tokens import api_token_create
 from streams_app.services.notifications import inbox_get_or_create, notification_ingest
-from streams_app.services.streams import stream_delivery_record, stream_progress_record
+from streams_app.services.stream_control import stream_delivery_record, stream_progress_record
 from streams_app.services.users import DEFAULT_INBOX
 from tests.web.conftest import position
 

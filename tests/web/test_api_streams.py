@@ -18,7 +18,11 @@ from spark_workers.runtime.sink import BatchReport
 from streams_app.models import ApiToken, Delivery, Notification, Stream, StreamRun
 from streams_app.services.notifications import inbox_get_or_create, notification_ingest
 from streams_app.services.sql import sql_execute
-from streams_app.services.streams import stream_delivery_record, stream_progress_record, stream_set_status
+from streams_app.services.stream_control import (
+    stream_delivery_record,
+    stream_progress_record,
+    stream_set_status,
+)
 from tests.web.conftest import root_sql
 from tests.web.test_api import STREAM, _message
 

@@ -14,7 +14,7 @@ from spark_workers.runtime.sink import BatchReport
 from streams_app.models import Notification, Stream
 from streams_app.services.notifications import inbox_get_or_create
 from streams_app.services.sql import sql_execute
-from streams_app.services.streams import stream_progress_record
+from streams_app.services.stream_control import stream_progress_record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -233,7 +233,7 @@ async def test_streams_list_socket_filters_by_visibility(admin, alice, streams) 
     assert (await alice_ws.receive_json_from(timeout=5))["stream_id"] == s_alice
     assert (await root_ws.receive_json_from(timeout=5))["stream_id"] == s_alice
     # status changes (pause) are pushed too, with the stream's row
-    from streams_app.services.streams import stream_action
+    from streams_app.services.stream_control import stream_action
 
     def pause() -> None:
         stream_action(stream=Stream.objects.get(pk=s_alice), action="pause")

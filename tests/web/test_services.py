@@ -37,7 +37,7 @@ from streams_app.services.notifications import (
 )
 from streams_app.services.registry import name_key
 from streams_app.services.sql import sql_execute, sql_validate
-from streams_app.services.streams import (
+from streams_app.services.stream_control import (
     stream_action,
     stream_delivery_record,
     stream_drop,

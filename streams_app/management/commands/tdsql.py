@@ -23,7 +23,7 @@ from spark_workers import timestamps
 from spark_workers.errors import SqlError, TdError
 from spark_workers.query.results import ResultSet
 from spark_workers.sql.parser import parse_located
-from streams_app.services.lake import executor_for
+from streams_app.services.sql import executor_for
 
 PROMPT, MORE = "taos> ", "   -> "
 
