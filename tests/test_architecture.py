@@ -106,7 +106,9 @@ def test_an_import_against_the_layer_order_fails_the_contract(tmp_path: Path) ->
         "layers =\n    spark_workers.query\n    spark_workers.sql\n"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    r = subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    r = subprocess.run(
+        [LINT_IMPORTS, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, env=env, check=False
+    )
     assert r.returncode != 0
     assert "spark_workers.sql.probe -> spark_workers.query.planner" in r.stdout
 

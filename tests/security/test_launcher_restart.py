@@ -1,4 +1,4 @@
-"""The launcher restarts children that die (tdweb.launcher): backoff rules as a unit, then a real
+"""The launcher restarts children that die (streams_app.launcher): backoff rules as a unit, then a real
 ``manage.py up`` whose web process is killed with SIGKILL while a client writes over /rest/sql."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tdweb.launcher import RESTART_MAX_S, STABLE_S, Launcher, redis_alive
+from streams_app.launcher import RESTART_MAX_S, STABLE_S, Launcher, redis_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_3 = [sys.executable, "-c", "import sys; sys.exit(3)"]

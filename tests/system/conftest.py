@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tdweb.launcher import Launcher, redis_alive
+from streams_app.launcher import Launcher, redis_alive
 
 REDIS = os.environ.get("TDWEB_SYSTEM_REDIS_URL", "redis://127.0.0.1:6379/14")
 

@@ -15,8 +15,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from streams_app.launcher import Launcher
 from streams_app.services import demo
-from tdweb.launcher import Launcher
 
 
 class Command(BaseCommand):

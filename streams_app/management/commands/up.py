@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from tdweb.launcher import Launcher
+from streams_app.launcher import Launcher
 
 
 class Command(BaseCommand):

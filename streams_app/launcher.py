@@ -185,7 +185,7 @@ class Launcher:
             )
             kind = "redis-server"
         else:
-            self._spawn("redis", [sys.executable, "-m", "tdweb.fakeredis_server", "--port", str(port)])
+            self._spawn("redis", [sys.executable, "-m", "streams_app.fakeredis_server", "--port", str(port)])
             kind = "fakeredis"
         url = f"redis://127.0.0.1:{port}/0"
         for _ in range(100):

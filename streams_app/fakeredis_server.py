@@ -1,6 +1,6 @@
 """A Redis-compatible server for machines without Redis (the launcher's last resort).
 
-``python -m tdweb.fakeredis_server --port 6380`` serves fakeredis (with Lua, which channels-redis
+``python -m streams_app.fakeredis_server --port 6380`` serves fakeredis (with Lua, which channels-redis
 needs) over TCP. Data lives in memory only.
 """
 
