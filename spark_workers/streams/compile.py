@@ -134,8 +134,57 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     """
     catalog: Catalog = lake.catalog
     assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
+    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or "")
+    v337 = spec.syntax == V337
+    sql, plan, fused = _stream_plan(spec, src, tz)
+    assert plan.shape is not None
+    with DuckSession(lake) as duck:
+        from spark_workers.query.select import empty_stage_types
+
+        view = duck.register_source(src)
+        input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
+    computation = None
+    if fused:
+        columns = _window_query_columns(plan, out_schema)
+    elif spec.query is None:  # notify-only (seed 002): the trigger's events, nothing computed
+        columns = []
+    else:
+        computation, columns = _computation_columns(spec, lake, src, group_types, tz)
+    _name_output_columns(spec, columns, sql)
+    normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
+    rules = _stream_rules(spec, plan.shape, src.db.precision)
+    o = spec.options
+    return CompiledStream(
+        spec,
+        src,
+        plan,
+        plan.shape,
+        aggs,
+        rules,
+        input_types,
+        group_types,
+        out_schema,
+        columns,
+        tags,
+        spec.output.db if spec.output is not None else "",
+        spec.output.table if spec.output is not None else "",
+        _subtable_expr(spec),
+        spec.notify,
+        normal_output=normal_output,
+        exact_subtable=v337,
+        computation=computation,
+        compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
+        compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
+        has_output=spec.output is not None,
+    )
+
+
+def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:
+    """``(engine query, its WindowPlan, fused)``: the stream's query, or for a 3.3.7 stream its
+    trigger's equivalent window query (``v337.engine_query``; fused when the computation is that
+    query). Errors in a 3.3.7 engine query are re-anchored in the statement as written."""
     sql = spec.query or ""
-    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, sql)
     v337 = spec.syntax == V337
     fused = True
     if v337:  # a 3.3.7 window trigger over %%trows runs as its equivalent window query
@@ -157,44 +206,60 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         original = parse_one(spec.sql)
         assert isinstance(original, ast.CreateStream337)
         raise anchor_in_statement(e, sql, spec.sql, original) from None
-    assert plan.shape is not None
-    precision = src.db.precision
-    with DuckSession(lake) as duck:
-        from spark_workers.query.select import empty_stage_types
+    return sql, plan, fused
 
-        view = duck.register_source(src)
-        input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
-    computation = None
-    if fused:
-        columns = [
-            OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
-            for i, (name, _e) in enumerate(plan.items)
-        ]
-        if not columns or columns[0].type.name != "TIMESTAMP":
-            columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
-    elif spec.query is None:  # notify-only (seed 002): the trigger's events, nothing computed
-        columns = []
-    else:
-        from spark_workers.query.compute import Computation
-        from spark_workers.tdtypes import from_arrow
 
-        computation = Computation(
-            spec.query,
-            src if spec.trigger.get("from", True) else None,
-            default_db=spec.db or spec.source.db,
-            tz=tz,
-            pre_filter=spec.options.pre_filter,
-            partition_types=[from_arrow(t) for t in group_types],
+def _window_query_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[OutputColumnPlan]:
+    """Output columns of a window query: one per select item, ``_wstart`` in front unless the
+    first is a TIMESTAMP."""
+    columns = [
+        OutputColumnPlan(name, output_type(name, out_schema.field(i).type, plan), i)
+        for i, (name, _e) in enumerate(plan.items)
+    ]
+    if not columns or columns[0].type.name != "TIMESTAMP":
+        columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    return columns
+
+
+def _computation_columns(
+    spec: StreamSpec, lake: Any, src: Source, group_types: list[pa.DataType], tz: str
+) -> tuple[Computation, list[OutputColumnPlan]]:
+    """The per-event computation of a 3.3.7 stream that is not fused, and its output columns.
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP (seed 002).
+    """
+    from spark_workers.query.compute import Computation
+    from spark_workers.tdtypes import from_arrow
+
+    assert spec.query is not None and spec.source is not None
+    computation = Computation(
+        spec.query,
+        src if spec.trigger.get("from", True) else None,
+        default_db=spec.db or spec.source.db,
+        tz=tz,
+        pre_filter=spec.options.pre_filter,
+        partition_types=[from_arrow(t) for t in group_types],
+    )
+    columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
+    if not columns or columns[0].type.name != "TIMESTAMP":
+        raise SqlError(
+            "the first column of a stream's computation must be a TIMESTAMP: it is the output "
+            f"table's primary key (seed 002), got {columns[0].type.sql if columns else 'no column'}",
+            sql=spec.sql,
+            offset=None,
+            code=Code.INVALID_STREAM_QUERY,
         )
-        columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
-        if not columns or columns[0].type.name != "TIMESTAMP":
-            raise SqlError(
-                "the first column of a stream's computation must be a TIMESTAMP: it is the output "
-                f"table's primary key (seed 002), got {columns[0].type.sql if columns else 'no column'}",
-                sql=spec.sql,
-                offset=None,
-                code=Code.INVALID_STREAM_QUERY,
-            )
+    return computation, columns
+
+
+def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql: str) -> None:
+    """Rename ``columns`` after the output column list ``INTO t(c, ...)`` when there is one; the
+    names must then be distinct.
+
+    Raises:
+        SqlError: COLUMN_COUNT_MISMATCH, INVALID_COLUMN for a duplicate name.
+    """
     if spec.output is not None and spec.output.columns:
         names = [c["name"] for c in spec.output.columns]
         if len(names) != len(columns):
@@ -214,15 +279,18 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
                 code=Code.INVALID_COLUMN,
             )
         seen.add(c.name.lower())
-    normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
-    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
+
+
+def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> StreamRules:
+    """The engine's StreamRules from the stream's options (durations in ``precision`` units) and
+    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN))."""
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
     events = list(spec.notify.events) if spec.notify else []
-    if v337 and "WINDOW_OPEN" in o.event_type:  # EVENT_TYPE: open events drive the computation
+    if spec.syntax == V337 and "WINDOW_OPEN" in o.event_type:  # EVENT_TYPE: open events drive the computation
         events.append("WINDOW_OPEN")
-    rules = StreamRules(
+    return StreamRules(
         mode=o.trigger,
         watermark=dur(o.watermark, 0),
         ignore_expired=o.ignore_expired,
@@ -233,37 +301,18 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         notify_history=bool(spec.notify.history) if spec.notify else False,
         max_delay=dur(o.max_delay, 0),
         processing_time=not o.event_time,
-        late_by_watermark=plan.shape.ekuiper,
+        late_by_watermark=shape.ekuiper,
         recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
     )
-    subtable_expr = None
-    if spec.output is not None and spec.output.subtable:
-        sub = parse_one(f"SELECT {spec.output.subtable}")
-        assert isinstance(sub, ast.Select) and isinstance(sub.query.select, exp.Select)
-        subtable_expr = sub.query.select.expressions[0]
-    return CompiledStream(
-        spec,
-        src,
-        plan,
-        plan.shape,
-        aggs,
-        rules,
-        input_types,
-        group_types,
-        out_schema,
-        columns,
-        tags,
-        spec.output.db if spec.output is not None else "",
-        spec.output.table if spec.output is not None else "",
-        subtable_expr,
-        spec.notify,
-        normal_output=normal_output,
-        exact_subtable=v337,
-        computation=computation,
-        compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
-        compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
-        has_output=spec.output is not None,
-    )
+
+
+def _subtable_expr(spec: StreamSpec) -> exp.Expr | None:
+    """The SUBTABLE / OUTPUT_SUBTABLE expression naming output subtables (None without one)."""
+    if spec.output is None or not spec.output.subtable:
+        return None
+    sub = parse_one(f"SELECT {spec.output.subtable}")
+    assert isinstance(sub, ast.Select) and isinstance(sub.query.select, exp.Select)
+    return sub.query.select.expressions[0]
 
 
 def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.CreateStream337) -> SqlError:

@@ -56,7 +56,7 @@ from spark_workers.streams.spec import (
 )
 
 if TYPE_CHECKING:
-    from spark_workers.lake.catalog import Catalog
+    from spark_workers.lake.catalog import Catalog, Table
 
 WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
 UNSUPPORTED_OPTIONS = (
@@ -250,14 +250,26 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
         SqlError: NOT_SUPPORTED naming the trigger, clause or option; INVALID_STREAM_QUERY for a
             misplaced placeholder or notification event.
     """
+    _check_trigger(s, sql)
+    _check_trigger_table(s, sql)
+    _check_notify(s, sql)
+    _check_computation_and_output(s, sql)
+    _check_options(s, sql)
+    check_placeholders(s, sql)
+
+
+def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
+    """PERIOD (``check_period``) and SLIDING triggers: no SLIDING offset after INTERVAL, a
+    SLIDING-only period dividing one day with its offset below it, IGNORE_NODATA_TRIGGER."""
     t = s.trigger
-    period = isinstance(t, ast.PeriodTrigger)
     if isinstance(t, ast.PeriodTrigger):
         check_period(s, t, sql)
-    sliding_only = isinstance(t, ast.SlidingTrigger) and t.interval is None
-    if isinstance(t, ast.SlidingTrigger) and t.interval is not None and t.sliding_offset is not None:
+    if not isinstance(t, ast.SlidingTrigger):
+        return
+    sliding_only = t.interval is None
+    if t.interval is not None and t.sliding_offset is not None:
         raise _not_yet("an offset in SLIDING after INTERVAL (give it to INTERVAL)", sql)
-    if isinstance(t, ast.SlidingTrigger) and t.interval is None:
+    if t.interval is None:
         if t.sliding.is_calendar or DAY_NS % t.sliding.ns:
             # seed 002: the base time resets daily as for PERIOD; windows aligned to the epoch match
             # that only when the sliding divides a day
@@ -268,21 +280,28 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
                 sql=sql,
                 code=Code.INVALID_STREAM_QUERY,
             )
-    if isinstance(t, ast.SlidingTrigger) and not s.options.ignore_nodata_trigger:
+    if not s.options.ignore_nodata_trigger:
         raise _not_yet(
             f"{'a SLIDING' if sliding_only else 'an INTERVAL'} trigger without IGNORE_NODATA_TRIGGER "
             "(triggers for periods without rows)",
             sql,
             s.options.spans.get("ignore_nodata_trigger"),
         )
-    if s.from_table is None and not period:
+
+
+def _check_trigger_table(s: ast.CreateStream337, sql: str) -> None:
+    """Only a PERIOD trigger goes without FROM, and then reads no ``%%trows`` / ``%%tbname`` and
+    has no PARTITION BY (seed 002, Trigger Tables)."""
+    if s.from_table is not None:
+        return
+    if not isinstance(s.trigger, ast.PeriodTrigger):
         raise SqlError(
             "a trigger table (FROM [db.]table) is required for every trigger type except PERIOD "
             "(seed 002, Trigger Tables)",
             sql=sql,
             code=Code.INVALID_STREAM_QUERY,
         )
-    if s.from_table is None and s.query is not None:
+    if s.query is not None:
         for tb in s.query.select.find_all(exp.Table):
             if tb.name.lower() in (TROWS, TBNAME):
                 raise _placeholder_error(
@@ -290,7 +309,7 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
                     "it reads the trigger table, and this stream has none (FROM [db.]table)",
                     sql,
                 )
-    if s.from_table is None and s.partition_by:
+    if s.partition_by:
         raise SqlError(
             "PARTITION BY groups the trigger table: a PERIOD trigger without FROM has one group "
             "(seed 002, Trigger Table and Grouping)",
@@ -298,21 +317,25 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             offset=s.partition_by[0].span.start if s.partition_by[0].span else None,
             code=Code.INVALID_STREAM_QUERY,
         )
-    if s.notify is not None and (period or sliding_only):
-        n = s.notify
+
+
+def _check_notify(s: ast.CreateStream337, sql: str) -> None:
+    """NOTIFY events by trigger (seed 002): ON_TIME for PERIOD and SLIDING triggers, WINDOW_OPEN /
+    WINDOW_CLOSE (at least one) for window triggers; no NOTIFY ... WHERE yet."""
+    n = s.notify
+    if n is None:
+        return
+    cls = trigger_class(s.trigger)
+    if cls in ("period", "sliding"):
         bad = [e for e in n.events if e != "ON_TIME"]
         if bad:
             raise SqlError(
-                f"a {'PERIOD' if period else 'SLIDING'} trigger notifies ON_TIME events, not {bad[0]} "
-                "(seed 002)",
+                f"a {cls.upper()} trigger notifies ON_TIME events, not {bad[0]} (seed 002)",
                 sql=sql,
                 offset=n.span.start if n.span else None,
                 code=Code.INVALID_STREAM_QUERY,
             )
-        if n.where is not None:
-            raise _not_yet("NOTIFY ... WHERE", sql, n.span)
-    elif s.notify is not None:
-        n = s.notify
+    else:
         at = n.span.start if n.span else None
         if not n.events:
             raise SqlError(
@@ -329,8 +352,13 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
                 offset=at,
                 code=Code.INVALID_STREAM_QUERY,
             )
-        if n.where is not None:
-            raise _not_yet("NOTIFY ... WHERE", sql, n.span)
+    if n.where is not None:
+        raise _not_yet("NOTIFY ... WHERE", sql, n.span)
+
+
+def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
+    """INTO with a computation, a computation with INTO or CALC_NOTIFY_ONLY, NOTIFY without a
+    computation or with CALC_NOTIFY_ONLY, the output table's clauses with INTO (seed 002)."""
     if s.query is None and s.into is not None:
         raise SqlError(
             "INTO needs a computation (AS subquery) to write", sql=sql, code=Code.INVALID_STREAM_QUERY
@@ -363,6 +391,11 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
             sql=sql,
             code=Code.INVALID_STREAM_QUERY,
         )
+
+
+def _check_options(s: ast.CreateStream337, sql: str) -> None:
+    """STREAM_OPTIONS: the options not run yet (UNSUPPORTED_OPTIONS, FILL_HISTORY(start)) and
+    MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
     o = s.options
     for attr, word in UNSUPPORTED_OPTIONS:
         if getattr(o, attr):
@@ -379,7 +412,6 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
                 offset=sp.start if sp else None,
                 code=Code.INVALID_STREAM_QUERY,
             )
-    check_placeholders(s, sql)
 
 
 def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> StreamSpec:
@@ -396,48 +428,8 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     if not src_db:
         raise CatalogError("database not specified for the trigger table", code=Code.DB_NOT_SPECIFIED)
     src = catalog.require_table(catalog.require_database(src_db).name, trigger_table.name)
-    o = s.options
-    count = isinstance(s.trigger, ast.CountWindow)
-    # MAX_DELAY (window triggers only; "non-window triggers automatically ignore this option"):
-    # the engine's processing-time trigger, computing open windows every delay_time
-    max_delay = o.max_delay is not None and trigger_class(s.trigger) == "window"
-    options = OptionsSpec(
-        trigger="MAX_DELAY" if max_delay else "WINDOW_CLOSE",
-        max_delay=str(o.max_delay) if max_delay else None,
-        low_latency_calc=o.low_latency_calc,
-        watermark=str(o.watermark) if o.watermark is not None else None,
-        # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
-        ignore_expired=count or o.ignore_disorder,
-        ignore_update=count or o.ignore_disorder,
-        fill_history=o.fill_history,
-        ignore_disorder=o.ignore_disorder,
-        delete_recalc=o.delete_recalc and not count,
-        pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
-        ignore_nodata_trigger=o.ignore_nodata_trigger,
-        event_type=[e.upper() for e in o.event_type],
-    )
-    tags: list[OutputTag] = []
-    if s.tags:
-        tags = [
-            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
-            for t in s.tags
-        ]
-    else:
-        for p in s.partition_by:
-            col = p.expr.name.lower() if isinstance(p.expr, exp.Column) else None
-            if col == "tbname":
-                tags.append(OutputTag("tag_tbname", "VARCHAR(270)"))
-                continue
-            tag = src.tag(col) if col else None
-            if tag is None:
-                raise SqlError(
-                    f"PARTITION BY {p.text}: a 3.3.7 trigger groups by tbname or tags only (seed 002, "
-                    "Trigger Grouping)",
-                    sql=sql,
-                    offset=p.span.start if p.span else None,
-                    code=Code.INVALID_STREAM_QUERY,
-                )
-            tags.append(OutputTag(p.alias or tag.name, tag.type.sql))
+    options = _options_spec(s)
+    tags = _output_tags(s, src, sql)
     notify = None
     if s.notify is not None:  # seed 002 defaults: no history, drop on failure
         notify = NotifySpec(
@@ -476,6 +468,63 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         notify=notify,
         sql=sql,
     )
+
+
+def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
+    """The engine options of a 3.3.7 stream's STREAM_OPTIONS (seed 002 "Atypical Data Ingestion
+    Scenarios"; MAX_DELAY for window triggers only)."""
+    o = s.options
+    count = isinstance(s.trigger, ast.CountWindow)
+    # MAX_DELAY (window triggers only; "non-window triggers automatically ignore this option"):
+    # the engine's processing-time trigger, computing open windows every delay_time
+    max_delay = o.max_delay is not None and trigger_class(s.trigger) == "window"
+    return OptionsSpec(
+        trigger="MAX_DELAY" if max_delay else "WINDOW_CLOSE",
+        max_delay=str(o.max_delay) if max_delay else None,
+        low_latency_calc=o.low_latency_calc,
+        watermark=str(o.watermark) if o.watermark is not None else None,
+        # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
+        ignore_expired=count or o.ignore_disorder,
+        ignore_update=count or o.ignore_disorder,
+        fill_history=o.fill_history,
+        ignore_disorder=o.ignore_disorder,
+        delete_recalc=o.delete_recalc and not count,
+        pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
+        ignore_nodata_trigger=o.ignore_nodata_trigger,
+        event_type=[e.upper() for e in o.event_type],
+    )
+
+
+def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag]:
+    """The output supertable's tags: the TAGS clause, else one per PARTITION BY item
+    (``tag_tbname VARCHAR(270)`` for tbname, the tag's own name and type otherwise; seed 002
+    "Outputs").
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY for a PARTITION BY item that is neither tbname nor a tag.
+    """
+    if s.tags:
+        return [
+            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
+            for t in s.tags
+        ]
+    tags: list[OutputTag] = []
+    for p in s.partition_by:
+        col = p.expr.name.lower() if isinstance(p.expr, exp.Column) else None
+        if col == "tbname":
+            tags.append(OutputTag("tag_tbname", "VARCHAR(270)"))
+            continue
+        tag = src.tag(col) if col else None
+        if tag is None:
+            raise SqlError(
+                f"PARTITION BY {p.text}: a 3.3.7 trigger groups by tbname or tags only (seed 002, "
+                "Trigger Grouping)",
+                sql=sql,
+                offset=p.span.start if p.span else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        tags.append(OutputTag(p.alias or tag.name, tag.type.sql))
+    return tags
 
 
 def _first_table(s: ast.CreateStream337, sql: str) -> ast.TableName:
