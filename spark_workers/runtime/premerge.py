@@ -27,8 +27,6 @@ from spark_workers.engine.aggregates import AggSpec, Partials, _field_dtype, com
 from spark_workers.engine.rows import INSERT, UPDATE_POST, column_arrays, combination_codes
 from spark_workers.runtime.kernel import KernelConfig
 
-ITEM_FIELDS = ("_wkey", "_tmax", "_pre", "_n")
-
 
 def eligible(cfg: KernelConfig) -> bool:
     """Can the stream's rows be pre-aggregated before the shuffle?"""
@@ -84,37 +82,63 @@ def _take(
 def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
     """Items of one partition's stage-1 rows (module docstring); the schema is ``item_schema``."""
     schema = item_schema(cfg, t.schema)
-    n = t.num_rows
-    if n == 0:
+    if t.num_rows == 0:
         return schema.empty_table()
-    seq = t.column("_seq").to_numpy(zero_copy_only=False).astype(np.int64)
-    ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    ct = t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False)
-    hist = t.column("_hist").to_numpy(zero_copy_only=False).astype(bool)
-    incr = (ct == INSERT) | ((ct == UPDATE_POST) & cfg.rules.ignore_update)
-    code = combination_codes(t, cfg.groups) * 2 + hist  # FILL_HISTORY rows never share an item with live rows
-    order = np.lexsort((seq, code))
-    inc = order[incr[order]]
-    # in-order groups: time never goes back along the arrival order
-    c_inc, t_inc = code[inc], ts[inc]
-    back = np.zeros(inc.size, bool)
-    if inc.size > 1:
-        back[1:] = (c_inc[1:] == c_inc[:-1]) & (t_inc[1:] < t_inc[:-1])
-    bad_codes = np.unique(c_inc[back])
-    in_order = ~np.isin(c_inc, bad_codes)
-    merged = inc[in_order]
-    single = np.concatenate([inc[~in_order], order[~incr[order]]])
-
-    assigner = cfg.shape.assigner()
-    inputs = {name: column_arrays(t.column(name)) for name in cfg.inputs}
-    aggs = list(cfg.aggs)
+    rows = _PartitionRows(cfg, t, schema)
     pieces: list[pa.Table] = []
-    if merged.size:
-        prow, pw = assigner.assign(ts[merged])
+    if rows.merged.size:
+        pieces.append(rows.merged_items())
+    if rows.single.size:
+        pieces += rows.single_items()
+    return pa.concat_tables(pieces)
+
+
+class _PartitionRows:
+    """One partition's stage-1 rows on their way to items (``premerge``).
+
+    Made, the rows are split by arrival order (``_split``): ``merged`` holds the incremental rows
+    of the groups whose times never go back, ``single`` the other incremental rows, then the
+    changed rows. A group's FILL_HISTORY rows and live rows are apart (``code``).
+    """
+
+    def __init__(self, cfg: KernelConfig, t: pa.Table, schema: pa.Schema) -> None:
+        self.cfg, self.t, self.schema = cfg, t, schema
+        self.seq = t.column("_seq").to_numpy(zero_copy_only=False).astype(np.int64)
+        self.ts = t.column("_ts").cast(pa.int64()).to_numpy(zero_copy_only=False)
+        ct = t.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False)
+        hist = t.column("_hist").to_numpy(zero_copy_only=False).astype(bool)
+        self.incr = (ct == INSERT) | ((ct == UPDATE_POST) & cfg.rules.ignore_update)
+        # FILL_HISTORY rows never share an item with live rows
+        self.code = combination_codes(t, cfg.groups) * 2 + hist
+        self._split()
+        self.assigner = cfg.shape.assigner()
+        self.inputs = {name: column_arrays(t.column(name)) for name in cfg.inputs}
+        self.aggs = list(cfg.aggs)
+
+    def _split(self) -> None:
+        """``merged`` and ``single`` (class docstring), each in arrival order per code."""
+        code, incr = self.code, self.incr
+        order = np.lexsort((self.seq, code))
+        inc = order[incr[order]]
+        # in-order groups: time never goes back along the arrival order
+        c_inc, t_inc = code[inc], self.ts[inc]
+        back = np.zeros(inc.size, bool)
+        if inc.size > 1:
+            back[1:] = (c_inc[1:] == c_inc[:-1]) & (t_inc[1:] < t_inc[:-1])
+        bad_codes = np.unique(c_inc[back])
+        in_order = ~np.isin(c_inc, bad_codes)
+        self.merged = inc[in_order]
+        self.single = np.concatenate([inc[~in_order], order[~incr[order]]])
+
+    def merged_items(self) -> pa.Table:
+        """One item per (code, window) of the ``merged`` rows: the combined partial, the earliest
+        and latest time of its rows, its first row (arrival) and the rows it stands for."""
+        merged, ts, seq, code, aggs = self.merged, self.ts, self.seq, self.code, self.aggs
+        prow, pw = self.assigner.assign(ts[merged])
         rows = merged[prow]
         part = combine(
             aggs,
-            lift(aggs, code[rows], pw, ts[rows], _take(inputs, rows)),
+            lift(aggs, code[rows], pw, ts[rows], _take(self.inputs, rows)),
         )
         # per (code, window): earliest / latest time, first arrival, a representative row
         cr = code[rows]
@@ -134,78 +158,58 @@ def premerge(cfg: KernelConfig, t: pa.Table) -> pa.Table:
             np.int64
         )  # ``assign`` lists latest windows first
         n = np.add.reduceat(primary[key_order], starts)
-        pieces.append(_items(cfg, t, schema, first_row, tmin, tmax, kw[starts], True, part, aggs, n))
-    if single.size:
-        prow, pw = assigner.assign(ts[single])
-        inc_mask = incr[single]
-        # changed rows pass as one item each (windows found again in the engine); incremental
-        # rows of out-of-order groups as one item per window they fall into
+        return self.items(first_row, tmin, tmax, kw[starts], True, part, n)
+
+    def single_items(self) -> list[pa.Table]:
+        """Items of the ``single`` rows: changed rows pass as one item each (windows found again in
+        the engine), incremental rows of out-of-order groups as one item per window they fall into."""
+        single, ts, code, aggs = self.single, self.ts, self.code, self.aggs
+        prow, pw = self.assigner.assign(ts[single])
+        inc_mask = self.incr[single]
         rows_i = single[prow][inc_mask[prow]]
         w_i = pw[inc_mask[prow]]
         n_i = (np.arange(prow.size) < single.size)[inc_mask[prow]].astype(np.int64)
-        part = lift(aggs, code[rows_i], w_i, ts[rows_i], _take(inputs, rows_i))
-        pieces.append(_items(cfg, t, schema, rows_i, ts[rows_i], ts[rows_i], w_i, True, part, aggs, n_i))
+        part = lift(aggs, code[rows_i], w_i, ts[rows_i], _take(self.inputs, rows_i))
+        pieces = [self.items(rows_i, ts[rows_i], ts[rows_i], w_i, True, part, n_i)]
         rows_c = single[~inc_mask]
         if rows_c.size:
-            empty = lift(
-                aggs,
-                code[rows_c],
-                ts[rows_c],
-                ts[rows_c],
-                _take(inputs, rows_c),
-            )
-            pieces.append(
-                _items(
-                    cfg,
-                    t,
-                    schema,
-                    rows_c,
-                    ts[rows_c],
-                    ts[rows_c],
-                    ts[rows_c],
-                    False,
-                    empty,
-                    aggs,
-                    np.ones(rows_c.size, np.int64),
+            empty = lift(aggs, code[rows_c], ts[rows_c], ts[rows_c], _take(self.inputs, rows_c))
+            ones = np.ones(rows_c.size, np.int64)
+            pieces.append(self.items(rows_c, ts[rows_c], ts[rows_c], ts[rows_c], False, empty, ones))
+        return pieces
+
+    def items(
+        self,
+        rep: np.ndarray,
+        tmin: np.ndarray,
+        tmax: np.ndarray,
+        wkey: np.ndarray,
+        pre: bool,
+        part: Partials,
+        n: np.ndarray,
+    ) -> pa.Table:
+        """Item rows: columns of the representative stage-1 rows ``rep`` plus times and partials."""
+        cfg, t, schema = self.cfg, self.t, self.schema
+        idx = pa.array(rep)
+        cols: dict[str, pa.Array] = {}
+        for f in schema:
+            name = f.name
+            if name in cfg.groups or name in ("_bucket", "_ct", "_hist", "_bv"):
+                cols[name] = t.column(name).take(idx).cast(f.type)
+        cols["_ts"] = pa.array(tmin, pa.int64())
+        cols["_seq"] = t.column("_seq").take(idx).cast(pa.int64())  # an item arrives with its first row
+        cols["_wkey"] = pa.array(wkey, pa.int64())
+        cols["_tmax"] = pa.array(tmax, pa.int64())
+        cols["_pre"] = pa.array(np.full(rep.size, pre), pa.bool_())
+        cols["_n"] = pa.array(n, pa.int64())
+        for i, a in enumerate(self.aggs):
+            for f in a.fields:
+                v = part.cols[a.field(f)]
+                typ = schema.field(field_name(i, f)).type
+                cols[field_name(i, f)] = (
+                    pa.array(v, typ, from_pandas=True) if v.dtype == object else pa.array(v).cast(typ)
                 )
-            )
-    return pa.concat_tables(pieces)
-
-
-def _items(
-    cfg: KernelConfig,
-    t: pa.Table,
-    schema: pa.Schema,
-    rep: np.ndarray,
-    tmin: np.ndarray,
-    tmax: np.ndarray,
-    wkey: np.ndarray,
-    pre: bool,
-    part: Partials,
-    aggs: list[AggSpec],
-    n: np.ndarray,
-) -> pa.Table:
-    """Item rows: columns of the representative stage-1 rows ``rep`` plus times and partials."""
-    idx = pa.array(rep)
-    cols: dict[str, pa.Array] = {}
-    for f in schema:
-        name = f.name
-        if name in cfg.groups or name in ("_bucket", "_ct", "_hist", "_bv"):
-            cols[name] = t.column(name).take(idx).cast(f.type)
-    cols["_ts"] = pa.array(tmin, pa.int64())
-    cols["_seq"] = t.column("_seq").take(idx).cast(pa.int64())  # an item arrives with its first row
-    cols["_wkey"] = pa.array(wkey, pa.int64())
-    cols["_tmax"] = pa.array(tmax, pa.int64())
-    cols["_pre"] = pa.array(np.full(rep.size, pre), pa.bool_())
-    cols["_n"] = pa.array(n, pa.int64())
-    for i, a in enumerate(aggs):
-        for f in a.fields:
-            v = part.cols[a.field(f)]
-            typ = schema.field(field_name(i, f)).type
-            cols[field_name(i, f)] = (
-                pa.array(v, typ, from_pandas=True) if v.dtype == object else pa.array(v).cast(typ)
-            )
-    return pa.table({f.name: cols[f.name] for f in schema}, schema=schema)
+        return pa.table({f.name: cols[f.name] for f in schema}, schema=schema)
 
 
 class SourcePipeline:
