@@ -113,11 +113,6 @@ class Duration:
         return cls.parse(str(v))
 
 
-def precision_factor(precision: str) -> int:
-    """Units of ``precision`` per second (1000 for ms)."""
-    return 1_000_000_000 // NS_PER_PRECISION[precision]
-
-
 def convert(value: int, from_precision: str, to_precision: str) -> int:
     """Convert an epoch integer between precisions (floor division when coarsening)."""
     if from_precision == to_precision:

@@ -39,8 +39,6 @@ from spark_workers.errors import Code, SqlError
 
 AGGREGATES = ("count", "sum", "avg", "min", "max", "spread", "stddev", "first", "last", "last_row")
 ROWS = "rows"
-# selection functions that must see the row's timestamp
-_TIMED = frozenset({"first", "last", "last_row"})
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
 

@@ -38,8 +38,6 @@ from spark_workers.streams.compile import CompiledStream, group_id
 
 DAY_MS = 86_400_000
 MAX_CATCH_UP = 1000  # missed triggers fired after a restart, at most
-PERIOD_MIN = Duration(10, "a")
-PERIOD_MAX = Duration(3650, "d")
 
 
 def period_next(after_ms: int, created_ms: int, period: Duration, offset: Duration | None, tz: str) -> int:

@@ -65,12 +65,3 @@ def spark_session(
         spark.dataSource.register(TdLakeSource)
         _session = spark
         return spark
-
-
-def stop_session() -> None:
-    """Stop the process's SparkSession (tests, shutdown)."""
-    global _session
-    with _lock:
-        if _session is not None:
-            _session.stop()
-            _session = None
