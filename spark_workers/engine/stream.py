@@ -405,8 +405,9 @@ class _IntervalStep:
 
     Every array a phase computes is an attribute, alive until the step ends, as the locals were
     when the step was one function: with phase-local temporaries freed between phases, glibc
-    trims the heap and faults it back in, and bench/engine_bench.py ran 12-15 % slower
-    (docs/architecture.md, "Long functions kept").
+    trimmed the heap and faulted it back in (about twice the page faults), and
+    bench/engine_bench.py ran 12-15 % slower (docs/PERFORMANCE.md, engine alone). Keep new
+    large arrays as attributes too.
     """
 
     def __init__(
