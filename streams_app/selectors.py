@@ -12,7 +12,7 @@ from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from spark_workers.access import Principal, redact_secrets
+from spark_workers.access import Principal
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import CatalogError, Code, TdError
 from spark_workers.lake.catalog import Database
@@ -166,40 +166,6 @@ def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
     return out
 
 
-def stream_payload(*, stream: Stream, throughput: list[float] | None = None) -> dict[str, Any]:
-    """A stream as the ``stream.status`` WebSocket message carries it (``services.streams.
-    stream_publish_status``): the JSON of ``api/streams.StreamSerializer`` (the same keys and
-    values; the API answers through that serializer)."""
-    spec = StreamSpec.from_json(stream.spec)
-    return {
-        "id": stream.pk,
-        "name": stream.name,
-        "db": stream.db or None,
-        "syntax": stream.syntax,
-        "status": stream.status,
-        "desired_state": stream.desired_state,
-        "sql": redact_secrets(stream.sql),
-        "source": f"{spec.source.db}.{spec.source.table}" if spec.source else "",
-        "target": f"{spec.output.db}.{spec.output.table}" if spec.output else None,
-        "trigger": spec.options.trigger,
-        "window": stream_window_text(spec=spec),
-        "created_at": stream.created_at.isoformat() if stream.created_at else None,
-        "last_error": stream.last_error,
-        "spark_ui_url": stream.spark_ui_url or None,
-        "last_progress": stream.last_progress,
-        "worker": stream.worker,
-        "counters": {
-            "rows_in": stream.rows_in,
-            "windows_out": stream.windows_out,
-            "notifications_sent": stream.notifications_sent,
-            "notifications_failed": stream.notifications_failed,
-        },
-        "throughput": throughput if throughput is not None else stream_throughput(stream_id=stream.pk),
-        "lag_ms": stream_lag_ms(stream=stream),
-        "progress": stream_work_progress(stream=stream),
-    }
-
-
 def stream_throughput(*, stream_id: int, n: int = SPARKLINE) -> list[float]:
     """Rows/s of the last ``n`` micro-batches, oldest first (sparkline)."""
     vals = list(
@@ -248,27 +214,6 @@ def notification_unread_count(*, user_id: int) -> int:
     if user is None:
         return 0
     return notifications_visible(user=user).filter(acknowledged=False).count()
-
-
-def notification_payload(n: Notification) -> dict[str, Any]:
-    """A notification as the ``inbox.notification`` WebSocket message carries it
-    (``services.notifications.notifications_push``): the JSON of
-    ``api/notifications.NotificationSerializer``."""
-    return {
-        "id": n.pk,
-        "inbox": n.inbox.name,
-        "stream_name": n.stream_name,
-        "event_type": n.event_type,
-        "table_name": n.table_name,
-        "window_id": n.window_id,
-        "window_start": n.window_start,
-        "window_end": n.window_end,
-        "event_time": n.event_time,
-        "message_id": n.message_id,
-        "payload": n.payload,
-        "acknowledged": n.acknowledged,
-        "created_at": n.created_at.isoformat(),
-    }
 
 
 def notifications_filter(

@@ -1,5 +1,5 @@
-"""What the ``/api/v1/`` resource modules share: pagination, query parameters, the stream lookup
-and the output fields their serializers have in common.
+"""What the ``/api/v1/`` resource modules share: pagination, query parameters and the stream lookup
+(the output fields their serializers have in common are in ``streams_app/serializers.py``).
 
 - Lists are paginated by ``ApiPagination``: ``?limit=&offset=`` (default 50, at most 500) answering
   ``{count, next, previous, results}``; ``paginated`` answers one page through a serializer and
@@ -7,8 +7,6 @@ and the output fields their serializers have in common.
 - Query parameters: ``bool_param``, ``int_param``, ``time_param`` (``parse_time``); a bad value is
   HTTP 400 naming the parameter (``{name: [message]}``, DRF's ``ValidationError``).
 - ``stream_or_404``: a stream the user may see (staff: all, others their own), else HTTP 404.
-- Fields: ``IsoDateTimeField`` (``datetime.isoformat()``, ``+00:00`` as stored),
-  ``BlankAsNullCharField`` ("" answered as null), ``RedactedSqlField`` (NOTIFY secrets hidden).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spark_workers.access import redact_secrets
 from spark_workers.errors import SqlError
 from spark_workers.timestamps import parse_literal
 from streams_app import selectors
@@ -141,29 +138,3 @@ def stream_or_404(request: Request, stream_id: int) -> Stream:
 
 
 # ---------------------------------------------------------------------- output fields
-
-
-class IsoDateTimeField(serializers.DateTimeField):
-    """A stored time as ``datetime.isoformat()`` (``2024-01-01T00:00:00.123456+00:00``: the
-    time zone as stored, not DRF's ``Z``)."""
-
-    def to_representation(self, value: dt.datetime) -> str:
-        return value.isoformat()
-
-
-class BlankAsNullCharField(serializers.CharField):
-    """A text column whose blank value is answered as null (``db``, ``spark_ui_url``)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(allow_null=True, **kwargs)
-
-    def to_representation(self, value: str) -> str | None:  # type: ignore[override]  # null for ""
-        return value or None
-
-
-class RedactedSqlField(serializers.CharField):
-    """A statement with its secrets hidden (``spark_workers.access.redact_secrets``: NOTIFY URL
-    keys and tokens)."""
-
-    def to_representation(self, value: str) -> str:
-        return redact_secrets(value)

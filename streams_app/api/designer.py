@@ -27,15 +27,13 @@ from spark_workers.errors import Code, SqlError, TdError
 from streams_app import selectors
 from streams_app.api.common import (
     PAGE_PARAMS,
-    IsoDateTimeField,
-    RedactedSqlField,
     page_schema,
     paginated,
     stream_or_404,
 )
 from streams_app.api.errors import DesignErrorSerializer, ErrorSerializer, IssueSerializer
-from streams_app.api.streams import StreamSerializer
 from streams_app.models import Stream, StreamDraft, StreamVersion
+from streams_app.serializers import IsoDateTimeField, RedactedSqlField, StreamSerializer
 from streams_app.services import designer as svc
 from streams_app.services.templates import template_list
 from streams_app.services.users import inbox_url

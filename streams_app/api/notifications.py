@@ -13,33 +13,13 @@ from rest_framework.views import APIView
 from streams_app import selectors
 from streams_app.api.common import (
     PAGE_PARAMS,
-    IsoDateTimeField,
     bool_param,
     page_schema,
     paginated,
     time_param,
 )
+from streams_app.serializers import NotificationSerializer
 from streams_app.services.notifications import notification_ack, notification_ack_all
-
-
-class NotificationSerializer(serializers.Serializer):
-    """One received event; the ``inbox.notification`` WebSocket message carries the same JSON."""
-
-    # a Notification row; selectors.notification_payload builds the WebSocket message's copy
-
-    id = serializers.IntegerField()
-    inbox = serializers.CharField(source="inbox.name")
-    stream_name = serializers.CharField()
-    event_type = serializers.CharField()
-    table_name = serializers.CharField(allow_blank=True)
-    window_id = serializers.CharField(allow_blank=True)
-    window_start = serializers.IntegerField(allow_null=True)
-    window_end = serializers.IntegerField(allow_null=True)
-    event_time = serializers.IntegerField(allow_null=True)
-    message_id = serializers.CharField()
-    payload = serializers.JSONField()
-    acknowledged = serializers.BooleanField()
-    created_at = IsoDateTimeField()
 
 
 class NotificationListApi(APIView):

@@ -21,13 +21,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_workers.access import redact_json
-from spark_workers.streams.spec import StreamSpec
 from streams_app import selectors
 from streams_app.api.common import (
     PAGE_PARAMS,
-    BlankAsNullCharField,
-    IsoDateTimeField,
-    RedactedSqlField,
     bool_param,
     int_param,
     page_schema,
@@ -39,98 +35,11 @@ from streams_app.api.common import (
 from streams_app.api.errors import ErrorSerializer
 from streams_app.api.sql import SqlInputSerializer
 from streams_app.models import Stream, StreamRun
+from streams_app.serializers import IsoDateTimeField, StreamSerializer
 from streams_app.services.stream_control import stream_action, stream_drop
 from streams_app.services.streams import StreamExists, stream_create, stream_recalculate
 
 # ---------------------------------------------------------------------- serializers
-
-
-class WorkProgressSerializer(serializers.Serializer):
-    """Long work of a stream under way (FILL_HISTORY catch-up)."""
-
-    # selectors.stream_work_progress
-
-    phase = serializers.CharField(help_text="history")
-    fraction = serializers.FloatField(allow_null=True, help_text="0..1, null when not computable")
-    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
-    rows_done = serializers.IntegerField(allow_null=True)
-    rows_total = serializers.IntegerField(allow_null=True)
-
-
-class StreamCountersSerializer(serializers.Serializer):
-    """A stream's running totals."""
-
-    rows_in = serializers.IntegerField()
-    windows_out = serializers.IntegerField()
-    notifications_sent = serializers.IntegerField()
-    notifications_failed = serializers.IntegerField()
-
-
-class StreamSerializer(serializers.Serializer):
-    """A stream: its SQL (NOTIFY secrets redacted), what it reads and writes, its state, counters,
-    throughput, lag and the progress of long work."""
-
-    # A Stream row; the computed fields come from selectors. ``throughput`` is
-    # ``context["throughput"]`` ({stream id: [rows/s]}, selectors.streams_throughput of a page)
-    # when given, else one query per stream.
-
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    db = BlankAsNullCharField()
-    syntax = serializers.ChoiceField(choices=Stream.Syntax.choices)
-    status = serializers.ChoiceField(choices=Stream.Status.choices)
-    desired_state = serializers.ChoiceField(choices=Stream.Desired.choices)
-    sql = RedactedSqlField()
-    source = serializers.SerializerMethodField()  # type: ignore[assignment]  # named like Field.source
-    target = serializers.SerializerMethodField()
-    trigger = serializers.SerializerMethodField()
-    window = serializers.SerializerMethodField()
-    created_at = IsoDateTimeField(allow_null=True)
-    last_error = serializers.CharField(allow_blank=True)
-    spark_ui_url = BlankAsNullCharField()
-    last_progress = serializers.JSONField(allow_null=True)
-    worker = serializers.CharField(allow_blank=True)
-    counters = StreamCountersSerializer(source="*")
-    throughput = serializers.SerializerMethodField(
-        help_text="rows/s of the last 60 micro-batches, oldest first (sparkline)"
-    )
-    lag_ms = serializers.SerializerMethodField(
-        help_text="latest event time seen minus the watermark, from the last micro-batch"
-    )
-    progress = serializers.SerializerMethodField(
-        help_text="long work under way (FILL_HISTORY catch-up), else null"
-    )
-
-    def to_representation(self, instance: Stream) -> dict[str, Any]:
-        self._spec = StreamSpec.from_json(instance.spec)  # read once for the fields below
-        return super().to_representation(instance)
-
-    def get_source(self, stream: Stream) -> str:
-        src = self._spec.source
-        return f"{src.db}.{src.table}" if src else ""
-
-    def get_target(self, stream: Stream) -> str | None:
-        out = self._spec.output
-        return f"{out.db}.{out.table}" if out else None
-
-    def get_trigger(self, stream: Stream) -> str:
-        return self._spec.options.trigger
-
-    def get_window(self, stream: Stream) -> str:
-        return selectors.stream_window_text(spec=self._spec)
-
-    def get_throughput(self, stream: Stream) -> list[float]:
-        page: dict[int, list[float]] | None = self.context.get("throughput")
-        if page is not None:
-            return page.get(stream.pk, [])
-        return selectors.stream_throughput(stream_id=stream.pk)
-
-    def get_lag_ms(self, stream: Stream) -> int | None:
-        return selectors.stream_lag_ms(stream=stream)
-
-    @extend_schema_field(WorkProgressSerializer(allow_null=True))
-    def get_progress(self, stream: Stream) -> dict[str, Any] | None:
-        return selectors.stream_work_progress(stream=stream)
 
 
 class StreamDetailSerializer(StreamSerializer):

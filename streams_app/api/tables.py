@@ -20,9 +20,10 @@ from rest_framework.views import APIView
 
 from spark_workers.errors import CatalogError, TdError
 from streams_app import selectors
-from streams_app.api.common import PAGE_PARAMS, IsoDateTimeField, int_param, page_schema, paginated
+from streams_app.api.common import PAGE_PARAMS, int_param, page_schema, paginated
 from streams_app.api.errors import ErrorSerializer, IngestErrorSerializer
 from streams_app.models import ImportJob
+from streams_app.serializers import IsoDateTimeField
 from streams_app.services.ingest import DEFAULT_NULL_VALUES, import_rows, rows_from_csv, rows_from_json
 from streams_app.services.sql import table_rows
 

@@ -22,7 +22,8 @@ from django.db.models import Q
 
 from spark_workers.errors import Code, TdError
 from streams_app.models import Inbox, Notification
-from streams_app.selectors import notification_payload, notification_unread_count, notifications_visible
+from streams_app.selectors import notification_unread_count, notifications_visible
+from streams_app.serializers import notification_json
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -148,7 +149,7 @@ def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> No
         try:
             for n in notifications:
                 async_to_sync(layer.group_send)(
-                    f"inbox.{uid}", {"type": "inbox.notification", "notification": notification_payload(n)}
+                    f"inbox.{uid}", {"type": "inbox.notification", "notification": notification_json(n)}
                 )
             async_to_sync(layer.group_send)(
                 f"inbox.{uid}", {"type": "inbox.unread", "count": notification_unread_count(user_id=uid)}

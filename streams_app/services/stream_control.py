@@ -25,7 +25,7 @@ from spark_workers.runtime.paths import checkpoint_dir
 from spark_workers.runtime.sink import BatchReport
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Delivery, Stream, StreamProgress
-from streams_app.selectors import stream_payload
+from streams_app.serializers import stream_json
 from streams_app.services.lake import lake_get
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def _publish(group: str, message: dict[str, Any]) -> None:
 
 def stream_publish_status(*, stream: Stream) -> None:
     """Push a stream's current row to its page and the streams list."""
-    payload = stream_payload(stream=stream)
+    payload = stream_json(stream)
     msg = {"type": "stream.status", "stream": payload}
     _publish("streams", msg)
     _publish(f"stream.{stream.pk}", msg)

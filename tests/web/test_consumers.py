@@ -244,3 +244,41 @@ async def test_streams_list_socket_filters_by_visibility(admin, alice, streams) 
     assert (status["stream"]["status"], status["stream"]["desired_state"]) == ("paused", "paused")
     await alice_ws.disconnect()
     await root_ws.disconnect()
+
+
+def _rest(user, path: str):  # type: ignore[no-untyped-def]
+    c = Client()
+    c.force_login(user)
+    r = c.get(path)
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+async def test_websocket_messages_carry_the_rest_answers(admin, inbox, streams) -> None:
+    # one shape per resource (streams_app/serializers.py): the stream.status and
+    # inbox.notification messages are the REST API's JSON of the same rows
+    sid = streams[0]
+    ws = await _connect(f"/ws/streams/{sid}/", admin)
+
+    def pause() -> None:
+        from streams_app.services.stream_control import stream_action
+
+        stream_action(stream=Stream.objects.get(pk=sid), action="pause")
+
+    await database_sync_to_async(pause)()
+    pushed = (await ws.receive_json_from(timeout=5))["stream"]
+    answered = await database_sync_to_async(_rest)(admin, f"/api/v1/streams/{sid}/")
+    assert pushed["status"] == "paused"
+    assert set(answered) - set(pushed) == {"spec"}  # the detail answer adds the spec
+    assert {k: answered[k] for k in pushed} == pushed
+    await ws.disconnect()
+
+    browser = await _connect("/ws/inbox/", admin)
+    await browser.receive_json_from(timeout=5)  # the unread count
+    producer = await _connect(f"/ws/notify/{inbox.name}?key={inbox.key}")
+    await producer.send_to(text_data=json.dumps(SEED_MESSAGE))
+    await producer.disconnect()
+    pushed_n = (await browser.receive_json_from(timeout=5))["notification"]
+    page = await database_sync_to_async(_rest)(admin, "/api/v1/notifications/")
+    assert page["results"] == [pushed_n]
+    await browser.disconnect()

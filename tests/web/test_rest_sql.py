@@ -376,7 +376,7 @@ def test_stream_statements_over_rest(meters: Rest) -> None:
 
 
 def test_337_stream_over_rest_is_registered_with_its_own_syntax(meters: Rest) -> None:
-    from streams_app.selectors import stream_payload
+    from streams_app.serializers import stream_json
 
     sql = (
         "CREATE STREAM s337 STATE_WINDOW(voltage) FROM power.meters PARTITION BY tbname "
@@ -386,7 +386,7 @@ def test_337_stream_over_rest_is_registered_with_its_own_syntax(meters: Rest) ->
     meters.ok(sql)
     s = Stream.objects.get()
     assert (s.syntax, s.sql) == ("3.3.7", sql)
-    assert stream_payload(stream=s, throughput=[])["window"] == "STATE_WINDOW(voltage)"
+    assert stream_json(s)["window"] == "STATE_WINDOW(voltage)"
     assert meters.ok("SELECT trigger, watermark FROM information_schema.ins_streams")["data"] == [
         ["STATE", "10s"]
     ]
