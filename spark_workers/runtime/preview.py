@@ -54,7 +54,7 @@ from spark_workers.lake.names import SYSTEM_DB
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import window_id
 from spark_workers.notify.sender import Sender
-from spark_workers.query.planner import resolve
+from spark_workers.query.planner import Source, resolve
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.runtime.sink import BatchReport, OutputSink
 from spark_workers.sql import ast
@@ -179,13 +179,7 @@ def preview_stream(
         CatalogError: a database or table is missing.
     """
     t0 = time.perf_counter()
-    if start_ms is not None and end_ms is not None and start_ms >= end_ms:
-        raise SqlError(
-            f"the preview range is empty: start {start_ms} is not before end {end_ms}",
-            code=Code.INVALID_OPERATION,
-        )
-    if limit < 0 or max_input_rows < 0:
-        raise SqlError("limit and max_input_rows must not be negative", code=Code.INVALID_OPERATION)
+    _check_preview_arguments(start_ms, end_ms, limit, max_input_rows)
     spec = _spec(lake, sql, tz, default_db)
     assert spec.source is not None
     check_stream_access(principal, spec, lake.catalog, writes=False)
@@ -194,31 +188,10 @@ def preview_stream(
     lo = None if start_ms is None else start_ms * PER_MS[precision]
     hi = None if end_ms is None else end_ms * PER_MS[precision]  # exclusive
     copies = _copies(lake, spec, trigger.db, trigger.table, tz)
-    versions = {k: lake.version(c.db.name, c.storage.name) for k, c in copies.items()}
-    counted = {k: _count(lake, c, versions[k], lo, hi) for k, c in copies.items()}
-    total = sum(counted.values())
-    if total > max_input_rows:
-        names = ", ".join(f"{c.db.name}.{c.storage.name}" for c in copies.values())
-        raise SqlError(
-            f"the preview range holds {total:,} rows of {names}; a preview reads at most "
-            f"{max_input_rows:,}: narrow the time range",
-            code=Code.INVALID_OPERATION,
-        )
+    versions = _check_input_size(lake, copies, lo, hi, max_input_rows)
     with tempfile.TemporaryDirectory(prefix="tdweb-preview-") as tmp:
         scratch = Lake(Path(tmp) / "lake")
-        input_rows = 0
-        for k, c in copies.items():
-            rows = _copy(lake, scratch, c, versions[k], lo, hi)
-            if k == (trigger.db.name.lower(), trigger.storage.name.lower()):
-                input_rows = (
-                    rows.num_rows
-                    if trigger.table.kind != "sub"
-                    else int(pc.sum(pc.equal(rows.column("tbname"), trigger.table.name)).as_py() or 0)
-                )
-        if spec.db and lake.catalog.database(spec.db) is not None:  # the computation's default
-            _copy_database(lake, scratch, spec.db)
-        if spec.output is not None:
-            _copy_database(lake, scratch, spec.output.db)
+        input_rows = _fill_scratch(lake, scratch, spec, trigger, copies, versions, lo, hi)
         compiled = _compile(lake, scratch, spec, sql, tz)
         answer = _run(scratch, compiled, tz, end=hi, limit=limit, max_windows=max_windows)
     answer.update(
@@ -227,6 +200,19 @@ def preview_stream(
         range={"start": start_ms, "end": end_ms},
     )
     return answer
+
+
+def _check_preview_arguments(
+    start_ms: int | None, end_ms: int | None, limit: int, max_input_rows: int
+) -> None:
+    """A non-empty range and non-negative limits (INVALID_OPERATION otherwise)."""
+    if start_ms is not None and end_ms is not None and start_ms >= end_ms:
+        raise SqlError(
+            f"the preview range is empty: start {start_ms} is not before end {end_ms}",
+            code=Code.INVALID_OPERATION,
+        )
+    if limit < 0 or max_input_rows < 0:
+        raise SqlError("limit and max_input_rows must not be negative", code=Code.INVALID_OPERATION)
 
 
 # ---------------------------------------------------------------------- the statement
@@ -365,6 +351,52 @@ def _copy(real: Lake, scratch: Lake, c: _Copy, version: int, lo: int | None, hi:
     if rows.num_rows:
         scratch.write(db, scratch.catalog.require_table(db.name, c.storage.name), rows)
     return rows
+
+
+def _check_input_size(
+    lake: Lake, copies: dict[tuple[str, str], _Copy], lo: int | None, hi: int | None, max_input_rows: int
+) -> dict[tuple[str, str], int]:
+    """The version to copy of each table in ``copies`` (same keys), after checking that the range
+    holds at most ``max_input_rows`` rows of them together (INVALID_OPERATION giving the count)."""
+    versions = {k: lake.version(c.db.name, c.storage.name) for k, c in copies.items()}
+    counted = {k: _count(lake, c, versions[k], lo, hi) for k, c in copies.items()}
+    total = sum(counted.values())
+    if total > max_input_rows:
+        names = ", ".join(f"{c.db.name}.{c.storage.name}" for c in copies.values())
+        raise SqlError(
+            f"the preview range holds {total:,} rows of {names}; a preview reads at most "
+            f"{max_input_rows:,}: narrow the time range",
+            code=Code.INVALID_OPERATION,
+        )
+    return versions
+
+
+def _fill_scratch(
+    lake: Lake,
+    scratch: Lake,
+    spec: StreamSpec,
+    trigger: Source,
+    copies: dict[tuple[str, str], _Copy],
+    versions: dict[tuple[str, str], int],
+    lo: int | None,
+    hi: int | None,
+) -> int:
+    """Copy the tables in ``copies`` (rows in the range) and the computation's and output's
+    databases into the scratch lake; returns the trigger table's rows copied."""
+    input_rows = 0
+    for k, c in copies.items():
+        rows = _copy(lake, scratch, c, versions[k], lo, hi)
+        if k == (trigger.db.name.lower(), trigger.storage.name.lower()):
+            input_rows = (
+                rows.num_rows
+                if trigger.table.kind != "sub"
+                else int(pc.sum(pc.equal(rows.column("tbname"), trigger.table.name)).as_py() or 0)
+            )
+    if spec.db and lake.catalog.database(spec.db) is not None:  # the computation's default
+        _copy_database(lake, scratch, spec.db)
+    if spec.output is not None:
+        _copy_database(lake, scratch, spec.output.db)
+    return input_rows
 
 
 # ---------------------------------------------------------------------- running
