@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from spark_workers.engine.rows import CHANGE_CODES, INSERT
 from spark_workers.lake.catalog import Database
 from spark_workers.lake.store import Lake
+from spark_workers.tdtypes import TdType
 
 META_FIELDS = [
     pa.field("_ct", pa.int8()),
@@ -34,8 +35,6 @@ SEQ_SHIFT = 1 << 32
 
 
 def logical_type(db: Database, t: object) -> pa.DataType:
-    from spark_workers.tdtypes import TdType
-
     assert isinstance(t, TdType)
     if t.name == "TIMESTAMP":
         return pa.int64() if db.precision == "ns" else pa.timestamp("us", tz="UTC")

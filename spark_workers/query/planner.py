@@ -13,8 +13,11 @@ interactive SELECT and for a stream:
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
 
+import pyarrow as pa
 from sqlglot import exp
 
 from spark_workers.duration import Duration
@@ -27,7 +30,7 @@ from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import STREAM_FORBIDDEN, check_select
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
-from spark_workers.tdtypes import BIGINT, TIMESTAMP, TdType, varchar
+from spark_workers.tdtypes import BIGINT, TIMESTAMP, TdType, from_arrow, varchar
 
 WINDOW_PSEUDO = frozenset({"_wstart", "_wend", "_wduration"})
 # eKuiper's window_start() / window_end() (seed 003) are TDengine's _wstart / _wend
@@ -352,9 +355,6 @@ def _fixed(d: Duration, precision: str, sql: str, span: ast.Span | None, what: s
 
 def _local_midnight_offset(tz: str, ns_per_unit: int, size: int) -> int:
     """Offset that aligns day windows to midnight in ``tz`` (its current UTC offset)."""
-    import datetime as dt
-    from zoneinfo import ZoneInfo
-
     off = dt.datetime.now(ZoneInfo(tz)).utcoffset() or dt.timedelta(0)
     return int(-off.total_seconds() * 1_000_000_000 // ns_per_unit) % size
 
@@ -676,10 +676,6 @@ def _limit(sel: exp.Select) -> tuple[int | None, int]:
 def output_type(name: str, arrow_type: object, plan: WindowPlan) -> TdType:
     """TDengine type of a stage-3 output column from its Arrow type (strings keep the length of
     the column they come from when that is known)."""
-    import pyarrow as pa
-
-    from spark_workers.tdtypes import from_arrow
-
     t = arrow_type
     assert isinstance(t, pa.DataType)
     if pa.types.is_timestamp(t):

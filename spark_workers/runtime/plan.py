@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from spark_workers.query.select import AT_FACTOR, stage1_sql
 from spark_workers.runtime.kernel import KernelConfig
+from spark_workers.runtime.premerge import eligible
 from spark_workers.sql.translate import to_sql
 from spark_workers.streams.compile import CompiledStream
 from spark_workers.streams.spec import V337
@@ -42,8 +43,6 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
         input_types=tuple(c.input_types.items()),
         ignore_delete=c.spec.syntax == V337 and not c.spec.options.delete_recalc,
     )
-    from spark_workers.runtime.premerge import eligible
-
     # TDWEB_PREMERGE=0 turns the pre-aggregation off (benchmarks compare both)
     return dataclasses.replace(cfg, premerge=eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0")
 

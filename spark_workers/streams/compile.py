@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
@@ -31,20 +31,20 @@ from spark_workers.engine.stream import TEN_YEARS_MS, StreamRules
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.names import check_name
+from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
+from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
+from spark_workers.sql.ast import offset_of
 from spark_workers.sql.parser import parse_one
 from spark_workers.streams.spec import (
     V337,
     NotifySpec,
     StreamSpec,
 )
-from spark_workers.tdtypes import TIMESTAMP, TdType
-
-if TYPE_CHECKING:
-    from spark_workers.query.compute import Computation
-
+from spark_workers.streams.v337 import engine_query, is_fused
+from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow
 
 GROUP_ID_TAG = "groupId"
 
@@ -139,8 +139,6 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     sql, plan, fused = _stream_plan(spec, src, tz)
     assert plan.shape is not None
     with DuckSession(lake) as duck:
-        from spark_workers.query.select import empty_stage_types
-
         view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
     computation = None
@@ -188,8 +186,6 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
     v337 = spec.syntax == V337
     fused = True
     if v337:  # a 3.3.7 window trigger over %%trows runs as its equivalent window query
-        from spark_workers.streams.v337 import engine_query, is_fused
-
         stmt337 = parse_one(spec.sql)
         assert isinstance(stmt337, ast.CreateStream337)
         fused = is_fused(stmt337)
@@ -229,9 +225,6 @@ def _computation_columns(
     Raises:
         SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP (seed 002).
     """
-    from spark_workers.query.compute import Computation
-    from spark_workers.tdtypes import from_arrow
-
     assert spec.query is not None and spec.source is not None
     computation = Computation(
         spec.query,
@@ -321,8 +314,6 @@ def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.Create
     columns and functions of the trigger, PARTITION BY, PRE_FILTER and the computation, and the
     first occurrence in the statement gets the error. Without a match the error keeps its message
     and loses its position (a generated text's offset would point at the wrong place)."""
-    from spark_workers.sql.ast import offset_of
-
     name = None
     if e.offset is not None and e.sql == engine_sql:
         m = re.match(r"[`\"]?([A-Za-z_][\w]*)", engine_sql[e.offset :])

@@ -43,6 +43,7 @@ from spark_workers.query.planner import aggregate_call
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.lexer import TBNAME, TROWS
+from spark_workers.sql.parser import parse_one
 from spark_workers.sql.render import expr_sql, partition_sql, query_sql, window_sql
 from spark_workers.streams.spec import (
     V337,
@@ -548,8 +549,6 @@ def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | N
     computation that is not fused (``is_fused``) its trigger windows with their row counts;
     ``ts_column`` is the trigger table's primary timestamp column (``_c0``); ``stmt`` is
     ``spec.sql`` already parsed (parsed here when None)."""
-    from spark_workers.sql.parser import parse_one
-
     if stmt is None:
         parsed = parse_one(spec.sql)
         assert isinstance(parsed, ast.CreateStream337)
