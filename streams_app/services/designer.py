@@ -217,6 +217,9 @@ def _render(design: dict[str, Any]) -> tuple[str | None, list[Issue]]:
         return None, [_issue(str(getattr(e, "reason", e)), field="syntax")]
     except d.DesignError as e:
         return None, [_issue(e.message, node=e.node, field=e.field)]
+    except (KeyError, TypeError, ValueError, AttributeError):  # a malformed document: no Python text
+        log.info("design not renderable", exc_info=True)
+        return None, [_issue("the design is not well-formed: a node or field has the wrong shape")]
 
 
 def shape_issues(design: Any) -> list[Issue]:
@@ -555,21 +558,41 @@ def draft_deploy(*, draft: StreamDraft, user: Any, confirm_impact: bool = False)
     unchanged design deploys nothing and answers the stream's current version.
 
     Raises:
-        DesignInvalid: the design has issues (``design_validate``).
+        DesignInvalid: the design has issues: its field rules, or CREATE STREAM's error placed on
+            a node and field (as ``design_validate`` reports them); a redeployed stream is left
+            as it was.
         ImpactUnconfirmed: the change needs confirmation.
-        TdError: CREATE STREAM failed (a redeployed stream is left as it was).
     """
     d = design_doc
     target = (
         draft.stream if draft.stream is not None and draft.stream.status != Stream.Status.DROPPED else None
     )
     design = dict(draft.design)
-    report = design_validate(user=user, design=design, stream=target)
-    if not report["valid"]:
-        raise DesignInvalid(report["issues"])
+    # the field rules, then the design's SQL rendered once; CREATE STREAM itself is the check of
+    # the statement (streams.create.check_create_stream, compiling it once), its error placed on
+    # a node and field as design_validate places it
+    issues = shape_issues(design) or [dict(i) for i in d.check_design(design)]
+    if issues:
+        raise DesignInvalid(issues)
     sql, issues = _render(design)
     if sql is None:
         raise DesignInvalid(issues)
+    try:
+        return _deploy(draft, design, sql, target, user=user, confirm_impact=confirm_impact)
+    except TdError as e:
+        raise DesignInvalid([_located(design, syntax_of(design), e, sql)]) from e
+
+
+def _deploy(
+    draft: StreamDraft,
+    design: dict[str, Any],
+    sql: str,
+    target: Stream | None,
+    *,
+    user: Any,
+    confirm_impact: bool,
+) -> Deployment:
+    d = design_doc
     if target is None:
         impact = dict(d.impact(None, design))
         stream = stream_create_sql(sql=sql, user=user)
