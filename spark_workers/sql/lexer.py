@@ -54,6 +54,8 @@ DURATION_RE = re.compile(r"^(\d+)([buasmhdwny])$", re.IGNORECASE)
 TROWS = "__td_trows"
 TBNAME = "__td_tbname"
 PARTITION_PREFIX = "__td_p"
+# TDengine's window clause keywords (docs: "Time-Series Extensions"), in the order they are listed
+WINDOW_KEYWORDS = ("INTERVAL", "SLIDING", "SESSION", "STATE_WINDOW", "EVENT_WINDOW", "COUNT_WINDOW", "FILL")
 _PLACEHOLDER_RE = re.compile(r"^__td_(trows|tbname|p(\d+))$")
 
 # Token types whose text is not a bare word (a keyword or an unquoted name).

@@ -20,6 +20,7 @@ from sqlglot import exp
 from spark_workers.errors import SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.dialect import DIALECT, TDengine
+from spark_workers.sql.lexer import WINDOW_KEYWORDS
 from spark_workers.sql.parser import parse_expression
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -34,13 +35,7 @@ _RESERVED = frozenset(
         "TAGS",
         "USING",
         "VALUES",
-        "INTERVAL",
-        "SLIDING",
-        "SESSION",
-        "STATE_WINDOW",
-        "EVENT_WINDOW",
-        "COUNT_WINDOW",
-        "FILL",
+        *WINDOW_KEYWORDS,
         "PARTITION",
         "NOTIFY",
         "TRIGGER",

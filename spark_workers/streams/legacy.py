@@ -4,7 +4,7 @@ its options; :func:`compile_legacy` compiles it with its errors positioned in th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
@@ -12,6 +12,7 @@ from spark_workers.duration import Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.render import expr_sql
+from spark_workers.streams.compile import CompiledStream, compile_stream
 from spark_workers.streams.spec import (
     LEGACY,
     NotifySpec,
@@ -22,10 +23,6 @@ from spark_workers.streams.spec import (
     StreamSpec,
     trigger_json,
 )
-
-if TYPE_CHECKING:
-    pass
-from spark_workers.streams.compile import CompiledStream, compile_stream
 
 TRIGGERS = ("AT_ONCE", "WINDOW_CLOSE", "MAX_DELAY", "FORCE_WINDOW_CLOSE", "CONTINUOUS_WINDOW_CLOSE")
 
