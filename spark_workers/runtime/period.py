@@ -2,7 +2,7 @@
 
 A PERIOD stream is "essentially a scheduled task" driven by system time: it has no event-time
 windows, so it needs no Structured Streaming query. ``PeriodRunner`` computes the trigger times
-(``period_next``), and at each one runs the stream's computation (``sql/compute.py``) once per
+(``period_next``), and at each one runs the stream's computation (``query/compute.py``) once per
 trigger group, with ``%%trows`` = the rows written to the trigger table since the previous trigger
 (the Delta versions committed after the previous trigger and at or before this one, by their
 commit times, read from the change feed), writes the results through

@@ -31,12 +31,12 @@ CASES = (
     "td-017",
     "ek-009",
     "ek-011",
-    # TDengine 3.3.7 window triggers over %%trows (sql/streams337.py)
+    # TDengine 3.3.7 window triggers over %%trows (streams/v337.py)
     "td-019",
     "td-023",
     "td-028",
     "td-031a",
-    # a computation over %%tbname with placeholders, per trigger event (sql/compute.py)
+    # a computation over %%tbname with placeholders, per trigger event (query/compute.py)
     "td-038",
 )
 

@@ -1,4 +1,4 @@
-"""TDengine 3.3.7 window triggers over %%trows (``sql/streams337.py``) through the local pipeline:
+"""TDengine 3.3.7 window triggers over %%trows (``streams/v337.py``) through the local pipeline:
 the translation to the engine's window query, outputs (normal table without grouping, exact
 OUTPUT_SUBTABLE names, ``tag_tbname``), the options matrix of seed 002 (PRE_FILTER, deletes ignored
 unless DELETE_RECALC) and the errors for what is not run yet."""

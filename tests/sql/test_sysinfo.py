@@ -1,4 +1,4 @@
-"""information_schema system tables (``sql/sysinfo.py``): the catalog and the stream registry as
+"""information_schema system tables (``statements/sysinfo.py``): the catalog and the stream registry as
 tables any SELECT can query, as TDengine users and the shared acceptance cases do."""
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ def _computation_to_337(text: Any) -> str:
 
 def _check_aggregate(sel: exp.Select, syntax: str) -> None:
     """Every column is a window placeholder or inside an aggregate: one row per window, as both a
-    legacy window query and a 3.3.7 ``%%trows`` computation give (streams337.is_fused)."""
+    legacy window query and a 3.3.7 ``%%trows`` computation give (streams.v337.is_fused)."""
     if any(isinstance(i, exp.Star) for i in sel.expressions):
         raise NotExpressible(
             syntax, "SELECT * is a row-level computation: no equivalent", "computation", "query"

@@ -26,7 +26,7 @@ _PLACEHOLDERS = {
 
 def placeholders_for(trigger_type: str, partitioned: bool) -> list[dict[str, str]]:
     """Placeholders the computation may use with a trigger type (seed 002, Placeholders table;
-    ``streams337.check_placeholders``): ``_tw*`` for window triggers, ``_tprev_ts`` /
+    ``streams.v337.check_placeholders``): ``_tw*`` for window triggers, ``_tprev_ts`` /
     ``_tcurrent_ts`` / ``_tnext_ts`` for SLIDING, ``_tprev_localtime`` / ``_tnext_localtime`` for
     PERIOD, ``_tgrpid`` / ``_tlocaltime`` / ``%%trows`` for all, ``%%n`` and ``%%tbname`` when
     partitioned. eKuiper windows (legacy only) have ``_twstart`` / ``_twend`` / ``_twduration``
