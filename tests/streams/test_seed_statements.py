@@ -41,7 +41,7 @@ from spark_workers.runtime.sink import OutputSink
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.compile import compile_stream
 from spark_workers.streams.registry import MemoryRegistry
-from tests.streams.seed_statements import SEEDS, SeedStatement, seed_statements
+from tests.streams.seed_statements import SEED_FILES, SEEDS, SeedStatement, seed_statements
 
 pytestmark = pytest.mark.skipif(not SEEDS.is_dir(), reason="../shared/seeds is not on this machine")
 
@@ -54,6 +54,10 @@ PORTS = range(18750, 18800)  # this test's port range
 # 3 FILL_HISTORY, the custom tag, the NOTIFY example; 001: the same six legacy examples less NOTIFY,
 # plus the upgrade example; 002: the 8 of "Stream Creation Example"; 004: the 3 of the blog)
 EXPECTED_COUNTS = {"000": 9, "001": 7, "002": 8, "004": 3}
+# lines naming CREATE STREAM at all: the statements, one syntax template in 000, 001 and 002, and
+# three lines of prose in 004 ("you can create streams", "defined by CREATE STREAM", "The create
+# stream statement ends with") -- a statement printed any other way makes this count wrong
+EXPECTED_MENTIONS = {"000": 10, "001": 8, "002": 9, "004": 6}
 
 
 def _statements() -> dict[str, SeedStatement]:
@@ -1075,6 +1079,9 @@ def test_every_seed_statement_has_a_case() -> None:
     for st in STATEMENTS.values():
         per_seed[st.seed] += 1
     assert dict(per_seed) == EXPECTED_COUNTS
+    for seed, name in SEED_FILES.items():
+        text = (SEEDS / name).read_text(encoding="utf-8").lower()
+        assert sum("create stream" in line for line in text.splitlines()) == EXPECTED_MENTIONS[seed], seed
     assert set(CASES) == set(STATEMENTS)
     assert set(MARKS) <= set(STATEMENTS)
 
