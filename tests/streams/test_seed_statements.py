@@ -179,6 +179,12 @@ class Pipeline:
         return pd.DataFrame([list(r) for r in rs.rows], columns=[c.name for c in rs.columns])
 
 
+def table_type(p: Pipeline, db: str, name: str) -> list[str]:
+    """``information_schema.ins_tables``'s type of ``db.name`` (one element, or none)."""
+    q = f"select type from information_schema.ins_tables where db_name = '{db}' and table_name = '{name}'"
+    return [r[0] for r in p.ex.execute_one(q).rows]
+
+
 @pytest.fixture
 def notify():  # type: ignore[no-untyped-def]
     rec = Receiver()
@@ -723,7 +729,7 @@ def case_count_window_1(st: SeedStatement, tmp_path: Path) -> None:
         vals = [r.v["col1"] for r in tb2 if t.ts - 5 * M <= r.ts <= t.ts]
         want.append([t.ts, mean(vals)])
     got = p.frame("select * from tb3")
-    assert len(got.columns) == 2
+    assert len(got.columns) == 2 and table_type(p, "d", "tb3") == ["NORMAL_TABLE"]  # no grouping
     assert_rows(got.astype(object).values.tolist(), want, st.id)
 
 
@@ -795,6 +801,7 @@ def case_virtual_event(st: SeedStatement, tmp_path: Path) -> None:
             vals = [r.v["temp"] for r in src if w[0].ts <= r.ts <= w[-1].ts]
             want.append([w[0].ts, mean(vals)])
     got = p.frame("select output_timestamp, avgtemp from idmp.ana_temp")
+    assert table_type(p, "idmp", "ana_temp") == ["NORMAL_TABLE"]
     assert_rows(got.astype(object).values.tolist(), want, st.id)
 
 
@@ -864,7 +871,7 @@ def case_avg_stream(st: SeedStatement, tmp_path: Path, request: pytest.FixtureRe
     wins = interval_337(rows, M, max(r.ts for r in rows))
     want = [[s, s + M, mean(r.v["current"] for r in ws)] for s, ws in wins.items()]
     got = p.frame("select * from avg_stb")
-    assert len(got.columns) == 3
+    assert len(got.columns) == 3 and table_type(p, "power", "avg_stb") == ["NORMAL_TABLE"]
     assert_rows(got.astype(object).values.tolist(), want, st.id)
     opened = sorted({r.ts // M * M for r in rows} | set(wins))
     n = len(opened) + len(want)
@@ -909,7 +916,7 @@ def case_period_count(st: SeedStatement, tmp_path: Path) -> None:
         runner.fire(t)
         want.append([t, total])
     got = p.frame("select * from tb2")
-    assert len(got.columns) == 2
+    assert len(got.columns) == 2 and table_type(p, "d", "tb2") == ["NORMAL_TABLE"]
     assert_rows(got.astype(object).values.tolist(), want, st.id)
 
 
