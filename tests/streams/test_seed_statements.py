@@ -1129,6 +1129,28 @@ def test_s000_2_late_rows_outside_closed_windows_are_not_expired(tmp_path: Path)
     assert_rows(got[["_wstart", "count(*)", "avg(voltage)"]].astype(object).values.tolist(), want, st.id)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue13-wrong: a notify-only PERIOD stream with FROM is created, then its first trigger "
+    "fails (AssertionError in OutputSink.run_events: no computation)",
+)
+def test_s002_8_with_a_trigger_table_notifies(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """s002-8 with ``FROM tb1`` added (what main accepts today): each hour an ON_TIME event."""
+    st = STATEMENTS["s002-8"]
+    rec, sender = request.getfixturevalue("notify")
+    p = Pipeline(tmp_path, "d", sender)
+    p.sql("create database d", "create table tb1 (ts timestamp, col1 int)")
+    p.sql(st.text.replace("PERIOD(1h)", "PERIOD(1h) FROM tb1"))
+    (runner,) = p.periods.values()
+    times = period_times(p, 2)
+    for t in times:
+        runner.fire(t, now_ms=t + 5)
+    events = rec.events("ws://localhost:8080/notify", len(times))
+    assert [(e["eventType"], e["triggerType"], e["eventTime"]) for e in events] == [
+        ("ON_TIME", "Period", t + 5) for t in times
+    ]
+
+
 def test_docs_list_every_statement() -> None:
     """docs/seeds.md lists every statement id (regenerate its table with
     ``python -m tests.streams.seed_statements``)."""
