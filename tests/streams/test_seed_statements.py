@@ -679,6 +679,7 @@ def case_notify_legacy(st: SeedStatement, tmp_path: Path, request: pytest.Fixtur
                 (avg,) = [v for k, v in e["result"].items() if k.lower() == "avg(current)"]
                 got.append((e["eventType"], e["windowStart"], e["windowEnd"], avg))
         assert_rows([list(g) for g in got], [list(w) for w in want], f"{st.id} {url}")
+    assert p.frame("show stables").iloc[:, 0].tolist() == ["meters"]  # no INTO: nothing is stored
 
 
 def case_cross_db(st: SeedStatement, tmp_path: Path) -> None:
