@@ -58,11 +58,14 @@ MAX_CONVERTIBLE_LENGTH = 4096
 @dataclass
 class OutputColumnPlan:
     """One output column: its name in the output table, type, and index in the stage-3 result
-    (-1 for the ``_wstart`` column added in front)."""
+    (-1 for the ``_wstart`` column added in front); ``composite_key`` when the output column list
+    declares it ``COMPOSITE KEY`` (seed 002 "Stream Processing Output": the second column, a key
+    with the first)."""
 
     name: str
     type: TdType
     source: int
+    composite_key: bool = False
 
 
 @dataclass
@@ -261,8 +264,9 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
                 sql=spec.sql or sql,
                 code=Code.COLUMN_COUNT_MISMATCH,
             )
-        for c, n in zip(columns, names, strict=True):
+        for c, n, oc in zip(columns, names, spec.output.columns, strict=True):
             c.name = n
+            c.composite_key = bool(oc.get("composite_key"))
     seen: set[str] = set()
     for c in columns:
         if c.name.lower() in seen:
@@ -386,7 +390,10 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
     """Columns and tags of the output supertable to create."""
     names = [col.name for col in c.columns]
     phys = physical_names(names)
-    cols = tuple(Column(col.name, col.type, p) for col, p in zip(c.columns, phys, strict=True))
+    cols = tuple(
+        Column(col.name, col.type, p, composite_key=col.composite_key)
+        for col, p in zip(c.columns, phys, strict=True)
+    )
     tags = tuple(
         Column(t.name, t.type, t.name.lower() if t.name.isidentifier() else f"_t{i}")
         for i, t in enumerate(c.tags)
@@ -431,6 +438,13 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
                 f"{theirs.type.sql}",
                 sql=sql,
                 code=Code.WRONG_VALUE_TYPE,
+            )
+        if mine.composite_key and not theirs.composite_key:  # its rows would collapse per ts
+            raise SqlError(
+                f"output column {mine.name} is declared COMPOSITE KEY but column {theirs.name} of the "
+                f"existing table {c.out_table} is not a composite key",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
             )
     if len(existing.tags) != len(tags):
         raise SqlError(
