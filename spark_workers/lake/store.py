@@ -332,7 +332,13 @@ class Lake:
 
     # ------------------------------------------------------------------ writes
     def write(
-        self, db: Database, table: Table, data: pa.Table, *, txn: tuple[str, int] | None = None
+        self,
+        db: Database,
+        table: Table,
+        data: pa.Table,
+        *,
+        txn: tuple[str, int] | None = None,
+        replace_times: bool = False,
     ) -> WriteResult:
         """Upsert rows into a data table under its row key: (tbname, ts), or (tbname, ts, key)
         when the table has a composite key column (module docstring).
@@ -345,6 +351,9 @@ class Lake:
             txn: optional ``(app_id, version)`` recorded atomically with the commit (Delta
                 ``txn`` action); a write whose app version is not newer than the recorded one is
                 skipped (idempotent streaming writes).
+            replace_times: with a composite key, the rows of ``data`` replace every stored row of
+                their (tbname, ts), whatever its key, in the same commit (a legacy stream's
+                updated window replaces its result row even when the key column changed).
 
         Returns:
             WriteResult with the new Delta version.
@@ -380,34 +389,93 @@ class Lake:
                     )
                     dt.update_incremental()
                     return WriteResult(dt.version(), stored.num_rows, "append", inserted=stored.num_rows)
-                changed = (
-                    " OR ".join(
-                        f'(t."{c.physical}" IS DISTINCT FROM s."{c.physical}")' for c in table.columns[1:]
-                    )
-                    or "FALSE"
-                )
-                on = " AND ".join(f't."{k}" = s."{k}"' for k in row_key(table))
-                metrics = (
-                    dt.merge(
-                        stored,
-                        predicate=f"t._bucket = s._bucket AND t.tbname = s.tbname AND {on}",
-                        source_alias="s",
-                        target_alias="t",
-                        commit_properties=commit,
-                    )
-                    .when_matched_update_all(predicate=changed)
-                    .when_not_matched_insert_all()
-                    .execute()
-                )
+                stale = self._stale_keys(db, table, data) if replace_times else None
+                metrics = self._merge(dt, stored, table, commit, stale)
+            except LakeError:
+                raise
             except Exception as e:  # delta-rs raises its own error types; their text stays in the log
                 log.exception("write to %s.%s failed", db.name, table.name)
                 raise LakeError(f"write to {db.name}.{table.name} failed; nothing was written") from e
             dt.update_incremental()
             ins = int(metrics.get("num_target_rows_inserted", 0))
             upd = int(metrics.get("num_target_rows_updated", 0))
-            if ins == 0 and upd == 0 and txn is None:
+            dele = int(metrics.get("num_target_rows_deleted", 0))
+            if ins == 0 and upd == 0 and dele == 0 and txn is None:
                 return WriteResult(None, stored.num_rows, "noop")
-            return WriteResult(dt.version(), stored.num_rows, "merge", inserted=ins, updated=upd)
+            return WriteResult(
+                dt.version(), stored.num_rows, "merge", inserted=ins, updated=upd, deleted=dele
+            )
+
+    def _merge(
+        self,
+        dt: DeltaTable,
+        stored: pa.Table,
+        table: Table,
+        commit: CommitProperties | None,
+        stale: pa.Table | None,
+    ) -> dict[str, Any]:
+        """MERGE storage-form rows under the row key: changed rows updated, new rows inserted;
+        ``stale`` rows (storage form, same schema) are deleted in the same commit. Returns
+        delta-rs's metrics."""
+        changed = (
+            " OR ".join(f'(t."{c.physical}" IS DISTINCT FROM s."{c.physical}")' for c in table.columns[1:])
+            or "FALSE"
+        )
+        on = " AND ".join(f't."{k}" = s."{k}"' for k in row_key(table))
+        source = stored
+        if stale is not None and stale.num_rows:
+            # tombstones travel in the source, marked, so the replacement is one commit
+            source = pa.concat_tables([stored, stale]).append_column(
+                "_del", pa.array([False] * stored.num_rows + [True] * stale.num_rows)
+            )
+        merger = dt.merge(
+            source,
+            predicate=f"t._bucket = s._bucket AND t.tbname = s.tbname AND {on}",
+            source_alias="s",
+            target_alias="t",
+            commit_properties=commit,
+        )
+        if source is stored:
+            merger = merger.when_matched_update_all(predicate=changed).when_not_matched_insert_all()
+        else:
+            merger = (
+                merger.when_matched_delete(predicate="s._del")
+                .when_matched_update_all(predicate=f"NOT s._del AND ({changed})", except_cols=["_del"])
+                .when_not_matched_insert_all(predicate="NOT s._del", except_cols=["_del"])
+            )
+        return dict(merger.execute())
+
+    def _stale_keys(self, db: Database, table: Table, data: pa.Table) -> pa.Table | None:
+        """Storage-form rows of ``table`` at a (tbname, ts) of ``data`` (engine form) whose
+        composite key ``data`` does not hold: what a replacing write deletes. None without a
+        composite key."""
+        key = key_column(table)
+        if key is None:
+            return None
+        ts_name = table.columns[0].physical
+        ts = data.column(ts_name)
+        tbnames = pc.unique(data.column("tbname")).to_pylist()
+        current = self.read(
+            db,
+            table,
+            tbnames=tbnames,
+            ts_min=int(pc.min(ts).as_py()),
+            ts_max=int(pc.max(ts).as_py()),
+            columns=[ts_name, key.physical],
+        )
+        if current.num_rows == 0:
+            return None
+        written = data.select(["tbname", ts_name, key.physical])
+        current = current.select(["tbname", ts_name, key.physical]).cast(written.schema)
+        at_times = current.join(
+            written.select(["tbname", ts_name]).group_by(["tbname", ts_name]).aggregate([]),
+            keys=["tbname", ts_name],
+            join_type="left semi",
+        )
+        stale = at_times.join(written, keys=["tbname", ts_name, key.physical], join_type="left anti")
+        if stale.num_rows == 0:
+            return None
+        return to_storage(self._complete(db, table, stale), db, table.columns)
 
     def _complete(self, db: Database, table: Table, data: pa.Table) -> pa.Table:
         """Add missing columns as NULLs and order columns as stored."""

@@ -6,7 +6,8 @@ For micro-batch ``batch_id`` of a stream:
    in front when the query's first column is not a timestamp;
 2. output rows are upserted into the output supertable, one subtable per group (created with its
    tag values on first sight), under its row key ((ts) or (ts, composite key), rows with a NULL
-   composite key discarded), in one Delta commit that records ``(stream, batch_id)`` as a Delta
+   composite key discarded; a legacy stream's window row replaces the window's earlier row
+   whatever its key), in one Delta commit that records ``(stream, batch_id)`` as a Delta
    ``txn``: a replayed batch is skipped, so a restart never duplicates a window;
 3. windows left without rows are deleted from the output;
 4. window events become notification messages (ids stable per batch) sent to every URL;
@@ -45,6 +46,7 @@ from spark_workers.streams.compile import (
     group_id,
     notification_window_kind,
 )
+from spark_workers.streams.spec import V337
 
 
 @dataclass
@@ -154,7 +156,10 @@ class OutputSink:
                 data = without_null_keys(data, table)
             if data is not None and data.num_rows:
                 db = self.lake.catalog.require_database(self.c.out_db)
-                self.lake.write(db, table, data, txn=(self.app_id, batch_id))
+                # legacy: an updated window's row replaces the window's earlier row, whatever its
+                # composite key (TDengine's legacy engine; td-048a)
+                legacy = self.c.spec.syntax != V337
+                self.lake.write(db, table, data, txn=(self.app_id, batch_id), replace_times=legacy)
                 rep.output_rows = data.num_rows
         if self.c.spec.trigger.get("type") == "sliding" and results.num_rows:
             on_time = [

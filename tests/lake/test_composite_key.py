@@ -217,6 +217,28 @@ def test_legacy_stream_over_a_composite_key_source_counts_every_row(tmp_path: Pa
     assert sorted(env.rows("select _c0, n, total from res")) == sorted(want) == [[T0, 2, 11], [T0, 3, 6]]
 
 
+def test_legacy_at_once_window_update_replaces_its_row_whatever_the_key(tmp_path: Path) -> None:
+    """td-048a: count(*) is the output's composite key; when a window's count goes from 1 to 2
+    the legacy engine replaces the window's row (one row per window), not adds one."""
+    env = Env(tmp_path)
+    env.ex.execute("create table src (ts timestamp, a int, b int)")
+    env.stream(
+        "create stream s trigger at_once ignore expired 0 ignore update 0 into res (ws, n composite key, mb) "
+        "as select _wstart, count(*), max(b) from src interval(1s)"
+    )
+    base = 1_648_791_210_000
+    rows = [(0, 1, 2), (1, 4, 2), (10_000, 2, 2), (20_000, 3, 2), (30_000, 4, 2), (40_000, 4, 7)]
+    env.write(f"insert into src values ({base}, 1, 2)")
+    assert env.rows("select ws, n, mb from res") == [[base, 1, 2]]
+    env.write(*(f"insert into src values ({base + ms}, {a}, {b})" for ms, a, b in rows[1:]))
+    df = pd.DataFrame(rows, columns=["ms", "a", "b"])
+    df["w"] = base + df["ms"] // 1000 * 1000
+    per = df.groupby("w").agg(n=("a", "size"), mb=("b", "max")).reset_index()
+    want = [[int(w), int(n), int(mb)] for w, n, mb in per.itertuples(index=False)]
+    assert env.rows("select ws, n, mb from res") == want and len(want) == 5
+    assert want[0] == [base, 2, 2]
+
+
 def test_legacy_state_event_count_windows_over_a_composite_key_source_are_refused(tmp_path: Path) -> None:
     env = Env(tmp_path)
     for window in ("state_window(v)", "event_window start with v > 1 end with v < 1", "count_window(2)"):
