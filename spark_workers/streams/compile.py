@@ -30,6 +30,7 @@ from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.stream import TEN_YEARS_MS, StreamRules
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
+from spark_workers.lake.keys import key_column
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
@@ -154,7 +155,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     _name_output_columns(spec, columns, sql)
     normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
     tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
-    rules = _stream_rules(spec, plan.shape, src.db.precision)
+    rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
     o = spec.options
     return CompiledStream(
         spec,
@@ -278,9 +279,12 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
         seen.add(c.name.lower())
 
 
-def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> StreamRules:
+def _stream_rules(
+    spec: StreamSpec, shape: WindowShape, precision: str, *, key_ties: bool = False
+) -> StreamRules:
     """The engine's StreamRules from the stream's options (durations in ``precision`` units) and
-    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN))."""
+    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN)); ``key_ties`` when the
+    source has a composite key."""
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
@@ -300,6 +304,7 @@ def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> Strea
         processing_time=not o.event_time,
         late_by_watermark=shape.ekuiper,
         recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
+        key_ties_late=key_ties,
     )
 
 

@@ -198,6 +198,22 @@ def test_interval_stream_over_a_composite_key_source_counts_every_row(tmp_path: 
     assert env.rows("select * from res") == want == [[T0, 4, 10], [T0 + 10_000, 2, 11]]
 
 
+def test_count_window_stream_segments_rows_of_one_timestamp_in_key_order(tmp_path: Path) -> None:
+    """A row written later at the time of the latest row with a smaller key sorts before it
+    (TDengine reads (ts, key)): the count windows are cut again in that order."""
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s count_window(2) from t stream_options(watermark(10s)) into res (ws, n, total) "
+        "as select _twstart, count(*), sum(v) from %%trows"
+    )
+    rows = [(0, 5, 1), (1, 2, 20), (1, 1, 10), (2, 3, 30), (3, 4, 40), (30, 6, 0)]
+    env.write(ins("t", *rows[:2]), ins("t", *rows[2:]))
+    ordered = expected(rows)  # (ts, key) order: values 1 10 20 30 40 0
+    # windows of two rows; final once the watermark (30 s - 10 s) passes their last row
+    want = [[ordered[i][0], 2, ordered[i][2] + ordered[i + 1][2]] for i in (0, 2)]
+    assert env.rows("select ws, n, total from res") == want == [[T0, 2, 11], [T0 + 1000, 2, 50]]
+
+
 def test_legacy_stream_over_a_composite_key_source_counts_every_row(tmp_path: Path) -> None:
     env = Env(tmp_path)
     env.stream(
