@@ -45,6 +45,7 @@ from spark_workers.streams.compile import (
     ensure_output_table,
     group_id,
     notification_window_kind,
+    tag_pairs,
 )
 from spark_workers.streams.spec import V337
 
@@ -463,12 +464,13 @@ class OutputSink:
         db = self.lake.catalog.require_database(self.c.out_db)
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
-        for tp, tag in zip(self.c.tags, stable.tags, strict=False):
-            v = (
-                gid
-                if tp.group_index is None
-                else (values[tp.group_index] if tp.group_index < len(values) else None)
-            )
+        for tp, tag in tag_pairs(self.c.tags, stable.tags):
+            v: Any = None  # a tag the stream does not fill (existing supertable)
+            idx = None if tp is None else tp.group_index
+            if tp is not None and idx is None:
+                v = gid
+            elif idx is not None and idx < len(values):
+                v = values[idx]
             if isinstance(v, int) and tag.type.name == "TIMESTAMP":
                 v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
             try:

@@ -154,7 +154,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         computation, columns = _computation_columns(spec, lake, src, group_types, tz)
     _name_output_columns(spec, columns, sql)
     normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
-    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql, catalog)
     rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
     o = spec.options
     return CompiledStream(
@@ -351,13 +351,32 @@ def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.Create
     return SqlError(e.message, sql=sql, offset=best, code=e.code)
 
 
-def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
+def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, catalog: Catalog) -> list[TagPlan]:
+    """The output tags: the TAGS clause's (a legacy tag written without a type takes the type of
+    the existing output supertable's tag of that name), else the groupId tag.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a tag that matches no PARTITION BY item, or an untyped tag
+            the output supertable does not have.
+    """
     assert spec.output is not None
     if not spec.output.tags:
         return [TagPlan(GROUP_ID_TAG, TdType("BIGINT", unsigned=True), None)]
     out = []
+    existing = catalog.table(spec.output.db, spec.output.table)
     for i, t in enumerate(spec.output.tags):
-        ttype = _parse_type(t.type)
+        known = existing.tag(t.name) if existing is not None and existing.kind == "super" else None
+        if t.type:
+            ttype = _parse_type(t.type)
+        elif known is not None:
+            ttype = known.type
+        else:
+            raise SqlError(
+                f"tag {t.name} has no type: TAGS ({t.name}) names a tag of an existing output "
+                f"supertable, and {spec.output.table} has no such tag",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):
@@ -408,7 +427,7 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
 
 def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     """Create the output supertable, or check an existing one (seed 000 "Writing to an existing
-    supertable"); returns True when created.
+    supertable"; tags as :func:`tag_pairs` fills them); returns True when created.
 
     Raises:
         SqlError: the existing table is not a supertable, or its columns/tags do not fit.
@@ -452,10 +471,23 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
                 code=Code.INVALID_COLUMN,
             )
     if len(existing.tags) != len(tags):
-        raise SqlError(
-            f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
-            f"defines {len(tags)}",
-            sql=sql,
-            code=Code.COLUMN_COUNT_MISMATCH,
-        )
+        known = {t.name.lower() for t in existing.tags}
+        stray = [t.name for t in c.tags if t.name.lower() not in known and t.name != GROUP_ID_TAG]
+        if stray:
+            raise SqlError(
+                f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
+                f"defines {len(tags)}, and it has no tag {stray[0]}: name the supertable's tags",
+                sql=sql,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
     return False
+
+
+def tag_pairs(plans: list[TagPlan], tags: tuple[Column, ...]) -> list[tuple[TagPlan | None, Column]]:
+    """Which tag plan fills each tag of the output supertable: by position when the stream defines
+    as many tags as the supertable has, else by name — an existing supertable's tags the stream
+    does not name are NULL (its default groupId tag then goes unused)."""
+    if len(plans) == len(tags):
+        return list(zip(plans, tags, strict=True))
+    by_name = {p.name.lower(): p for p in plans}
+    return [(by_name.get(t.name.lower()), t) for t in tags]

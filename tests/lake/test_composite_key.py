@@ -255,6 +255,37 @@ def test_legacy_at_once_window_update_replaces_its_row_whatever_the_key(tmp_path
     assert want[0] == [base, 2, 2]
 
 
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_td048a_precreated_composite_key_supertable_keeps_one_row_per_window(
+    tmp_path: Path, partitioned: bool
+) -> None:
+    """td-048a as a test: a pre-created output supertable whose second column is a COMPOSITE KEY
+    and which has more tags than the stream fills (its tags by name, ``TAGS (ta)`` without a type,
+    the others NULL)."""
+    env = Env(tmp_path)
+    env.ex.execute(
+        "create stable src (ts timestamp, a int, b int, c int, d double) "
+        "tags (ta varchar(100), tb int, tc int); create table t1 using src tags ('aa', 1, 2);"
+        "create table out (ts timestamp, a int composite key, b bigint) "
+        "tags (ta varchar(100), tb int, tc int)"
+    )
+    env.stream(
+        "create stream s2 trigger at_once ignore expired 0 ignore update 0 into out tags(ta) as "
+        "select _wstart, count(*) c1, max(b) from src partition by tbname ta interval(1s)"
+        if partitioned
+        else "create stream s0 trigger at_once ignore expired 0 ignore update 0 into out as "
+        "select _wstart, count(*) c1, max(b) from t1 interval(1s)"
+    )
+    base = 1_648_791_210_000
+    rows = [(0, 1, 2), (1, 4, 2), (10_000, 2, 2), (20_000, 3, 2), (30_000, 4, 2), (40_000, 4, 2)]
+    env.write(*(f"insert into t1 values({base + ms}, {a}, {b}, 3, 1.0)" for ms, a, b in rows))
+    df = pd.DataFrame(rows, columns=["ms", "a", "b"])
+    per = df.groupby(base + df["ms"] // 1000 * 1000).agg(n=("a", "size"), mb=("b", "max"))
+    tag = "t1" if partitioned else None  # PARTITION BY tbname ta fills tag ta; tb, tc stay NULL
+    want = [[int(w), int(n), int(mb), tag, None, None] for w, (n, mb) in per.iterrows()]
+    assert env.rows("select * from out") == want and len(want) == 5 and want[0][1] == 2
+
+
 def test_legacy_state_event_count_windows_over_a_composite_key_source_are_refused(tmp_path: Path) -> None:
     env = Env(tmp_path)
     for window in ("state_window(v)", "event_window start with v > 1 end with v < 1", "count_window(2)"):
