@@ -233,6 +233,23 @@ def test_legacy_stream_over_a_composite_key_source_counts_every_row(tmp_path: Pa
     assert sorted(env.rows("select _c0, n, total from res")) == sorted(want) == [[T0, 2, 11], [T0, 3, 6]]
 
 
+def test_delete_of_one_timestamp_takes_every_key_out_of_a_stream_window(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s trigger at_once into res as "
+        "select _wstart, count(*) n, sum(v) total from t interval(10s)"
+    )
+    rows = [(0, 1, 1), (0, 2, 2), (0, 3, 3), (5, 1, 4), (12, 1, 5)]
+    env.write(ins("t", *rows))
+    assert env.rows("select _c0, n, total from res") == [[T0, 4, 10], [T0 + 10_000, 1, 5]]
+    env.write(f"delete from t where ts = {T0}")
+    left = [r for r in rows if r[0] != 0]  # every key at T0 goes
+    df = pd.DataFrame(left, columns=["s", "k", "v"])
+    per = df.groupby(df["s"] // 10 * 10)["v"].agg(["size", "sum"])
+    want = [[T0 + int(w) * 1000, int(n), int(t)] for w, (n, t) in per.iterrows()]
+    assert env.rows("select _c0, n, total from res") == want == [[T0, 1, 4], [T0 + 10_000, 1, 5]]
+
+
 def test_legacy_at_once_window_update_replaces_its_row_whatever_the_key(tmp_path: Path) -> None:
     """td-048a: count(*) is the output's composite key; when a window's count goes from 1 to 2
     the legacy engine replaces the window's row (one row per window), not adds one."""
