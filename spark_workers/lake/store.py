@@ -3,7 +3,7 @@
 Layout: one Delta table per supertable (all its subtables' rows, with a ``tbname`` column) and per
 normal table, at ``<lake>/<db>/<table>``; partitioned by ``_bucket = floor(ts / DURATION)`` (the
 database's DURATION option, TDengine's "time span of one data file"), never by ``tbname``; rows
-of each write sorted by (tbname, ts). The change data feed is on.
+of each write sorted by the row key. The change data feed is on.
 
 Row key (seed 000: "a later write of the same key overwrites"): ``(tbname, ts)``, or
 ``(tbname, ts, key)`` for a table whose second column is a composite key (``PRIMARY KEY`` /
