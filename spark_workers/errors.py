@@ -26,6 +26,7 @@ class Code:
     DB_NOT_SPECIFIED = 0x2616
     INVALID_WINDOW = 0x2618
     INVALID_STREAM_QUERY = 0x2640
+    PRIMARY_KEY_IS_NULL = 0x267B  # TSDB_CODE_PAR_PRIMARY_KEY_IS_NULL "Primary key column should not be null"
     # SQL sandbox and limits (spark_workers/sql/sandbox.py, limits.py)
     INVALID_FUNCTION_NAME = 0x264D  # TSDB_CODE_PAR_INVALID_FUNCTION_NAME "Invalid function name"
     TIMEOUT = 0x012C  # TSDB_CODE_TIMEOUT_ERROR "Operation timeout"

@@ -692,7 +692,7 @@ class SegmentEngine:
         if r.late_by_watermark:
             # eKuiper: a row older than the watermark when it arrives is dropped (ek-009, ek-011)
             expired = new & (prev != I64_MIN) & (ts < prev - r.watermark)
-        late = new & ~expired & (ts < grp.last_ts)
+        late = new & ~expired & ((ts < grp.last_ts) | (r.key_ties_late & (ts == grp.last_ts)))
         if self.spec.kind == "session":
             done = [w for w in grp.windows if w.final]
             if done and done[-1].close_time is not None:

@@ -74,6 +74,9 @@ class StreamRules:
             it arrives is dropped, whatever its window (ek-009, ek-011).
         recalc_every: CONTINUOUS_WINDOW_CLOSE's RECALCULATE period (processing time; 60 min by
             default, seed 000).
+        key_ties_late: the source has a composite key (``lake/keys.py``): a row at the time of
+            the group's latest segmented row may sort before it (a smaller key), so data-defined
+            windows treat it as out of order and re-segment from the lake, in (ts, key) order.
     """
 
     mode: str = "WINDOW_CLOSE"
@@ -88,6 +91,7 @@ class StreamRules:
     processing_time: bool = False
     late_by_watermark: bool = False
     recalc_every: int = 3_600_000
+    key_ties_late: bool = False
 
     @property
     def clock_driven(self) -> bool:

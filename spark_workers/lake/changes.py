@@ -8,6 +8,8 @@ and reads changes after S. Rows come out in the logical schema (column and tag n
 TIMESTAMP as ``timestamp[us, UTC]``) plus ``_ct`` change kind, ``_cv`` commit version, ``_seq``
 arrival order, ``_hist``, ``_bv`` (the version the batch ends at) and ``_at``, the arrival time:
 the commit time of the row's version in epoch milliseconds (processing-time streams window by it).
+A table with a composite key delivers every row: two rows with the same timestamp and different
+keys are two inserts (history in (ts, tbname, key) order; changes in commit order).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyarrow.compute as pc
 
 from spark_workers.engine.rows import CHANGE_CODES, INSERT
 from spark_workers.lake.catalog import Database
+from spark_workers.lake.keys import row_key
 from spark_workers.lake.store import Lake
 from spark_workers.tdtypes import TdType
 
@@ -80,8 +83,9 @@ class ChangeReader:
             buckets=(b_lo, b_hi),
             tbnames=[self.tbname] if self.tbname else None,
         )
-        if t.num_rows:
-            t = t.sort_by([(self.storage.columns[0].physical, "ascending"), ("tbname", "ascending")])
+        if t.num_rows:  # time order; rows of one subtable at one time by their composite key
+            keys = [(k, "ascending") for k in row_key(self.storage)]
+            t = t.sort_by([keys[0], ("tbname", "ascending"), *keys[1:]])
         n = t.num_rows
         at = self.lake.commit_time_ms(self.db.name, self.storage.name, version) if n else 0
         meta = {

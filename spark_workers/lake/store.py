@@ -3,12 +3,16 @@
 Layout: one Delta table per supertable (all its subtables' rows, with a ``tbname`` column) and per
 normal table, at ``<lake>/<db>/<table>``; partitioned by ``_bucket = floor(ts / DURATION)`` (the
 database's DURATION option, TDengine's "time span of one data file"), never by ``tbname``; rows
-of each write sorted by (tbname, ts). The change data feed is on.
+of each write sorted by the row key. The change data feed is on.
 
-Row key (seed 000: "a later write of the same key overwrites"): ``(tbname, ts)``. A write whose
-rows are all later than every stored row of their partitions is a plain append; otherwise it is a
-MERGE that updates rows whose values changed (identical re-writes change nothing, so the change
-feed shows no update) and inserts the rest. Deletes are by time range and optional tbnames.
+Row key (seed 000: "a later write of the same key overwrites"): ``(tbname, ts)``, or
+``(tbname, ts, key)`` for a table whose second column is a composite key (``PRIMARY KEY`` /
+``COMPOSITE KEY``, TDengine 3.3+, :func:`key_column`): two rows with the same timestamp and
+different keys are two rows. A write whose rows are all later than every stored row of their
+partitions is a plain append; otherwise it is a MERGE that updates rows whose values changed
+(identical re-writes change nothing, so the change feed shows no update) and inserts the rest.
+Deletes are by time range and optional tbnames: every key at a deleted timestamp goes (TDengine
+deletes by time range only). Reads come sorted by the row key.
 
 At this module's boundary, timestamps are int64 epoch values in the database precision ("engine
 form"); in storage they are ``timestamp[us, UTC]`` (int64 ns for ns databases).
@@ -34,8 +38,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from spark_workers.errors import LakeError
+from spark_workers.errors import Code, LakeError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
+from spark_workers.lake.keys import key_column, row_key
 from spark_workers.lake.names import storage_key
 
 log = logging.getLogger(__name__)
@@ -120,9 +125,10 @@ def to_engine(data: pa.Table, db: Database, columns: tuple[Column, ...]) -> pa.T
     return pa.Table.from_arrays(out_cols, names=names)
 
 
-def dedupe_last(data: pa.Table, ts_name: str) -> pa.Table:
-    """Keep the last row of each (tbname, ts) in input order (a later write overwrites), sorted by
-    (tbname, ts). O(n log n)."""
+def dedupe_last(data: pa.Table, ts_name: str, key_name: str | None = None) -> pa.Table:
+    """Keep the last row of each (tbname, ts[, key]) in input order (a later write overwrites),
+    sorted by (tbname, ts[, key]). ``key_name`` is the composite key column (no NULLs).
+    O(n log n)."""
     n = data.num_rows
     if n <= 1:
         return data
@@ -135,10 +141,19 @@ def dedupe_last(data: pa.Table, ts_name: str) -> pa.Table:
     codes = rank[codes]
     ts = data.column(ts_name).cast(pa.int64()).to_numpy(zero_copy_only=False)
     idx = np.arange(n)
-    order = np.lexsort((idx, ts, codes))
-    c_s, t_s = codes[order], ts[order]
+    if key_name is None:
+        order = np.lexsort((idx, ts, codes))
+        c_s, t_s = codes[order], ts[order]
+        last = np.ones(n, dtype=bool)
+        last[:-1] = (c_s[1:] != c_s[:-1]) | (t_s[1:] != t_s[:-1])
+        return data.take(pa.array(order[last]))
+    # dense ranks keep the key's own order (integers numerically, strings by their bytes)
+    krank = pc.rank(data.column(key_name).combine_chunks(), sort_keys="ascending", tiebreaker="dense")
+    k = krank.to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.lexsort((idx, k, ts, codes))
+    c_s, t_s, k_s = codes[order], ts[order], k[order]
     last = np.ones(n, dtype=bool)
-    last[:-1] = (c_s[1:] != c_s[:-1]) | (t_s[1:] != t_s[:-1])
+    last[:-1] = (c_s[1:] != c_s[:-1]) | (t_s[1:] != t_s[:-1]) | (k_s[1:] != k_s[:-1])
     return data.take(pa.array(order[last]))
 
 
@@ -317,9 +332,16 @@ class Lake:
 
     # ------------------------------------------------------------------ writes
     def write(
-        self, db: Database, table: Table, data: pa.Table, *, txn: tuple[str, int] | None = None
+        self,
+        db: Database,
+        table: Table,
+        data: pa.Table,
+        *,
+        txn: tuple[str, int] | None = None,
+        replace_times: bool = False,
     ) -> WriteResult:
-        """Upsert rows into a data table under the (tbname, ts) row key.
+        """Upsert rows into a data table under its row key: (tbname, ts), or (tbname, ts, key)
+        when the table has a composite key column (module docstring).
 
         Args:
             db: the database (precision, duration).
@@ -329,18 +351,28 @@ class Lake:
             txn: optional ``(app_id, version)`` recorded atomically with the commit (Delta
                 ``txn`` action); a write whose app version is not newer than the recorded one is
                 skipped (idempotent streaming writes).
+            replace_times: with a composite key, the rows of ``data`` replace every stored row of
+                their (tbname, ts), whatever its key, in the same commit (a legacy stream's
+                updated window replaces its result row even when the key column changed).
 
         Returns:
             WriteResult with the new Delta version.
 
         Raises:
-            LakeError: the write failed; nothing was committed.
+            LakeError: the write failed, or a row's composite key is NULL (TDengine: "Primary key
+                column should not be null"); nothing was committed.
         """
         if data.num_rows == 0:
             return WriteResult(None, 0, "noop")
         data = self._complete(db, table, data)
         ts_name = table.columns[0].physical
-        data = dedupe_last(data, ts_name)
+        key = key_column(table)
+        if key is not None and data.column(key.physical).null_count:
+            raise LakeError(
+                f"the composite key column {key.name} of {table.name} cannot be NULL",
+                code=Code.PRIMARY_KEY_IS_NULL,
+            )
+        data = dedupe_last(data, ts_name, key.physical if key is not None else None)
         stored = to_storage(data, db, table.columns)
         commit = None
         with self._write_lock(db.name, table.name):
@@ -357,35 +389,93 @@ class Lake:
                     )
                     dt.update_incremental()
                     return WriteResult(dt.version(), stored.num_rows, "append", inserted=stored.num_rows)
-                changed = (
-                    " OR ".join(
-                        f'(t."{c.physical}" IS DISTINCT FROM s."{c.physical}")' for c in table.columns[1:]
-                    )
-                    or "FALSE"
-                )
-                metrics = (
-                    dt.merge(
-                        stored,
-                        predicate=(
-                            f't._bucket = s._bucket AND t.tbname = s.tbname AND t."{ts_name}" = s."{ts_name}"'
-                        ),
-                        source_alias="s",
-                        target_alias="t",
-                        commit_properties=commit,
-                    )
-                    .when_matched_update_all(predicate=changed)
-                    .when_not_matched_insert_all()
-                    .execute()
-                )
+                stale = self._stale_keys(db, table, data) if replace_times else None
+                metrics = self._merge(dt, stored, table, commit, stale)
+            except LakeError:
+                raise
             except Exception as e:  # delta-rs raises its own error types; their text stays in the log
                 log.exception("write to %s.%s failed", db.name, table.name)
                 raise LakeError(f"write to {db.name}.{table.name} failed; nothing was written") from e
             dt.update_incremental()
             ins = int(metrics.get("num_target_rows_inserted", 0))
             upd = int(metrics.get("num_target_rows_updated", 0))
-            if ins == 0 and upd == 0 and txn is None:
+            dele = int(metrics.get("num_target_rows_deleted", 0))
+            if ins == 0 and upd == 0 and dele == 0 and txn is None:
                 return WriteResult(None, stored.num_rows, "noop")
-            return WriteResult(dt.version(), stored.num_rows, "merge", inserted=ins, updated=upd)
+            return WriteResult(
+                dt.version(), stored.num_rows, "merge", inserted=ins, updated=upd, deleted=dele
+            )
+
+    def _merge(
+        self,
+        dt: DeltaTable,
+        stored: pa.Table,
+        table: Table,
+        commit: CommitProperties | None,
+        stale: pa.Table | None,
+    ) -> dict[str, Any]:
+        """MERGE storage-form rows under the row key: changed rows updated, new rows inserted;
+        ``stale`` rows (storage form, same schema) are deleted in the same commit. Returns
+        delta-rs's metrics."""
+        changed = (
+            " OR ".join(f'(t."{c.physical}" IS DISTINCT FROM s."{c.physical}")' for c in table.columns[1:])
+            or "FALSE"
+        )
+        on = " AND ".join(f't."{k}" = s."{k}"' for k in row_key(table))
+        source = stored
+        if stale is not None and stale.num_rows:
+            # tombstones travel in the source, marked, so the replacement is one commit
+            source = pa.concat_tables([stored, stale]).append_column(
+                "_del", pa.array([False] * stored.num_rows + [True] * stale.num_rows)
+            )
+        merger = dt.merge(
+            source,
+            predicate=f"t._bucket = s._bucket AND t.tbname = s.tbname AND {on}",
+            source_alias="s",
+            target_alias="t",
+            commit_properties=commit,
+        )
+        if source is stored:
+            merger = merger.when_matched_update_all(predicate=changed).when_not_matched_insert_all()
+        else:
+            merger = (
+                merger.when_matched_delete(predicate="s._del")
+                .when_matched_update_all(predicate=f"NOT s._del AND ({changed})", except_cols=["_del"])
+                .when_not_matched_insert_all(predicate="NOT s._del", except_cols=["_del"])
+            )
+        return dict(merger.execute())
+
+    def _stale_keys(self, db: Database, table: Table, data: pa.Table) -> pa.Table | None:
+        """Storage-form rows of ``table`` at a (tbname, ts) of ``data`` (engine form) whose
+        composite key ``data`` does not hold: what a replacing write deletes. None without a
+        composite key."""
+        key = key_column(table)
+        if key is None:
+            return None
+        ts_name = table.columns[0].physical
+        ts = data.column(ts_name)
+        tbnames = pc.unique(data.column("tbname")).to_pylist()
+        current = self.read(
+            db,
+            table,
+            tbnames=tbnames,
+            ts_min=int(pc.min(ts).as_py()),
+            ts_max=int(pc.max(ts).as_py()),
+            columns=[ts_name, key.physical],
+        )
+        if current.num_rows == 0:
+            return None
+        written = data.select(["tbname", ts_name, key.physical])
+        current = current.select(["tbname", ts_name, key.physical]).cast(written.schema)
+        at_times = current.join(
+            written.select(["tbname", ts_name]).group_by(["tbname", ts_name]).aggregate([]),
+            keys=["tbname", ts_name],
+            join_type="left semi",
+        )
+        stale = at_times.join(written, keys=["tbname", ts_name, key.physical], join_type="left anti")
+        if stale.num_rows == 0:
+            return None
+        return to_storage(self._complete(db, table, stale), db, table.columns)
 
     def _complete(self, db: Database, table: Table, data: pa.Table) -> pa.Table:
         """Add missing columns as NULLs and order columns as stored."""
@@ -432,7 +522,8 @@ class Lake:
         tbnames: list[str] | None = None,
     ) -> WriteResult:
         """Delete rows with ``ts_min <= ts <= ts_max`` (inclusive, precision units; None = open)
-        of the given tbnames (None = all) from a data table."""
+        of the given tbnames (None = all) from a data table; with a composite key, every key at
+        those timestamps (TDengine deletes by time range only, never by key)."""
         ts_name = table.columns[0].physical
         conds = []
         bucket_len = db.duration.in_precision(db.precision)
@@ -518,7 +609,7 @@ class Lake:
         buckets: tuple[int, int] | None = None,
     ) -> pa.Table:
         """Rows of a snapshot in engine form, filtered by tbnames, inclusive ts bounds and an
-        inclusive ``_bucket`` range, sorted by (tbname, ts)."""
+        inclusive ``_bucket`` range, sorted by (tbname, ts[, composite key])."""
         _, ds = self.dataset(db, table, version)
         ts_name = table.columns[0].physical
         flt = None
@@ -546,7 +637,8 @@ class Lake:
             )
         t = to_engine(t, db, table.columns)
         if t.num_rows:
-            t = t.sort_by([("tbname", "ascending"), (ts_name, "ascending")])
+            keys = [k for k in row_key(table) if k in t.column_names]
+            t = t.sort_by([("tbname", "ascending"), *[(k, "ascending") for k in keys]])
         return t
 
     @staticmethod

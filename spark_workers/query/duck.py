@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from spark_workers import limits as sql_limits
 from spark_workers.errors import Code, SqlError
+from spark_workers.lake.keys import key_column, row_key
 from spark_workers.lake.store import Lake, storage_schema
 from spark_workers.query.planner import Source
 
@@ -283,7 +284,8 @@ class DuckSession:
         ts_range: tuple[int, int] | None = None,
         tbnames: list[str] | None = None,
     ) -> str:
-        """A view of a table reference with logical names; returns the view name.
+        """A view of a table reference with logical names; returns the view name. A table with a
+        composite key is ordered by (tbname, ts, key) (``lake/keys.py``).
 
         Args:
             src: the resolved table.
@@ -328,8 +330,15 @@ class DuckSession:
             bucket = db.duration.in_precision(db.precision)
             conds.append(f"d._bucket >= {ts_range[0] // bucket} AND d._bucket <= {ts_range[1] // bucket}")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
+        # a table with a composite key is read in its row-key order (TDengine: (ts, key) per
+        # table), so data-defined windows see rows of one timestamp in key order
+        order = ""
+        if key_column(storage) is not None:
+            order = " ORDER BY d.tbname, " + ", ".join(f"d.{quote(k)}" for k in row_key(storage))
         view = self._name("v")
-        self.con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(parts)} FROM {data} d{join}{where}")
+        self.con.execute(
+            f"CREATE TEMP VIEW {view} AS SELECT {', '.join(parts)} FROM {data} d{join}{where}{order}"
+        )
         return view
 
     def query(self, sql: str, cap: ResultCap | None = None) -> pa.Table:

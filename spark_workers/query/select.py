@@ -25,6 +25,7 @@ from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
+from spark_workers.lake.keys import key_column
 from spark_workers.limits import active_budget, statement_budget
 from spark_workers.query.context import QueryContext, is_system
 from spark_workers.query.duck import DuckSession, ResultCap, quote
@@ -151,7 +152,8 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
-    """TDengine returns table scans in (tbname, timestamp) order; so do we when no ORDER BY."""
+    """TDengine returns table scans in (tbname, timestamp[, composite key]) order; so do we when
+    no ORDER BY."""
     if (
         not isinstance(sel, exp.Select)
         or sel.args.get("order")
@@ -168,6 +170,9 @@ def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
     if src.table.kind == "super":
         keys.append(exp.Ordered(this=exp.column("tbname", quoted=True)))
     keys.append(exp.Ordered(this=exp.column(src.table.columns[0].name, quoted=True)))
+    key = key_column(src.storage)
+    if key is not None:
+        keys.append(exp.Ordered(this=exp.column(key.name, quoted=True)))
     sel.set("order", exp.Order(expressions=keys))
 
 

@@ -5,7 +5,9 @@ For micro-batch ``batch_id`` of a stream:
 1. stage 3 (DuckDB) turns window results into output rows: the select list, with ``_wstart``
    in front when the query's first column is not a timestamp;
 2. output rows are upserted into the output supertable, one subtable per group (created with its
-   tag values on first sight), in one Delta commit that records ``(stream, batch_id)`` as a Delta
+   tag values on first sight), under its row key ((ts) or (ts, composite key), rows with a NULL
+   composite key discarded; a legacy stream's window row replaces the window's earlier row
+   whatever its key), in one Delta commit that records ``(stream, batch_id)`` as a Delta
    ``txn``: a replayed batch is skipped, so a restart never duplicates a window;
 3. windows left without rows are deleted from the output;
 4. window events become notification messages (ids stable per batch) sent to every URL;
@@ -27,6 +29,7 @@ import structlog
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
 from spark_workers.lake.catalog import Table
+from spark_workers.lake.keys import key_column
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
@@ -42,7 +45,9 @@ from spark_workers.streams.compile import (
     ensure_output_table,
     group_id,
     notification_window_kind,
+    tag_pairs,
 )
+from spark_workers.streams.spec import V337
 
 
 @dataclass
@@ -71,6 +76,16 @@ class BatchReport:
         d = dict(self.__dict__)
         d.update(d.pop("extra"))
         return d
+
+
+def without_null_keys(data: pa.Table, table: Table) -> pa.Table:
+    """Output rows without those whose composite key is NULL: like a NULL first column (seed 002
+    "If a NULL value appears during execution, the corresponding computation result will be
+    discarded"), a row without its key cannot be written (``lake/keys.py``)."""
+    key = key_column(table)
+    if key is None or key.physical not in data.column_names or not data.column(key.physical).null_count:
+        return data
+    return data.filter(pc.is_valid(data.column(key.physical)))
 
 
 class OutputSink:
@@ -138,9 +153,14 @@ class OutputSink:
                 rep.output_rows = data.num_rows
         elif results.num_rows and table is not None:
             data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0)
+            if data is not None:
+                data = without_null_keys(data, table)
             if data is not None and data.num_rows:
                 db = self.lake.catalog.require_database(self.c.out_db)
-                self.lake.write(db, table, data, txn=(self.app_id, batch_id))
+                # legacy: an updated window's row replaces the window's earlier row, whatever its
+                # composite key (TDengine's legacy engine; td-048a)
+                legacy = self.c.spec.syntax != V337
+                self.lake.write(db, table, data, txn=(self.app_id, batch_id), replace_times=legacy)
                 rep.output_rows = data.num_rows
         if self.c.spec.trigger.get("type") == "sliding" and results.num_rows:
             on_time = [
@@ -372,7 +392,7 @@ class OutputSink:
             elif pa.types.is_null(arr.type):
                 arr = pa.nulls(len(arr), phys.type.arrow(self.precision))
             cols[phys.physical] = arr
-        return pa.table(cols), out_rows
+        return without_null_keys(pa.table(cols), table), out_rows
 
     @property
     def writes_output(self) -> bool:
@@ -444,12 +464,13 @@ class OutputSink:
         db = self.lake.catalog.require_database(self.c.out_db)
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
-        for tp, tag in zip(self.c.tags, stable.tags, strict=False):
-            v = (
-                gid
-                if tp.group_index is None
-                else (values[tp.group_index] if tp.group_index < len(values) else None)
-            )
+        for tp, tag in tag_pairs(self.c.tags, stable.tags):
+            v: Any = None  # a tag the stream does not fill (existing supertable)
+            idx = None if tp is None else tp.group_index
+            if tp is not None and idx is None:
+                v = gid
+            elif idx is not None and idx < len(values):
+                v = values[idx]
             if isinstance(v, int) and tag.type.name == "TIMESTAMP":
                 v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
             try:

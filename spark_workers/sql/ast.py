@@ -360,10 +360,12 @@ class OutputColumn:
 
 @dataclass
 class OutputTagDef:
-    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr."""
+    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr, and
+    a legacy ``TAGS (name, ...)`` without a type names a tag of an existing output supertable
+    (``type`` None)."""
 
     name: str
-    type: TdType
+    type: TdType | None
     expr: exp.Expr | None = None
     comment: str | None = None
     span: Span | None = None

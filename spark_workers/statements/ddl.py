@@ -15,6 +15,7 @@ from spark_workers.access import WRITE
 from spark_workers.duration import PRECISIONS, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Column, Table, physical_names
+from spark_workers.lake.keys import check_composite_key
 from spark_workers.lake.names import check_name
 from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
@@ -116,8 +117,8 @@ def columns(ex: Session, defs: list[ast.ColumnDef], sql: str, *, tags: bool = Fa
                 offset=d.span.start if d.span else None,
                 code=Code.INVALID_COLUMN,
             )
-        if not tags and i > 0 and d.type.name == "TIMESTAMP" and d.composite_key:
-            raise SqlError("a composite key column cannot be a TIMESTAMP", sql=sql, code=Code.INVALID_COLUMN)
+        if d.composite_key:
+            check_composite_key(d.name, d.type, i, sql=sql, offset=d.span.start if d.span else None, tag=tags)
     phys = (
         physical_names(names)
         if not tags

@@ -15,6 +15,7 @@ from sqlglot import exp
 from spark_workers.access import WRITE
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Column, Database, Table
+from spark_workers.lake.keys import key_column
 from spark_workers.lake.store import engine_schema
 from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
@@ -109,6 +110,13 @@ def _insert_columns(table: Table, names: list[str] | None, sql: str) -> list[Col
             sql=sql,
             code=Code.INVALID_COLUMN,
         )
+    key = key_column(table)
+    if key is not None and key not in picked:
+        raise SqlError(
+            f"the composite key column {key.name} must be written (it is part of the row key)",
+            sql=sql,
+            code=Code.PRIMARY_KEY_IS_NULL,
+        )
     return picked
 
 
@@ -124,6 +132,7 @@ def _insert_rows(
     """A target's rows as column lists keyed by physical name, plus ``tbname``: each value
     converted to its column's type, the timestamp never NULL (errors positioned at the value)."""
     data: dict[str, list[Any]] = {"tbname": []}
+    key = key_column(table)
     for c in cols:
         data[c.physical] = []
     for r, row in enumerate(target.rows):
@@ -152,6 +161,13 @@ def _insert_rows(
                     sql=sql,
                     offset=spans[i].start if i < len(spans) else None,
                     code=Code.WRONG_VALUE_TYPE,
+                )
+            if v is None and c == key:
+                raise SqlError(
+                    f"the composite key column {c.name} cannot be NULL",
+                    sql=sql,
+                    offset=spans[i].start if i < len(spans) else None,
+                    code=Code.PRIMARY_KEY_IS_NULL,
                 )
             data[c.physical].append(v)
         data["tbname"].append(table.name)

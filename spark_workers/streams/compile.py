@@ -30,6 +30,7 @@ from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.stream import TEN_YEARS_MS, StreamRules
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
+from spark_workers.lake.keys import key_column
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
@@ -58,11 +59,14 @@ MAX_CONVERTIBLE_LENGTH = 4096
 @dataclass
 class OutputColumnPlan:
     """One output column: its name in the output table, type, and index in the stage-3 result
-    (-1 for the ``_wstart`` column added in front)."""
+    (-1 for the ``_wstart`` column added in front); ``composite_key`` when the output column list
+    declares it ``COMPOSITE KEY`` (seed 002 "Stream Processing Output": the second column, a key
+    with the first)."""
 
     name: str
     type: TdType
     source: int
+    composite_key: bool = False
 
 
 @dataclass
@@ -150,8 +154,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         computation, columns = _computation_columns(spec, lake, src, group_types, tz)
     _name_output_columns(spec, columns, sql)
     normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
-    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
-    rules = _stream_rules(spec, plan.shape, src.db.precision)
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql, catalog)
+    rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
     o = spec.options
     return CompiledStream(
         spec,
@@ -261,8 +265,9 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
                 sql=spec.sql or sql,
                 code=Code.COLUMN_COUNT_MISMATCH,
             )
-        for c, n in zip(columns, names, strict=True):
+        for c, n, oc in zip(columns, names, spec.output.columns, strict=True):
             c.name = n
+            c.composite_key = bool(oc.get("composite_key"))
     seen: set[str] = set()
     for c in columns:
         if c.name.lower() in seen:
@@ -274,9 +279,12 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
         seen.add(c.name.lower())
 
 
-def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> StreamRules:
+def _stream_rules(
+    spec: StreamSpec, shape: WindowShape, precision: str, *, key_ties: bool = False
+) -> StreamRules:
     """The engine's StreamRules from the stream's options (durations in ``precision`` units) and
-    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN))."""
+    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN)); ``key_ties`` when the
+    source has a composite key."""
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
@@ -296,6 +304,7 @@ def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> Strea
         processing_time=not o.event_time,
         late_by_watermark=shape.ekuiper,
         recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
+        key_ties_late=key_ties,
     )
 
 
@@ -342,13 +351,32 @@ def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.Create
     return SqlError(e.message, sql=sql, offset=best, code=e.code)
 
 
-def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
+def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, catalog: Catalog) -> list[TagPlan]:
+    """The output tags: the TAGS clause's (a legacy tag written without a type takes the type of
+    the existing output supertable's tag of that name), else the groupId tag.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a tag that matches no PARTITION BY item, or an untyped tag
+            the output supertable does not have.
+    """
     assert spec.output is not None
     if not spec.output.tags:
         return [TagPlan(GROUP_ID_TAG, TdType("BIGINT", unsigned=True), None)]
     out = []
+    existing = catalog.table(spec.output.db, spec.output.table)
     for i, t in enumerate(spec.output.tags):
-        ttype = _parse_type(t.type)
+        known = existing.tag(t.name) if existing is not None and existing.kind == "super" else None
+        if t.type:
+            ttype = _parse_type(t.type)
+        elif known is not None:
+            ttype = known.type
+        else:
+            raise SqlError(
+                f"tag {t.name} has no type: TAGS ({t.name}) names a tag of an existing output "
+                f"supertable, and {spec.output.table} has no such tag",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):
@@ -386,7 +414,10 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
     """Columns and tags of the output supertable to create."""
     names = [col.name for col in c.columns]
     phys = physical_names(names)
-    cols = tuple(Column(col.name, col.type, p) for col, p in zip(c.columns, phys, strict=True))
+    cols = tuple(
+        Column(col.name, col.type, p, composite_key=col.composite_key)
+        for col, p in zip(c.columns, phys, strict=True)
+    )
     tags = tuple(
         Column(t.name, t.type, t.name.lower() if t.name.isidentifier() else f"_t{i}")
         for i, t in enumerate(c.tags)
@@ -396,7 +427,7 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
 
 def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     """Create the output supertable, or check an existing one (seed 000 "Writing to an existing
-    supertable"); returns True when created.
+    supertable"; tags as :func:`tag_pairs` fills them); returns True when created.
 
     Raises:
         SqlError: the existing table is not a supertable, or its columns/tags do not fit.
@@ -432,11 +463,31 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
                 sql=sql,
                 code=Code.WRONG_VALUE_TYPE,
             )
+        if mine.composite_key and not theirs.composite_key:  # its rows would collapse per ts
+            raise SqlError(
+                f"output column {mine.name} is declared COMPOSITE KEY but column {theirs.name} of the "
+                f"existing table {c.out_table} is not a composite key",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
+            )
     if len(existing.tags) != len(tags):
-        raise SqlError(
-            f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
-            f"defines {len(tags)}",
-            sql=sql,
-            code=Code.COLUMN_COUNT_MISMATCH,
-        )
+        known = {t.name.lower() for t in existing.tags}
+        stray = [t.name for t in c.tags if t.name.lower() not in known and t.name != GROUP_ID_TAG]
+        if stray:
+            raise SqlError(
+                f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
+                f"defines {len(tags)}, and it has no tag {stray[0]}: name the supertable's tags",
+                sql=sql,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
     return False
+
+
+def tag_pairs(plans: list[TagPlan], tags: tuple[Column, ...]) -> list[tuple[TagPlan | None, Column]]:
+    """Which tag plan fills each tag of the output supertable: by position when the stream defines
+    as many tags as the supertable has, else by name — an existing supertable's tags the stream
+    does not name are NULL (its default groupId tag then goes unused)."""
+    if len(plans) == len(tags):
+        return list(zip(plans, tags, strict=True))
+    by_name = {p.name.lower(): p for p in plans}
+    return [(by_name.get(t.name.lower()), t) for t in tags]

@@ -15,6 +15,7 @@ from spark_workers import access
 from spark_workers.access import READ, WRITE, Principal
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog
+from spark_workers.lake.keys import check_composite_key, key_column
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
 from spark_workers.sql import ast
@@ -60,6 +61,8 @@ def check_create_stream(
     - the statement's rules (seed 000/001 legacy options, seed 002 triggers, options, outputs);
     - the user's privileges: READ on what it reads, WRITE where it writes (:func:`check_stream_access`);
     - it compiles against the catalog (``compile.compile_stream``);
+    - composite keys: ``COMPOSITE KEY`` on the second output column, of a key type; no legacy
+      state, event or count window over a table with one (:func:`check_composite_keys`);
     - its output is not its own source and no other stream writes it (seed 001);
     - FILL_HISTORY computes at most 20 million windows (seed 000);
     - an existing output table fits (seed 000 "Writing to an existing supertable").
@@ -82,6 +85,7 @@ def check_create_stream(
     spec = statement_spec(s, sql, ctx.default_db, ctx.catalog)
     check_stream_access(ctx.principal, spec, ctx.catalog)
     compiled = compile_statement(s, spec, sql, ctx.lake, ctx.tz)
+    check_composite_keys(s, compiled, sql)
     _check_output(ctx, spec, compiled, sql, replacing)
     if spec.options.fill_history:
         version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
@@ -140,6 +144,40 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
         owner=ctx.principal.name,
     )
     return True
+
+
+LEGACY_NO_COMPOSITE_KEY = {"state": "STATE_WINDOW", "event": "EVENT_WINDOW", "count": "COUNT_WINDOW"}
+
+
+def check_composite_keys(s: Statement, compiled: CompiledStream, sql: str) -> None:
+    """Composite keys of a stream (``lake/keys.py``):
+
+    - ``COMPOSITE KEY`` in the output column list names the second column, whose computed type
+      is INT, INT UNSIGNED, BIGINT, BIGINT UNSIGNED or VARCHAR (seed 000 and seed 002 "Stream
+      Processing Output": "the second column is a primary key column");
+    - seed 000 "Creating Stream Computing": "For streams whose data source tables have composite
+      primary keys, state windows, event windows, and count windows are not supported" — a
+      legacy stream with one of them over such a table is refused, naming the seed.
+
+    Raises:
+        SqlError: INVALID_COLUMN at the output column; NOT_SUPPORTED at the window clause.
+    """
+    for i, oc in enumerate(s.columns or []):
+        if oc.composite_key and i < len(compiled.columns):
+            off = oc.span.start if oc.span else None
+            check_composite_key(oc.name, compiled.columns[i].type, i, sql=sql, offset=off)
+    window = LEGACY_NO_COMPOSITE_KEY.get(compiled.shape.kind)
+    key = key_column(compiled.source.storage)
+    if isinstance(s, ast.CreateStreamLegacy) and window is not None and key is not None:
+        span = getattr(s.query.window, "span", None)
+        raise SqlError(
+            f"{window} is not supported over {compiled.source.table.name}, whose column {key.name} is "
+            "a composite key: seed 000 does not support state, event and count windows in streams "
+            "whose source tables have composite primary keys",
+            sql=sql,
+            offset=span.start if span is not None else None,
+            code=Code.NOT_SUPPORTED,
+        )
 
 
 def _same_stream(a: StreamInfo, b: StreamInfo | None) -> bool:

@@ -38,6 +38,7 @@ from spark_workers.access import WRITE
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import Code, LakeError, SqlError, TdError
 from spark_workers.lake.catalog import Column, Database, Table
+from spark_workers.lake.keys import key_column
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import engine_schema
 from spark_workers.sql.values import coerce
@@ -278,6 +279,13 @@ def _map_columns(t: _Target, columns: list[str]) -> _Mapping:
         raise IngestError(
             f"the timestamp column {ts.name} must be given", code=Code.INVALID_COLUMN, column=ts.name
         )
+    key = key_column(table)
+    if key is not None and not any(c is key for _, c in picked):
+        raise IngestError(
+            f"the composite key column {key.name} must be given",
+            code=Code.PRIMARY_KEY_IS_NULL,
+            column=key.name,
+        )
     if table.kind == "super" and tbname_idx is None:
         raise IngestError(
             f"{table.name} is a supertable: give each row's subtable in a tbname column "
@@ -305,12 +313,16 @@ def _check(t: _Target, columns: list[str], rows: Sequence[Sequence[Any]]) -> _Ch
         if err is not None:
             errors.append(err)
         data[c.physical] = values
+    key = key_column(table)
     if not errors:
-        for r, v in enumerate(data[ts.physical], 1):
-            if v is None:
+        for c in (ts, key) if key is not None else (ts,):
+            r = next((r for r, v in enumerate(data[c.physical], 1) if v is None), None)
+            if r is not None:
+                what = "the timestamp" if c is ts else "the composite key"
+                code = Code.WRONG_VALUE_TYPE if c is ts else Code.PRIMARY_KEY_IS_NULL
                 errors.append(
                     IngestError(
-                        f"row {r}, column {ts.name}: the timestamp cannot be NULL", row=r, column=ts.name
+                        f"row {r}, column {c.name}: {what} cannot be NULL", code=code, row=r, column=c.name
                     )
                 )
                 break

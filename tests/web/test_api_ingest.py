@@ -431,3 +431,33 @@ def test_import_jobs_visibility_pagination_and_filters(power, root_api, alice_ap
     detail = root_api.get(f"/api/v1/imports/{bad['import_id']}/").json()
     assert detail["state"] == "failed" and detail["rows_total"] == 1 and detail["fraction"] == 0.0
     assert ImportJob.objects.filter(owner=alice).count() == 3
+
+
+def test_rows_into_a_table_with_a_composite_key_keep_every_key_and_refuse_a_null_key(power, root_api) -> None:
+    root_sql("CREATE TABLE power.trades (ts TIMESTAMP, id INT PRIMARY KEY, px DOUBLE)")
+    body = {
+        "columns": ["ts", "id", "px"],
+        "data": [
+            ["2024-01-01T00:00:00Z", 2, 2.5],
+            ["2024-01-01T00:00:00Z", 1, 1.5],
+            ["2024-01-01T00:00:00Z", 2, 3],
+        ],
+    }
+    r = root_api.post(ROWS.format(db="power", t="trades"), body, format="json")
+    assert r.status_code == 201, r.content
+    # one row per (ts, key), the later write of a key wins, in (ts, key) order
+    assert _rows(root_api, "power", "trades")["rows"] == [
+        ["2024-01-01T00:00:00.000Z", 1, 1.5],
+        ["2024-01-01T00:00:00.000Z", 2, 3.0],
+    ]
+    bad = {"rows": [{"ts": "2024-01-02", "id": 1, "px": 1}, {"ts": "2024-01-02", "id": None, "px": 2}]}
+    r = root_api.post(ROWS.format(db="power", t="trades"), bad, format="json")
+    assert r.status_code == 400, r.content
+    err = r.json()
+    assert err["code"] == 0x267B and "composite key cannot be NULL" in err["desc"]
+    assert (err["row"], err["column"]) == (2, "id")
+    r = root_api.post(
+        ROWS.format(db="power", t="trades"), {"rows": [{"ts": "2024-01-02", "px": 1}]}, format="json"
+    )
+    assert r.status_code == 400 and "composite key column id must be given" in r.json()["desc"]
+    assert _count("SELECT count(*) FROM power.trades") == 2

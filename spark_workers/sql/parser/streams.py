@@ -253,7 +253,7 @@ class StreamsParser(QueriesParser):
         return out
 
     def tag_defs(self, with_expr: bool) -> list[ast.OutputTagDef]:
-        """Legacy ``TAGS (name type [COMMENT 's'])`` or 3.3.7 ``TAGS (name type [COMMENT 's'] AS expr)``."""
+        """Legacy ``TAGS (name [type [COMMENT 's']])`` or 3.3.7 ``TAGS (name type [COMMENT 's'] AS expr)``."""
         items, _, close = self.paren_items("after tag definitions")
         if not items:
             raise self.err_at("syntax error: expected a tag definition", close)
@@ -262,7 +262,8 @@ class StreamsParser(QueriesParser):
             with self.bounded(hi):
                 self.i = lo
                 name = self.name("a tag name")[0]
-                tdtype = self.data_type()
+                # legacy ``TAGS (name, ...)``: tags of an existing output supertable, by name
+                tdtype = None if not with_expr and self.done() else self.data_type()
                 comment = self.string("a tag comment") if self.accept("COMMENT") else None
                 expr = None
                 if with_expr:

@@ -394,6 +394,8 @@ def _output_spans(
                 t.span.end,
                 text=tags[i]["expr"],
             )
+        if t.type is None:  # a legacy tag named without a type
+            continue
         sp.find(
             "output",
             f"tags[{i}].type",
