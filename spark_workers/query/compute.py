@@ -18,7 +18,8 @@ snapshot (decision in docs/decisions.md):
 Placeholders (seed 002 table): ``_twstart`` / ``_twend`` (TIMESTAMP), ``_twduration`` (precision
 units), ``_twrownum``, ``_tgrpid`` (BIGINT), ``_tcurrent_ts`` / ``_tprev_ts`` / ``_tnext_ts``
 (TIMESTAMP, sliding triggers), ``_tlocaltime`` / ``_tprev_localtime`` / ``_tnext_localtime``
-(TIMESTAMP, system time), ``%%n`` (the n-th PARTITION BY value), ``%%tbname`` (the subtable name
+(TIMESTAMP, system time; epoch nanoseconds in arithmetic, ``NS_PLACEHOLDERS``),
+``%%n`` (the n-th PARTITION BY value), ``%%tbname`` (the subtable name
 in SELECT / WHERE, the subtable in FROM).
 """
 
@@ -64,6 +65,14 @@ TS_PLACEHOLDERS = frozenset(
     }
 )
 INT_PLACEHOLDERS = frozenset({"_twduration", "_twrownum", "_tgrpid"})
+# system-time placeholders: "nanosecond precision" (seed 002, Placeholders): in arithmetic with a
+# number and in casts to a number they are their epoch nanoseconds (BIGINT), as a TIMESTAMP of
+# nanosecond precision is in TDengine: ``cast(_tlocaltime/1000000 AS TIMESTAMP)`` is the trigger
+# time in a millisecond database (seed 002, "Scheduled Trigger" example); elsewhere (a select item,
+# a comparison, ``_tlocaltime - 1h``) they are the trigger's time
+NS_PLACEHOLDERS = frozenset({"_tlocaltime", "_tprev_localtime", "_tnext_localtime"})
+NS_SUFFIX = "_ns"
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)
 # errors of the statement limits keep their own code (docs/decisions.md, "SQL sandbox and limits")
 _LIMIT_CODES = frozenset(
     {Code.TIMEOUT, Code.QUERY_MEM_EXHAUSTED, Code.RESULT_TOO_LARGE, Code.PERMISSION_DENIED}
@@ -84,6 +93,22 @@ def placeholder_key(col: exp.Column) -> str | None:
     if name.startswith(PARTITION_PREFIX) and name[len(PARTITION_PREFIX) :].isdigit():
         return "p" + name[len(PARTITION_PREFIX) :]
     return None
+
+
+def numeric_use(col: exp.Expr) -> bool:
+    """True when a placeholder column is used as a number: an operand of arithmetic whose other
+    operand is not a duration (``_tlocaltime / 1000000``), or cast to a type other than TIMESTAMP
+    (``cast(_tlocaltime AS BIGINT)``)."""
+    node = col
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        node, parent = parent, parent.parent
+    if isinstance(parent, _ARITHMETIC):
+        other = parent.expression if parent.this is node else parent.this
+        return not isinstance(other, exp.Interval)
+    if isinstance(parent, exp.Cast):
+        return not parent.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ)
+    return False
 
 
 def group_context(
@@ -269,6 +294,8 @@ class Computation:
         def mark(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Column):
                 k = placeholder_key(node)
+                if k in NS_PLACEHOLDERS and numeric_use(node):
+                    return exp.column(PH + k + NS_SUFFIX, quoted=True)
                 if k is not None:
                     if k in TS_PLACEHOLDERS:
                         ts_types.add(PH + k)
@@ -378,6 +405,9 @@ class Computation:
             if name == TRIGGER_SRC:
                 return f"({self._trigger_rows(b, ev, empty, source)})"
             key = name[len(PH) :]
+            if key.endswith(NS_SUFFIX) and key[: -len(NS_SUFFIX)] in NS_PLACEHOLDERS:
+                us = ev.values.get(key[: -len(NS_SUFFIX)])  # epoch µs -> ns
+                return "CAST(NULL AS BIGINT)" if us is None else f"CAST({int(us) * 1000} AS BIGINT)"
             value = ev.values.get(key)
             if value is None and key in INT_PLACEHOLDERS:
                 return "CAST(NULL AS BIGINT)"

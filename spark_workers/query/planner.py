@@ -387,7 +387,13 @@ def _check_columns(node: exp.Expr, source: Source, sql: str, allow: frozenset[st
 
 
 def plan_window(
-    q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool = False, tz: str = "UTC"
+    q: ast.SelectQuery,
+    source: Source,
+    sql: str,
+    *,
+    streaming: bool = False,
+    tz: str = "UTC",
+    min_count: int | None = None,
 ) -> WindowPlan:
     """Build the WindowPlan of a query with a window clause over one table.
 
@@ -408,7 +414,9 @@ def plan_window(
     ekuiper = isinstance(window, ast.EkuiperWindow)
     partition = _partition_items(q, sel, window, source, sql)
     flt = _where_filter(sel, source, sql)
-    shape, extras = window_shape(window, source, sql, tz, min_count=2 if streaming else 1)
+    if min_count is None:  # legacy streams: count_val "must be at least 2" (seed 000)
+        min_count = 2 if streaming else 1
+    shape, extras = window_shape(window, source, sql, tz, min_count=min_count)
     _check_extras(extras, source, sql)
     if ekuiper and flt is not None:
         extras["where"] = flt  # eKuiper: WHERE runs after windowing (seed 003, "Filter Window Inputs")

@@ -195,7 +195,8 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
     try:
-        plan = plan_window(q, src, sql, streaming=True, tz=tz)
+        # a 3.3.7 COUNT_WINDOW trigger counts from 1 ("The minimum value is 1", seed 002)
+        plan = plan_window(q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None)
     except SqlError as e:
         if not v337:
             raise
@@ -223,7 +224,8 @@ def _computation_columns(
     """The per-event computation of a 3.3.7 stream that is not fused, and its output columns.
 
     Raises:
-        SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP (seed 002).
+        SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP and the results
+            are written to an output table (seed 002, "Stream Processing Computation Tasks").
     """
     assert spec.query is not None and spec.source is not None
     computation = Computation(
@@ -235,7 +237,10 @@ def _computation_columns(
         partition_types=[from_arrow(t) for t in group_types],
     )
     columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
-    if not columns or columns[0].type.name != "TIMESTAMP":
+    # the first column keys the output table: without one (no INTO, CALC_NOTIFY_ONLY) the results
+    # are only notified and any first column will do (seed 002, count window example sm2)
+    keyed = spec.output is not None and not spec.options.calc_notify_only
+    if keyed and (not columns or columns[0].type.name != "TIMESTAMP"):
         raise SqlError(
             "the first column of a stream's computation must be a TIMESTAMP: it is the output "
             f"table's primary key (seed 002), got {columns[0].type.sql if columns else 'no column'}",

@@ -7,6 +7,7 @@ A stream reads only what its owner may read and writes only where its owner may 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -149,7 +150,9 @@ def _same_stream(a: StreamInfo, b: StreamInfo | None) -> bool:
 def _check_output(
     ctx: StreamContext, spec: StreamSpec, compiled: CompiledStream, sql: str, replacing: StreamInfo | None
 ) -> None:
-    """Seed 001: a stream writes neither its own source nor another stream's output table."""
+    """Seed 001: a stream writes neither its own source nor another stream's output table; seed
+    002 (Rules and Limitations): the output table "cannot be the same as the trigger table or the
+    source table" (any table the computation reads)."""
     out = spec.output
     if out is None:
         return
@@ -159,8 +162,22 @@ def _check_output(
         source.storage.name.lower(),
     ):
         raise SqlError(
-            "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
+            "a stream cannot write into its own source table",
+            sql=sql,
+            offset=_into_offset(sql),
+            code=Code.STREAM_OUTPUT_CONFLICT,
         )
+    for db, name in stream_tables(spec)[0]:
+        t = ctx.catalog.table(db, name)
+        names = {name.lower()} | ({t.storage.lower()} if t is not None and t.kind == "sub" else set())
+        if db.lower() == out.db.lower() and out.table.lower() in names:
+            raise SqlError(
+                f"a stream cannot write into a table its computation reads ({db}.{name}): the output "
+                "table cannot be the trigger table or a source table (seed 002, Rules and Limitations)",
+                sql=sql,
+                offset=_into_offset(sql),
+                code=Code.STREAM_OUTPUT_CONFLICT,
+            )
     for other in ctx.registry.list():
         o = other.spec.output
         if _same_stream(other, replacing) or o is None:
@@ -172,6 +189,12 @@ def _check_output(
                 sql=sql,
                 code=Code.STREAM_OUTPUT_CONFLICT,
             )
+
+
+def _into_offset(sql: str) -> int | None:
+    """Offset of the output table's name (after the first ``INTO``) in ``sql``, if found."""
+    m = re.search(r"\binto\s+", sql, re.IGNORECASE)
+    return m.end() if m else None
 
 
 def stream_tables(spec: StreamSpec) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:

@@ -265,6 +265,15 @@ def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
     t = s.trigger
     if isinstance(t, ast.PeriodTrigger):
         check_period(s, t, sql)
+    cast = t.expr.find(exp.Cast) if isinstance(t, ast.StateWindow) else None
+    if isinstance(t, ast.StateWindow) and cast is not None:
+        raise SqlError(
+            "CAST in a STATE_WINDOW trigger: seed 002 lists it among its Temporary Restrictions "
+            '("The Cast function is not yet supported in state window triggers")',
+            sql=sql,
+            offset=sql.lower().find("cast", t.span.start) if t.span else offset_of(cast),
+            code=Code.NOT_SUPPORTED,
+        )
     if not isinstance(t, ast.SlidingTrigger):
         return
     sliding_only = t.interval is None
@@ -326,6 +335,7 @@ def _check_notify(s: ast.CreateStream337, sql: str) -> None:
     n = s.notify
     if n is None:
         return
+    _check_urls(n, sql)
     cls = trigger_class(s.trigger)
     if cls in ("period", "sliding"):
         bad = [e for e in n.events if e != "ON_TIME"]
@@ -355,6 +365,78 @@ def _check_notify(s: ast.CreateStream337, sql: str) -> None:
             )
     if n.where is not None:
         raise _not_yet("NOTIFY ... WHERE", sql, n.span)
+
+
+NOTIFY_SCHEMES = ("ws", "wss")
+
+
+def _check_urls(n: ast.NotifyDef, sql: str) -> None:
+    """Each NOTIFY URL "must include the protocol, IP or domain" and "Currently, only the
+    WebSocket protocol is supported" (seed 002, Notification Mechanism): ``ws://`` or ``wss://``
+    and a host.
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY at the URL.
+    """
+    for i, url in enumerate(n.urls):
+        scheme, sep, rest = url.partition("://")
+        host = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+        if sep and scheme.lower() in NOTIFY_SCHEMES and host and not host.startswith(":"):
+            continue
+        sp = n.url_spans[i] if i < len(n.url_spans) else n.span
+        why = (
+            f"the {scheme.lower()}:// protocol is not supported: only WebSocket URLs (ws:// or wss://) are"
+            if sep and scheme.lower() not in NOTIFY_SCHEMES
+            else "a URL needs the protocol (ws:// or wss://) and the host"
+        )
+        raise SqlError(
+            f"invalid NOTIFY URL '{url}': {why} (seed 002, Notification Mechanism)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def _check_grouped_output(s: ast.CreateStream337, sql: str) -> None:
+    """OUTPUT_SUBTABLE "cannot be specified if there is no trigger grouping"; TAGS "can only be
+    specified if trigger grouping is present"; without TAGS the tags are the grouping columns,
+    which then "cannot have duplicate names" (seed 002, Stream Processing Output).
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY at the clause or the duplicate grouping column.
+    """
+    if not s.partition_by:
+        if s.output_subtable is not None:
+            raise SqlError(
+                "OUTPUT_SUBTABLE names the output subtable of each trigger group: it cannot be "
+                "specified without PARTITION BY (seed 002, Stream Processing Output)",
+                sql=sql,
+                offset=offset_of(s.output_subtable),
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        if s.tags:
+            raise SqlError(
+                "TAGS define the output supertable of the trigger groups: they can only be "
+                "specified with PARTITION BY (seed 002, Stream Processing Output)",
+                sql=sql,
+                offset=s.tags[0].span.start if s.tags[0].span else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        return
+    if s.tags:
+        return
+    seen: set[str] = set()
+    for p in s.partition_by:
+        name = (p.alias or (p.expr.name if isinstance(p.expr, exp.Column) else p.text)).lower()
+        if name in seen:
+            raise SqlError(
+                f"PARTITION BY names {name} twice: without TAGS the grouping columns are the "
+                "output tags and cannot have duplicate names (seed 002, Stream Processing Output)",
+                sql=sql,
+                offset=p.span.start if p.span else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        seen.add(name)
 
 
 def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
@@ -392,12 +474,22 @@ def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
             sql=sql,
             code=Code.INVALID_STREAM_QUERY,
         )
+    _check_grouped_output(s, sql)
 
 
 def _check_options(s: ast.CreateStream337, sql: str) -> None:
     """STREAM_OPTIONS: the options not run yet (UNSUPPORTED_OPTIONS, FILL_HISTORY(start)) and
     MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
     o = s.options
+    if o.fill_history and o.fill_history_first:
+        sp = o.spans.get("fill_history_first")
+        raise SqlError(
+            "FILL_HISTORY and FILL_HISTORY_FIRST cannot be used together (seed 002, Stream "
+            "Processing Control Options)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     for attr, word in UNSUPPORTED_OPTIONS:
         if getattr(o, attr):
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
@@ -422,6 +514,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         SqlError / CatalogError: unsupported parts, a missing trigger table or database.
     """
     check_supported(s, sql)
+    _check_databases(s, sql, default_db, catalog)
     trigger_table = s.from_table
     if trigger_table is None:  # PERIOD without FROM: the plan reads the computation's first table
         trigger_table = _first_table(s, sql)
@@ -469,6 +562,48 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         notify=notify,
         sql=sql,
     )
+
+
+SYSTEM_DATABASES = frozenset({"information_schema", "performance_schema"})
+
+
+def _check_databases(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> None:
+    """The stream's own database and its output table's database exist ("the database must
+    already exist before creating a stream"); the trigger table is no system table ("System
+    tables, views, and queries are not supported") (seed 002, Rules and Limitations; Trigger
+    Tables).
+
+    Raises:
+        SqlError: DB_NOT_EXIST at the database's name; INVALID_STREAM_QUERY for a system table.
+    """
+    for what, name in (("the stream", s.db), ("the output table", s.into.db if s.into else None)):
+        if name is not None and catalog.database(name) is None:
+            raise SqlError(
+                f"database {name} of {what} does not exist: create it first (seed 002, Rules and "
+                "Limitations)",
+                sql=sql,
+                offset=_name_offset(sql, name),
+                code=Code.DB_NOT_EXIST,
+            )
+    t = s.from_table
+    if t is not None and (t.db or default_db or "").lower() in SYSTEM_DATABASES:
+        raise SqlError(
+            f"{t.db or default_db}.{t.name} is a system table: a trigger table is a normal table, "
+            "supertable, subtable or virtual table (seed 002, Trigger Tables)",
+            sql=sql,
+            offset=t.span.start if t.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def _name_offset(sql: str, name: str) -> int | None:
+    """Offset of the first ``name.`` (a database qualifier, quoted or not) in ``sql``."""
+    low = sql.lower()
+    for text in (f"`{name.lower()}`.", f"{name.lower()}."):
+        at = low.find(text)
+        if at >= 0:
+            return at
+    return None
 
 
 def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
