@@ -32,6 +32,7 @@ from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
 from spark_workers.query.compute import TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
+from spark_workers.query.notify_where import notify_mask
 from spark_workers.query.select import explode_rows, stage3_sql
 from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
@@ -392,10 +393,24 @@ class OutputSink:
     def send(
         self, events: list[Event], batch_id: int, rep: BatchReport, *, now_ms: int | None = None
     ) -> None:
-        """Send events to every notification URL (messages built per ``build_messages``)."""
+        """Send events to every notification URL (messages built per ``build_messages``), those
+        whose result meets the stream's NOTIFY ... WHERE (``query/notify_where.py``) only."""
         notify = self.c.notify
         if notify is None or not events or self.sender is None:
             return
+        if self.c.notify_where is not None:  # NOTIFY ... WHERE over each event's result (seed 002)
+            cols = self.c.columns
+            keep = notify_mask(
+                self.c.notify_where,
+                [e.result for e in events],
+                [c.name for c in cols],
+                [c.type for c in cols],
+                self.precision,
+                self.tz,
+            )
+            events = [e for e, k in zip(events, keep, strict=True) if k]
+            if not events:
+                return
         wkind = notification_window_kind(self.c.spec)
         for msg in build_messages(self.key, self.c.spec.name, wkind, events, batch_id, now_ms):
             n = len(msg["streams"][0]["events"])

@@ -33,11 +33,12 @@ from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
+from spark_workers.query.notify_where import bind_notify_where
 from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
-from spark_workers.sql.parser import parse_one
+from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.streams.spec import (
     V337,
     NotifySpec,
@@ -102,6 +103,8 @@ class CompiledStream:
     compute_open: bool = False  # EVENT_TYPE(WINDOW_OPEN): compute at window open too
     compute_close: bool = True  # EVENT_TYPE without WINDOW_CLOSE: not at window close
     has_output: bool = True  # False: a notify-only stream (no INTO)
+    # 3.3.7 NOTIFY ... WHERE bound to the result columns (query/notify_where.py); None: all sent
+    notify_where: exp.Expr | None = None
 
     @property
     def precision(self) -> str:
@@ -175,7 +178,24 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
         has_output=spec.output is not None,
+        notify_where=_notify_where(spec, columns),
     )
+
+
+def _notify_where(spec: StreamSpec, columns: list[OutputColumnPlan]) -> exp.Expr | None:
+    """The stream's NOTIFY ... WHERE bound to its result columns (seed 002), positioned in the
+    statement as written.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a reference to anything but a result column.
+    """
+    if spec.notify is None or not spec.notify.where:
+        return None
+    stmt = parse_one(spec.sql)
+    where = stmt.notify.where if isinstance(stmt, ast.CreateStream337) and stmt.notify else None
+    if where is None:  # a spec built without its statement: the condition as stored
+        where = parse_expression(spec.notify.where)
+    return bind_notify_where(where, [c.name for c in columns], spec.sql)
 
 
 def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:

@@ -331,7 +331,8 @@ def _check_trigger_table(s: ast.CreateStream337, sql: str) -> None:
 
 def _check_notify(s: ast.CreateStream337, sql: str) -> None:
     """NOTIFY events by trigger (seed 002): ON_TIME for PERIOD and SLIDING triggers, WINDOW_OPEN /
-    WINDOW_CLOSE (at least one) for window triggers; no NOTIFY ... WHERE yet."""
+    WINDOW_CLOSE (at least one) for window triggers; its URLs (``_check_urls``). NOTIFY ... WHERE is
+    bound to the result columns when the stream compiles (``query/notify_where.py``)."""
     n = s.notify
     if n is None:
         return
@@ -363,8 +364,6 @@ def _check_notify(s: ast.CreateStream337, sql: str) -> None:
                 offset=at,
                 code=Code.INVALID_STREAM_QUERY,
             )
-    if n.where is not None:
-        raise _not_yet("NOTIFY ... WHERE", sql, n.span)
 
 
 NOTIFY_SCHEMES = ("ws", "wss")
@@ -531,6 +530,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
             events=[e.upper() for e in s.notify.events] or ["ON_TIME"],
             history=bool(s.notify.history),
             on_failure=s.notify.on_failure or "DROP",
+            where=expr_sql(s.notify.where) if s.notify.where is not None else None,
         )
     window = _window(s)
     assert window is not None

@@ -323,3 +323,57 @@ def test_recalculate_is_refused_for_a_period_stream(env: Env) -> None:
         env.ex.execute_one("recalculate stream sp from 0")
     assert e.value.code == Code.NOT_SUPPORTED and "not supported for scheduled triggers" in e.value.message
     assert env.rows("select * from o") == []  # nothing written
+
+
+# --------------------------------------------------------------------------- NOTIFY ... WHERE
+
+
+def test_notify_where_sends_only_events_whose_result_meets_the_condition(env: Env, rec: Receiver) -> None:
+    env.stream(
+        f"create stream s state_window(col1) from tb1 notify('{rec.url}') on (window_open|window_close) "
+        "where n > 2 and ws >= '2025-01-01 00:00:00' into r as select _twstart ws, count(*) n from %%trows"
+    )
+    states = [1, 1, 1, 2, 2, 3, 3, 3, 3, 4]
+    env.write(ins("tb1", list(enumerate(states))))
+    # closed state runs (first second, rows): the run of 4 is still open
+    runs = pd.Series(states[:-1]).groupby((pd.Series(states[:-1]).diff() != 0).cumsum())
+    closed = [(int(g.index[0]), len(g)) for _, g in runs]
+    want = [(T0 + s * 1000, n) for s, n in closed if n > 2]
+    events = rec.events(len(want), settle=0.3)
+    assert sorted((e["eventType"], e["windowStart"], e["result"]["n"]) for e in events) == [
+        ("WINDOW_CLOSE", ws, n) for ws, n in want
+    ]  # no WINDOW_OPEN: an opening has no result, so n > 2 is not met
+    assert env.rows("select ws, n from r") == [[T0 + s * 1000, n] for s, n in closed]  # all written
+
+
+def test_notify_where_on_an_unaliased_result_and_a_period_trigger(env: Env, rec: Receiver) -> None:
+    env.stream(
+        f"create stream sp period(1h) from tb1 notify('{rec.url}') where avg(col1) > 5.5 into o "
+        "as select _tlocaltime t, avg(col1) from %%trows"
+    )
+    runner = env.period_runner("sp")
+    env.ex.execute(ins("tb1", [(0, 5), (1, 7)]))
+    at = (int(time.time() * 1000) // 3_600_000 + 1) * 3_600_000  # the next trigger: rows are before it
+    runner.fire(at, now_ms=at + 1)  # rows 5 and 7: avg 6 > 5.5, sent
+    env.ex.execute(ins("tb1", [(3600, 1), (3601, 2)]))
+    runner.fire(at + 3_600_000, now_ms=at + 3_600_001)  # avg 1.5: not sent
+    (e,) = rec.events(1, settle=0.3)
+    assert e["eventType"] == "ON_TIME" and e["result"]["avg(col1)"] == pytest.approx(6.0)
+    assert env.rows("select count(*) from o") == [[2]]
+
+
+def test_notify_where_references_only_result_columns(env: Env) -> None:
+    sql = (
+        "create stream s state_window(col1) from tb1 notify('ws://127.0.0.1:1/x') on (window_close) "
+        "where col1 > 1 into r as select _twstart ws, count(*) n from %%trows"
+    )
+    with pytest.raises(SqlError) as e:
+        env.ex.execute_one(sql)
+    assert (
+        e.value.code == Code.INVALID_COLUMN and "col1 is not one (result columns: ws, n)" in e.value.message
+    )
+    assert e.value.offset == sql.index("col1 > 1")
+    sql = "create stream s period(1h) from tb1 notify('ws://127.0.0.1:1/x') where x = 1"
+    with pytest.raises(SqlError, match="the stream computes nothing"):
+        env.ex.execute_one(sql)
+    assert env.reg.list() == []
