@@ -36,10 +36,11 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
-from spark_workers.query.planner import GroupColumn, Source
+from spark_workers.query.planner import GroupColumn, Source, aggregate_call
 from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns
 from spark_workers.sql import ast
+from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.sql.sandbox import check_select
@@ -109,6 +110,16 @@ def numeric_use(col: exp.Expr) -> bool:
     if isinstance(parent, exp.Cast):
         return not parent.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ)
     return False
+
+
+def _constant(item: exp.Expr) -> bool:
+    """A select item FORCE_OUTPUT keeps: no table column (placeholders are constants), no
+    aggregate, no subquery."""
+    if item.find(exp.Star, exp.Subquery, exp.Select) is not None:
+        return False
+    if any(placeholder_key(c) is None for c in item.find_all(exp.Column)):
+        return False
+    return not any(aggregate_call(n) for n in item.walk())
 
 
 def group_context(
@@ -226,6 +237,33 @@ class Computation:
         c.sql, c.q, c.trigger, c.default_db, c.tz = sql, q, trigger, default_db, tz
         c.pre_filter, c.partition_types = pre_filter, partition_types
         return c
+
+    def forced(self, types: list[TdType]) -> Computation:
+        """The FORCE_OUTPUT query of this computation: one row per trigger whose query returned
+        none, "all columns except constants (including constant-treated columns) ... set to NULL"
+        (seed 002, Stream Processing Control Options). A select item is kept when it reads no
+        table column and aggregates nothing (literals, placeholders, functions of them); every
+        other item, and every item of ``SELECT *`` or a UNION, is ``CAST(NULL AS its type)``;
+        ``types`` are the result columns' types, in order. The query has no FROM."""
+        sel = self.q.select
+        plain = isinstance(sel, exp.Select) and not any(isinstance(i, exp.Star) for i in sel.expressions)
+        items: list[exp.Expr] = []
+        for i, t in enumerate(types):
+            item = sel.expressions[i] if plain and i < len(sel.expressions) else None
+            if item is not None and _constant(item):
+                items.append(item.copy())
+            else:
+                items.append(exp.Cast(this=exp.Null(), to=exp.DataType.build(t.sql, dialect=DIALECT)))
+        q = ast.SelectQuery(select=exp.select(*items), item_texts=list(self.q.item_texts))
+        return Computation.restore(
+            sql=self.sql,
+            q=q,
+            trigger=self.trigger,
+            default_db=self.default_db,
+            tz=self.tz,
+            pre_filter=self.pre_filter,
+            partition_types=self.partition_types,
+        )
 
     # ------------------------------------------------------------------ binding
     def _expand(self, sel: exp.Expr, sources: list[Source]) -> list[str]:

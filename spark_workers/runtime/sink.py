@@ -30,7 +30,7 @@ from spark_workers.lake.catalog import Table
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
-from spark_workers.query.compute import TriggerEvent, group_context
+from spark_workers.query.compute import Computation, TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.notify_where import notify_mask
 from spark_workers.query.select import explode_rows, stage3_sql
@@ -108,6 +108,7 @@ class OutputSink:
         self.progress = progress or (lambda r: None)
         self.bucket_stats: dict[int, dict[str, Any]] = {}
         self._subtables: dict[str, str] = {}
+        self._forced: Computation | None = None  # FORCE_OUTPUT's query, built on first use
         self.precision = compiled.precision
         self._per_us = {"ms": 1000, "us": 1, "ns": None}[self.precision]
 
@@ -346,6 +347,8 @@ class OutputSink:
         try:
             bound = comp.bind(self.lake, session)
             res = comp.run(bound, evs)
+            if self.c.spec.options.force_output:
+                res = self._forced_rows(res, evs, session)
         finally:
             if own:
                 session.close()
@@ -374,6 +377,27 @@ class OutputSink:
                 arr = pa.nulls(len(arr), phys.type.arrow(self.precision))
             cols[phys.physical] = arr
         return pa.table(cols), out_rows
+
+    def _forced_rows(self, res: pa.Table, evs: list[TriggerEvent], duck: DuckSession) -> pa.Table:
+        """FORCE_OUTPUT (seed 002): ``res`` plus one row for each event whose query returned no
+        row: its constants and placeholders, NULL elsewhere (``Computation.forced``)."""
+        comp = self.c.computation
+        assert comp is not None
+        have = set(res.column("__td_ev").to_pylist()) if res.num_rows else set()
+        missing = [i for i in range(len(evs)) if i not in have]
+        if not missing:
+            return res
+        if self._forced is None:
+            self._forced = comp.forced([c.type for c in self.c.columns])
+        forced = self._forced.run(self._forced.bind(self.lake, duck), [evs[i] for i in missing])
+        ev = pa.array([missing[i] for i in forced.column("__td_ev").to_pylist()], pa.int64())
+        arrays = [ev]
+        for j in range(1, res.num_columns):
+            col = forced.column(j) if j < forced.num_columns else pa.nulls(forced.num_rows)
+            want = res.schema.field(j).type
+            arrays.append(col.cast(want) if not pa.types.is_null(want) else col)
+        extra = pa.Table.from_arrays(arrays, names=res.column_names)
+        return pa.concat_tables([res, extra], promote_options="permissive")
 
     @property
     def writes_output(self) -> bool:

@@ -64,7 +64,6 @@ UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
     ("fill_history_first", "FILL_HISTORY_FIRST"),
-    ("force_output", "FORCE_OUTPUT"),
 )
 
 
@@ -109,8 +108,8 @@ def is_fused(s: ast.CreateStream337) -> bool:
     every other computation runs per trigger event (``compute.py``)."""
     if s.query is None or trigger_class(s.trigger) != "window" or s.query.window is not None:
         return False
-    if s.options.calc_notify_only or s.into is None:
-        return False
+    if s.options.calc_notify_only or s.into is None or s.options.force_output:
+        return False  # FORCE_OUTPUT: rows for triggers without a result, per event (compute.py)
     sel = s.query.select
     if not isinstance(sel, exp.Select):
         return False
@@ -628,6 +627,8 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
         pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
         ignore_nodata_trigger=o.ignore_nodata_trigger,
         event_type=[e.upper() for e in o.event_type],
+        force_output=o.force_output,
+        calc_notify_only=o.calc_notify_only,
     )
 
 

@@ -377,3 +377,55 @@ def test_notify_where_references_only_result_columns(env: Env) -> None:
     with pytest.raises(SqlError, match="the stream computes nothing"):
         env.ex.execute_one(sql)
     assert env.reg.list() == []
+
+
+# --------------------------------------------------------------------------- FORCE_OUTPUT
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_force_output_writes_a_row_for_triggers_without_a_result(env: Env, force: bool) -> None:
+    """FORCE_OUTPUT: a trigger whose computation returns no row still outputs one, its constants
+    and placeholders kept and every other column NULL (seed 002)."""
+    opt = " stream_options(force_output)" if force else ""
+    env.stream(
+        f"create stream s count_window(1) from tb1{opt} into r as "
+        "select _twstart ws, col1, 'k' label, _twrownum + 1 n1, upper(concat('a', 'b')) ab "
+        "from tb2 where ts >= _twstart - 1s and ts <= _twend"
+    )
+    tb2 = [(4, 40), (11, 110), (30, 300)]  # one row at most per trigger: a key keeps one row
+    env.write(ins("tb2", tb2))
+    trig = [5, 11, 20, 25, 30]
+    env.write(ins("tb1", [(t, 1) for t in trig]))
+    want = []
+    for t in trig:  # the rows of tb2 within [t - 1 s, t]
+        hits = [v for s, v in tb2 if t - 1 <= s <= t]
+        want += [[T0 + t * 1000, v, "k", 2, "AB"] for v in hits]
+        if not hits and force:
+            want.append([T0 + t * 1000, None, "k", 2, "AB"])
+    assert env.rows("select ws, col1, label, n1, ab from r order by ws, col1") == want
+
+
+def test_force_output_with_aggregates_and_a_period_trigger(env: Env) -> None:
+    """An aggregate over no row already returns a row (count 0); a grouped query returns none, and
+    FORCE_OUTPUT writes its constants with NULL aggregates."""
+    env.stream(
+        "create stream sp period(1h) from tb1 stream_options(force_output) into o as "
+        "select cast(_tlocaltime/1000000 as timestamp) t, col1, count(*) n from %%trows group by col1"
+    )
+    runner = env.period_runner("sp")
+    at = (int(time.time() * 1000) // 3_600_000 + 1) * 3_600_000
+    env.ex.execute(ins("tb1", [(0, 5), (1, 5)]))
+    runner.fire(at, now_ms=at)  # one group: col1 = 5, 2 rows
+    runner.fire(at + 3_600_000, now_ms=at + 3_600_000)  # no row written since: forced
+    assert env.rows("select t, col1, n from o") == [[at, 5, 2], [at + 3_600_000, None, None]]
+
+
+def test_calc_notify_only_with_into_writes_nothing(env: Env, rec: Receiver) -> None:
+    env.stream(
+        f"create stream s count_window(2) from tb1 stream_options(calc_notify_only) notify('{rec.url}') "
+        "on (window_close) into r as select _twstart ws, sum(col1) total from %%trows"
+    )
+    env.write(ins("tb1", [(0, 1), (1, 2), (2, 3), (3, 4)]))
+    events = rec.events(2)
+    assert [int(e["result"]["total"]) for e in events] == [3, 7]
+    assert env.rows("select count(*) from r") == [[0]]
