@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.engine.aggregates import AggSpec
 from spark_workers.engine.shape import WindowShape
@@ -105,6 +106,9 @@ class CompiledStream:
     has_output: bool = True  # False: a notify-only stream (no INTO)
     # 3.3.7 NOTIFY ... WHERE bound to the result columns (query/notify_where.py); None: all sent
     notify_where: exp.Expr | None = None
+    # 3.3.7 FILL_HISTORY(start) / FILL_HISTORY_FIRST(start): history rows before it (epoch in the
+    # source's precision) trigger nothing; None: the whole history
+    history_from: int | None = None
 
     @property
     def precision(self) -> str:
@@ -179,7 +183,23 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
         has_output=spec.output is not None,
         notify_where=_notify_where(spec, columns),
+        history_from=_history_from(spec, src.db.precision, tz),
     )
+
+
+def _history_from(spec: StreamSpec, precision: str, tz: str) -> int | None:
+    """FILL_HISTORY(start_time)'s start as an epoch in ``precision`` (an integer is taken as
+    written, a string in the server time zone ``tz``), or None (seed 002).
+
+    Raises:
+        SqlError: WRONG_VALUE_TYPE for a string that is no timestamp.
+    """
+    text = spec.options.fill_history_start
+    if text is None:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return timestamps.parse_literal(text, precision, tz)
 
 
 def _notify_where(spec: StreamSpec, columns: list[OutputColumnPlan]) -> exp.Expr | None:

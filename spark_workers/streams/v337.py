@@ -63,7 +63,6 @@ WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": 
 UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
-    ("fill_history_first", "FILL_HISTORY_FIRST"),
 )
 
 
@@ -492,7 +491,11 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
         if getattr(o, attr):
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
-        raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
+        history_start_text(
+            o.fill_history_start,
+            sql,
+            o.spans.get("fill_history_first" if o.fill_history_first else "fill_history"),
+        )
     if o.max_delay is not None:
         d = o.max_delay
         if d.unit not in ("s", "m", "h", "d") or d.ns < MAX_DELAY_MIN_NS:
@@ -605,6 +608,25 @@ def _name_offset(sql: str, name: str) -> int | None:
     return None
 
 
+def history_start_text(e: exp.Expr, sql: str = "", span: ast.Span | None = None) -> str:
+    """The start time of FILL_HISTORY(start_time) / FILL_HISTORY_FIRST(start_time) as kept in the
+    spec: an integer (epoch in the database precision) or a timestamp string, as TDengine takes
+    them (``'2025-05-27 14:29:42'``, ``1748327382161``).
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY for anything else, at the option.
+    """
+    if isinstance(e, exp.Literal) and (e.is_string or e.is_int):
+        return str(e.this) if e.is_string else str(int(e.this))
+    raise SqlError(
+        f"FILL_HISTORY start time {expr_sql(e)}: expected an epoch integer or a timestamp string "
+        "('YYYY-MM-DD HH:MM:SS[.fff]') (seed 002, Stream Processing Control Options)",
+        sql=sql,
+        offset=span.start if span else None,
+        code=Code.INVALID_STREAM_QUERY,
+    )
+
+
 def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
     """The engine options of a 3.3.7 stream's STREAM_OPTIONS (seed 002 "Atypical Data Ingestion
     Scenarios"; MAX_DELAY for window triggers only)."""
@@ -621,7 +643,13 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
         # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
         ignore_expired=count or o.ignore_disorder,
         ignore_update=count or o.ignore_disorder,
-        fill_history=o.fill_history,
+        # FILL_HISTORY_FIRST computes the history too, before real time: tdweb reads a stream's
+        # history snapshot before its changes for both options (docs/decisions.md)
+        fill_history=o.fill_history or o.fill_history_first,
+        fill_history_first=o.fill_history_first,
+        fill_history_start=history_start_text(o.fill_history_start)
+        if o.fill_history_start is not None
+        else None,
         ignore_disorder=o.ignore_disorder,
         delete_recalc=o.delete_recalc and not count,
         pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,

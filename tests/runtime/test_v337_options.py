@@ -429,3 +429,54 @@ def test_calc_notify_only_with_into_writes_nothing(env: Env, rec: Receiver) -> N
     events = rec.events(2)
     assert [int(e["result"]["total"]) for e in events] == [3, 7]
     assert env.rows("select count(*) from r") == [[0]]
+
+
+# --------------------------------------------------------------------------- FILL_HISTORY
+
+
+@pytest.mark.parametrize(
+    ("option", "first_s"),
+    [
+        ("", None),  # no history
+        ("stream_options(fill_history)", 0),
+        ("stream_options(fill_history('2025-01-01 00:00:04'))", 4),
+        (f"stream_options(fill_history_first({T0 + 4000}))", 4),
+        ("stream_options(fill_history_first)", 0),
+        ("stream_options(fill_history_first('2025-01-01 00:00:05.000') | pre_filter(col1 >= 0))", 5),
+    ],
+)
+def test_fill_history_computes_the_history_from_its_start(env: Env, option: str, first_s: int | None) -> None:
+    """FILL_HISTORY[(start_time)] / FILL_HISTORY_FIRST[(start_time)]: the rows written before
+    CREATE STREAM trigger from start_time (event time) on, before the rows written after."""
+    history = [(s, s) for s in range(10)]
+    env.write(ins("tb1", history))
+    env.stream(
+        f"create stream s count_window(2) from tb1 {option} into r as "
+        "select _twstart ws, count(*) n, sum(col1) total from %%trows"
+    )
+    env.write(ins("tb1", [(10, 10), (11, 11), (12, 12)]))
+    rows = [
+        (s, v)
+        for s, v in [*history, (10, 10), (11, 11), (12, 12)]
+        if (first_s is not None and s >= first_s) or s >= 10
+    ]
+    windows = [rows[i : i + 2] for i in range(0, len(rows) - 1, 2)]  # closed windows of 2 rows
+    want = [[T0 + w[0][0] * 1000, 2, sum(v for _s, v in w)] for w in windows]
+    assert env.rows("select ws, n, total from r") == want
+    spec = env.reg.get("s", None).spec
+    assert spec.options.fill_history == (first_s is not None)
+    assert spec.options.fill_history_first == ("fill_history_first" in option)
+
+
+def test_fill_history_start_must_be_a_time(env: Env) -> None:
+    sql = "create stream s count_window(2) from tb1 stream_options(fill_history(now - 1d)) into r " + Q
+    with pytest.raises(SqlError) as e:
+        env.ex.execute_one(sql)
+    assert e.value.code == Code.INVALID_STREAM_QUERY and "expected an epoch integer" in e.value.message
+    assert e.value.offset == sql.index("fill_history(")
+    sql = (
+        "create stream s period(1h) stream_options(fill_history_first) into r "
+        "as select now(), count(*) from tb1"
+    )
+    with pytest.raises(SqlError, match="FILL_HISTORY_FIRST is not supported with a PERIOD trigger"):
+        env.ex.execute_one(sql)
