@@ -25,7 +25,7 @@ from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
 from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import Code, SqlError
-from spark_workers.lake.catalog import Catalog, Database, Table
+from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import STREAM_FORBIDDEN, check_select
@@ -77,6 +77,24 @@ class Source:
         return Scope(
             {k: v[1] for k, v in self.columns.items()}, self.table.columns[0].name, self.db.precision, tz
         )
+
+
+NO_TABLE = "__td_no_table"
+
+
+def tableless_source(db: Database) -> Source:
+    """The source of a stream that reads no table (a 3.3.7 PERIOD trigger without FROM whose
+    computation reads none, or a notify-only one; seed 002 "Trigger Tables"): an empty normal
+    table ``NO_TABLE`` of database ``db`` with a primary timestamp only, in no catalog. Its plan
+    has no groups; nothing reads its rows."""
+    ts = Column("ts", TIMESTAMP, "ts")
+    table = Table(db.name, NO_TABLE, "normal", (ts,))
+    return Source(db, table, table, {"tbname": ("tbname", TBNAME_TYPE), "ts": ("ts", TIMESTAMP)})
+
+
+def is_tableless(source: Source) -> bool:
+    """True for :func:`tableless_source`'s sources."""
+    return source.table.name == NO_TABLE
 
 
 def resolve(catalog: Catalog, name: ast.TableName, default_db: str | None, sql: str = "") -> Source:

@@ -35,7 +35,15 @@ from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.notify_where import bind_notify_where
-from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
+from spark_workers.query.planner import (
+    Source,
+    WindowPlan,
+    is_tableless,
+    output_type,
+    plan_window,
+    resolve,
+    tableless_source,
+)
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
@@ -140,13 +148,25 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         SqlError / CatalogError: the source or query no longer fits the catalog.
     """
     catalog: Catalog = lake.catalog
-    assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
-    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or "")
+    assert spec.output is not None or spec.syntax == V337
+    if spec.source is None:  # a 3.3.7 PERIOD stream that reads no table
+        src = tableless_source(catalog.require_database(str(spec.trigger["home_db"])))
+    else:
+        src = resolve(
+            catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or ""
+        )
     v337 = spec.syntax == V337
     sql, plan, fused = _stream_plan(spec, src, tz)
     assert plan.shape is not None
     with DuckSession(lake) as duck:
-        view = duck.register_source(src)
+        if is_tableless(src):
+            view = duck.register_arrow(
+                pa.table(
+                    {"tbname": pa.array([], pa.string()), "ts": pa.array([], pa.timestamp("us", tz="UTC"))}
+                )
+            )
+        else:
+            view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
     computation = None
     if fused:
@@ -267,11 +287,11 @@ def _computation_columns(
         SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP and the results
             are written to an output table (seed 002, "Stream Processing Computation Tasks").
     """
-    assert spec.query is not None and spec.source is not None
+    assert spec.query is not None
     computation = Computation(
         spec.query,
         src if spec.trigger.get("from", True) else None,
-        default_db=spec.db or spec.source.db,
+        default_db=spec.db or (spec.source.db if spec.source is not None else spec.trigger.get("home_db")),
         tz=tz,
         pre_filter=spec.options.pre_filter,
         partition_types=[from_arrow(t) for t in group_types],

@@ -18,6 +18,7 @@ from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
+from spark_workers.query.planner import is_tableless
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.sandbox import check_stream
@@ -130,7 +131,12 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
     if s.if_not_exists and ctx.registry.get(s.name, s.db) is not None:
         return False
     spec, compiled = check_create_stream(ctx, s, sql)
-    version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+    # a stream reading no table (a 3.3.7 PERIOD without FROM) has no version to start from
+    version = (
+        0
+        if is_tableless(compiled.source)
+        else ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+    )
     if compiled.has_output:
         ensure_output_table(compiled, ctx.lake, sql=sql)
     ctx.registry.create(

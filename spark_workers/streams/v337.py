@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.query.compute import placeholder_key
-from spark_workers.query.planner import aggregate_call
+from spark_workers.query.planner import NO_TABLE, aggregate_call
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.lexer import TBNAME, TROWS
@@ -516,13 +516,14 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     """
     check_supported(s, sql)
     _check_databases(s, sql, default_db, catalog)
-    trigger_table = s.from_table
-    if trigger_table is None:  # PERIOD without FROM: the plan reads the computation's first table
-        trigger_table = _first_table(s, sql)
-    src_db = trigger_table.db or default_db
+    # PERIOD without FROM: the plan reads the computation's first table, or no table at all
+    # (a notify-only stream, a computation of constants): it then lives in the stream's database
+    trigger_table = s.from_table or _first_table(s)
+    src_db = (trigger_table.db if trigger_table is not None else s.db) or default_db
     if not src_db:
         raise CatalogError("database not specified for the trigger table", code=Code.DB_NOT_SPECIFIED)
-    src = catalog.require_table(catalog.require_database(src_db).name, trigger_table.name)
+    db = catalog.require_database(src_db)
+    src = catalog.require_table(db.name, trigger_table.name) if trigger_table is not None else None
     options = _options_spec(s)
     tags = _output_tags(s, src, sql)
     notify = None
@@ -539,6 +540,8 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     trigger = trigger_json(s.trigger)
     if isinstance(s.trigger, ast.PeriodTrigger):
         trigger["from"] = s.from_table is not None
+        if trigger_table is None:
+            trigger["home_db"] = db.name  # no table read: the database the stream runs in
     output = None
     if s.into is not None:
         output = OutputSpec(
@@ -554,7 +557,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         name=s.name,
         db=s.db,
         syntax=V337,
-        source=SourceSpec(src_db, trigger_table.name),
+        source=SourceSpec(src_db, trigger_table.name) if trigger_table is not None else None,
         trigger=trigger,
         partition_by=[{"sql": p.text, "alias": p.alias} for p in s.partition_by],
         filter=options.pre_filter,
@@ -660,7 +663,7 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
     )
 
 
-def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag]:
+def _output_tags(s: ast.CreateStream337, src: Table | None, sql: str) -> list[OutputTag]:
     """The output supertable's tags: the TAGS clause, else one per PARTITION BY item
     (``tag_tbname VARCHAR(270)`` for tbname, the tag's own name and type otherwise; seed 002
     "Outputs").
@@ -679,7 +682,7 @@ def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag
         if col == "tbname":
             tags.append(OutputTag("tag_tbname", "VARCHAR(270)"))
             continue
-        tag = src.tag(col) if col else None
+        tag = src.tag(col) if col and src is not None else None
         if tag is None:
             raise SqlError(
                 f"PARTITION BY {p.text}: a 3.3.7 trigger groups by tbname or tags only (seed 002, "
@@ -692,20 +695,18 @@ def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag
     return tags
 
 
-def _first_table(s: ast.CreateStream337, sql: str) -> ast.TableName:
-    """The first table a PERIOD computation without FROM reads (its plan's source)."""
-    tables = (
-        [t for t in s.query.select.find_all(exp.Table) if t.name and t.name.lower() not in (TROWS, TBNAME)]
-        if s.query is not None
-        else []
-    )
-    if not tables:
-        raise SqlError(
-            "a PERIOD stream without FROM needs a computation that reads a table",
-            sql=sql,
-            code=Code.INVALID_STREAM_QUERY,
-        )
-    return ast.TableName(tables[0].name, tables[0].db or None)
+def _first_table(s: ast.CreateStream337) -> ast.TableName | None:
+    """The first table a PERIOD computation without FROM reads (its plan's source), None when it
+    reads none (or there is no computation: seed 002's notify-only ``PERIOD(1h) NOTIFY(...)``)."""
+    if s.query is None:
+        return None
+    ctes = {c.alias.lower() for c in s.query.select.find_all(exp.CTE)}
+    for t in s.query.select.find_all(exp.Table):
+        name = t.name.lower() if t.name else ""
+        real = name and name not in (TROWS, TBNAME) and (t.db or name not in ctes)
+        if real and (t.db or "").lower() not in SYSTEM_DATABASES:
+            return ast.TableName(t.name, t.db or None)
+    return None
 
 
 def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | None = None) -> str:
@@ -717,7 +718,6 @@ def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | N
         parsed = parse_one(spec.sql)
         assert isinstance(parsed, ast.CreateStream337)
         stmt = parsed
-    assert spec.source is not None
     window = _window(stmt)
     assert window is not None
     if is_fused(stmt):
@@ -726,9 +726,12 @@ def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | N
     else:  # the trigger only: windows and their row counts (_twrownum); compute.py computes
         sel = exp.select(exp.column("_wstart"), exp.Count(this=exp.Star())).from_(TROWS)
     assert isinstance(sel, exp.Select)
-    src = exp.Table(this=exp.to_identifier(spec.source.table, quoted=True))
-    if spec.source.db:
-        src.set("db", exp.to_identifier(spec.source.db, quoted=True))
+    if spec.source is None:  # a PERIOD stream reading no table (planner.tableless_source)
+        src = exp.Table(this=exp.to_identifier(NO_TABLE, quoted=True))
+    else:
+        src = exp.Table(this=exp.to_identifier(spec.source.table, quoted=True))
+        if spec.source.db:
+            src.set("db", exp.to_identifier(spec.source.db, quoted=True))
     for t in list(sel.find_all(exp.Table)):
         t.replace(src.copy())
     for col in list(sel.find_all(exp.Column)):

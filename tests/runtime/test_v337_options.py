@@ -71,7 +71,8 @@ class Env:
     def stream(self, sql: str) -> None:
         self.ex.execute(sql)
         name = sql.split()[2]
-        self.runners.append(LocalRunner.for_registered(self.lake, self.reg, name, sender=self.sender))
+        if "period(" not in sql.lower():  # PERIOD streams run on a PeriodRunner (period_runner)
+            self.runners.append(LocalRunner.for_registered(self.lake, self.reg, name, sender=self.sender))
 
     def write(self, *stmts: str) -> None:
         for q in stmts:
@@ -480,3 +481,33 @@ def test_fill_history_start_must_be_a_time(env: Env) -> None:
     )
     with pytest.raises(SqlError, match="FILL_HISTORY_FIRST is not supported with a PERIOD trigger"):
         env.ex.execute_one(sql)
+
+
+# --------------------------------------------------------------------------- PERIOD without a table
+
+
+def test_period_without_from_notifies_every_period(env: Env, rec: Receiver) -> None:
+    """Seed 002's last example as printed: a PERIOD stream without a trigger table, a computation
+    or an output table sends an ON_TIME notification at each trigger time."""
+    env.stream(f'CREATE stream sm1 PERIOD(1h)\nNOTIFY("{rec.url}");')
+    info = env.reg.get("sm1", None)
+    assert info is not None and info.spec.source is None and info.spec.output is None
+    runner = env.period_runner("sm1")
+    at = T0 + 7 * 3_600_000
+    runner.fire(at, now_ms=at + 5)
+    runner.fire(at + 3_600_000, now_ms=at + 3_600_005)
+    events = rec.events(2)
+    assert [(e["eventType"], e["triggerType"], e["triggerTime"], e["eventTime"]) for e in events] == [
+        ("ON_TIME", "Period", at, at + 5),
+        ("ON_TIME", "Period", at + 3_600_000, at + 3_600_005),
+    ]
+    assert "result" not in events[0] or events[0]["result"] is None
+
+
+def test_period_computation_of_constants_reads_no_table(env: Env) -> None:
+    env.stream(
+        "create stream sc period(1h) into o as select cast(_tlocaltime/1000000 as timestamp) t, 42 answer"
+    )
+    at = T0 + 3_600_000
+    env.period_runner("sc").fire(at, now_ms=at)
+    assert env.rows("select t, answer from o") == [[at, 42]]
