@@ -77,7 +77,8 @@ def recalculate_stream(ex: Session, s: ast.RecalculateStream, sql: str) -> Resul
 
     Raises:
         SqlError: NOT_SUPPORTED for a 3.3.7 PERIOD stream ("Manual recalculation is not supported
-            for scheduled triggers (PERIOD)", seed 002, Manual Recalculation).
+            for scheduled triggers (PERIOD)", seed 002, Manual Recalculation). A 3.3.7 COUNT_WINDOW
+            stream's request without an end time is ignored (answers 0), as the seed says.
     """
     info = ex.own_stream(s.name, s.db, "recalculate stream")
     if info.spec.syntax == V337 and info.spec.trigger.get("type") == "period":
@@ -88,6 +89,10 @@ def recalculate_stream(ex: Session, s: ast.RecalculateStream, sql: str) -> Resul
             offset=0,
             code=Code.NOT_SUPPORTED,
         )
+    if info.spec.syntax == V337 and info.spec.trigger.get("type") == "count" and s.end is None:
+        # "For count window triggers, both the start time and end time must be specified ... if no
+        # end time is specified, the recalculation request will be ignored" (seed 002)
+        return ResultSet.affected(0)
     compiled = stream_compiled(info.spec, info.compiled, ex.lake, ex.tz)
     precision = compiled.source.db.precision
     now = Now()

@@ -29,7 +29,7 @@ from spark_workers.streams.spec import (
     StreamSpec,
 )
 from spark_workers.streams.stored import compiled_to_json
-from spark_workers.streams.v337 import spec_337
+from spark_workers.streams.v337 import check_temporary_functions, spec_337
 
 FILL_HISTORY_MAX_WINDOWS = 20_000_000  # seed 000 "FILL_HISTORY"
 
@@ -101,6 +101,8 @@ def statement_spec(s: Statement, sql: str, default_db: str | None, catalog: Cata
     Raises:
         SqlError: positioned in ``sql``.
     """
+    if isinstance(s, ast.CreateStream337):  # named by seed 002's restriction, before the sandbox
+        check_temporary_functions(s, sql)
     check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
     if isinstance(s, ast.CreateStreamLegacy):
         spec = legacy_spec(s, sql, default_db)

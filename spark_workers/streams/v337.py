@@ -88,6 +88,10 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
 
 
 WINDOW_ONLY = frozenset({"_twstart", "_twend", "_twduration", "_twrownum"})
+QUERY_PSEUDO = frozenset({"_qstart", "_qend", "_qduration"})
+# seed 002 "Temporary Restrictions": "The functions Interp, Percentile, Forecast, and UDFs are not
+# yet supported" (tdweb has no UDFs: an unknown function is refused by name anyway)
+TEMPORARY_FUNCTIONS = frozenset({"interp", "percentile", "forecast"})
 SLIDING_ONLY = frozenset({"_tprev_ts", "_tcurrent_ts", "_tnext_ts"})
 PERIOD_ONLY = frozenset({"_tprev_localtime", "_tnext_localtime"})
 
@@ -140,6 +144,7 @@ def _ancestors(node: exp.Expr) -> list[exp.Expr]:
 
 
 def _placeholder_error(name: str, why: str, sql: str, col: exp.Expr | None = None) -> SqlError:
+    """INVALID_STREAM_QUERY naming a misplaced placeholder, at ``col`` when given."""
     return SqlError(
         f"placeholder {name} is not allowed here: {why} (seed 002, Placeholders)",
         sql=sql,
@@ -152,7 +157,8 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
     """Each placeholder only where seed 002 allows it: ``_tw*`` with window triggers, ``_tprev_ts``
     / ``_tcurrent_ts`` / ``_tnext_ts`` with SLIDING triggers, ``_tprev_localtime`` /
     ``_tnext_localtime`` with PERIOD triggers; ``%%n`` within the PARTITION BY list; ``%%tbname``
-    only when the trigger groups by tbname; ``%%trows`` only in FROM, without WHERE or joins.
+    only when the trigger groups by tbname; ``%%trows`` only in FROM, without WHERE or joins, at
+    WINDOW_CLOSE; no ``_qstart`` / ``_qend`` / ``_qduration`` (seed 002, Rules and Limitations).
 
     Raises:
         SqlError: INVALID_STREAM_QUERY naming the placeholder.
@@ -166,6 +172,14 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
     )
     allowed = {"window": WINDOW_ONLY, "sliding": SLIDING_ONLY, "period": PERIOD_ONLY}[cls]
     for col in sel.find_all(exp.Column):
+        if not col.table and col.name.lower() in QUERY_PSEUDO:
+            raise SqlError(
+                f"{col.name}: the pseudo-columns _qstart, _qend and _qduration are not supported in "
+                "a stream's computation (seed 002, Rules and Limitations)",
+                sql=sql,
+                offset=offset_of(col),
+                code=Code.INVALID_STREAM_QUERY,
+            )
         key = placeholder_key(col)
         if key is None:
             continue
@@ -186,10 +200,39 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
                 )
         if key == "tbname" and not by_tbname:
             raise _placeholder_error("%%tbname", "the trigger does not group by tbname", sql, col)
-    for t in sel.find_all(exp.Table):
+    _check_placeholder_tables(s, sql, cls, by_tbname)
+    if isinstance(sel, exp.Select) and is_fused(s) and (s.query.partition_by or sel.args.get("group")):
+        raise SqlError(
+            "a %%trows computation takes no GROUP BY or PARTITION BY: group with the trigger's PARTITION BY",
+            sql=sql,
+            offset=s.query.span.start if s.query.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def _check_placeholder_tables(s: ast.CreateStream337, sql: str, cls: str, by_tbname: bool) -> None:
+    """``%%tbname`` / ``%%trows`` as tables (``check_placeholders``): ``%%tbname`` only when the
+    trigger groups by tbname; ``%%trows`` without WHERE or joins, and only when the computation
+    runs at WINDOW_CLOSE (seed 002, Placeholders)."""
+    assert s.query is not None
+    for t in s.query.select.find_all(exp.Table):
         name = t.name.lower()
         if name == TBNAME and not by_tbname:
             raise _placeholder_error("%%tbname", "the trigger does not group by tbname", sql)
+        if (
+            name == TROWS
+            and cls == "window"
+            and s.options.event_type
+            and "WINDOW_CLOSE" not in s.options.event_type
+        ):
+            # "%%trows ... Applicable only for WINDOW_CLOSE triggers" (seed 002, Placeholders)
+            raise _placeholder_error(
+                "%%trows",
+                "it holds the rows of a closed window, and EVENT_TYPE computes at WINDOW_OPEN only; "
+                "read FROM %%tbname WHERE ts >= _twstart, or add WINDOW_CLOSE",
+                sql,
+                t,
+            )
         if name == TROWS:
             q = t.find_ancestor(exp.Select)
             if q is not None and (q.args.get("where") or q.args.get("joins")):
@@ -202,13 +245,6 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
                     offset=s.query.span.start if s.query.span else None,
                     code=Code.INVALID_STREAM_QUERY,
                 )
-    if isinstance(sel, exp.Select) and is_fused(s) and (s.query.partition_by or sel.args.get("group")):
-        raise SqlError(
-            "a %%trows computation takes no GROUP BY or PARTITION BY: group with the trigger's PARTITION BY",
-            sql=sql,
-            offset=s.query.span.start if s.query.span else None,
-            code=Code.INVALID_STREAM_QUERY,
-        )
 
 
 PERIOD_MIN_NS = 10 * 1_000_000  # 10a
@@ -421,6 +457,7 @@ def _check_grouped_output(s: ast.CreateStream337, sql: str) -> None:
             )
         return
     if s.tags:
+        _check_tag_values(s, sql)
         return
     seen: set[str] = set()
     for p in s.partition_by:
@@ -434,6 +471,55 @@ def _check_grouped_output(s: ast.CreateStream337, sql: str) -> None:
                 code=Code.INVALID_STREAM_QUERY,
             )
         seen.add(name)
+
+
+def _check_tag_values(s: ast.CreateStream337, sql: str) -> None:
+    """A TAGS value "can use any trigger table grouping columns": PARTITION BY columns (by name or
+    alias), ``%%n`` and ``%%tbname``, and constants (seed 002, Stream Processing Output).
+
+    Raises:
+        SqlError: INVALID_COLUMN at the first other column.
+    """
+    allowed = set()
+    for p in s.partition_by:
+        if isinstance(p.expr, exp.Column):
+            allowed.add(p.expr.name.lower())
+        if p.alias:
+            allowed.add(p.alias.lower())
+    for t in s.tags or []:
+        for col in t.expr.find_all(exp.Column) if t.expr is not None else ():
+            if placeholder_key(col) is not None or (not col.table and col.name.lower() in allowed):
+                continue
+            raise SqlError(
+                f"tag {t.name} AS {expr_sql(t.expr) if t.expr is not None else ''}: {col.name} is not a "
+                "grouping column; a tag value can use the PARTITION BY columns (seed 002, Stream "
+                "Processing Output)",
+                sql=sql,
+                offset=offset_of(col),
+                code=Code.INVALID_COLUMN,
+            )
+
+
+def check_temporary_functions(s: ast.CreateStream337, sql: str) -> None:
+    """Seed 002 "Temporary Restrictions": Interp, Percentile and Forecast are not yet supported in
+    a stream's computation.
+
+    Raises:
+        SqlError: NOT_SUPPORTED at the call, naming the seed's restriction.
+    """
+    if s.query is None:
+        return
+    for f in s.query.select.find_all(exp.Func):
+        name = str(f.name).lower() if isinstance(f, exp.Anonymous) else f.sql_name().lower()
+        if name in TEMPORARY_FUNCTIONS:
+            raise SqlError(
+                f"function {name} in a stream's computation: seed 002 lists it among its Temporary "
+                'Restrictions ("The functions Interp, Percentile, Forecast, and UDFs are not yet '
+                'supported")',
+                sql=sql,
+                offset=offset_of(f),
+                code=Code.NOT_SUPPORTED,
+            )
 
 
 def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
@@ -478,6 +564,17 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
     """STREAM_OPTIONS: the options not run yet (UNSUPPORTED_OPTIONS, FILL_HISTORY(start)) and
     MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
     o = s.options
+    cls = trigger_class(s.trigger)
+    if o.delete_recalc and (cls != "window" or isinstance(s.trigger, ast.CountWindow)):
+        sp = o.spans.get("delete_recalc")
+        raise SqlError(
+            "DELETE_RECALC can only be set if the trigger type supports automatic recomputation for "
+            "deletions: PERIOD, SLIDING and COUNT_WINDOW triggers ignore deletions (seed 002, Stream "
+            "Processing Control Options; Data Deletions)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     if o.fill_history and o.fill_history_first:
         sp = o.spans.get("fill_history_first")
         raise SqlError(

@@ -304,6 +304,43 @@ PROHIBITED = [
         "seed 002 lists it among its Temporary Restrictions",
         "cast(",
     ),
+    (
+        "create stream s session(ts, 1s) from tb1 into o as select _twstart, interp(col1) from %%trows",
+        Code.NOT_SUPPORTED,
+        "function interp in a stream's computation: seed 002 lists it",
+        "interp(",
+    ),
+    (
+        f"create stream s session(ts, 1s) from stb1 partition by tbname into o tags (x int as col1) {Q}",
+        Code.INVALID_COLUMN,
+        "col1 is not a grouping column",
+        "col1) as",
+    ),
+    (
+        f"create stream s count_window(2) from tb1 stream_options(delete_recalc) into o {Q}",
+        Code.INVALID_STREAM_QUERY,
+        "DELETE_RECALC can only be set if the trigger type supports",
+        "delete_recalc",
+    ),
+    (
+        "create stream s period(1m) from tb1 stream_options(delete_recalc) into o as "
+        "select _tlocaltime, count(*) from %%trows",
+        Code.INVALID_STREAM_QUERY,
+        "DELETE_RECALC can only be set if the trigger type supports",
+        "delete_recalc",
+    ),
+    (
+        f"create stream s session(ts, 1s) from tb1 stream_options(event_type(window_open)) into o {Q}",
+        Code.INVALID_STREAM_QUERY,
+        "placeholder %%trows is not allowed here",
+        "%%trows",
+    ),
+    (
+        "create stream s session(ts, 1s) from tb1 into o as select _twstart, count(*), _qstart from tb2",
+        Code.INVALID_STREAM_QUERY,
+        "the pseudo-columns _qstart, _qend and _qduration are not supported",
+        "_qstart",
+    ),
 ]
 
 
@@ -316,6 +353,18 @@ def test_what_seed_002_forbids_is_refused_at_create_stream(
     assert e.value.code == code and message in e.value.message, e.value.message
     assert e.value.offset == sql.index(where), (e.value.offset, sql.index(where))
     assert env.reg.list() == [] and env.ex.catalog.table("d", "o") is None  # nothing created
+
+
+def test_recalculate_of_a_count_window_without_an_end_is_ignored(env: Env) -> None:
+    env.stream(
+        "create stream sc count_window(2) from tb1 into o as select _twstart ws, count(*) n from %%trows"
+    )
+    env.write(ins("tb1", [(0, 1), (1, 1), (2, 1), (3, 1)]))
+    env.ex.execute(f"delete from o where ws = {T0}")
+    assert env.ex.execute_one("recalculate stream sc from 0").affected_rows == 0  # ignored (seed 002)
+    assert env.rows("select ws, n from o") == [[T0 + 2000, 2]]
+    env.ex.execute_one(f"recalculate stream sc from {T0} to {T0 + 3000}")
+    assert env.rows("select ws, n from o") == [[T0, 2], [T0 + 2000, 2]]
 
 
 def test_recalculate_is_refused_for_a_period_stream(env: Env) -> None:
