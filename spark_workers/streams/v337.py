@@ -25,10 +25,14 @@ type otherwise ("Outputs").
 
 Computations that are not such an aggregate (any query, other tables, ``%%tbname``, the other
 placeholders), PERIOD and SLIDING-only triggers and notify-only streams run per trigger event
-(``compute.py``, ``runtime/period.py``). What is not run yet is refused at CREATE STREAM with an
-error naming it (positioned where the parser kept a span): NOTIFY ... WHERE and the options
-EXPIRED_TIME, DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), FORCE_OUTPUT; INTERVAL
-and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
+(``compute.py``, ``runtime/period.py``); so do streams with FORCE_OUTPUT (a row of constants and
+NULLs for a trigger without a result). NOTIFY ... WHERE is bound to the result columns at compile
+(``query/notify_where.py``); FILL_HISTORY[(start)] / FILL_HISTORY_FIRST[(start)] compute the
+history from its start before real time. What seed 002 forbids is refused with the seed's rule,
+code and position (``check_supported``, ``spec_337``). What is not run yet is refused at CREATE
+STREAM with an error naming it (positioned where the parser kept a span): the options EXPIRED_TIME,
+DELETE_OUTPUT_TABLE; INTERVAL and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not
+create windows without rows).
 """
 
 from __future__ import annotations
