@@ -37,10 +37,12 @@ create windows without rows).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from spark_workers.duration import NS_PER_PRECISION, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.query.compute import placeholder_key
 from spark_workers.query.planner import NO_TABLE, aggregate_call
@@ -625,7 +627,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         raise CatalogError("database not specified for the trigger table", code=Code.DB_NOT_SPECIFIED)
     db = catalog.require_database(src_db)
     src = catalog.require_table(db.name, trigger_table.name) if trigger_table is not None else None
-    options = _options_spec(s)
+    options = _options_spec(s, db.precision)
     tags = _output_tags(s, src, sql)
     notify = None
     if s.notify is not None:  # seed 002 defaults: no history, drop on failure
@@ -712,16 +714,26 @@ def _name_offset(sql: str, name: str) -> int | None:
     return None
 
 
-def history_start_text(e: exp.Expr, sql: str = "", span: ast.Span | None = None) -> str:
+def history_start_text(
+    e: exp.Expr, sql: str = "", span: ast.Span | None = None, precision: str | None = None
+) -> str:
     """The start time of FILL_HISTORY(start_time) / FILL_HISTORY_FIRST(start_time) as kept in the
     spec: an integer (epoch in the database precision) or a timestamp string, as TDengine takes
-    them (``'2025-05-27 14:29:42'``, ``1748327382161``).
+    them (``'2025-05-27 14:29:42'``, ``1748327382161``); ``now`` plus or minus durations
+    (``now - 1d``) is the time of CREATE STREAM, kept as its epoch in ``precision`` (when given;
+    without it only the form is checked).
 
     Raises:
         SqlError: INVALID_STREAM_QUERY for anything else, at the option.
     """
     if isinstance(e, exp.Literal) and (e.is_string or e.is_int):
         return str(e.this) if e.is_string else str(int(e.this))
+    ns = _now_offset_ns(e)
+    if ns is not None:
+        if precision is None:
+            return ""
+        now_ns = time.time_ns() + ns
+        return str(now_ns // NS_PER_PRECISION[precision])
     raise SqlError(
         f"FILL_HISTORY start time {expr_sql(e)}: expected an epoch integer or a timestamp string "
         "('YYYY-MM-DD HH:MM:SS[.fff]') (seed 002, Stream Processing Control Options)",
@@ -731,7 +743,26 @@ def history_start_text(e: exp.Expr, sql: str = "", span: ast.Span | None = None)
     )
 
 
-def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
+def _now_offset_ns(e: exp.Expr) -> int | None:
+    """``now`` plus or minus fixed durations (``now - 1d``): the offset from now in nanoseconds,
+    or None for any other expression."""
+    if isinstance(e, exp.Paren):
+        return _now_offset_ns(e.this)
+    if isinstance(e, exp.CurrentTimestamp):
+        return 0
+    if isinstance(e, exp.Add | exp.Sub) and isinstance(e.expression, exp.Interval):
+        base = _now_offset_ns(e.this)
+        raw = e.expression.meta.get("td_duration")
+        if base is None or not raw:
+            return None
+        d = Duration.parse(str(raw))
+        if d.is_calendar:
+            return None
+        return base + (d.ns if isinstance(e, exp.Add) else -d.ns)
+    return None
+
+
+def _options_spec(s: ast.CreateStream337, precision: str = "ms") -> OptionsSpec:
     """The engine options of a 3.3.7 stream's STREAM_OPTIONS (seed 002 "Atypical Data Ingestion
     Scenarios"; MAX_DELAY for window triggers only)."""
     o = s.options
@@ -751,7 +782,7 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
         # history snapshot before its changes for both options (docs/decisions.md)
         fill_history=o.fill_history or o.fill_history_first,
         fill_history_first=o.fill_history_first,
-        fill_history_start=history_start_text(o.fill_history_start)
+        fill_history_start=history_start_text(o.fill_history_start, precision=precision)
         if o.fill_history_start is not None
         else None,
         ignore_disorder=o.ignore_disorder,
