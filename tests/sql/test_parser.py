@@ -827,6 +827,15 @@ def test_true_for_takes_a_bare_integer_as_milliseconds_and_a_quoted_duration() -
     assert error_of(sql).offset == at(sql, "'3x'")
 
 
+def test_notify_urls_keep_their_spans_in_either_quotes() -> None:
+    sql = """create stream s period(1h) notify('ws://a:1/x', "wss://b:2/y?key=k") where n > 1"""
+    s = parse_one(sql)
+    assert isinstance(s, ast.CreateStream337) and s.notify is not None
+    assert s.notify.urls == ["ws://a:1/x", "wss://b:2/y?key=k"]
+    assert [cut(sql, sp) for sp in s.notify.url_spans] == ["'ws://a:1/x'", '"wss://b:2/y?key=k"']
+    assert s.notify.where is not None and s.notify.where.sql() == "n > 1"
+
+
 def test_337_errors() -> None:
     sql = (
         "CREATE stream sm2 count_window(10, 1, col1) FROM tb1 STREAM_OPTIONS(CALC_ONTIFY_ONLY | "
