@@ -18,7 +18,8 @@ snapshot (decision in docs/decisions.md):
 Placeholders (seed 002 table): ``_twstart`` / ``_twend`` (TIMESTAMP), ``_twduration`` (precision
 units), ``_twrownum``, ``_tgrpid`` (BIGINT), ``_tcurrent_ts`` / ``_tprev_ts`` / ``_tnext_ts``
 (TIMESTAMP, sliding triggers), ``_tlocaltime`` / ``_tprev_localtime`` / ``_tnext_localtime``
-(TIMESTAMP, system time), ``%%n`` (the n-th PARTITION BY value), ``%%tbname`` (the subtable name
+(TIMESTAMP, system time; epoch nanoseconds in arithmetic, ``NS_PLACEHOLDERS``),
+``%%n`` (the n-th PARTITION BY value), ``%%tbname`` (the subtable name
 in SELECT / WHERE, the subtable in FROM).
 """
 
@@ -35,10 +36,11 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
-from spark_workers.query.planner import GroupColumn, Source
+from spark_workers.query.planner import GroupColumn, Source, aggregate_call
 from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns
 from spark_workers.sql import ast
+from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.sql.sandbox import check_select
@@ -64,6 +66,14 @@ TS_PLACEHOLDERS = frozenset(
     }
 )
 INT_PLACEHOLDERS = frozenset({"_twduration", "_twrownum", "_tgrpid"})
+# system-time placeholders: "nanosecond precision" (seed 002, Placeholders): in arithmetic with a
+# number and in casts to a number they are their epoch nanoseconds (BIGINT), as a TIMESTAMP of
+# nanosecond precision is in TDengine: ``cast(_tlocaltime/1000000 AS TIMESTAMP)`` is the trigger
+# time in a millisecond database (seed 002, "Scheduled Trigger" example); elsewhere (a select item,
+# a comparison, ``_tlocaltime - 1h``) they are the trigger's time
+NS_PLACEHOLDERS = frozenset({"_tlocaltime", "_tprev_localtime", "_tnext_localtime"})
+NS_SUFFIX = "_ns"
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)
 # errors of the statement limits keep their own code (docs/decisions.md, "SQL sandbox and limits")
 _LIMIT_CODES = frozenset(
     {Code.TIMEOUT, Code.QUERY_MEM_EXHAUSTED, Code.RESULT_TOO_LARGE, Code.PERMISSION_DENIED}
@@ -84,6 +94,32 @@ def placeholder_key(col: exp.Column) -> str | None:
     if name.startswith(PARTITION_PREFIX) and name[len(PARTITION_PREFIX) :].isdigit():
         return "p" + name[len(PARTITION_PREFIX) :]
     return None
+
+
+def numeric_use(col: exp.Expr) -> bool:
+    """True when a placeholder column is used as a number: an operand of arithmetic whose other
+    operand is not a duration (``_tlocaltime / 1000000``), or cast to a type other than TIMESTAMP
+    (``cast(_tlocaltime AS BIGINT)``)."""
+    node = col
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        node, parent = parent, parent.parent
+    if isinstance(parent, _ARITHMETIC):
+        other = parent.expression if parent.this is node else parent.this
+        return not isinstance(other, exp.Interval)
+    if isinstance(parent, exp.Cast):
+        return not parent.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ)
+    return False
+
+
+def _constant(item: exp.Expr) -> bool:
+    """A select item FORCE_OUTPUT keeps: no table column (placeholders are constants), no
+    aggregate, no subquery."""
+    if item.find(exp.Star, exp.Subquery, exp.Select) is not None:
+        return False
+    if any(placeholder_key(c) is None for c in item.find_all(exp.Column)):
+        return False
+    return not any(aggregate_call(n) for n in item.walk())
 
 
 def group_context(
@@ -202,6 +238,33 @@ class Computation:
         c.pre_filter, c.partition_types = pre_filter, partition_types
         return c
 
+    def forced(self, types: list[TdType]) -> Computation:
+        """The FORCE_OUTPUT query of this computation: one row per trigger whose query returned
+        none, "all columns except constants (including constant-treated columns) ... set to NULL"
+        (seed 002, Stream Processing Control Options). A select item is kept when it reads no
+        table column and aggregates nothing (literals, placeholders, functions of them); every
+        other item, and every item of ``SELECT *`` or a UNION, is ``CAST(NULL AS its type)``;
+        ``types`` are the result columns' types, in order. The query has no FROM."""
+        sel = self.q.select
+        plain = isinstance(sel, exp.Select) and not any(isinstance(i, exp.Star) for i in sel.expressions)
+        items: list[exp.Expr] = []
+        for i, t in enumerate(types):
+            item = sel.expressions[i] if plain and i < len(sel.expressions) else None
+            if item is not None and _constant(item):
+                items.append(item.copy())
+            else:
+                items.append(exp.Cast(this=exp.Null(), to=exp.DataType.build(t.sql, dialect=DIALECT)))
+        q = ast.SelectQuery(select=exp.select(*items), item_texts=list(self.q.item_texts))
+        return Computation.restore(
+            sql=self.sql,
+            q=q,
+            trigger=self.trigger,
+            default_db=self.default_db,
+            tz=self.tz,
+            pre_filter=self.pre_filter,
+            partition_types=self.partition_types,
+        )
+
     # ------------------------------------------------------------------ binding
     def _expand(self, sel: exp.Expr, sources: list[Source]) -> list[str]:
         """Expand ``*`` in the select list to the first table's columns (and tags, for a
@@ -269,6 +332,8 @@ class Computation:
         def mark(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Column):
                 k = placeholder_key(node)
+                if k in NS_PLACEHOLDERS and numeric_use(node):
+                    return exp.column(PH + k + NS_SUFFIX, quoted=True)
                 if k is not None:
                     if k in TS_PLACEHOLDERS:
                         ts_types.add(PH + k)
@@ -378,6 +443,9 @@ class Computation:
             if name == TRIGGER_SRC:
                 return f"({self._trigger_rows(b, ev, empty, source)})"
             key = name[len(PH) :]
+            if key.endswith(NS_SUFFIX) and key[: -len(NS_SUFFIX)] in NS_PLACEHOLDERS:
+                us = ev.values.get(key[: -len(NS_SUFFIX)])  # epoch µs -> ns
+                return "CAST(NULL AS BIGINT)" if us is None else f"CAST({int(us) * 1000} AS BIGINT)"
             value = ev.values.get(key)
             if value is None and key in INT_PLACEHOLDERS:
                 return "CAST(NULL AS BIGINT)"

@@ -25,7 +25,7 @@ from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
 from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import Code, SqlError
-from spark_workers.lake.catalog import Catalog, Database, Table
+from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import STREAM_FORBIDDEN, check_select
@@ -77,6 +77,24 @@ class Source:
         return Scope(
             {k: v[1] for k, v in self.columns.items()}, self.table.columns[0].name, self.db.precision, tz
         )
+
+
+NO_TABLE = "__td_no_table"
+
+
+def tableless_source(db: Database) -> Source:
+    """The source of a stream that reads no table (a 3.3.7 PERIOD trigger without FROM whose
+    computation reads none, or a notify-only one; seed 002 "Trigger Tables"): an empty normal
+    table ``NO_TABLE`` of database ``db`` with a primary timestamp only, in no catalog. Its plan
+    has no groups; nothing reads its rows."""
+    ts = Column("ts", TIMESTAMP, "ts")
+    table = Table(db.name, NO_TABLE, "normal", (ts,))
+    return Source(db, table, table, {"tbname": ("tbname", TBNAME_TYPE), "ts": ("ts", TIMESTAMP)})
+
+
+def is_tableless(source: Source) -> bool:
+    """True for :func:`tableless_source`'s sources."""
+    return source.table.name == NO_TABLE
 
 
 def resolve(catalog: Catalog, name: ast.TableName, default_db: str | None, sql: str = "") -> Source:
@@ -387,7 +405,13 @@ def _check_columns(node: exp.Expr, source: Source, sql: str, allow: frozenset[st
 
 
 def plan_window(
-    q: ast.SelectQuery, source: Source, sql: str, *, streaming: bool = False, tz: str = "UTC"
+    q: ast.SelectQuery,
+    source: Source,
+    sql: str,
+    *,
+    streaming: bool = False,
+    tz: str = "UTC",
+    min_count: int | None = None,
 ) -> WindowPlan:
     """Build the WindowPlan of a query with a window clause over one table.
 
@@ -408,7 +432,9 @@ def plan_window(
     ekuiper = isinstance(window, ast.EkuiperWindow)
     partition = _partition_items(q, sel, window, source, sql)
     flt = _where_filter(sel, source, sql)
-    shape, extras = window_shape(window, source, sql, tz, min_count=2 if streaming else 1)
+    if min_count is None:  # legacy streams: count_val "must be at least 2" (seed 000)
+        min_count = 2 if streaming else 1
+    shape, extras = window_shape(window, source, sql, tz, min_count=min_count)
     _check_extras(extras, source, sql)
     if ekuiper and flt is not None:
         extras["where"] = flt  # eKuiper: WHERE runs after windowing (seed 003, "Filter Window Inputs")

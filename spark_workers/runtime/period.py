@@ -217,7 +217,10 @@ class PeriodRunner:
                 v.update(ph)
                 evs.append(TriggerEvent(v, tb, (conds, None, None, True), rows_view=view))
                 keys.append((gkey, trigger_ms))
-            data, out_rows = self.sink.run_events(evs, keys, duck=duck)
+            if self.c.computation is not None:
+                data, out_rows = self.sink.run_events(evs, keys, duck=duck)
+            else:  # notify-only (seed 002: "send a notification with the current system time")
+                data, out_rows = pa.table({"tbname": pa.array([], pa.string())}), {}
         if data.num_rows and self.sink.writes_output:
             table = self.sink.output_table()
             db = self.lake.catalog.require_database(self.c.out_db)

@@ -50,7 +50,10 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
 def stage1_duckdb(c: CompiledStream, tz: str, view: str = "__SOURCE__") -> str:
     """Stage 1 in DuckDB over change-feed rows of ``view``, carrying the change-feed meta columns
     (``META``) along: what the local runner and the source-side pre-aggregation run."""
-    return stage1_sql(c.plan, view, "duckdb", tz, passthrough=META, processing_time=c.rules.processing_time)
+    sql = stage1_sql(c.plan, view, "duckdb", tz, passthrough=META, processing_time=c.rules.processing_time)
+    if c.history_from is not None:  # FILL_HISTORY(start): history rows before it trigger nothing
+        sql = f'SELECT * FROM ({sql}) AS __td_h WHERE NOT "_hist" OR "_ts" >= {int(c.history_from)}'
+    return sql
 
 
 def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
@@ -71,4 +74,7 @@ def stage1_spark(c: CompiledStream, tz: str) -> tuple[str | None, list[str]]:
     exprs += [f"{to_sql(c.plan.extras[k], 'spark', scope)} AS `{col}`" for k, col in c.plan.extra_columns]
     exprs += [f"`{m}`" for m in META]
     cond = to_sql(c.plan.filter, "spark", scope) if c.plan.filter is not None else None
+    if c.history_from is not None:  # FILL_HISTORY(start): history rows before it trigger nothing
+        hist = f"(NOT `_hist` OR {ts_expr} >= {int(c.history_from)})"
+        cond = hist if cond is None else f"({cond}) AND {hist}"
     return cond, exprs

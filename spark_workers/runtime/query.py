@@ -34,6 +34,19 @@ from spark_workers.streams.compile import CompiledStream
 
 DEFAULT_BUCKETS = 8
 TRIGGER_INTERVAL = "500 milliseconds"
+# LOW_LATENCY_CALC (seed 002): "Processing starts immediately": the next micro-batch starts as soon
+# as the previous one ends and rows are waiting, instead of at the next 500 ms tick
+LOW_LATENCY_TRIGGER_INTERVAL = "0 seconds"
+
+
+def trigger_interval(c: CompiledStream) -> str:
+    """The Spark processing-time trigger of a stream's query: ``TRIGGER_INTERVAL`` (micro-batches
+    every 500 ms, rows arriving meanwhile computed together), or ``LOW_LATENCY_TRIGGER_INTERVAL``
+    for a 3.3.7 stream with STREAM_OPTIONS(LOW_LATENCY_CALC) (seed 002: "low-latency computation
+    or notification after each trigger ... at the cost of lower efficiency")."""
+    return LOW_LATENCY_TRIGGER_INTERVAL if c.spec.options.low_latency_calc else TRIGGER_INTERVAL
+
+
 TIMER_MS = 1000  # processing-time timeout of a bucket's state: how often timers are checked
 
 
@@ -149,9 +162,10 @@ def start_query(
     history_version: int | None,
     ignore_until: int | None = None,
     buckets: int = DEFAULT_BUCKETS,
-    trigger: str = TRIGGER_INTERVAL,
+    trigger: str | None = None,
 ) -> StreamingQuery:
-    """Start the query; ``sink.process`` runs for every micro-batch (idempotent on batch id)."""
+    """Start the query; ``sink.process`` runs for every micro-batch (idempotent on batch id);
+    ``trigger`` is the processing-time trigger (default: :func:`trigger_interval`)."""
     frame, _cfg = build_stream_frame(
         spark,
         c,
@@ -187,7 +201,7 @@ def start_query(
         frame.writeStream.foreachBatch(each_batch)
         .option("checkpointLocation", str(ck))
         .queryName(f"tdweb_{stream_key}")
-        .trigger(processingTime=trigger)
+        .trigger(processingTime=trigger or trigger_interval(c))
         .start()
     )
 

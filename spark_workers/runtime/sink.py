@@ -33,8 +33,9 @@ from spark_workers.lake.keys import key_column
 from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
-from spark_workers.query.compute import TriggerEvent, group_context
+from spark_workers.query.compute import Computation, TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
+from spark_workers.query.notify_where import notify_mask
 from spark_workers.query.select import explode_rows, stage3_sql
 from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
@@ -122,6 +123,7 @@ class OutputSink:
         self.progress = progress or (lambda r: None)
         self.bucket_stats: dict[int, dict[str, Any]] = {}
         self._subtables: dict[str, str] = {}
+        self._forced: Computation | None = None  # FORCE_OUTPUT's query, built on first use
         self.precision = compiled.precision
         self._per_us = {"ms": 1000, "us": 1, "ns": None}[self.precision]
 
@@ -365,6 +367,8 @@ class OutputSink:
         try:
             bound = comp.bind(self.lake, session)
             res = comp.run(bound, evs)
+            if self.c.spec.options.force_output:
+                res = self._forced_rows(res, evs, session)
         finally:
             if own:
                 session.close()
@@ -394,6 +398,27 @@ class OutputSink:
             cols[phys.physical] = arr
         return without_null_keys(pa.table(cols), table), out_rows
 
+    def _forced_rows(self, res: pa.Table, evs: list[TriggerEvent], duck: DuckSession) -> pa.Table:
+        """FORCE_OUTPUT (seed 002): ``res`` plus one row for each event whose query returned no
+        row: its constants and placeholders, NULL elsewhere (``Computation.forced``)."""
+        comp = self.c.computation
+        assert comp is not None
+        have = set(res.column("__td_ev").to_pylist()) if res.num_rows else set()
+        missing = [i for i in range(len(evs)) if i not in have]
+        if not missing:
+            return res
+        if self._forced is None:
+            self._forced = comp.forced([c.type for c in self.c.columns])
+        forced = self._forced.run(self._forced.bind(self.lake, duck), [evs[i] for i in missing])
+        ev = pa.array([missing[i] for i in forced.column("__td_ev").to_pylist()], pa.int64())
+        arrays = [ev]
+        for j in range(1, res.num_columns):
+            col = forced.column(j) if j < forced.num_columns else pa.nulls(forced.num_rows)
+            want = res.schema.field(j).type
+            arrays.append(col.cast(want) if not pa.types.is_null(want) else col)
+        extra = pa.Table.from_arrays(arrays, names=res.column_names)
+        return pa.concat_tables([res, extra], promote_options="permissive")
+
     @property
     def writes_output(self) -> bool:
         """False for notify-only streams and CALC_NOTIFY_ONLY (seed 002)."""
@@ -412,10 +437,24 @@ class OutputSink:
     def send(
         self, events: list[Event], batch_id: int, rep: BatchReport, *, now_ms: int | None = None
     ) -> None:
-        """Send events to every notification URL (messages built per ``build_messages``)."""
+        """Send events to every notification URL (messages built per ``build_messages``), those
+        whose result meets the stream's NOTIFY ... WHERE (``query/notify_where.py``) only."""
         notify = self.c.notify
         if notify is None or not events or self.sender is None:
             return
+        if self.c.notify_where is not None:  # NOTIFY ... WHERE over each event's result (seed 002)
+            cols = self.c.columns
+            keep = notify_mask(
+                self.c.notify_where,
+                [e.result for e in events],
+                [c.name for c in cols],
+                [c.type for c in cols],
+                self.precision,
+                self.tz,
+            )
+            events = [e for e, k in zip(events, keep, strict=True) if k]
+            if not events:
+                return
         wkind = notification_window_kind(self.c.spec)
         for msg in build_messages(self.key, self.c.spec.name, wkind, events, batch_id, now_ms):
             n = len(msg["streams"][0]["events"])

@@ -347,6 +347,7 @@ class NotifyDef:
     history: bool | None = None
     on_failure: str | None = None
     span: Span | None = None
+    url_spans: list[Span] = field(default_factory=list, compare=False)
 
 
 @dataclass

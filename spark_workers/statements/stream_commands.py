@@ -14,6 +14,7 @@ from spark_workers.sql.parser import parse_one
 from spark_workers.sql.values import Now
 from spark_workers.statements.session import Session
 from spark_workers.streams import create
+from spark_workers.streams.spec import V337
 from spark_workers.streams.stored import stream_compiled
 from spark_workers.tdtypes import TIMESTAMP
 
@@ -72,8 +73,26 @@ def stream_command(ex: Session, s: ast.StreamCommand, sql: str) -> ResultSet:
 
 
 def recalculate_stream(ex: Session, s: ast.RecalculateStream, sql: str) -> ResultSet:
-    """RECALCULATE STREAM (``runtime/recalc.py``); answers the number of windows rewritten."""
+    """RECALCULATE STREAM (``runtime/recalc.py``); answers the number of windows rewritten.
+
+    Raises:
+        SqlError: NOT_SUPPORTED for a 3.3.7 PERIOD stream ("Manual recalculation is not supported
+            for scheduled triggers (PERIOD)", seed 002, Manual Recalculation). A 3.3.7 COUNT_WINDOW
+            stream's request without an end time is ignored (answers 0), as the seed says.
+    """
     info = ex.own_stream(s.name, s.db, "recalculate stream")
+    if info.spec.syntax == V337 and info.spec.trigger.get("type") == "period":
+        raise SqlError(
+            f"stream {info.name} has a PERIOD trigger: manual recalculation is not supported for "
+            "scheduled triggers (seed 002, Manual Recalculation)",
+            sql=sql,
+            offset=0,
+            code=Code.NOT_SUPPORTED,
+        )
+    if info.spec.syntax == V337 and info.spec.trigger.get("type") == "count" and s.end is None:
+        # "For count window triggers, both the start time and end time must be specified ... if no
+        # end time is specified, the recalculation request will be ignored" (seed 002)
+        return ResultSet.affected(0)
     compiled = stream_compiled(info.spec, info.compiled, ex.lake, ex.tz)
     precision = compiled.source.db.precision
     now = Now()

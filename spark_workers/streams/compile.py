@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.engine.aggregates import AggSpec
 from spark_workers.engine.shape import WindowShape
@@ -34,11 +35,20 @@ from spark_workers.lake.keys import key_column
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
-from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
+from spark_workers.query.notify_where import bind_notify_where
+from spark_workers.query.planner import (
+    Source,
+    WindowPlan,
+    is_tableless,
+    output_type,
+    plan_window,
+    resolve,
+    tableless_source,
+)
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
-from spark_workers.sql.parser import parse_one
+from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.streams.spec import (
     V337,
     NotifySpec,
@@ -106,6 +116,11 @@ class CompiledStream:
     compute_open: bool = False  # EVENT_TYPE(WINDOW_OPEN): compute at window open too
     compute_close: bool = True  # EVENT_TYPE without WINDOW_CLOSE: not at window close
     has_output: bool = True  # False: a notify-only stream (no INTO)
+    # 3.3.7 NOTIFY ... WHERE bound to the result columns (query/notify_where.py); None: all sent
+    notify_where: exp.Expr | None = None
+    # 3.3.7 FILL_HISTORY(start) / FILL_HISTORY_FIRST(start): history rows before it (epoch in the
+    # source's precision) trigger nothing; None: the whole history
+    history_from: int | None = None
 
     @property
     def precision(self) -> str:
@@ -137,13 +152,25 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         SqlError / CatalogError: the source or query no longer fits the catalog.
     """
     catalog: Catalog = lake.catalog
-    assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
-    src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or "")
+    assert spec.output is not None or spec.syntax == V337
+    if spec.source is None:  # a 3.3.7 PERIOD stream that reads no table
+        src = tableless_source(catalog.require_database(str(spec.trigger["home_db"])))
+    else:
+        src = resolve(
+            catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or ""
+        )
     v337 = spec.syntax == V337
     sql, plan, fused = _stream_plan(spec, src, tz)
     assert plan.shape is not None
     with DuckSession(lake) as duck:
-        view = duck.register_source(src)
+        if is_tableless(src):
+            view = duck.register_arrow(
+                pa.table(
+                    {"tbname": pa.array([], pa.string()), "ts": pa.array([], pa.timestamp("us", tz="UTC"))}
+                )
+            )
+        else:
+            view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
     computation = None
     if fused:
@@ -179,7 +206,40 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
         has_output=spec.output is not None,
+        notify_where=_notify_where(spec, columns),
+        history_from=_history_from(spec, src.db.precision, tz),
     )
+
+
+def _history_from(spec: StreamSpec, precision: str, tz: str) -> int | None:
+    """FILL_HISTORY(start_time)'s start as an epoch in ``precision`` (an integer is taken as
+    written, a string in the server time zone ``tz``), or None (seed 002).
+
+    Raises:
+        SqlError: WRONG_VALUE_TYPE for a string that is no timestamp.
+    """
+    text = spec.options.fill_history_start
+    if text is None:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return timestamps.parse_literal(text, precision, tz)
+
+
+def _notify_where(spec: StreamSpec, columns: list[OutputColumnPlan]) -> exp.Expr | None:
+    """The stream's NOTIFY ... WHERE bound to its result columns (seed 002), positioned in the
+    statement as written.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a reference to anything but a result column.
+    """
+    if spec.notify is None or not spec.notify.where:
+        return None
+    stmt = parse_one(spec.sql)
+    where = stmt.notify.where if isinstance(stmt, ast.CreateStream337) and stmt.notify else None
+    if where is None:  # a spec built without its statement: the condition as stored
+        where = parse_expression(spec.notify.where)
+    return bind_notify_where(where, [c.name for c in columns], spec.sql)
 
 
 def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:
@@ -199,7 +259,8 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
     try:
-        plan = plan_window(q, src, sql, streaming=True, tz=tz)
+        # a 3.3.7 COUNT_WINDOW trigger counts from 1 ("The minimum value is 1", seed 002)
+        plan = plan_window(q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None)
     except SqlError as e:
         if not v337:
             raise
@@ -227,19 +288,23 @@ def _computation_columns(
     """The per-event computation of a 3.3.7 stream that is not fused, and its output columns.
 
     Raises:
-        SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP (seed 002).
+        SqlError: INVALID_STREAM_QUERY when its first column is not a TIMESTAMP and the results
+            are written to an output table (seed 002, "Stream Processing Computation Tasks").
     """
-    assert spec.query is not None and spec.source is not None
+    assert spec.query is not None
     computation = Computation(
         spec.query,
         src if spec.trigger.get("from", True) else None,
-        default_db=spec.db or spec.source.db,
+        default_db=spec.db or (spec.source.db if spec.source is not None else spec.trigger.get("home_db")),
         tz=tz,
         pre_filter=spec.options.pre_filter,
         partition_types=[from_arrow(t) for t in group_types],
     )
     columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
-    if not columns or columns[0].type.name != "TIMESTAMP":
+    # the first column keys the output table: without one (no INTO, CALC_NOTIFY_ONLY) the results
+    # are only notified and any first column will do (seed 002, count window example sm2)
+    keyed = spec.output is not None and not spec.options.calc_notify_only
+    if keyed and (not columns or columns[0].type.name != "TIMESTAMP"):
         raise SqlError(
             "the first column of a stream's computation must be a TIMESTAMP: it is the output "
             f"table's primary key (seed 002), got {columns[0].type.sql if columns else 'no column'}",

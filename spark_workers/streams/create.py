@@ -7,6 +7,7 @@ A stream reads only what its owner may read and writes only where its owner may 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -18,6 +19,7 @@ from spark_workers.lake.catalog import Catalog
 from spark_workers.lake.keys import check_composite_key, key_column
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
+from spark_workers.query.planner import is_tableless
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.sandbox import check_stream
@@ -28,7 +30,7 @@ from spark_workers.streams.spec import (
     StreamSpec,
 )
 from spark_workers.streams.stored import compiled_to_json
-from spark_workers.streams.v337 import spec_337
+from spark_workers.streams.v337 import check_temporary_functions, spec_337
 
 FILL_HISTORY_MAX_WINDOWS = 20_000_000  # seed 000 "FILL_HISTORY"
 
@@ -103,6 +105,8 @@ def statement_spec(s: Statement, sql: str, default_db: str | None, catalog: Cata
     Raises:
         SqlError: positioned in ``sql``.
     """
+    if isinstance(s, ast.CreateStream337):  # named by seed 002's restriction, before the sandbox
+        check_temporary_functions(s, sql)
     check_stream(s, sql)  # the front door: TDengine's SQL only (sandbox.py)
     if isinstance(s, ast.CreateStreamLegacy):
         spec = legacy_spec(s, sql, default_db)
@@ -133,7 +137,12 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
     if s.if_not_exists and ctx.registry.get(s.name, s.db) is not None:
         return False
     spec, compiled = check_create_stream(ctx, s, sql)
-    version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+    # a stream reading no table (a 3.3.7 PERIOD without FROM) has no version to start from
+    version = (
+        0
+        if is_tableless(compiled.source)
+        else ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+    )
     if compiled.has_output:
         ensure_output_table(compiled, ctx.lake, sql=sql)
     ctx.registry.create(
@@ -187,7 +196,9 @@ def _same_stream(a: StreamInfo, b: StreamInfo | None) -> bool:
 def _check_output(
     ctx: StreamContext, spec: StreamSpec, compiled: CompiledStream, sql: str, replacing: StreamInfo | None
 ) -> None:
-    """Seed 001: a stream writes neither its own source nor another stream's output table."""
+    """Seed 001: a stream writes neither its own source nor another stream's output table; seed
+    002 (Rules and Limitations): the output table "cannot be the same as the trigger table or the
+    source table" (any table the computation reads)."""
     out = spec.output
     if out is None:
         return
@@ -197,8 +208,22 @@ def _check_output(
         source.storage.name.lower(),
     ):
         raise SqlError(
-            "a stream cannot write into its own source table", sql=sql, code=Code.STREAM_OUTPUT_CONFLICT
+            "a stream cannot write into its own source table",
+            sql=sql,
+            offset=_into_offset(sql),
+            code=Code.STREAM_OUTPUT_CONFLICT,
         )
+    for db, name in stream_tables(spec)[0]:
+        t = ctx.catalog.table(db, name)
+        names = {name.lower()} | ({t.storage.lower()} if t is not None and t.kind == "sub" else set())
+        if db.lower() == out.db.lower() and out.table.lower() in names:
+            raise SqlError(
+                f"a stream cannot write into a table its computation reads ({db}.{name}): the output "
+                "table cannot be the trigger table or a source table (seed 002, Rules and Limitations)",
+                sql=sql,
+                offset=_into_offset(sql),
+                code=Code.STREAM_OUTPUT_CONFLICT,
+            )
     for other in ctx.registry.list():
         o = other.spec.output
         if _same_stream(other, replacing) or o is None:
@@ -210,6 +235,12 @@ def _check_output(
                 sql=sql,
                 code=Code.STREAM_OUTPUT_CONFLICT,
             )
+
+
+def _into_offset(sql: str) -> int | None:
+    """Offset of the output table's name (after the first ``INTO``) in ``sql``, if found."""
+    m = re.search(r"\binto\s+", sql, re.IGNORECASE)
+    return m.end() if m else None
 
 
 def stream_tables(spec: StreamSpec) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:

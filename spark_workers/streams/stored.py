@@ -32,7 +32,7 @@ from spark_workers.engine.stream import StreamRules
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.query.compute import Computation
-from spark_workers.query.planner import GroupColumn, Source, WindowPlan, resolve
+from spark_workers.query.planner import NO_TABLE, GroupColumn, Source, WindowPlan, resolve, tableless_source
 from spark_workers.sql import ast
 from spark_workers.streams.compile import CompiledStream, OutputColumnPlan, TagPlan, compile_stream
 from spark_workers.streams.spec import NotifySpec, StreamSpec
@@ -121,6 +121,8 @@ class _Decoder:
 
     def source(self, db: str, table: str) -> Source:
         key = (db, table)
+        if key not in self.sources and table == NO_TABLE:  # a stream reading no table
+            self.sources[key] = tableless_source(self.lake.catalog.require_database(db))
         if key not in self.sources:
             self.sources[key] = resolve(self.lake.catalog, ast.TableName(table, db), db)
         return self.sources[key]

@@ -25,21 +25,27 @@ type otherwise ("Outputs").
 
 Computations that are not such an aggregate (any query, other tables, ``%%tbname``, the other
 placeholders), PERIOD and SLIDING-only triggers and notify-only streams run per trigger event
-(``compute.py``, ``runtime/period.py``). What is not run yet is refused at CREATE STREAM with an
-error naming it (positioned where the parser kept a span): NOTIFY ... WHERE and the options
-EXPIRED_TIME, DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), FORCE_OUTPUT; INTERVAL
-and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
+(``compute.py``, ``runtime/period.py``); so do streams with FORCE_OUTPUT (a row of constants and
+NULLs for a trigger without a result). NOTIFY ... WHERE is bound to the result columns at compile
+(``query/notify_where.py``); FILL_HISTORY[(start)] / FILL_HISTORY_FIRST[(start)] compute the
+history from its start before real time. What seed 002 forbids is refused with the seed's rule,
+code and position (``check_supported``, ``spec_337``). What is not run yet is refused at CREATE
+STREAM with an error naming it (positioned where the parser kept a span): the options EXPIRED_TIME,
+DELETE_OUTPUT_TABLE; INTERVAL and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not
+create windows without rows).
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from spark_workers.duration import NS_PER_PRECISION, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.query.compute import placeholder_key
-from spark_workers.query.planner import aggregate_call
+from spark_workers.query.planner import NO_TABLE, aggregate_call
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.lexer import TBNAME, TROWS
@@ -63,8 +69,6 @@ WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": 
 UNSUPPORTED_OPTIONS = (
     ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
-    ("fill_history_first", "FILL_HISTORY_FIRST"),
-    ("force_output", "FORCE_OUTPUT"),
 )
 
 
@@ -90,6 +94,10 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
 
 
 WINDOW_ONLY = frozenset({"_twstart", "_twend", "_twduration", "_twrownum"})
+QUERY_PSEUDO = frozenset({"_qstart", "_qend", "_qduration"})
+# seed 002 "Temporary Restrictions": "The functions Interp, Percentile, Forecast, and UDFs are not
+# yet supported" (tdweb has no UDFs: an unknown function is refused by name anyway)
+TEMPORARY_FUNCTIONS = frozenset({"interp", "percentile", "forecast"})
 SLIDING_ONLY = frozenset({"_tprev_ts", "_tcurrent_ts", "_tnext_ts"})
 PERIOD_ONLY = frozenset({"_tprev_localtime", "_tnext_localtime"})
 
@@ -109,8 +117,8 @@ def is_fused(s: ast.CreateStream337) -> bool:
     every other computation runs per trigger event (``compute.py``)."""
     if s.query is None or trigger_class(s.trigger) != "window" or s.query.window is not None:
         return False
-    if s.options.calc_notify_only or s.into is None:
-        return False
+    if s.options.calc_notify_only or s.into is None or s.options.force_output:
+        return False  # FORCE_OUTPUT: rows for triggers without a result, per event (compute.py)
     sel = s.query.select
     if not isinstance(sel, exp.Select):
         return False
@@ -142,6 +150,7 @@ def _ancestors(node: exp.Expr) -> list[exp.Expr]:
 
 
 def _placeholder_error(name: str, why: str, sql: str, col: exp.Expr | None = None) -> SqlError:
+    """INVALID_STREAM_QUERY naming a misplaced placeholder, at ``col`` when given."""
     return SqlError(
         f"placeholder {name} is not allowed here: {why} (seed 002, Placeholders)",
         sql=sql,
@@ -154,7 +163,8 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
     """Each placeholder only where seed 002 allows it: ``_tw*`` with window triggers, ``_tprev_ts``
     / ``_tcurrent_ts`` / ``_tnext_ts`` with SLIDING triggers, ``_tprev_localtime`` /
     ``_tnext_localtime`` with PERIOD triggers; ``%%n`` within the PARTITION BY list; ``%%tbname``
-    only when the trigger groups by tbname; ``%%trows`` only in FROM, without WHERE or joins.
+    only when the trigger groups by tbname; ``%%trows`` only in FROM, without WHERE or joins, at
+    WINDOW_CLOSE; no ``_qstart`` / ``_qend`` / ``_qduration`` (seed 002, Rules and Limitations).
 
     Raises:
         SqlError: INVALID_STREAM_QUERY naming the placeholder.
@@ -168,6 +178,14 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
     )
     allowed = {"window": WINDOW_ONLY, "sliding": SLIDING_ONLY, "period": PERIOD_ONLY}[cls]
     for col in sel.find_all(exp.Column):
+        if not col.table and col.name.lower() in QUERY_PSEUDO:
+            raise SqlError(
+                f"{col.name}: the pseudo-columns _qstart, _qend and _qduration are not supported in "
+                "a stream's computation (seed 002, Rules and Limitations)",
+                sql=sql,
+                offset=offset_of(col),
+                code=Code.INVALID_STREAM_QUERY,
+            )
         key = placeholder_key(col)
         if key is None:
             continue
@@ -188,10 +206,39 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
                 )
         if key == "tbname" and not by_tbname:
             raise _placeholder_error("%%tbname", "the trigger does not group by tbname", sql, col)
-    for t in sel.find_all(exp.Table):
+    _check_placeholder_tables(s, sql, cls, by_tbname)
+    if isinstance(sel, exp.Select) and is_fused(s) and (s.query.partition_by or sel.args.get("group")):
+        raise SqlError(
+            "a %%trows computation takes no GROUP BY or PARTITION BY: group with the trigger's PARTITION BY",
+            sql=sql,
+            offset=s.query.span.start if s.query.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def _check_placeholder_tables(s: ast.CreateStream337, sql: str, cls: str, by_tbname: bool) -> None:
+    """``%%tbname`` / ``%%trows`` as tables (``check_placeholders``): ``%%tbname`` only when the
+    trigger groups by tbname; ``%%trows`` without WHERE or joins, and only when the computation
+    runs at WINDOW_CLOSE (seed 002, Placeholders)."""
+    assert s.query is not None
+    for t in s.query.select.find_all(exp.Table):
         name = t.name.lower()
         if name == TBNAME and not by_tbname:
             raise _placeholder_error("%%tbname", "the trigger does not group by tbname", sql)
+        if (
+            name == TROWS
+            and cls == "window"
+            and s.options.event_type
+            and "WINDOW_CLOSE" not in s.options.event_type
+        ):
+            # "%%trows ... Applicable only for WINDOW_CLOSE triggers" (seed 002, Placeholders)
+            raise _placeholder_error(
+                "%%trows",
+                "it holds the rows of a closed window, and EVENT_TYPE computes at WINDOW_OPEN only; "
+                "read FROM %%tbname WHERE ts >= _twstart, or add WINDOW_CLOSE",
+                sql,
+                t,
+            )
         if name == TROWS:
             q = t.find_ancestor(exp.Select)
             if q is not None and (q.args.get("where") or q.args.get("joins")):
@@ -204,13 +251,6 @@ def check_placeholders(s: ast.CreateStream337, sql: str) -> None:
                     offset=s.query.span.start if s.query.span else None,
                     code=Code.INVALID_STREAM_QUERY,
                 )
-    if isinstance(sel, exp.Select) and is_fused(s) and (s.query.partition_by or sel.args.get("group")):
-        raise SqlError(
-            "a %%trows computation takes no GROUP BY or PARTITION BY: group with the trigger's PARTITION BY",
-            sql=sql,
-            offset=s.query.span.start if s.query.span else None,
-            code=Code.INVALID_STREAM_QUERY,
-        )
 
 
 PERIOD_MIN_NS = 10 * 1_000_000  # 10a
@@ -265,6 +305,15 @@ def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
     t = s.trigger
     if isinstance(t, ast.PeriodTrigger):
         check_period(s, t, sql)
+    cast = t.expr.find(exp.Cast) if isinstance(t, ast.StateWindow) else None
+    if isinstance(t, ast.StateWindow) and cast is not None:
+        raise SqlError(
+            "CAST in a STATE_WINDOW trigger: seed 002 lists it among its Temporary Restrictions "
+            '("The Cast function is not yet supported in state window triggers")',
+            sql=sql,
+            offset=sql.lower().find("cast", t.span.start) if t.span else offset_of(cast),
+            code=Code.NOT_SUPPORTED,
+        )
     if not isinstance(t, ast.SlidingTrigger):
         return
     sliding_only = t.interval is None
@@ -322,10 +371,12 @@ def _check_trigger_table(s: ast.CreateStream337, sql: str) -> None:
 
 def _check_notify(s: ast.CreateStream337, sql: str) -> None:
     """NOTIFY events by trigger (seed 002): ON_TIME for PERIOD and SLIDING triggers, WINDOW_OPEN /
-    WINDOW_CLOSE (at least one) for window triggers; no NOTIFY ... WHERE yet."""
+    WINDOW_CLOSE (at least one) for window triggers; its URLs (``_check_urls``). NOTIFY ... WHERE is
+    bound to the result columns when the stream compiles (``query/notify_where.py``)."""
     n = s.notify
     if n is None:
         return
+    _check_urls(n, sql)
     cls = trigger_class(s.trigger)
     if cls in ("period", "sliding"):
         bad = [e for e in n.events if e != "ON_TIME"]
@@ -353,8 +404,128 @@ def _check_notify(s: ast.CreateStream337, sql: str) -> None:
                 offset=at,
                 code=Code.INVALID_STREAM_QUERY,
             )
-    if n.where is not None:
-        raise _not_yet("NOTIFY ... WHERE", sql, n.span)
+
+
+NOTIFY_SCHEMES = ("ws", "wss")
+
+
+def _check_urls(n: ast.NotifyDef, sql: str) -> None:
+    """Each NOTIFY URL "must include the protocol, IP or domain" and "Currently, only the
+    WebSocket protocol is supported" (seed 002, Notification Mechanism): ``ws://`` or ``wss://``
+    and a host.
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY at the URL.
+    """
+    for i, url in enumerate(n.urls):
+        scheme, sep, rest = url.partition("://")
+        host = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+        if sep and scheme.lower() in NOTIFY_SCHEMES and host and not host.startswith(":"):
+            continue
+        sp = n.url_spans[i] if i < len(n.url_spans) else n.span
+        why = (
+            f"the {scheme.lower()}:// protocol is not supported: only WebSocket URLs (ws:// or wss://) are"
+            if sep and scheme.lower() not in NOTIFY_SCHEMES
+            else "a URL needs the protocol (ws:// or wss://) and the host"
+        )
+        raise SqlError(
+            f"invalid NOTIFY URL '{url}': {why} (seed 002, Notification Mechanism)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def _check_grouped_output(s: ast.CreateStream337, sql: str) -> None:
+    """OUTPUT_SUBTABLE "cannot be specified if there is no trigger grouping"; TAGS "can only be
+    specified if trigger grouping is present"; without TAGS the tags are the grouping columns,
+    which then "cannot have duplicate names" (seed 002, Stream Processing Output).
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY at the clause or the duplicate grouping column.
+    """
+    if not s.partition_by:
+        if s.output_subtable is not None:
+            raise SqlError(
+                "OUTPUT_SUBTABLE names the output subtable of each trigger group: it cannot be "
+                "specified without PARTITION BY (seed 002, Stream Processing Output)",
+                sql=sql,
+                offset=offset_of(s.output_subtable),
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        if s.tags:
+            raise SqlError(
+                "TAGS define the output supertable of the trigger groups: they can only be "
+                "specified with PARTITION BY (seed 002, Stream Processing Output)",
+                sql=sql,
+                offset=s.tags[0].span.start if s.tags[0].span else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        return
+    if s.tags:
+        _check_tag_values(s, sql)
+        return
+    seen: set[str] = set()
+    for p in s.partition_by:
+        name = (p.alias or (p.expr.name if isinstance(p.expr, exp.Column) else p.text)).lower()
+        if name in seen:
+            raise SqlError(
+                f"PARTITION BY names {name} twice: without TAGS the grouping columns are the "
+                "output tags and cannot have duplicate names (seed 002, Stream Processing Output)",
+                sql=sql,
+                offset=p.span.start if p.span else None,
+                code=Code.INVALID_STREAM_QUERY,
+            )
+        seen.add(name)
+
+
+def _check_tag_values(s: ast.CreateStream337, sql: str) -> None:
+    """A TAGS value "can use any trigger table grouping columns": PARTITION BY columns (by name or
+    alias), ``%%n`` and ``%%tbname``, and constants (seed 002, Stream Processing Output).
+
+    Raises:
+        SqlError: INVALID_COLUMN at the first other column.
+    """
+    allowed = set()
+    for p in s.partition_by:
+        if isinstance(p.expr, exp.Column):
+            allowed.add(p.expr.name.lower())
+        if p.alias:
+            allowed.add(p.alias.lower())
+    for t in s.tags or []:
+        for col in t.expr.find_all(exp.Column) if t.expr is not None else ():
+            if placeholder_key(col) is not None or (not col.table and col.name.lower() in allowed):
+                continue
+            raise SqlError(
+                f"tag {t.name} AS {expr_sql(t.expr) if t.expr is not None else ''}: {col.name} is not a "
+                "grouping column; a tag value can use the PARTITION BY columns (seed 002, Stream "
+                "Processing Output)",
+                sql=sql,
+                offset=offset_of(col),
+                code=Code.INVALID_COLUMN,
+            )
+
+
+def check_temporary_functions(s: ast.CreateStream337, sql: str) -> None:
+    """Seed 002 "Temporary Restrictions": Interp, Percentile and Forecast are not yet supported in
+    a stream's computation.
+
+    Raises:
+        SqlError: NOT_SUPPORTED at the call, naming the seed's restriction.
+    """
+    if s.query is None:
+        return
+    for f in s.query.select.find_all(exp.Func):
+        name = str(f.name).lower() if isinstance(f, exp.Anonymous) else f.sql_name().lower()
+        if name in TEMPORARY_FUNCTIONS:
+            raise SqlError(
+                f"function {name} in a stream's computation: seed 002 lists it among its Temporary "
+                'Restrictions ("The functions Interp, Percentile, Forecast, and UDFs are not yet '
+                'supported")',
+                sql=sql,
+                offset=offset_of(f),
+                code=Code.NOT_SUPPORTED,
+            )
 
 
 def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
@@ -392,17 +563,42 @@ def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
             sql=sql,
             code=Code.INVALID_STREAM_QUERY,
         )
+    _check_grouped_output(s, sql)
 
 
 def _check_options(s: ast.CreateStream337, sql: str) -> None:
     """STREAM_OPTIONS: the options not run yet (UNSUPPORTED_OPTIONS, FILL_HISTORY(start)) and
     MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
     o = s.options
+    cls = trigger_class(s.trigger)
+    if o.delete_recalc and (cls != "window" or isinstance(s.trigger, ast.CountWindow)):
+        sp = o.spans.get("delete_recalc")
+        raise SqlError(
+            "DELETE_RECALC can only be set if the trigger type supports automatic recomputation for "
+            "deletions: PERIOD, SLIDING and COUNT_WINDOW triggers ignore deletions (seed 002, Stream "
+            "Processing Control Options; Data Deletions)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if o.fill_history and o.fill_history_first:
+        sp = o.spans.get("fill_history_first")
+        raise SqlError(
+            "FILL_HISTORY and FILL_HISTORY_FIRST cannot be used together (seed 002, Stream "
+            "Processing Control Options)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     for attr, word in UNSUPPORTED_OPTIONS:
         if getattr(o, attr):
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
-        raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
+        history_start_text(
+            o.fill_history_start,
+            sql,
+            o.spans.get("fill_history_first" if o.fill_history_first else "fill_history"),
+        )
     if o.max_delay is not None:
         d = o.max_delay
         if d.unit not in ("s", "m", "h", "d") or d.ns < MAX_DELAY_MIN_NS:
@@ -422,14 +618,16 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         SqlError / CatalogError: unsupported parts, a missing trigger table or database.
     """
     check_supported(s, sql)
-    trigger_table = s.from_table
-    if trigger_table is None:  # PERIOD without FROM: the plan reads the computation's first table
-        trigger_table = _first_table(s, sql)
-    src_db = trigger_table.db or default_db
+    _check_databases(s, sql, default_db, catalog)
+    # PERIOD without FROM: the plan reads the computation's first table, or no table at all
+    # (a notify-only stream, a computation of constants): it then lives in the stream's database
+    trigger_table = s.from_table or _first_table(s)
+    src_db = (trigger_table.db if trigger_table is not None else s.db) or default_db
     if not src_db:
         raise CatalogError("database not specified for the trigger table", code=Code.DB_NOT_SPECIFIED)
-    src = catalog.require_table(catalog.require_database(src_db).name, trigger_table.name)
-    options = _options_spec(s)
+    db = catalog.require_database(src_db)
+    src = catalog.require_table(db.name, trigger_table.name) if trigger_table is not None else None
+    options = _options_spec(s, db.precision)
     tags = _output_tags(s, src, sql)
     notify = None
     if s.notify is not None:  # seed 002 defaults: no history, drop on failure
@@ -438,12 +636,15 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
             events=[e.upper() for e in s.notify.events] or ["ON_TIME"],
             history=bool(s.notify.history),
             on_failure=s.notify.on_failure or "DROP",
+            where=expr_sql(s.notify.where) if s.notify.where is not None else None,
         )
     window = _window(s)
     assert window is not None
     trigger = trigger_json(s.trigger)
     if isinstance(s.trigger, ast.PeriodTrigger):
         trigger["from"] = s.from_table is not None
+        if trigger_table is None:
+            trigger["home_db"] = db.name  # no table read: the database the stream runs in
     output = None
     if s.into is not None:
         output = OutputSpec(
@@ -459,7 +660,7 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
         name=s.name,
         db=s.db,
         syntax=V337,
-        source=SourceSpec(src_db, trigger_table.name),
+        source=SourceSpec(src_db, trigger_table.name) if trigger_table is not None else None,
         trigger=trigger,
         partition_by=[{"sql": p.text, "alias": p.alias} for p in s.partition_by],
         filter=options.pre_filter,
@@ -471,7 +672,97 @@ def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: 
     )
 
 
-def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
+SYSTEM_DATABASES = frozenset({"information_schema", "performance_schema"})
+
+
+def _check_databases(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> None:
+    """The stream's own database and its output table's database exist ("the database must
+    already exist before creating a stream"); the trigger table is no system table ("System
+    tables, views, and queries are not supported") (seed 002, Rules and Limitations; Trigger
+    Tables).
+
+    Raises:
+        SqlError: DB_NOT_EXIST at the database's name; INVALID_STREAM_QUERY for a system table.
+    """
+    for what, name in (("the stream", s.db), ("the output table", s.into.db if s.into else None)):
+        if name is not None and catalog.database(name) is None:
+            raise SqlError(
+                f"database {name} of {what} does not exist: create it first (seed 002, Rules and "
+                "Limitations)",
+                sql=sql,
+                offset=_name_offset(sql, name),
+                code=Code.DB_NOT_EXIST,
+            )
+    t = s.from_table
+    if t is not None and (t.db or default_db or "").lower() in SYSTEM_DATABASES:
+        raise SqlError(
+            f"{t.db or default_db}.{t.name} is a system table: a trigger table is a normal table, "
+            "supertable, subtable or virtual table (seed 002, Trigger Tables)",
+            sql=sql,
+            offset=t.span.start if t.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+
+
+def _name_offset(sql: str, name: str) -> int | None:
+    """Offset of the first ``name.`` (a database qualifier, quoted or not) in ``sql``."""
+    low = sql.lower()
+    for text in (f"`{name.lower()}`.", f"{name.lower()}."):
+        at = low.find(text)
+        if at >= 0:
+            return at
+    return None
+
+
+def history_start_text(
+    e: exp.Expr, sql: str = "", span: ast.Span | None = None, precision: str | None = None
+) -> str:
+    """The start time of FILL_HISTORY(start_time) / FILL_HISTORY_FIRST(start_time) as kept in the
+    spec: an integer (epoch in the database precision) or a timestamp string, as TDengine takes
+    them (``'2025-05-27 14:29:42'``, ``1748327382161``); ``now`` plus or minus durations
+    (``now - 1d``) is the time of CREATE STREAM, kept as its epoch in ``precision`` (when given;
+    without it only the form is checked).
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY for anything else, at the option.
+    """
+    if isinstance(e, exp.Literal) and (e.is_string or e.is_int):
+        return str(e.this) if e.is_string else str(int(e.this))
+    ns = _now_offset_ns(e)
+    if ns is not None:
+        if precision is None:
+            return ""
+        now_ns = time.time_ns() + ns
+        return str(now_ns // NS_PER_PRECISION[precision])
+    raise SqlError(
+        f"FILL_HISTORY start time {expr_sql(e)}: expected an epoch integer or a timestamp string "
+        "('YYYY-MM-DD HH:MM:SS[.fff]') (seed 002, Stream Processing Control Options)",
+        sql=sql,
+        offset=span.start if span else None,
+        code=Code.INVALID_STREAM_QUERY,
+    )
+
+
+def _now_offset_ns(e: exp.Expr) -> int | None:
+    """``now`` plus or minus fixed durations (``now - 1d``): the offset from now in nanoseconds,
+    or None for any other expression."""
+    if isinstance(e, exp.Paren):
+        return _now_offset_ns(e.this)
+    if isinstance(e, exp.CurrentTimestamp):
+        return 0
+    if isinstance(e, exp.Add | exp.Sub) and isinstance(e.expression, exp.Interval):
+        base = _now_offset_ns(e.this)
+        raw = e.expression.meta.get("td_duration")
+        if base is None or not raw:
+            return None
+        d = Duration.parse(str(raw))
+        if d.is_calendar:
+            return None
+        return base + (d.ns if isinstance(e, exp.Add) else -d.ns)
+    return None
+
+
+def _options_spec(s: ast.CreateStream337, precision: str = "ms") -> OptionsSpec:
     """The engine options of a 3.3.7 stream's STREAM_OPTIONS (seed 002 "Atypical Data Ingestion
     Scenarios"; MAX_DELAY for window triggers only)."""
     o = s.options
@@ -487,16 +778,24 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
         # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
         ignore_expired=count or o.ignore_disorder,
         ignore_update=count or o.ignore_disorder,
-        fill_history=o.fill_history,
+        # FILL_HISTORY_FIRST computes the history too, before real time: tdweb reads a stream's
+        # history snapshot before its changes for both options (docs/decisions.md)
+        fill_history=o.fill_history or o.fill_history_first,
+        fill_history_first=o.fill_history_first,
+        fill_history_start=history_start_text(o.fill_history_start, precision=precision)
+        if o.fill_history_start is not None
+        else None,
         ignore_disorder=o.ignore_disorder,
         delete_recalc=o.delete_recalc and not count,
         pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
         ignore_nodata_trigger=o.ignore_nodata_trigger,
         event_type=[e.upper() for e in o.event_type],
+        force_output=o.force_output,
+        calc_notify_only=o.calc_notify_only,
     )
 
 
-def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag]:
+def _output_tags(s: ast.CreateStream337, src: Table | None, sql: str) -> list[OutputTag]:
     """The output supertable's tags: the TAGS clause, else one per PARTITION BY item
     (``tag_tbname VARCHAR(270)`` for tbname, the tag's own name and type otherwise; seed 002
     "Outputs").
@@ -520,7 +819,7 @@ def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag
         if col == "tbname":
             tags.append(OutputTag("tag_tbname", "VARCHAR(270)"))
             continue
-        tag = src.tag(col) if col else None
+        tag = src.tag(col) if col and src is not None else None
         if tag is None:
             raise SqlError(
                 f"PARTITION BY {p.text}: a 3.3.7 trigger groups by tbname or tags only (seed 002, "
@@ -533,20 +832,18 @@ def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag
     return tags
 
 
-def _first_table(s: ast.CreateStream337, sql: str) -> ast.TableName:
-    """The first table a PERIOD computation without FROM reads (its plan's source)."""
-    tables = (
-        [t for t in s.query.select.find_all(exp.Table) if t.name and t.name.lower() not in (TROWS, TBNAME)]
-        if s.query is not None
-        else []
-    )
-    if not tables:
-        raise SqlError(
-            "a PERIOD stream without FROM needs a computation that reads a table",
-            sql=sql,
-            code=Code.INVALID_STREAM_QUERY,
-        )
-    return ast.TableName(tables[0].name, tables[0].db or None)
+def _first_table(s: ast.CreateStream337) -> ast.TableName | None:
+    """The first table a PERIOD computation without FROM reads (its plan's source), None when it
+    reads none (or there is no computation: seed 002's notify-only ``PERIOD(1h) NOTIFY(...)``)."""
+    if s.query is None:
+        return None
+    ctes = {c.alias.lower() for c in s.query.select.find_all(exp.CTE)}
+    for t in s.query.select.find_all(exp.Table):
+        name = t.name.lower() if t.name else ""
+        real = name and name not in (TROWS, TBNAME) and (t.db or name not in ctes)
+        if real and (t.db or "").lower() not in SYSTEM_DATABASES:
+            return ast.TableName(t.name, t.db or None)
+    return None
 
 
 def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | None = None) -> str:
@@ -558,7 +855,6 @@ def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | N
         parsed = parse_one(spec.sql)
         assert isinstance(parsed, ast.CreateStream337)
         stmt = parsed
-    assert spec.source is not None
     window = _window(stmt)
     assert window is not None
     if is_fused(stmt):
@@ -567,9 +863,12 @@ def engine_query(spec: StreamSpec, ts_column: str, stmt: ast.CreateStream337 | N
     else:  # the trigger only: windows and their row counts (_twrownum); compute.py computes
         sel = exp.select(exp.column("_wstart"), exp.Count(this=exp.Star())).from_(TROWS)
     assert isinstance(sel, exp.Select)
-    src = exp.Table(this=exp.to_identifier(spec.source.table, quoted=True))
-    if spec.source.db:
-        src.set("db", exp.to_identifier(spec.source.db, quoted=True))
+    if spec.source is None:  # a PERIOD stream reading no table (planner.tableless_source)
+        src = exp.Table(this=exp.to_identifier(NO_TABLE, quoted=True))
+    else:
+        src = exp.Table(this=exp.to_identifier(spec.source.table, quoted=True))
+        if spec.source.db:
+            src.set("db", exp.to_identifier(spec.source.db, quoted=True))
     for t in list(sel.find_all(exp.Table)):
         t.replace(src.copy())
     for col in list(sel.find_all(exp.Column)):

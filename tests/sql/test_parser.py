@@ -810,14 +810,44 @@ def test_337_acceptance_event_window_stream() -> None:
     assert s.query is not None and s.query.select.args["from_"].this.name == "__td_tbname"
 
 
+def test_true_for_takes_a_bare_integer_as_milliseconds_and_a_quoted_duration() -> None:
+    for text, want in (
+        ("2999", Duration(2999, "a")),
+        ("'3001a'", Duration(3001, "a")),
+        ("3s", Duration(3, "s")),
+    ):
+        s = parse_one(f"create stream s state_window(a) true_for({text}) from t into o as select 1")
+        assert isinstance(s, ast.CreateStream337) and isinstance(s.trigger, ast.StateWindow)
+        assert s.trigger.true_for == want
+    sql = "select count(*) from t event_window start with a > 1 end with a < 1 true_for('3x')"
+    assert error_of(sql).offset == at(sql, "'3x'")
+
+
+def test_notify_urls_keep_their_spans_in_either_quotes() -> None:
+    sql = """create stream s period(1h) notify('ws://a:1/x', "wss://b:2/y?key=k") where n > 1"""
+    s = parse_one(sql)
+    assert isinstance(s, ast.CreateStream337) and s.notify is not None
+    assert s.notify.urls == ["ws://a:1/x", "wss://b:2/y?key=k"]
+    assert [cut(sql, sp) for sp in s.notify.url_spans] == ["'ws://a:1/x'", '"wss://b:2/y?key=k"']
+    assert s.notify.where is not None and s.notify.where.sql() == "n > 1"
+
+
 def test_337_errors() -> None:
     sql = (
         "CREATE stream sm2 count_window(10, 1, col1) FROM tb1 STREAM_OPTIONS(CALC_ONTIFY_ONLY | "
         "PRE_FILTER(col1 > 0)) "
         "AS SELECT avg(col1) FROM %%trows"
     )
+    # seed 002 prints the option so in its example: the same option as CALC_NOTIFY_ONLY
+    s = parse_one(sql)
+    assert isinstance(s, ast.CreateStream337) and s.options.calc_notify_only
+    assert cut(sql, s.options.spans["calc_notify_only"]) == "CALC_ONTIFY_ONLY"
+    sql = sql.replace("CALC_ONTIFY_ONLY", "CALC_NOTIFY_ONLYY")
     e = error_of(sql)
-    assert e.message == "unknown stream option CALC_ONTIFY_ONLY" and e.offset == at(sql, "CALC_ONTIFY_ONLY")
+    assert e.message == "unknown stream option CALC_NOTIFY_ONLYY" and e.offset == at(sql, "CALC_NOTIFY_ONLYY")
+    sql = "create stream s count_window(1) from t stream_options(calc_notify_only|calc_ontify_only)"
+    e = error_of(sql)
+    assert e.message == "duplicate stream option CALC_ONTIFY_ONLY" and e.offset == at(sql, "calc_ontify")
     sql = "create stream s period(1h) stream_options(watermark(1s)|WATERMARK(2s)) into x as select 1"
     e = error_of(sql)
     assert e.message == "duplicate stream option WATERMARK" and e.offset == at(sql, "WATERMARK")

@@ -12,7 +12,7 @@ from spark_workers.sql import ast, expr_sql, parse, parse_expression, parse_one,
 from tests.sql.test_parser import ACCEPTANCE, acceptance_params
 
 # Text-position fields: they describe where something was written, not what it means.
-_POSITION_FIELDS = frozenset({"span", "spans", "text", "row_spans", "item_texts"})
+_POSITION_FIELDS = frozenset({"span", "spans", "text", "row_spans", "item_texts", "url_spans"})
 
 
 def meaning(value: Any) -> Any:

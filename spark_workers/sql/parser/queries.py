@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
-from sqlglot.tokens import Token
+from sqlglot.tokens import Token, TokenType
 
 from spark_workers.duration import Duration
-from spark_workers.errors import Code
+from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast, lexer
 from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
@@ -367,7 +367,17 @@ class QueriesParser(ParserBase):
         items, _, _ = self.paren_items("after TRUE_FOR duration")
         if len(items) != 1:
             raise self.error("syntax error: TRUE_FOR expects one duration", self.prev)
-        return self.duration_range(*items[0], "a TRUE_FOR duration")
+        lo, hi = items[0]
+        t = self.toks[lo] if lo < hi else None
+        if t is not None and hi == lo + 1 and t.token_type == TokenType.NUMBER and t.text.isdigit():
+            # TRUE_FOR(2999): a bare integer is milliseconds (TDengine's own tests write it so)
+            return Duration(int(t.text), "a")
+        if t is not None and hi == lo + 1 and t.token_type == TokenType.STRING:
+            try:  # TRUE_FOR('3001a'): the duration quoted
+                return Duration.parse(t.text)
+            except SqlError as e:
+                raise e.at(self.sql, t.start) from None
+        return self.duration_range(lo, hi, "a TRUE_FOR duration")
 
     def window_clause(self, stream_trigger: bool = False) -> ast.Window:
         """A window clause at the cursor (seed 000 window_clause; seed 002 trigger_type)."""

@@ -41,6 +41,9 @@ _STREAM_FLAGS = {
     "DELETE_RECALC": "delete_recalc",
     "DELETE_OUTPUT_TABLE": "delete_output_table",
     "CALC_NOTIFY_ONLY": "calc_notify_only",
+    # seed 002 prints the option so in its "Stream Creation Example" (count window, sm2): accepted
+    # as written, the same option
+    "CALC_ONTIFY_ONLY": "calc_notify_only",
     "LOW_LATENCY_CALC": "low_latency_calc",
     "FORCE_OUTPUT": "force_output",
     "IGNORE_NODATA_TRIGGER": "ignore_nodata_trigger",
@@ -278,7 +281,8 @@ class StreamsParser(QueriesParser):
         self.i = close + 1
         return out
 
-    def url_list(self) -> list[str]:
+    def url_list(self, spans: list[Span] | None = None) -> list[str]:
+        """``('url', ...)``: quoted URLs (single or double quotes); their spans go to ``spans``."""
         items, _, close = self.paren_items("after notification URLs")
         if not items:
             raise self.err_at("syntax error: expected a notification URL", close)
@@ -288,6 +292,8 @@ class StreamsParser(QueriesParser):
             if t is None or hi != lo + 1 or t.token_type != TokenType.STRING:
                 raise self.err_at("syntax error: expected a quoted notification URL", lo)
             urls.append(t.text)
+            if spans is not None:
+                spans.append(self.span(lo, hi))
         return urls
 
     def event_list(self, allowed: frozenset[str], what: str) -> list[str]:
@@ -431,7 +437,7 @@ class StreamsParser(QueriesParser):
             t = self.toks[lo]
             w = lexer.words(t)
             key = w[0] if len(w) == 1 else self.text_of(t)
-            attr = key.lower()
+            attr = _STREAM_FLAGS.get(key, key.lower())
             if (
                 key not in _STREAM_FLAGS
                 and key not in _STREAM_DURATIONS
@@ -473,7 +479,8 @@ class StreamsParser(QueriesParser):
         """``NOTIFY(url, ...) [ON (ev|ev)] [WHERE cond] [NOTIFY_OPTIONS(opt|opt)]`` (seed 002)."""
         start = self.i
         self.expect("NOTIFY")
-        notify = ast.NotifyDef(urls=self.url_list())
+        spans: list[Span] = []
+        notify = ast.NotifyDef(urls=self.url_list(spans), url_spans=spans)
         if self.accept("ON"):
             notify.events = self.event_list(_NOTIFY_EVENTS, "event types")
         if self.accept("WHERE"):
