@@ -788,3 +788,101 @@ def test_impact_kinds() -> None:
     hist = copy.deepcopy(old)
     hist["nodes"]["options"]["fill_history"] = True
     assert "FILL_HISTORY" in impact(old, hist)["statement"] and impact(old, hist)["kind"] == "reset"
+
+
+# --------------------------------------------------------------------------- issue 13
+
+
+def test_legacy_stream_without_window_has_trigger_none_and_no_337_form() -> None:
+    sql = "CREATE STREAM etl INTO out_stb AS SELECT ts, a * 2 AS a2 FROM st WHERE a > 1"
+    d = design_from_sql(sql)
+    assert d["nodes"]["trigger"] == {"type": "none"}
+    assert d["nodes"]["computation"] == {"query": "SELECT ts, a * 2 AS a2 FROM %%trows"}
+    assert design_to_sql(d) == render(parse_one(sql))
+    sqls, reasons = sql_variants(d)
+    assert sqls["3.3.7"] is None and "without a window" in reasons["3.3.7"]
+    assert check_design(d) == []
+    as_337 = {**d, "syntax": "3.3.7"}
+    assert [(i["node"], i["field"]) for i in check_design(as_337)] == [("trigger", "type")]
+    assert [p["name"] for p in placeholders_for("none", True)] == ["%%trows"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "CREATE STREAM s TRIGGER FORCE_WINDOW_CLOSE INTO o AS SELECT _wstart, avg(a) FROM t "
+            "INTERVAL(1m) FILL(LINEAR)",
+            "TRIGGER FORCE_WINDOW_CLOSE takes FILL PREV, NULL, NONE, VALUE only (seed 000, Trigger Modes), "
+            "not FILL(LINEAR)",
+        ),
+        (
+            "CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t INTERVAL(1m) FILL(VALUE)",
+            "FILL(VALUE, ...) needs a value per filled column",
+        ),
+        (
+            "CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t INTERVAL(1m) FILL(PREV, 1)",
+            "FILL(PREV) takes no values",
+        ),
+        (
+            "CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t SESSION(ts, 1m) FILL(NULL)",
+            "FILL fills the INTERVAL windows without rows: it needs an INTERVAL trigger",
+        ),
+    ],
+)
+def test_fill_is_checked_on_the_computation(sql: str, message: str) -> None:
+    d = design_from_sql(sql)
+    issues = check_design(d)
+    assert [(i["node"], i["field"], i["message"]) for i in issues] == [("computation", "query", message)]
+    query = d["nodes"]["computation"]["query"]
+    assert query[issues[0]["position"]["offset"] :].startswith("FILL(")
+
+
+@pytest.mark.parametrize("mode", ["NONE", "NULL", "NULL_F", "PREV", "NEXT", "LINEAR"])
+def test_every_fill_mode_round_trips(mode: str) -> None:
+    sql = f"CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t INTERVAL(1m) FILL({mode})"
+    d = design_from_sql(sql)
+    assert d["nodes"]["computation"]["query"].endswith(f"FROM %%trows FILL({mode})")
+    assert check_design(d) == [] and design_to_sql(d) == render(parse_one(sql))
+
+
+@pytest.mark.parametrize("mode", ["VALUE", "VALUE_F"])
+def test_fill_value_lists_round_trip(mode: str) -> None:
+    sql = (
+        f"CREATE STREAM s INTO o AS SELECT _wstart, avg(a), max(b) FROM t INTERVAL(1m) FILL({mode}, 0, -1.5)"
+    )
+    d = design_from_sql(sql)
+    assert d["nodes"]["computation"]["query"].endswith(f"FILL({mode}, 0, -1.5)")
+    assert check_design(d) == [] and design_to_sql(d) == render(parse_one(sql))
+
+
+def test_337_options_of_issue_13_render_and_check_clean() -> None:
+    sql = (
+        "CREATE STREAM s1 INTERVAL(1h) SLIDING(10m, 1m) FROM vst PARTITION BY tbname "
+        "STREAM_OPTIONS(EXPIRED_TIME(1d) | DELETE_OUTPUT_TABLE | FILL_HISTORY_FIRST('2024-01-01') | "
+        "FORCE_OUTPUT | LOW_LATENCY_CALC) "
+        f"NOTIFY('{URL}') ON (WINDOW_OPEN|WINDOW_CLOSE) WHERE avg_a > 10 "
+        "INTO out1 (ws, k COMPOSITE KEY, avg_a) AS SELECT _twstart, count(*), avg(a) FROM %%trows"
+    )
+    d = design_from_sql(sql)
+    o = d["nodes"]["options"]
+    assert (o["expired_time"], o["delete_output_table"], o["fill_history_first"], o["force_output"]) == (
+        "1d",
+        True,
+        True,
+        True,
+    )
+    assert o["fill_history_start"] == "'2024-01-01'" and o["fill_history"] is None
+    assert d["nodes"]["trigger"]["sliding_offset"] == "1m"
+    assert d["nodes"]["notify"]["where"] == "avg_a > 10"
+    assert d["nodes"]["output"]["columns"][1] == {"name": "k", "composite_key": True}
+    assert check_design(d) == []
+    assert design_to_sql(d) == render(parse_one(sql))
+
+
+def test_notify_events_offered_are_the_on_clause_events() -> None:
+    d = design_from_sql(V337_CASES[9])
+    d["nodes"]["notify"]["events"] = ["WINDOW_CLOSE", "WINDOW_INVALIDATION"]
+    issues = check_design(d)
+    assert [(i["node"], i["field"]) for i in issues] == [("notify", "events[1]")]
+    assert issues[0]["message"].startswith("WINDOW_INVALIDATION is not an ON event")

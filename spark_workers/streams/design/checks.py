@@ -16,6 +16,7 @@ from spark_workers.duration import Duration
 from spark_workers.errors import SqlError
 from spark_workers.streams.design.document import (
     COUNT_MIN,
+    FORCE_WINDOW_CLOSE_FILL,
     LEGACY_EVENTS,
     LEGACY_TRIGGER_MODES,
     MAX_DELAY_MIN,
@@ -74,7 +75,7 @@ def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
     _check_options(found, nodes.get("options") or {}, syntax)
     comp = nodes.get("computation")
     if isinstance(comp, dict):
-        found.run(read_query, "computation", "query", comp.get("query"))
+        found.run(_check_fill, comp.get("query"), syntax, trig, nodes.get("options") or {})
     elif syntax == LEGACY:
         found.add("computation", "query", "a legacy stream needs a computation")
     out = nodes.get("output")
@@ -142,6 +143,44 @@ def _check_trigger(found: _Issues, trig: dict[str, Any], syntax: str) -> None:
         required = f in ("expr", "start", "end") and f in TRIGGER_FIELDS[kind]
         found.run(read_expr, "trigger", f, trig.get(f), required)
     found.run(build_trigger, trig, syntax)
+
+
+def _check_fill(query: Any, syntax: str, trig: dict[str, Any] | None, opts: dict[str, Any]) -> None:
+    """The computation parses, and its FILL clause fits: VALUE / VALUE_F with their values, the
+    other modes without; in a legacy design the FILL of the stream's window, which is an INTERVAL;
+    with TRIGGER FORCE_WINDOW_CLOSE only PREV, NULL, NONE or VALUE (seed 000, "Trigger Modes").
+
+    Raises:
+        DesignError: on ``computation.query``, at the FILL clause.
+    """
+    q = read_query("computation", "query", query)
+    if q.fill is None:
+        return
+    at = str(query).upper().rfind("FILL")
+    at = max(at, 0)
+    mode = q.fill.mode.upper()
+    if mode in ("VALUE", "VALUE_F") and not q.fill.values:
+        raise DesignError("computation", "query", f"FILL({mode}, ...) needs a value per filled column", at)
+    if mode not in ("VALUE", "VALUE_F") and q.fill.values:
+        raise DesignError("computation", "query", f"FILL({mode}) takes no values", at)
+    if syntax != LEGACY:
+        return
+    kind = (trig or {}).get("type")
+    if kind != "interval":
+        raise DesignError(
+            "computation",
+            "query",
+            "FILL fills the INTERVAL windows without rows: it needs an INTERVAL trigger",
+            at,
+        )
+    if opts.get("trigger_mode") == "FORCE_WINDOW_CLOSE" and mode not in FORCE_WINDOW_CLOSE_FILL:
+        raise DesignError(
+            "computation",
+            "query",
+            f"TRIGGER FORCE_WINDOW_CLOSE takes FILL {', '.join(FORCE_WINDOW_CLOSE_FILL)} only "
+            f"(seed 000, Trigger Modes), not FILL({mode})",
+            at,
+        )
 
 
 def _check_options(found: _Issues, opts: dict[str, Any], syntax: str) -> None:

@@ -121,7 +121,7 @@ def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
             offset=q.span.start if q.span else None,
             code=Code.INVALID_STREAM_QUERY,
         )
-    assert isinstance(q.select, exp.Select) and q.window is not None
+    assert isinstance(q.select, exp.Select)
     where = q.select.args.get("where")
     sel = q.select.copy()
     sel.set("where", None)
@@ -149,7 +149,8 @@ def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
             "partition_by": _partition_of(q.partition_by),
         },
         "prefilter": {"condition": expr_sql(where.this)} if where is not None else None,
-        "trigger": trigger_json(q.window),
+        # no window: every written row computed at once (seed 000, non-window computations)
+        "trigger": trigger_json(q.window) if q.window is not None else {"type": "none"},
         "options": options,
         "computation": {"query": query_sql(comp)},
         "output": _output_of(s.into, s.subtable, s.columns, s.tags),
