@@ -886,3 +886,46 @@ def test_notify_events_offered_are_the_on_clause_events() -> None:
     issues = check_design(d)
     assert [(i["node"], i["field"]) for i in issues] == [("notify", "events[1]")]
     assert issues[0]["message"].startswith("WINDOW_INVALIDATION is not an ON event")
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "CREATE STREAM s STATE_WINDOW(a) FROM t STREAM_OPTIONS(FILL_HISTORY | FILL_HISTORY_FIRST) "
+            "INTO o AS SELECT _twstart, count(*) FROM %%trows",
+            [("options", "fill_history_first", "cannot be used together with FILL_HISTORY (seed 002)")],
+        ),
+        (
+            "CREATE STREAM s PERIOD(1h) FROM t STREAM_OPTIONS(FILL_HISTORY) INTO o AS "
+            "SELECT _tlocaltime, count(*) FROM %%trows",
+            [("options", "fill_history", "FILL_HISTORY is not supported with a PERIOD trigger (seed 002)")],
+        ),
+        (
+            "CREATE STREAM s STATE_WINDOW(a) FROM t INTO o OUTPUT_SUBTABLE('x') TAGS (g INT AS 1) AS "
+            "SELECT _twstart, count(*) FROM %%trows",
+            [
+                ("output", "subtable", "OUTPUT_SUBTABLE needs a trigger grouping, PARTITION BY (seed 002)"),
+                ("output", "tags", "TAGS need a trigger grouping, PARTITION BY (seed 002)"),
+            ],
+        ),
+        (
+            f"CREATE STREAM s STATE_WINDOW(a) FROM t NOTIFY('{URL}') INTO o AS "
+            "SELECT _twstart, count(*) FROM %%trows",
+            [
+                (
+                    "notify",
+                    "events",
+                    "NOTIFY of a window trigger needs ON (WINDOW_OPEN|WINDOW_CLOSE) (seed 002)",
+                )
+            ],
+        ),
+        (
+            f"CREATE STREAM s PERIOD(1h) NOTIFY('{URL}') ON (WINDOW_CLOSE)",
+            [("notify", "events", "a PERIOD trigger notifies ON_TIME events, not WINDOW_CLOSE (seed 002)")],
+        ),
+    ],
+)
+def test_seed_002_rules_between_nodes(sql: str, expected: list[tuple[str, str, str]]) -> None:
+    issues = check_design(design_from_sql(sql))
+    assert [(i["node"], i["field"], i["message"]) for i in issues] == expected

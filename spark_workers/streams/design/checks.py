@@ -73,6 +73,9 @@ def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(pre, dict):
         found.run(read_expr, "prefilter", "condition", pre.get("condition"), True)
     _check_options(found, nodes.get("options") or {}, syntax)
+    if syntax == V337:
+        for node, field, message in rules_337(nodes):
+            found.add(node, field, message)
     comp = nodes.get("computation")
     if isinstance(comp, dict):
         found.run(_check_fill, comp.get("query"), syntax, trig, nodes.get("options") or {})
@@ -143,6 +146,74 @@ def _check_trigger(found: _Issues, trig: dict[str, Any], syntax: str) -> None:
         required = f in ("expr", "start", "end") and f in TRIGGER_FIELDS[kind]
         found.run(read_expr, "trigger", f, trig.get(f), required)
     found.run(build_trigger, trig, syntax)
+
+
+def _obj(nodes: dict[str, Any], key: str) -> dict[str, Any]:
+    v = nodes.get(key)
+    return v if isinstance(v, dict) else {}
+
+
+def rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The rules of seed 002 between a 3.3.7 design's nodes, each as ``(node, field, message)``:
+    FILL_HISTORY and FILL_HISTORY_FIRST exclude each other and neither goes with PERIOD;
+    OUTPUT_SUBTABLE and TAGS need a trigger grouping (PARTITION BY); NOTIFY of a window trigger
+    needs ON (WINDOW_OPEN|WINDOW_CLOSE), PERIOD and SLIDING triggers notify ON_TIME only
+    (seed 002, "Stream Processing Control Options", "Stream Processing Output", "Notification
+    Mechanism")."""
+    out: list[tuple[str, str, str]] = []
+    o = _obj(nodes, "options")
+    kind = _obj(nodes, "trigger").get("type")
+    if o.get("fill_history") and o.get("fill_history_first"):
+        out.append(("options", "fill_history_first", "cannot be used together with FILL_HISTORY (seed 002)"))
+    if kind == "period":
+        for key in ("fill_history", "fill_history_first"):
+            if o.get(key):
+                out.append(
+                    ("options", key, f"{key.upper()} is not supported with a PERIOD trigger (seed 002)")
+                )
+    if o.get("fill_history_start") and not (o.get("fill_history") or o.get("fill_history_first")):
+        out.append(
+            ("options", "fill_history_start", "the start time belongs to FILL_HISTORY or FILL_HISTORY_FIRST")
+        )
+    if "output" in nodes and nodes["output"] is not None and not _obj(nodes, "source").get("partition_by"):
+        output = _obj(nodes, "output")
+        if output.get("subtable"):
+            out.append(
+                ("output", "subtable", "OUTPUT_SUBTABLE needs a trigger grouping, PARTITION BY (seed 002)")
+            )
+        if output.get("tags"):
+            out.append(("output", "tags", "TAGS need a trigger grouping, PARTITION BY (seed 002)"))
+    if nodes.get("notify") is not None and kind is not None:
+        out.extend(_notify_events_337(_obj(nodes, "notify"), str(kind)))
+    return out
+
+
+def _notify_events_337(notify: dict[str, Any], kind: str) -> list[tuple[str, str, str]]:
+    events = [str(e).upper() for e in notify.get("events") or []]
+    if kind in ("period", "sliding"):
+        bad = [e for e in events if e != "ON_TIME"]
+        if bad:
+            return [
+                (
+                    "notify",
+                    "events",
+                    f"a {kind.upper()} trigger notifies ON_TIME events, not {bad[0]} (seed 002)",
+                )
+            ]
+    elif not events:
+        return [
+            ("notify", "events", "NOTIFY of a window trigger needs ON (WINDOW_OPEN|WINDOW_CLOSE) (seed 002)")
+        ]
+    elif "ON_TIME" in events:
+        return [
+            (
+                "notify",
+                "events",
+                "ON_TIME belongs to PERIOD and SLIDING triggers; a window trigger notifies "
+                "WINDOW_OPEN and WINDOW_CLOSE (seed 002)",
+            )
+        ]
+    return []
 
 
 def _check_fill(query: Any, syntax: str, trig: dict[str, Any] | None, opts: dict[str, Any]) -> None:
