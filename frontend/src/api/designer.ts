@@ -193,6 +193,8 @@ export interface CatalogTable {
   kind: string;
   /** A subtable's supertable. */
   stable?: string | null;
+  /** A virtual table (CREATE VTABLE / a virtual supertable, seed 000 "Virtual Tables"). */
+  virtual?: boolean;
   columns: CatalogColumn[];
   tags: CatalogColumn[];
 }

@@ -27,7 +27,7 @@ export const KIND_LABEL: Record<NodeKind, string> = {
 export const KIND_HELP: Record<NodeKind, string> = {
   source: "The table whose writes trigger the stream, and PARTITION BY",
   prefilter: "PRE_FILTER: rows kept before windowing",
-  trigger: "Window or schedule: INTERVAL, SLIDING, PERIOD, SESSION, STATE, EVENT, COUNT, eKuiper",
+  trigger: "Window or schedule: INTERVAL, SLIDING, PERIOD, SESSION, STATE, EVENT, COUNT, eKuiper, or none (legacy: every written row)",
   options: "STREAM_OPTIONS / legacy stream options",
   computation: "The query computed per window (placeholders such as %%trows)",
   output: "INTO table, SUBTABLE, TAGS and columns",
@@ -285,6 +285,8 @@ export function triggerSummary(t: NodeValue): string {
       const fn = `${s(t.function || "?").toUpperCase()}WINDOW(${args(t.unit, ...(Array.isArray(t.args) ? t.args : [t.args]))})`;
       return `${fn}${t.over_when ? ` OVER(WHEN ${s(t.over_when)})` : ""}${t.filter ? ` FILTER(WHERE ${s(t.filter)})` : ""}`;
     }
+    case "none":
+      return "no window: every written row";
     default:
       return s(t.type) || "no type";
   }
