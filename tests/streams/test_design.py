@@ -83,6 +83,13 @@ LEGACY_CASES = [
     "NOTIFY_HISTORY 1 ON_FAILURE PAUSE",
     "CREATE STREAM s6 INTO out6 AS SELECT _wstart, count(*) FROM t1 PARTITION BY tbname STATE_WINDOW(a) "
     "HAVING count(*) > 1",
+    # issue 13: no window (seed 000 non-window computations), a subquery or a join as FROM
+    "CREATE STREAM etl INTO etl_out AS SELECT ts, a * 2 AS a2, tbname AS tn FROM st WHERE a > 1 "
+    "PARTITION BY tbname",
+    "CREATE STREAM s7 INTO out7 AS SELECT _wstart, count(*) FROM (SELECT ts, a FROM t1 WHERE a > 1) "
+    "INTERVAL(10s)",
+    "CREATE STREAM s8 INTO out8 AS SELECT _wstart, avg(y.b) FROM d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts "
+    "WHERE x.a > 0 INTERVAL(1m) FILL(NULL)",
 ]
 
 V337_CASES = [
@@ -135,7 +142,7 @@ def test_case_corpus_is_large_and_covers_both_syntaxes() -> None:
     assert len(cases) >= 50
     assert syntaxes.count("legacy") >= 25 and syntaxes.count("3.3.7") >= 15
     kinds = {design_from_sql(sql)["nodes"]["trigger"]["type"] for sql in cases}
-    assert kinds == {"interval", "sliding", "period", "session", "state", "event", "count", "ekuiper"}
+    assert kinds == {"interval", "sliding", "period", "session", "state", "event", "count", "ekuiper", "none"}
 
 
 @pytest.mark.parametrize("sql", _all_cases())
@@ -263,8 +270,8 @@ def test_design_from_sql_errors() -> None:
     assert (bad.value.message, bad.value.offset) == (same.value.message, same.value.offset)
     with pytest.raises(SqlError, match="CREATE STREAM"):
         design_from_sql("SELECT * FROM t1")
-    with pytest.raises(SqlError, match="exactly one table"):
-        design_from_sql("CREATE STREAM s1 INTO o AS SELECT _wstart, count(*) FROM t1, t2 INTERVAL(10s)")
+    comma = "CREATE STREAM s1 INTO o AS SELECT _wstart, count(*) FROM t1, t2 INTERVAL(10s)"
+    assert design_from_sql(comma)["nodes"]["source"]["from"] == "t1, t2"  # a join: source.from
 
 
 def test_default_db_is_context_only() -> None:
@@ -929,3 +936,28 @@ def test_notify_events_offered_are_the_on_clause_events() -> None:
 def test_seed_002_rules_between_nodes(sql: str, expected: list[tuple[str, str, str]]) -> None:
     issues = check_design(design_from_sql(sql))
     assert [(i["node"], i["field"], i["message"]) for i in issues] == expected
+
+
+def test_legacy_query_over_a_subquery_or_a_join_keeps_every_clause() -> None:
+    sub = design_from_sql(LEGACY_CASES[-2])["nodes"]
+    assert sub["source"] == {
+        "db": None,
+        "table": None,
+        "from": "(SELECT ts, a FROM t1 WHERE a > 1)",  # the subquery's WHERE stays
+        "partition_by": [],
+    }
+    assert sub["computation"] == {"query": "SELECT _twstart, count(*) FROM %%trows"}
+    join = design_from_sql(LEGACY_CASES[-1])
+    n = join["nodes"]
+    assert n["source"]["from"] == "d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts"
+    assert n["prefilter"] == {"condition": "x.a > 0"}
+    assert n["computation"] == {"query": "SELECT _twstart, avg(y.b) FROM %%trows FILL(NULL)"}
+    sqls, reasons = sql_variants(join)
+    assert sqls["3.3.7"] is None and reasons["3.3.7"].startswith("a 3.3.7 trigger table is one table")
+    assert check_design(join) == []
+    join["nodes"]["source"]["from"] = "d.t1 AS x JOIN"
+    [bad] = check_design(join)
+    assert (bad["node"], bad["field"]) == ("source", "from")
+    sql, spans = field_spans(design_from_sql(LEGACY_CASES[-1]), "legacy")
+    [span] = [sp for sp in spans if (sp.node, sp.field) == ("source", "from")]
+    assert sql[span.start : span.end] == "d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts"

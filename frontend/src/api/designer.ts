@@ -17,6 +17,8 @@ export interface PartitionItem {
 export interface SourceNode {
   db: string | null;
   table: string | null;
+  /** Legacy only: what the query's FROM reads when it is a subquery or a join (instead of `table`). */
+  from?: string | null;
   partition_by: PartitionItem[];
   [extra: string]: unknown;
 }

@@ -183,3 +183,23 @@ describe("issue 13 property forms", () => {
     });
   });
 });
+
+describe("legacy FROM a subquery or a join", () => {
+  it("shows and edits source.from, with its server error", async () => {
+    const d = legacyInterval();
+    d.nodes.source = { db: null, table: null, from: "(SELECT ts, pm25 FROM air.quality WHERE pm25 > 0)", partition_by: [] };
+    const m = setup(d, (req) =>
+      req.body.design.nodes.source.from.endsWith("WHERE)")
+        ? ok({ valid: false, issues: [{ node: "source", field: "from", message: "syntax error near ')'", position: { offset: 42, line: 1, column: 43 } }] })
+        : ok(),
+    );
+    expect(await screen.findByTestId("summary-source")).toHaveTextContent("FROM (SELECT ts, pm25 FROM air.quality");
+    fireEvent.click(screen.getByTestId("node-source"));
+    const props = await screen.findByTestId("props-source");
+    const from = within(props).getByLabelText("FROM subquery or join (legacy)");
+    expect(from).toHaveValue("(SELECT ts, pm25 FROM air.quality WHERE pm25 > 0)");
+    fireEvent.change(from, { target: { value: "(SELECT ts, pm25 FROM air.quality WHERE)" } });
+    await waitFor(() => expect(screen.getByTestId("error-source-from")).toHaveTextContent("syntax error near ')'"));
+    expect(validations(m).at(-1)!.body.design.nodes.source.from).toBe("(SELECT ts, pm25 FROM air.quality WHERE)");
+  });
+});

@@ -344,6 +344,18 @@ function SourceForm({ v, set, issues, p }: FormProps) {
           {v.table && !tables.some((t) => t.name === v.table) ? <option value={String(v.table)}>{String(v.table)}</option> : null}
         </select>
       </Row>
+      {(p.design.syntax === "legacy" || v.from) && (
+        <Text
+          node="source"
+          name="from"
+          label="FROM subquery or join (legacy)"
+          value={v.from}
+          issues={issues}
+          onChange={(x) => set({ from: x })}
+          placeholder="(SELECT ts, a FROM t WHERE a > 1)"
+          help="instead of the trigger table: what the legacy query reads (seed 000); no 3.3.7 equivalent"
+        />
+      )}
       <Row node="source" name="partition_by" label="PARTITION BY" issues={issues} group help="expressions, e.g. tbname or a tag; optional alias">
         <datalist id="dz-partition-choices">
           <option value="tbname" />

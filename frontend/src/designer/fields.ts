@@ -182,7 +182,7 @@ export const NOTIFY_DEFAULTS: Record<StreamSyntax, { history: string; on_failure
 export function formFields(kind: NodeKind, value: Record<string, unknown> | null | undefined, syntax: StreamSyntax): string[] {
   switch (kind) {
     case "source":
-      return ["db", "table", "partition_by"];
+      return ["db", "table", "from", "partition_by"];
     case "prefilter":
       return ["condition"];
     case "trigger":

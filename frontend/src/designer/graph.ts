@@ -301,7 +301,7 @@ export function nodeSummary(kind: NodeKind, v: NodeValue | null | undefined): st
   if (!v) return "";
   switch (kind) {
     case "source": {
-      const table = v.table ? `${v.db ? `${s(v.db)}.` : ""}${s(v.table)}` : "no trigger table";
+      const table = v.from ? `FROM ${firstLine(v.from, 40)}` : v.table ? `${v.db ? `${s(v.db)}.` : ""}${s(v.table)}` : "no trigger table";
       const parts = Array.isArray(v.partition_by) ? (v.partition_by as { sql?: string }[]).map((p) => s(p?.sql)).filter(Boolean) : [];
       return parts.length ? `${table} PARTITION BY ${parts.join(", ")}` : table;
     }

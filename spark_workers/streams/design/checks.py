@@ -27,7 +27,14 @@ from spark_workers.streams.design.document import (
     NotExpressible,
     issue,
 )
-from spark_workers.streams.design.fields import read_duration, read_expr, read_int, read_partition, read_query
+from spark_workers.streams.design.fields import (
+    read_duration,
+    read_expr,
+    read_from,
+    read_int,
+    read_partition,
+    read_query,
+)
 from spark_workers.streams.design.to_sql import build_notify, build_output, build_trigger, design_to_sql
 from spark_workers.streams.spec import LEGACY, SCHEMA_VERSION, V337
 
@@ -66,8 +73,12 @@ def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
         _check_trigger(found, trig, syntax)
     source = nodes.get("source")
     needs_source = syntax == LEGACY or (trig or {}).get("type") != "period"
-    if needs_source and not (isinstance(source, dict) and source.get("table")):
+    has_from = isinstance(source, dict) and bool(source.get("from"))
+    if needs_source and not (isinstance(source, dict) and (source.get("table") or has_from)):
         found.add("source", "table", "the trigger table is required")
+    if has_from:
+        assert isinstance(source, dict)
+        found.run(read_from, source.get("from"))
     found.run(read_partition, source if isinstance(source, dict) else None)
     pre = nodes.get("prefilter")
     if isinstance(pre, dict):

@@ -21,6 +21,7 @@ from spark_workers.sql import ast
 from spark_workers.sql.render import query_sql
 from spark_workers.streams.design.computation import TO_LEGACY, from_table, is_trows, rename_text
 from spark_workers.streams.design.document import (
+    FROM_QUERY_337,
     MAX_DELAY_MIN,
     NO_WINDOW_337,
     SYNTAXES,
@@ -83,6 +84,8 @@ def _legacy_to_337(nodes: dict[str, Any]) -> None:
     o = nodes["options"]
     kind = trig.get("type")
     _trigger_to_337(trig, o)
+    if (nodes.get("source") or {}).get("from"):
+        raise NotExpressible(V337, FROM_QUERY_337, "source", "from")
     _options_to_337(o, kind)
     items = _partition_to_337(nodes.get("source"))
     comp = nodes.get("computation")

@@ -113,6 +113,11 @@ MESSAGE_EVENTS = ("WINDOW_OPEN", "WINDOW_CLOSE", "WINDOW_INVALIDATION", "ON_TIME
 # "Trigger Modes": "FILL only supports PREV, NULL, NONE, VALUE")
 FILL_MODES = ("NONE", "NULL", "NULL_F", "VALUE", "VALUE_F", "PREV", "NEXT", "LINEAR")
 FORCE_WINDOW_CLOSE_FILL = ("PREV", "NULL", "NONE", "VALUE")
+# why a legacy query's FROM over a subquery or a join (design ``source.from``) has no 3.3.7 form
+FROM_QUERY_337 = (
+    "a 3.3.7 trigger table is one table, not a subquery or a join (seed 002 Trigger Tables): "
+    "read them in the computation instead"
+)
 # why a legacy stream without a window (trigger type "none") has no 3.3.7 form
 NO_WINDOW_337 = (
     "a stream without a window (every written row computed at once) exists only in legacy syntax "

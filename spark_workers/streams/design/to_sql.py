@@ -31,6 +31,7 @@ from spark_workers.streams.design.document import (
     EKUIPER_UNITS,
     EVENTS_337,
     FLAGS_337,
+    FROM_QUERY_337,
     LEGACY_EVENTS,
     LEGACY_TRIGGER_MODES,
     NO_WINDOW_337,
@@ -44,6 +45,7 @@ from spark_workers.streams.design.fields import (
     node_of,
     read_duration,
     read_expr,
+    read_from,
     read_int,
     read_name,
     read_partition,
@@ -136,6 +138,8 @@ def build_statement(design: dict[str, Any]) -> ast.CreateStreamLegacy | ast.Crea
     trigger = build_trigger(trig, V337)
     assert trigger is not None and not isinstance(trigger, ast.IntervalWindow | ast.EkuiperWindow)
     source = node_of(design, "source")
+    if source is not None and source.get("from"):
+        raise NotExpressible(V337, FROM_QUERY_337, "source", "from")
     from_table = read_table("source", source) if source is not None and source.get("table") else None
     pre = node_of(design, "prefilter")
     cond = read_expr("prefilter", "condition", pre.get("condition"), True) if pre is not None else None
@@ -167,7 +171,7 @@ def _legacy_computation(design: dict[str, Any]) -> ast.SelectQuery:
             LEGACY, "a legacy stream needs a computation (AS subquery)", "computation", "query"
         )
     source = node_of(design, "source")
-    if source is None or not source.get("table"):
+    if source is None or not (source.get("table") or source.get("from")):
         raise NotExpressible(LEGACY, "a legacy stream needs a trigger table (FROM table)", "source", "table")
     q = read_query("computation", "query", comp.get("query"))
     table = from_table(q.select)
@@ -185,11 +189,16 @@ def _legacy_computation(design: dict[str, Any]) -> ast.SelectQuery:
             "computation", "query", "a FROM %%trows computation takes no WHERE: use the pre-filter node", 0
         )
     sel = q.select.copy()
-    src = read_table("source", source)
-    tbl = exp.Table(this=exp.to_identifier(src.name))
-    if src.db:
-        tbl.set("db", exp.to_identifier(src.db))
-    sel.args["from_"].set("this", tbl)
+    if source.get("from"):
+        frm, joins = read_from(source.get("from"))
+        sel.args["from_"].set("this", frm)
+        sel.set("joins", joins or None)
+    else:
+        src = read_table("source", source)
+        tbl = exp.Table(this=exp.to_identifier(src.name))
+        if src.db:
+            tbl.set("db", exp.to_identifier(src.db))
+        sel.args["from_"].set("this", tbl)
     pre = node_of(design, "prefilter")
     cond = read_expr("prefilter", "condition", pre.get("condition"), True) if pre is not None else None
     if cond is not None:
