@@ -168,6 +168,10 @@ class CatalogTableSerializer(serializers.Serializer):
     name = serializers.CharField()
     kind = serializers.ChoiceField(choices=["supertable", "subtable", "normal"])
     stable = serializers.CharField(allow_null=True, help_text="a subtable's supertable")
+    virtual = serializers.BooleanField(
+        help_text="a virtual table (CREATE VTABLE, CREATE STABLE ... VIRTUAL 1): a trigger table too "
+        "(seed 002 Trigger Tables)"
+    )
     columns = CatalogFieldSerializer(many=True)
     tags = CatalogFieldSerializer(many=True)
 

@@ -332,7 +332,7 @@ def placeholder_catalog() -> dict[str, list[dict[str, str]]]:
     Placeholders table)."""
     d = design_doc
     out = {}
-    for t in ("interval", "sliding", "period", "session", "state", "event", "count"):
+    for t in ("interval", "sliding", "period", "session", "state", "event", "count", "none"):
         try:
             out[t] = list(d.placeholders_for(t, True))
         except (KeyError, ValueError):
@@ -346,13 +346,22 @@ def placeholder_catalog() -> dict[str, list[dict[str, str]]]:
 _KINDS = {"super": "supertable", "sub": "subtable", "normal": "normal"}
 
 
+def _is_virtual(db: str, table: str) -> bool:
+    """Whether ``db.table`` is a virtual table (CREATE VTABLE / a virtual supertable's child, or
+    CREATE STABLE ... VIRTUAL 1), which may be a trigger table (seed 002, Trigger Tables)."""
+    try:
+        return bool(getattr(lake_get().catalog.require_table(db, table), "virtual", False))
+    except TdError:
+        return False
+
+
 def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
     """What the designer's forms offer: databases with their tables, the SQL functions and the
     placeholders per trigger type.
 
     Returns:
         ``{databases[{name, precision, tables[{name, kind (supertable | subtable | normal),
-        stable, columns[{name, type}], tags[{name, type}]}]}], functions[{name, kind (aggregate |
+        stable, virtual, columns[{name, type}], tags[{name, type}]}]}], functions[{name, kind (aggregate |
         scalar)}], placeholders{trigger_type: [{name, description}]}, defaults{syntax: what null
         fields mean (``design.defaults``)}}``; subtables carry their supertable's columns and tags.
 
@@ -383,6 +392,7 @@ def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
                     "name": e["name"],
                     "kind": _KINDS.get(e["kind"], e["kind"]),
                     "stable": e["stable"],
+                    "virtual": _is_virtual(name, e["name"]),
                     "columns": fields(t["columns"]),
                     "tags": fields(t["tags"]),
                 }

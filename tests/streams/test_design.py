@@ -83,6 +83,13 @@ LEGACY_CASES = [
     "NOTIFY_HISTORY 1 ON_FAILURE PAUSE",
     "CREATE STREAM s6 INTO out6 AS SELECT _wstart, count(*) FROM t1 PARTITION BY tbname STATE_WINDOW(a) "
     "HAVING count(*) > 1",
+    # issue 13: no window (seed 000 non-window computations), a subquery or a join as FROM
+    "CREATE STREAM etl INTO etl_out AS SELECT ts, a * 2 AS a2, tbname AS tn FROM st WHERE a > 1 "
+    "PARTITION BY tbname",
+    "CREATE STREAM s7 INTO out7 AS SELECT _wstart, count(*) FROM (SELECT ts, a FROM t1 WHERE a > 1) "
+    "INTERVAL(10s)",
+    "CREATE STREAM s8 INTO out8 AS SELECT _wstart, avg(y.b) FROM d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts "
+    "WHERE x.a > 0 INTERVAL(1m) FILL(NULL)",
 ]
 
 V337_CASES = [
@@ -135,7 +142,7 @@ def test_case_corpus_is_large_and_covers_both_syntaxes() -> None:
     assert len(cases) >= 50
     assert syntaxes.count("legacy") >= 25 and syntaxes.count("3.3.7") >= 15
     kinds = {design_from_sql(sql)["nodes"]["trigger"]["type"] for sql in cases}
-    assert kinds == {"interval", "sliding", "period", "session", "state", "event", "count", "ekuiper"}
+    assert kinds == {"interval", "sliding", "period", "session", "state", "event", "count", "ekuiper", "none"}
 
 
 @pytest.mark.parametrize("sql", _all_cases())
@@ -263,8 +270,8 @@ def test_design_from_sql_errors() -> None:
     assert (bad.value.message, bad.value.offset) == (same.value.message, same.value.offset)
     with pytest.raises(SqlError, match="CREATE STREAM"):
         design_from_sql("SELECT * FROM t1")
-    with pytest.raises(SqlError, match="exactly one table"):
-        design_from_sql("CREATE STREAM s1 INTO o AS SELECT _wstart, count(*) FROM t1, t2 INTERVAL(10s)")
+    comma = "CREATE STREAM s1 INTO o AS SELECT _wstart, count(*) FROM t1, t2 INTERVAL(10s)"
+    assert design_from_sql(comma)["nodes"]["source"]["from"] == "t1, t2"  # a join: source.from
 
 
 def test_default_db_is_context_only() -> None:
@@ -788,3 +795,169 @@ def test_impact_kinds() -> None:
     hist = copy.deepcopy(old)
     hist["nodes"]["options"]["fill_history"] = True
     assert "FILL_HISTORY" in impact(old, hist)["statement"] and impact(old, hist)["kind"] == "reset"
+
+
+# --------------------------------------------------------------------------- issue 13
+
+
+def test_legacy_stream_without_window_has_trigger_none_and_no_337_form() -> None:
+    sql = "CREATE STREAM etl INTO out_stb AS SELECT ts, a * 2 AS a2 FROM st WHERE a > 1"
+    d = design_from_sql(sql)
+    assert d["nodes"]["trigger"] == {"type": "none"}
+    assert d["nodes"]["computation"] == {"query": "SELECT ts, a * 2 AS a2 FROM %%trows"}
+    assert design_to_sql(d) == render(parse_one(sql))
+    sqls, reasons = sql_variants(d)
+    assert sqls["3.3.7"] is None and "without a window" in reasons["3.3.7"]
+    assert check_design(d) == []
+    as_337 = {**d, "syntax": "3.3.7"}
+    assert [(i["node"], i["field"]) for i in check_design(as_337)] == [("trigger", "type")]
+    assert [p["name"] for p in placeholders_for("none", True)] == ["%%trows"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "CREATE STREAM s TRIGGER FORCE_WINDOW_CLOSE INTO o AS SELECT _wstart, avg(a) FROM t "
+            "INTERVAL(1m) FILL(LINEAR)",
+            "TRIGGER FORCE_WINDOW_CLOSE takes FILL PREV, NULL, NONE, VALUE only (seed 000, Trigger Modes), "
+            "not FILL(LINEAR)",
+        ),
+        (
+            "CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t INTERVAL(1m) FILL(VALUE)",
+            "FILL(VALUE, ...) needs a value per filled column",
+        ),
+        (
+            "CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t INTERVAL(1m) FILL(PREV, 1)",
+            "FILL(PREV) takes no values",
+        ),
+        (
+            "CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t SESSION(ts, 1m) FILL(NULL)",
+            "FILL fills the INTERVAL windows without rows: it needs an INTERVAL trigger",
+        ),
+    ],
+)
+def test_fill_is_checked_on_the_computation(sql: str, message: str) -> None:
+    d = design_from_sql(sql)
+    issues = check_design(d)
+    assert [(i["node"], i["field"], i["message"]) for i in issues] == [("computation", "query", message)]
+    query = d["nodes"]["computation"]["query"]
+    assert query[issues[0]["position"]["offset"] :].startswith("FILL(")
+
+
+@pytest.mark.parametrize("mode", ["NONE", "NULL", "NULL_F", "PREV", "NEXT", "LINEAR"])
+def test_every_fill_mode_round_trips(mode: str) -> None:
+    sql = f"CREATE STREAM s INTO o AS SELECT _wstart, avg(a) FROM t INTERVAL(1m) FILL({mode})"
+    d = design_from_sql(sql)
+    assert d["nodes"]["computation"]["query"].endswith(f"FROM %%trows FILL({mode})")
+    assert check_design(d) == [] and design_to_sql(d) == render(parse_one(sql))
+
+
+@pytest.mark.parametrize("mode", ["VALUE", "VALUE_F"])
+def test_fill_value_lists_round_trip(mode: str) -> None:
+    sql = (
+        f"CREATE STREAM s INTO o AS SELECT _wstart, avg(a), max(b) FROM t INTERVAL(1m) FILL({mode}, 0, -1.5)"
+    )
+    d = design_from_sql(sql)
+    assert d["nodes"]["computation"]["query"].endswith(f"FILL({mode}, 0, -1.5)")
+    assert check_design(d) == [] and design_to_sql(d) == render(parse_one(sql))
+
+
+def test_337_options_of_issue_13_render_and_check_clean() -> None:
+    sql = (
+        "CREATE STREAM s1 INTERVAL(1h) SLIDING(10m, 1m) FROM vst PARTITION BY tbname "
+        "STREAM_OPTIONS(EXPIRED_TIME(1d) | DELETE_OUTPUT_TABLE | FILL_HISTORY_FIRST('2024-01-01') | "
+        "FORCE_OUTPUT | LOW_LATENCY_CALC) "
+        f"NOTIFY('{URL}') ON (WINDOW_OPEN|WINDOW_CLOSE) WHERE avg_a > 10 "
+        "INTO out1 (ws, k COMPOSITE KEY, avg_a) AS SELECT _twstart, count(*), avg(a) FROM %%trows"
+    )
+    d = design_from_sql(sql)
+    o = d["nodes"]["options"]
+    assert (o["expired_time"], o["delete_output_table"], o["fill_history_first"], o["force_output"]) == (
+        "1d",
+        True,
+        True,
+        True,
+    )
+    assert o["fill_history_start"] == "'2024-01-01'" and o["fill_history"] is None
+    assert d["nodes"]["trigger"]["sliding_offset"] == "1m"
+    assert d["nodes"]["notify"]["where"] == "avg_a > 10"
+    assert d["nodes"]["output"]["columns"][1] == {"name": "k", "composite_key": True}
+    assert check_design(d) == []
+    assert design_to_sql(d) == render(parse_one(sql))
+
+
+def test_notify_events_offered_are_the_on_clause_events() -> None:
+    d = design_from_sql(V337_CASES[9])
+    d["nodes"]["notify"]["events"] = ["WINDOW_CLOSE", "WINDOW_INVALIDATION"]
+    issues = check_design(d)
+    assert [(i["node"], i["field"]) for i in issues] == [("notify", "events[1]")]
+    assert issues[0]["message"].startswith("WINDOW_INVALIDATION is not an ON event")
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "CREATE STREAM s STATE_WINDOW(a) FROM t STREAM_OPTIONS(FILL_HISTORY | FILL_HISTORY_FIRST) "
+            "INTO o AS SELECT _twstart, count(*) FROM %%trows",
+            [("options", "fill_history_first", "cannot be used together with FILL_HISTORY (seed 002)")],
+        ),
+        (
+            "CREATE STREAM s PERIOD(1h) FROM t STREAM_OPTIONS(FILL_HISTORY) INTO o AS "
+            "SELECT _tlocaltime, count(*) FROM %%trows",
+            [("options", "fill_history", "FILL_HISTORY is not supported with a PERIOD trigger (seed 002)")],
+        ),
+        (
+            "CREATE STREAM s STATE_WINDOW(a) FROM t INTO o OUTPUT_SUBTABLE('x') TAGS (g INT AS 1) AS "
+            "SELECT _twstart, count(*) FROM %%trows",
+            [
+                ("output", "subtable", "OUTPUT_SUBTABLE needs a trigger grouping, PARTITION BY (seed 002)"),
+                ("output", "tags", "TAGS need a trigger grouping, PARTITION BY (seed 002)"),
+            ],
+        ),
+        (
+            f"CREATE STREAM s STATE_WINDOW(a) FROM t NOTIFY('{URL}') INTO o AS "
+            "SELECT _twstart, count(*) FROM %%trows",
+            [
+                (
+                    "notify",
+                    "events",
+                    "NOTIFY of a window trigger needs ON (WINDOW_OPEN|WINDOW_CLOSE) (seed 002)",
+                )
+            ],
+        ),
+        (
+            f"CREATE STREAM s PERIOD(1h) NOTIFY('{URL}') ON (WINDOW_CLOSE)",
+            [("notify", "events", "a PERIOD trigger notifies ON_TIME events, not WINDOW_CLOSE (seed 002)")],
+        ),
+    ],
+)
+def test_seed_002_rules_between_nodes(sql: str, expected: list[tuple[str, str, str]]) -> None:
+    issues = check_design(design_from_sql(sql))
+    assert [(i["node"], i["field"], i["message"]) for i in issues] == expected
+
+
+def test_legacy_query_over_a_subquery_or_a_join_keeps_every_clause() -> None:
+    sub = design_from_sql(LEGACY_CASES[-2])["nodes"]
+    assert sub["source"] == {
+        "db": None,
+        "table": None,
+        "from": "(SELECT ts, a FROM t1 WHERE a > 1)",  # the subquery's WHERE stays
+        "partition_by": [],
+    }
+    assert sub["computation"] == {"query": "SELECT _twstart, count(*) FROM %%trows"}
+    join = design_from_sql(LEGACY_CASES[-1])
+    n = join["nodes"]
+    assert n["source"]["from"] == "d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts"
+    assert n["prefilter"] == {"condition": "x.a > 0"}
+    assert n["computation"] == {"query": "SELECT _twstart, avg(y.b) FROM %%trows FILL(NULL)"}
+    sqls, reasons = sql_variants(join)
+    assert sqls["3.3.7"] is None and reasons["3.3.7"].startswith("a 3.3.7 trigger table is one table")
+    assert check_design(join) == []
+    join["nodes"]["source"]["from"] = "d.t1 AS x JOIN"
+    [bad] = check_design(join)
+    assert (bad["node"], bad["field"]) == ("source", "from")
+    sql, spans = field_spans(design_from_sql(LEGACY_CASES[-1]), "legacy")
+    [span] = [sp for sp in spans if (sp.node, sp.field) == ("source", "from")]
+    assert sql[span.start : span.end] == "d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts"

@@ -24,9 +24,17 @@ REDIS = os.environ.get("TDWEB_SYSTEM_REDIS_URL", "redis://127.0.0.1:6379/14")
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free local port: any, or one of ``TDWEB_SYSTEM_PORTS`` (``"lo-hi"``) when set, for machines
+    where each test run owns a port range."""
+    lo, _, hi = os.environ.get("TDWEB_SYSTEM_PORTS", "").partition("-")
+    for port in range(int(lo), int(hi) + 1) if lo and hi else [0]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError(f"no free port in TDWEB_SYSTEM_PORTS={lo}-{hi}")
 
 
 def flush_redis(url: str) -> None:

@@ -287,6 +287,8 @@ def test_catalog(air, alice_api) -> None:
     assert q["tags"] == [{"name": "station", "type": "VARCHAR(32)"}]
     sub = tables["dongsi"]
     assert sub["kind"] == "subtable" and sub["stable"] == "quality" and sub["columns"] == q["columns"]
+    assert q["virtual"] is False and sub["virtual"] is False  # physical tables
+    assert [p["name"] for p in body["placeholders"]["none"]] == ["%%trows"]  # legacy, no window
     funcs = {f["name"]: f["kind"] for f in body["functions"]}
     assert funcs["avg"] == "aggregate" and funcs["abs"] == "scalar" and funcs["concat"] == "scalar"
     assert {"interval", "period", "session", "state", "event", "count", "sliding"} <= set(

@@ -17,6 +17,8 @@ export interface PartitionItem {
 export interface SourceNode {
   db: string | null;
   table: string | null;
+  /** Legacy only: what the query's FROM reads when it is a subquery or a join (instead of `table`). */
+  from?: string | null;
   partition_by: PartitionItem[];
   [extra: string]: unknown;
 }
@@ -193,6 +195,8 @@ export interface CatalogTable {
   kind: string;
   /** A subtable's supertable. */
   stable?: string | null;
+  /** A virtual table (CREATE VTABLE / a virtual supertable, seed 000 "Virtual Tables"). */
+  virtual?: boolean;
   columns: CatalogColumn[];
   tags: CatalogColumn[];
 }

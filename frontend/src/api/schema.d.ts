@@ -688,6 +688,8 @@ export interface components {
             kind: components["schemas"]["CatalogTableKindEnum"];
             /** @description a subtable's supertable */
             stable: string | null;
+            /** @description a virtual table (CREATE VTABLE, CREATE STABLE ... VIRTUAL 1): a trigger table too (seed 002 Trigger Tables) */
+            virtual: boolean;
             columns: components["schemas"]["CatalogField"][];
             tags: components["schemas"]["CatalogField"][];
         };

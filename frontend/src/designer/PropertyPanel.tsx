@@ -8,14 +8,16 @@ import type { SqlEditorHandle } from "../components/SqlEditor";
 import {
   fieldRoot,
   formFields,
+  INVALIDATION_NOTE,
   NOTIFY_DEFAULTS,
-  NOTIFY_EVENTS,
+  notifyEventChoices,
   OPTION_FIELDS,
   optionKeysShown,
   TRIGGER_CHOICES,
   TRIGGER_FIELDS,
   type FieldSpec,
 } from "./fields";
+import { FILL_MODES, FILL_VALUE_MODES, fillOf, withFill } from "./fill";
 import { KIND_HELP, KIND_LABEL, type NodeValue } from "./graph";
 import { SqlCompleteEditor } from "./SqlCompleteEditor";
 
@@ -331,17 +333,29 @@ function SourceForm({ v, set, issues, p }: FormProps) {
           {v.db && !dbs.some((d) => d.name === v.db) ? <option value={String(v.db)}>{String(v.db)}</option> : null}
         </select>
       </Row>
-      <Row node="source" name="table" label="Trigger table" issues={issues} help="supertable, subtable or normal table; none for a PERIOD schedule">
+      <Row node="source" name="table" label="Trigger table" issues={issues} help="supertable, subtable, normal table or virtual table (virtual supertables too); none for a PERIOD schedule">
         <select id="dz-source-table" name="table" value={text(v.table)} onChange={(e) => set({ table: orNull(e.target.value) })}>
           <option value="">(none)</option>
           {tables.map((t) => (
             <option key={t.name} value={t.name}>
-              {t.name} ({t.kind})
+              {t.name} ({t.virtual ? `virtual ${t.kind}` : t.kind})
             </option>
           ))}
           {v.table && !tables.some((t) => t.name === v.table) ? <option value={String(v.table)}>{String(v.table)}</option> : null}
         </select>
       </Row>
+      {(p.design.syntax === "legacy" || v.from) && (
+        <Text
+          node="source"
+          name="from"
+          label="FROM subquery or join (legacy)"
+          value={v.from}
+          issues={issues}
+          onChange={(x) => set({ from: x })}
+          placeholder="(SELECT ts, a FROM t WHERE a > 1)"
+          help="instead of the trigger table: what the legacy query reads (seed 000); no 3.3.7 equivalent"
+        />
+      )}
       <Row node="source" name="partition_by" label="PARTITION BY" issues={issues} group help="expressions, e.g. tbname or a tag; optional alias">
         <datalist id="dz-partition-choices">
           <option value="tbname" />
@@ -531,7 +545,61 @@ function ComputationForm({ v, set, issues, p }: FormProps) {
         </div>
       </Row>
       {pos && <div className="muted small">Error at line {pos.line}, column {pos.column} of the rendered SQL.</div>}
+      <FillFields query={query} onChange={(q) => set({ query: orNull(q) })} />
     </>
+  );
+}
+
+/** FILL of the computation's window: a mode, and the values of VALUE / VALUE_F (edits the query's
+ * FILL clause; the server checks it against the trigger, seed 000). */
+function FillFields({ query, onChange }: { query: string; onChange: (q: string) => void }) {
+  const fill = fillOf(query);
+  const [draft, setDraft] = useState<string | null>(null);
+  const mode = fill?.mode ?? "";
+  const takesValues = FILL_VALUE_MODES.includes(mode);
+  return (
+    <div className="dz-field" data-testid="fill-fields">
+      <label htmlFor="dz-computation-fill_mode">FILL</label>
+      <select
+        id="dz-computation-fill_mode"
+        name="fill_mode"
+        value={mode}
+        onChange={(e) => {
+          const m = e.target.value;
+          onChange(withFill(query, m ? { mode: m, values: FILL_VALUE_MODES.includes(m) ? fill?.values ?? [] : [] } : null));
+        }}
+      >
+        <option value="">not set (windows without rows are not output)</option>
+        {FILL_MODES.map((m) => (
+          <option key={m} value={m}>
+            {m}
+          </option>
+        ))}
+        {mode && !FILL_MODES.includes(mode) ? <option value={mode}>{mode}</option> : null}
+      </select>
+      {takesValues && (
+        <input
+          id="dz-computation-fill_values"
+          name="fill_values"
+          aria-label="FILL values"
+          className="mono"
+          placeholder="0, 0.5"
+          value={draft ?? (fill?.values ?? []).join(", ")}
+          onChange={(e) => {
+            setDraft(e.target.value);
+            const values = e.target.value
+              .split(",")
+              .map((x) => x.trim())
+              .filter(Boolean);
+            onChange(withFill(query, { mode, values }));
+          }}
+          onBlur={() => setDraft(null)}
+        />
+      )}
+      <div className="dz-help">
+        fills the INTERVAL windows without rows{takesValues ? "; one value per filled column, comma separated" : ""} · legacy TRIGGER FORCE_WINDOW_CLOSE takes PREV, NULL, NONE or VALUE (seed 000)
+      </div>
+    </div>
   );
 }
 
@@ -611,6 +679,7 @@ function OutputForm({ v, set, issues, p }: FormProps) {
 function NotifyForm({ v, set, issues, p }: FormProps) {
   const urls = (Array.isArray(v.urls) ? v.urls : []) as string[];
   const events = (Array.isArray(v.events) ? v.events : []) as string[];
+  const choices = notifyEventChoices(p.design.syntax, events);
   const defs = NOTIFY_DEFAULTS[p.design.syntax] ?? NOTIFY_DEFAULTS["3.3.7"];
   const [inboxErr, setInboxErr] = useState<string | null>(null);
   const addInbox = async () => {
@@ -653,23 +722,26 @@ function NotifyForm({ v, set, issues, p }: FormProps) {
         </div>
         {inboxErr && <div className="dz-field-error">{inboxErr}</div>}
       </Row>
-      <Row node="notify" name="events" label="ON events" issues={issues} group help="required except for SLIDING and PERIOD triggers">
+      <Row node="notify" name="events" label="ON events" issues={issues} group help="required except for SLIDING and PERIOD triggers (ON_TIME is theirs, 3.3.7)">
         <div className="dz-checks">
-          {NOTIFY_EVENTS.map((ev) => (
+          {choices.map((ev) => (
             <label key={ev} className="dz-check">
               <input
                 type="checkbox"
                 name="events"
                 value={ev}
                 checked={events.includes(ev)}
-                onChange={(e) => set({ events: e.target.checked ? NOTIFY_EVENTS.filter((x) => x === ev || events.includes(x)) : events.filter((x) => x !== ev) })}
+                onChange={(e) => set({ events: e.target.checked ? choices.filter((x) => x === ev || events.includes(x)) : events.filter((x) => x !== ev) })}
               />{" "}
               {ev}
             </label>
           ))}
         </div>
+        <div className="dz-help" data-testid="notify-invalidation-note">
+          {INVALIDATION_NOTE}
+        </div>
       </Row>
-      <Text node="notify" name="where" label="WHERE" value={v.where} issues={issues} onChange={(x) => set({ where: x })} placeholder="peak_pm25 > 200" help="on the computation's result columns" />
+      <Text node="notify" name="where" label="WHERE" value={v.where} issues={issues} onChange={(x) => set({ where: x })} placeholder="peak_pm25 > 200" help="3.3.7: notify only when it holds; result columns and constants only (seed 002)" />
       <Row node="notify" name="history" label="NOTIFY_HISTORY" issues={issues} help="notify while computing history">
         <select id="dz-notify-history" name="history" value={v.history === true ? "true" : v.history === false ? "false" : ""} onChange={(e) => set({ history: e.target.value === "" ? null : e.target.value === "true" })}>
           <option value="">{`not set (default ${text(hist)})`}</option>

@@ -62,6 +62,7 @@ export const TRIGGER_CHOICES: TriggerChoice[] = [
   { value: "state", label: "STATE_WINDOW" },
   { value: "event", label: "EVENT_WINDOW" },
   { value: "count", label: "COUNT_WINDOW" },
+  { value: "none", label: "No window (every written row)", syntax: "legacy" },
   { value: "ekuiper:tumbling", label: "eKuiper TUMBLINGWINDOW", syntax: "legacy" },
   { value: "ekuiper:hopping", label: "eKuiper HOPPINGWINDOW", syntax: "legacy" },
   { value: "ekuiper:sliding", label: "eKuiper SLIDINGWINDOW", syntax: "legacy" },
@@ -100,6 +101,8 @@ export const TRIGGER_FIELDS: Record<string, FieldSpec[]> = {
     { name: "sliding", label: "Sliding (rows)", kind: "int", placeholder: "10", default: "= count" },
     { name: "columns", label: "Columns", kind: "csv", placeholder: "c1, c2", help: "comma separated; rows where all are NULL are not counted" },
   ],
+  /** Legacy stream without a window: each written row computed at once (seed 000, seed 004 power_stream). */
+  none: [],
   ekuiper: [
     { name: "function", label: "Window function", kind: "choice", choices: EKUIPER_FUNCTIONS, required: true },
     { name: "unit", label: "Time unit", kind: "choice", choices: EKUIPER_UNITS, help: "DD HH MI SS MS (not for COUNTWINDOW)" },
@@ -153,7 +156,22 @@ export const OPTION_FIELDS: Record<StreamSyntax, FieldSpec[]> = {
   ],
 };
 
-export const NOTIFY_EVENTS = ["WINDOW_OPEN", "WINDOW_CLOSE", "WINDOW_INVALIDATION", "ON_TIME"];
+/** The events of NOTIFY ... ON (...) per syntax (seed 000: WINDOW_OPEN, WINDOW_CLOSE; seed 002 adds
+ * ON_TIME for PERIOD and SLIDING triggers). */
+export const NOTIFY_EVENTS: Record<StreamSyntax, string[]> = {
+  "3.3.7": ["WINDOW_OPEN", "WINDOW_CLOSE", "ON_TIME"],
+  legacy: ["WINDOW_OPEN", "WINDOW_CLOSE"],
+};
+
+/** WINDOW_INVALIDATION is an event type of the messages, not of ON (seed 000/002 "Common Fields"). */
+export const INVALIDATION_NOTE =
+  "WINDOW_INVALIDATION messages (windowStart, windowEnd) come by themselves for windows already notified that late rows, updates or deletions remove or recompute; they are not an ON event.";
+
+/** The events the form offers: the syntax's, then any other the design has (to be unchecked). */
+export function notifyEventChoices(syntax: StreamSyntax, events: string[]): string[] {
+  const own = NOTIFY_EVENTS[syntax] ?? NOTIFY_EVENTS["3.3.7"];
+  return [...own, ...events.filter((e) => !own.includes(e))];
+}
 
 export const NOTIFY_DEFAULTS: Record<StreamSyntax, { history: string; on_failure: string }> = {
   "3.3.7": { history: "false", on_failure: "DROP" },
@@ -164,7 +182,7 @@ export const NOTIFY_DEFAULTS: Record<StreamSyntax, { history: string; on_failure
 export function formFields(kind: NodeKind, value: Record<string, unknown> | null | undefined, syntax: StreamSyntax): string[] {
   switch (kind) {
     case "source":
-      return ["db", "table", "partition_by"];
+      return ["db", "table", "from", "partition_by"];
     case "prefilter":
       return ["condition"];
     case "trigger":

@@ -27,7 +27,7 @@ export const KIND_LABEL: Record<NodeKind, string> = {
 export const KIND_HELP: Record<NodeKind, string> = {
   source: "The table whose writes trigger the stream, and PARTITION BY",
   prefilter: "PRE_FILTER: rows kept before windowing",
-  trigger: "Window or schedule: INTERVAL, SLIDING, PERIOD, SESSION, STATE, EVENT, COUNT, eKuiper",
+  trigger: "Window or schedule: INTERVAL, SLIDING, PERIOD, SESSION, STATE, EVENT, COUNT, eKuiper, or none (legacy: every written row)",
   options: "STREAM_OPTIONS / legacy stream options",
   computation: "The query computed per window (placeholders such as %%trows)",
   output: "INTO table, SUBTABLE, TAGS and columns",
@@ -285,6 +285,8 @@ export function triggerSummary(t: NodeValue): string {
       const fn = `${s(t.function || "?").toUpperCase()}WINDOW(${args(t.unit, ...(Array.isArray(t.args) ? t.args : [t.args]))})`;
       return `${fn}${t.over_when ? ` OVER(WHEN ${s(t.over_when)})` : ""}${t.filter ? ` FILTER(WHERE ${s(t.filter)})` : ""}`;
     }
+    case "none":
+      return "no window: every written row";
     default:
       return s(t.type) || "no type";
   }
@@ -299,7 +301,7 @@ export function nodeSummary(kind: NodeKind, v: NodeValue | null | undefined): st
   if (!v) return "";
   switch (kind) {
     case "source": {
-      const table = v.table ? `${v.db ? `${s(v.db)}.` : ""}${s(v.table)}` : "no trigger table";
+      const table = v.from ? `FROM ${firstLine(v.from, 40)}` : v.table ? `${v.db ? `${s(v.db)}.` : ""}${s(v.table)}` : "no trigger table";
       const parts = Array.isArray(v.partition_by) ? (v.partition_by as { sql?: string }[]).map((p) => s(p?.sql)).filter(Boolean) : [];
       return parts.length ? `${table} PARTITION BY ${parts.join(", ")}` : table;
     }

@@ -16,6 +16,7 @@ from spark_workers.duration import Duration
 from spark_workers.errors import SqlError
 from spark_workers.streams.design.document import (
     COUNT_MIN,
+    FORCE_WINDOW_CLOSE_FILL,
     LEGACY_EVENTS,
     LEGACY_TRIGGER_MODES,
     MAX_DELAY_MIN,
@@ -26,7 +27,14 @@ from spark_workers.streams.design.document import (
     NotExpressible,
     issue,
 )
-from spark_workers.streams.design.fields import read_duration, read_expr, read_int, read_partition, read_query
+from spark_workers.streams.design.fields import (
+    read_duration,
+    read_expr,
+    read_from,
+    read_int,
+    read_partition,
+    read_query,
+)
 from spark_workers.streams.design.to_sql import build_notify, build_output, build_trigger, design_to_sql
 from spark_workers.streams.spec import LEGACY, SCHEMA_VERSION, V337
 
@@ -65,16 +73,23 @@ def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
         _check_trigger(found, trig, syntax)
     source = nodes.get("source")
     needs_source = syntax == LEGACY or (trig or {}).get("type") != "period"
-    if needs_source and not (isinstance(source, dict) and source.get("table")):
+    has_from = isinstance(source, dict) and bool(source.get("from"))
+    if needs_source and not (isinstance(source, dict) and (source.get("table") or has_from)):
         found.add("source", "table", "the trigger table is required")
+    if has_from:
+        assert isinstance(source, dict)
+        found.run(read_from, source.get("from"))
     found.run(read_partition, source if isinstance(source, dict) else None)
     pre = nodes.get("prefilter")
     if isinstance(pre, dict):
         found.run(read_expr, "prefilter", "condition", pre.get("condition"), True)
     _check_options(found, nodes.get("options") or {}, syntax)
+    if syntax == V337:
+        for node, field, message in rules_337(nodes):
+            found.add(node, field, message)
     comp = nodes.get("computation")
     if isinstance(comp, dict):
-        found.run(read_query, "computation", "query", comp.get("query"))
+        found.run(_check_fill, comp.get("query"), syntax, trig, nodes.get("options") or {})
     elif syntax == LEGACY:
         found.add("computation", "query", "a legacy stream needs a computation")
     out = nodes.get("output")
@@ -142,6 +157,112 @@ def _check_trigger(found: _Issues, trig: dict[str, Any], syntax: str) -> None:
         required = f in ("expr", "start", "end") and f in TRIGGER_FIELDS[kind]
         found.run(read_expr, "trigger", f, trig.get(f), required)
     found.run(build_trigger, trig, syntax)
+
+
+def _obj(nodes: dict[str, Any], key: str) -> dict[str, Any]:
+    v = nodes.get(key)
+    return v if isinstance(v, dict) else {}
+
+
+def rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The rules of seed 002 between a 3.3.7 design's nodes, each as ``(node, field, message)``:
+    FILL_HISTORY and FILL_HISTORY_FIRST exclude each other and neither goes with PERIOD;
+    OUTPUT_SUBTABLE and TAGS need a trigger grouping (PARTITION BY); NOTIFY of a window trigger
+    needs ON (WINDOW_OPEN|WINDOW_CLOSE), PERIOD and SLIDING triggers notify ON_TIME only
+    (seed 002, "Stream Processing Control Options", "Stream Processing Output", "Notification
+    Mechanism")."""
+    out: list[tuple[str, str, str]] = []
+    o = _obj(nodes, "options")
+    kind = _obj(nodes, "trigger").get("type")
+    if o.get("fill_history") and o.get("fill_history_first"):
+        out.append(("options", "fill_history_first", "cannot be used together with FILL_HISTORY (seed 002)"))
+    if kind == "period":
+        for key in ("fill_history", "fill_history_first"):
+            if o.get(key):
+                out.append(
+                    ("options", key, f"{key.upper()} is not supported with a PERIOD trigger (seed 002)")
+                )
+    if o.get("fill_history_start") and not (o.get("fill_history") or o.get("fill_history_first")):
+        out.append(
+            ("options", "fill_history_start", "the start time belongs to FILL_HISTORY or FILL_HISTORY_FIRST")
+        )
+    if "output" in nodes and nodes["output"] is not None and not _obj(nodes, "source").get("partition_by"):
+        output = _obj(nodes, "output")
+        if output.get("subtable"):
+            out.append(
+                ("output", "subtable", "OUTPUT_SUBTABLE needs a trigger grouping, PARTITION BY (seed 002)")
+            )
+        if output.get("tags"):
+            out.append(("output", "tags", "TAGS need a trigger grouping, PARTITION BY (seed 002)"))
+    if nodes.get("notify") is not None and kind is not None:
+        out.extend(_notify_events_337(_obj(nodes, "notify"), str(kind)))
+    return out
+
+
+def _notify_events_337(notify: dict[str, Any], kind: str) -> list[tuple[str, str, str]]:
+    events = [str(e).upper() for e in notify.get("events") or []]
+    if kind in ("period", "sliding"):
+        bad = [e for e in events if e != "ON_TIME"]
+        if bad:
+            return [
+                (
+                    "notify",
+                    "events",
+                    f"a {kind.upper()} trigger notifies ON_TIME events, not {bad[0]} (seed 002)",
+                )
+            ]
+    elif not events:
+        return [
+            ("notify", "events", "NOTIFY of a window trigger needs ON (WINDOW_OPEN|WINDOW_CLOSE) (seed 002)")
+        ]
+    elif "ON_TIME" in events:
+        return [
+            (
+                "notify",
+                "events",
+                "ON_TIME belongs to PERIOD and SLIDING triggers; a window trigger notifies "
+                "WINDOW_OPEN and WINDOW_CLOSE (seed 002)",
+            )
+        ]
+    return []
+
+
+def _check_fill(query: Any, syntax: str, trig: dict[str, Any] | None, opts: dict[str, Any]) -> None:
+    """The computation parses, and its FILL clause fits: VALUE / VALUE_F with their values, the
+    other modes without; in a legacy design the FILL of the stream's window, which is an INTERVAL;
+    with TRIGGER FORCE_WINDOW_CLOSE only PREV, NULL, NONE or VALUE (seed 000, "Trigger Modes").
+
+    Raises:
+        DesignError: on ``computation.query``, at the FILL clause.
+    """
+    q = read_query("computation", "query", query)
+    if q.fill is None:
+        return
+    at = str(query).upper().rfind("FILL")
+    at = max(at, 0)
+    mode = q.fill.mode.upper()
+    if mode in ("VALUE", "VALUE_F") and not q.fill.values:
+        raise DesignError("computation", "query", f"FILL({mode}, ...) needs a value per filled column", at)
+    if mode not in ("VALUE", "VALUE_F") and q.fill.values:
+        raise DesignError("computation", "query", f"FILL({mode}) takes no values", at)
+    if syntax != LEGACY:
+        return
+    kind = (trig or {}).get("type")
+    if kind != "interval":
+        raise DesignError(
+            "computation",
+            "query",
+            "FILL fills the INTERVAL windows without rows: it needs an INTERVAL trigger",
+            at,
+        )
+    if opts.get("trigger_mode") == "FORCE_WINDOW_CLOSE" and mode not in FORCE_WINDOW_CLOSE_FILL:
+        raise DesignError(
+            "computation",
+            "query",
+            f"TRIGGER FORCE_WINDOW_CLOSE takes FILL {', '.join(FORCE_WINDOW_CLOSE_FILL)} only "
+            f"(seed 000, Trigger Modes), not FILL({mode})",
+            at,
+        )
 
 
 def _check_options(found: _Issues, opts: dict[str, Any], syntax: str) -> None:

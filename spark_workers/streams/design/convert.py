@@ -21,7 +21,9 @@ from spark_workers.sql import ast
 from spark_workers.sql.render import query_sql
 from spark_workers.streams.design.computation import TO_LEGACY, from_table, is_trows, rename_text
 from spark_workers.streams.design.document import (
+    FROM_QUERY_337,
     MAX_DELAY_MIN,
+    NO_WINDOW_337,
     SYNTAXES,
     DesignError,
     NotExpressible,
@@ -82,6 +84,8 @@ def _legacy_to_337(nodes: dict[str, Any]) -> None:
     o = nodes["options"]
     kind = trig.get("type")
     _trigger_to_337(trig, o)
+    if (nodes.get("source") or {}).get("from"):
+        raise NotExpressible(V337, FROM_QUERY_337, "source", "from")
     _options_to_337(o, kind)
     items = _partition_to_337(nodes.get("source"))
     comp = nodes.get("computation")
@@ -103,6 +107,8 @@ def _trigger_to_337(trig: dict[str, Any], o: dict[str, Any]) -> None:
         raise NotExpressible(
             V337, "eKuiper window functions exist only in legacy syntax (seed 003)", "trigger", "type"
         )
+    if kind == "none":
+        raise NotExpressible(V337, NO_WINDOW_337, "trigger", "type")
     if kind == "interval":
         trig["sliding"] = trig.get("sliding") or trig.get("interval")
         o["ignore_nodata_trigger"] = True  # legacy INTERVAL windows exist only where rows are
@@ -301,12 +307,16 @@ def _337_to_legacy(nodes: dict[str, Any]) -> None:
     _options_to_legacy(o, kind)
     comp = nodes.get("computation")
     out = nodes.get("output")
-    if comp is None or out is None:
+    if comp is None or (out is None and nodes.get("notify") is None):
         raise NotExpressible(
-            s, "a legacy stream needs a computation written INTO an output table", "computation", "query"
+            s,
+            "a legacy stream needs a computation written INTO an output table or notified (seed 000)",
+            "computation",
+            "query",
         )
     comp["query"] = _computation_to_legacy(comp.get("query"))
-    _output_to_legacy(out, source)
+    if out is not None:
+        _output_to_legacy(out, source)
     n = nodes.get("notify")
     if n is not None:
         if n.get("where"):

@@ -51,6 +51,9 @@ TRIGGER_FIELDS: dict[str, tuple[str, ...]] = {
     "event": ("start", "end", "true_for"),
     "count": ("count", "sliding", "columns"),
     "ekuiper": ("function", "unit", "args", "over_when", "filter"),
+    # legacy stream without a window: every written row computed at once (seed 000 "Trigger
+    # Modes": non-window computations are real-time; seed 004 power_stream)
+    "none": (),
 }
 LEGACY_TRIGGER_MODES = (
     "AT_ONCE",
@@ -102,6 +105,24 @@ MAX_DELAY_MIN = {LEGACY: Duration(5, "s"), V337: Duration(3, "s")}  # ARCHITECTU
 # event types: EVENT_TYPE(...) and legacy NOTIFY ON (...); 3.3.7 NOTIFY ON (...) has ON_TIME too
 LEGACY_EVENTS = ("WINDOW_OPEN", "WINDOW_CLOSE")
 EVENTS_337 = ("WINDOW_OPEN", "WINDOW_CLOSE", "ON_TIME")
+# what a notification message's eventType can be (seed 000/002 "Common Fields"): WINDOW_INVALIDATION
+# is sent for a window already notified that out-of-order rows, updates or deletions remove or
+# recompute; it is no event type of ON (...), which lists LEGACY_EVENTS / EVENTS_337
+MESSAGE_EVENTS = ("WINDOW_OPEN", "WINDOW_CLOSE", "WINDOW_INVALIDATION", "ON_TIME")
+# FILL modes (TDengine's FILL clause) and those TRIGGER FORCE_WINDOW_CLOSE allows (seed 000
+# "Trigger Modes": "FILL only supports PREV, NULL, NONE, VALUE")
+FILL_MODES = ("NONE", "NULL", "NULL_F", "VALUE", "VALUE_F", "PREV", "NEXT", "LINEAR")
+FORCE_WINDOW_CLOSE_FILL = ("PREV", "NULL", "NONE", "VALUE")
+# why a legacy query's FROM over a subquery or a join (design ``source.from``) has no 3.3.7 form
+FROM_QUERY_337 = (
+    "a 3.3.7 trigger table is one table, not a subquery or a join (seed 002 Trigger Tables): "
+    "read them in the computation instead"
+)
+# why a legacy stream without a window (trigger type "none") has no 3.3.7 form
+NO_WINDOW_337 = (
+    "a stream without a window (every written row computed at once) exists only in legacy syntax "
+    "(seed 000); every 3.3.7 trigger is a window, a schedule or a count (seed 002)"
+)
 
 
 class DesignError(ValueError):

@@ -92,6 +92,32 @@ def read_int(node: str, field: str, value: Any, minimum: int, required: bool = F
     return n
 
 
+def read_from(value: Any) -> tuple[exp.Expr, list[exp.Expr]]:
+    """``source.from`` (a legacy query's FROM that is a subquery, a join or an aliased table, seed
+    000), parsed: ``(what FROM reads, the joins)``.
+
+    Raises:
+        DesignError: on ``source.from``, with the position inside its text.
+    """
+    text = read_text("source", "from", value, True)
+    assert text is not None
+    prefix = "SELECT 1 FROM "
+    try:
+        stmt = parse_one(prefix + text)
+    except SqlError as e:
+        off = None if e.offset is None else max(0, e.offset - len(prefix))
+        raise DesignError("source", "from", e.message, off) from None
+    sel = stmt.query.select if isinstance(stmt, ast.Select) else None
+    if (
+        not isinstance(sel, exp.Select)
+        or stmt.query.window is not None  # type: ignore[union-attr]
+        or stmt.query.partition_by  # type: ignore[union-attr]
+        or any(sel.args.get(k) for k in ("where", "group", "having", "order", "limit"))
+    ):
+        raise DesignError("source", "from", "must be what FROM reads: a table, a subquery or a join", 0)
+    return sel.args["from_"].this, list(sel.args.get("joins") or [])
+
+
 def read_name(node: str, field: str, value: Any, required: bool = True) -> str | None:
     """A name (table, column, database), stripped; required unless told."""
     text = read_text(node, field, value, required)

@@ -43,8 +43,8 @@ def design_from_sql(sql: str, default_db: str | None = None) -> dict[str, Any]:
 
     Raises:
         SqlError: the parser's error unchanged for bad SQL; ``SYNTAX_ERROR`` when the statement is
-            not a CREATE STREAM; ``INVALID_STREAM_QUERY`` when a legacy query does not read
-            exactly one table (seed 000).
+            not a CREATE STREAM; ``INVALID_STREAM_QUERY`` when a legacy query reads no table
+            (seed 000).
     """
     stmt = parse_one(sql)
     if isinstance(stmt, ast.CreateStreamLegacy):
@@ -116,20 +116,38 @@ def _partition_of(items: list[ast.PartitionItem]) -> list[dict[str, Any]]:
     return [{"sql": p.text, "alias": p.alias} for p in items]
 
 
-def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
-    q = s.query
-    table = from_table(q.select)
-    if table is None or not table.name or table.alias or is_trows(table):
+def _legacy_source(q: ast.SelectQuery, sql: str) -> dict[str, Any]:
+    """The source node of a legacy query: its one table, or (``from``, a key present only then)
+    what its FROM reads when that is a subquery, a join or an aliased table, in its canonical
+    rendering (seed 000: ``subquery: SELECT select_list from_clause ...``)."""
+    sel = q.select
+    frm = sel.args.get("from_") if isinstance(sel, exp.Select) else None
+    if frm is None:
         raise SqlError(
-            "a stream's query reads exactly one table (FROM [db.]table, without joins or alias)",
+            "a stream's query reads a table (FROM ...)",
             sql=sql,
             offset=q.span.start if q.span else None,
             code=Code.INVALID_STREAM_QUERY,
         )
-    assert isinstance(q.select, exp.Select) and q.window is not None
+    table = from_table(sel)
+    partition = _partition_of(q.partition_by)
+    if table is not None and table.name and not table.alias and not is_trows(table):
+        return {"db": table.db or None, "table": table.name, "partition_by": partition}
+    text = expr_sql(frm.this)
+    for j in sel.args.get("joins") or []:
+        js = expr_sql(j)
+        text += js if js.startswith(",") else " " + js
+    return {"db": None, "table": None, "from": text, "partition_by": partition}
+
+
+def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
+    q = s.query
+    source = _legacy_source(q, sql)
+    assert isinstance(q.select, exp.Select)
     where = q.select.args.get("where")
     sel = q.select.copy()
     sel.set("where", None)
+    sel.set("joins", None)
     sel.args["from_"].set("this", trows_table())
     rename_columns(sel, TO_337)
     comp = ast.SelectQuery(select=sel, fill=q.fill, item_texts=[rename_text(t, TO_337) for t in q.item_texts])
@@ -148,13 +166,10 @@ def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
         event_time=None if o.event_time is None else bool(o.event_time),
     )
     return {
-        "source": {
-            "db": table.db or None,
-            "table": table.name,
-            "partition_by": _partition_of(q.partition_by),
-        },
+        "source": source,
         "prefilter": {"condition": expr_sql(where.this)} if where is not None else None,
-        "trigger": trigger_json(q.window),
+        # no window: every written row computed at once (seed 000, non-window computations)
+        "trigger": trigger_json(q.window) if q.window is not None else {"type": "none"},
         "options": options,
         "computation": {"query": query_sql(comp)},
         "output": _output_of(s.into, s.subtable, s.columns, s.tags),

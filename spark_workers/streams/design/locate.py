@@ -170,8 +170,16 @@ def _legacy_option_spans(sp: _Spans, options: ast.LegacyStreamOptions, opts: dic
 
 
 def _legacy_from_spans(sp: _Spans, source: dict[str, Any], q_lo: int, q_hi: int, cuts: list[_Cut]) -> int:
-    """The source table (and database) in ``FROM [db.]table``, which the computation reads as
-    ``%%trows``; returns where ``FROM`` is (-1: not found)."""
+    """The source table (and database) in ``FROM [db.]table`` (or ``source.from``: a subquery or a
+    join), which the computation reads as ``%%trows``; returns where ``FROM`` is (-1: not found)."""
+    if source.get("from"):
+        text = str(source["from"])
+        from_at = sp.sql.find("FROM " + text, q_lo, q_hi)
+        if from_at >= 0:
+            t_lo = from_at + len("FROM ")
+            sp.add("source", "from", t_lo, t_lo + len(text), text)
+            cuts.append((t_lo, t_lo + len(text), "%%trows"))
+        return from_at
     src = ast.TableName(source["table"], source.get("db"))
     from_at = sp.sql.find("FROM " + table_sql(src), q_lo, q_hi)
     if from_at >= 0:

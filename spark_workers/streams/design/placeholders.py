@@ -30,13 +30,16 @@ def placeholders_for(trigger_type: str, partitioned: bool) -> list[dict[str, str
     ``_tcurrent_ts`` / ``_tnext_ts`` for SLIDING, ``_tprev_localtime`` / ``_tnext_localtime`` for
     PERIOD, ``_tgrpid`` / ``_tlocaltime`` / ``%%trows`` for all, ``%%n`` and ``%%tbname`` when
     partitioned. eKuiper windows (legacy only) have ``_twstart`` / ``_twend`` / ``_twduration``
-    (the design's names of ``_wstart`` / ``_wend`` / ``_wduration``) and ``%%trows``.
+    (the design's names of ``_wstart`` / ``_wend`` / ``_wduration``) and ``%%trows``; a legacy
+    stream without a window (``none``) only ``%%trows``, the rows written.
 
     Returns:
         ``[{"name": "_twstart", "description": "..."}]`` in palette order; unknown types: ``[]``.
     """
     if trigger_type == "ekuiper":
         names = ["_twstart", "_twend", "_twduration", "%%trows"]
+    elif trigger_type == "none":  # legacy, no window: the rows written (seed 000)
+        names = ["%%trows"]
     elif trigger_type in WINDOW_TRIGGERS:
         names = ["_twstart", "_twend", "_twduration", "_twrownum"]
     elif trigger_type == "sliding":
@@ -45,7 +48,7 @@ def placeholders_for(trigger_type: str, partitioned: bool) -> list[dict[str, str
         names = ["_tprev_localtime", "_tnext_localtime"]
     else:
         return []
-    if trigger_type != "ekuiper":
+    if trigger_type not in ("ekuiper", "none"):
         names += ["_tgrpid", "_tlocaltime", "%%trows"]
         if partitioned:
             names += ["%%1", "%%tbname"]

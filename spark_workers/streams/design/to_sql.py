@@ -11,7 +11,7 @@ again: the reverse of ``from_sql``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
@@ -31,8 +31,10 @@ from spark_workers.streams.design.document import (
     EKUIPER_UNITS,
     EVENTS_337,
     FLAGS_337,
+    FROM_QUERY_337,
     LEGACY_EVENTS,
     LEGACY_TRIGGER_MODES,
+    NO_WINDOW_337,
     OPTION_KEYS,
     SYNTAXES,
     TRIGGER_FIELDS,
@@ -43,6 +45,7 @@ from spark_workers.streams.design.fields import (
     node_of,
     read_duration,
     read_expr,
+    read_from,
     read_int,
     read_name,
     read_partition,
@@ -107,28 +110,36 @@ def build_statement(design: dict[str, Any]) -> ast.CreateStreamLegacy | ast.Crea
     out = node_of(design, "output")
     if syntax == LEGACY:
         query = _legacy_computation(design)
-        if out is None:
-            raise NotExpressible(LEGACY, "a legacy stream writes INTO an output table", "output", "table")
+        notify = build_notify(node_of(design, "notify"), LEGACY)
+        if out is None and notify is None:
+            raise NotExpressible(
+                LEGACY,
+                "a legacy stream writes INTO an output table or notifies (NOTIFY ... ON, seed 000)",
+                "output",
+                "table",
+            )
         into, subtable, columns, tags = build_output(out, with_expr=False)
-        assert into is not None
         return ast.CreateStreamLegacy(
             name=name,
             db=db,
             if_not_exists=ine,
             options=_legacy_options(options),
-            into=into,
+            # None: results only notified (seed 000 "Stream Computing Event Notifications")
+            into=cast(ast.TableName, into),
             columns=columns,
             tags=tags,
             subtable=subtable,
             query=query,
-            notify=build_notify(node_of(design, "notify"), LEGACY),
+            notify=notify,
         )
     trig = node_of(design, "trigger")
     if trig is None:
         raise DesignError("trigger", "type", "the trigger is required")
     trigger = build_trigger(trig, V337)
-    assert not isinstance(trigger, ast.IntervalWindow | ast.EkuiperWindow)
+    assert trigger is not None and not isinstance(trigger, ast.IntervalWindow | ast.EkuiperWindow)
     source = node_of(design, "source")
+    if source is not None and source.get("from"):
+        raise NotExpressible(V337, FROM_QUERY_337, "source", "from")
     from_table = read_table("source", source) if source is not None and source.get("table") else None
     pre = node_of(design, "prefilter")
     cond = read_expr("prefilter", "condition", pre.get("condition"), True) if pre is not None else None
@@ -160,7 +171,7 @@ def _legacy_computation(design: dict[str, Any]) -> ast.SelectQuery:
             LEGACY, "a legacy stream needs a computation (AS subquery)", "computation", "query"
         )
     source = node_of(design, "source")
-    if source is None or not source.get("table"):
+    if source is None or not (source.get("table") or source.get("from")):
         raise NotExpressible(LEGACY, "a legacy stream needs a trigger table (FROM table)", "source", "table")
     q = read_query("computation", "query", comp.get("query"))
     table = from_table(q.select)
@@ -178,11 +189,16 @@ def _legacy_computation(design: dict[str, Any]) -> ast.SelectQuery:
             "computation", "query", "a FROM %%trows computation takes no WHERE: use the pre-filter node", 0
         )
     sel = q.select.copy()
-    src = read_table("source", source)
-    tbl = exp.Table(this=exp.to_identifier(src.name))
-    if src.db:
-        tbl.set("db", exp.to_identifier(src.db))
-    sel.args["from_"].set("this", tbl)
+    if source.get("from"):
+        frm, joins = read_from(source.get("from"))
+        sel.args["from_"].set("this", frm)
+        sel.set("joins", joins or None)
+    else:
+        src = read_table("source", source)
+        tbl = exp.Table(this=exp.to_identifier(src.name))
+        if src.db:
+            tbl.set("db", exp.to_identifier(src.db))
+        sel.args["from_"].set("this", tbl)
     pre = node_of(design, "prefilter")
     cond = read_expr("prefilter", "condition", pre.get("condition"), True) if pre is not None else None
     if cond is not None:
@@ -193,6 +209,10 @@ def _legacy_computation(design: dict[str, Any]) -> ast.SelectQuery:
         raise DesignError("trigger", "type", "the trigger is required")
     window = build_trigger(trig, LEGACY)
     assert not isinstance(window, ast.PeriodTrigger | ast.SlidingTrigger)
+    if window is None and q.fill is not None:
+        raise DesignError(
+            "computation", "query", "FILL belongs to a window: a stream without a window has none", 0
+        )
     return ast.SelectQuery(
         select=sel,
         partition_by=read_partition(source),
@@ -202,8 +222,9 @@ def _legacy_computation(design: dict[str, Any]) -> ast.SelectQuery:
     )
 
 
-def build_trigger(t: dict[str, Any], syntax: str) -> ast.Window | ast.Trigger337:
-    """The trigger node as the window (legacy) or trigger (3.3.7) of ``syntax``.
+def build_trigger(t: dict[str, Any], syntax: str) -> ast.Window | ast.Trigger337 | None:
+    """The trigger node as the window (legacy) or trigger (3.3.7) of ``syntax``; None for a legacy
+    stream without a window (type ``none``: every written row computed at once, seed 000).
 
     Raises:
         DesignError: an unknown type or a malformed field.
@@ -223,6 +244,10 @@ def build_trigger(t: dict[str, Any], syntax: str) -> ast.Window | ast.Trigger337
         raise NotExpressible(
             V337, "eKuiper window functions exist only in legacy syntax (seed 003)", "trigger", "type"
         )
+    if kind == "none":
+        if syntax == V337:
+            raise NotExpressible(V337, NO_WINDOW_337, "trigger", "type")
+        return None
     return _TRIGGER_BUILDERS[kind](t, syntax)
 
 
@@ -374,6 +399,14 @@ def build_notify(n: dict[str, Any] | None, syntax: str) -> ast.NotifyDef | None:
     allowed = LEGACY_EVENTS if syntax == LEGACY else EVENTS_337
     events = [str(e).upper() for e in n.get("events") or []]
     for i, e in enumerate(events):
+        if e == "WINDOW_INVALIDATION":
+            raise DesignError(
+                "notify",
+                f"events[{i}]",
+                "WINDOW_INVALIDATION is not an ON event: it is the eventType of the messages sent "
+                "for windows already notified that out-of-order rows, updates or deletions change "
+                f"(seed 000/002); ON takes {', '.join(allowed)}",
+            )
         if e not in allowed:
             raise DesignError("notify", f"events[{i}]", f"unknown event {e}: use {', '.join(allowed)}")
     if syntax == LEGACY and not events:
