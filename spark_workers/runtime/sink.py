@@ -446,7 +446,9 @@ class OutputSink:
         tags = {}
         for tp, tag in zip(self.c.tags, stable.tags, strict=False):
             v = (
-                gid
+                None
+                if tp.null
+                else gid
                 if tp.group_index is None
                 else (values[tp.group_index] if tp.group_index < len(values) else None)
             )

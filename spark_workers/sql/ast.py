@@ -360,10 +360,12 @@ class OutputColumn:
 
 @dataclass
 class OutputTagDef:
-    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr."""
+    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr, and a
+    legacy tag may be a name alone (``TAGS (ta)``: ``type`` None, the tag of that name of the
+    existing output supertable, or the type of the PARTITION BY item it names)."""
 
     name: str
-    type: TdType
+    type: TdType | None
     expr: exp.Expr | None = None
     comment: str | None = None
     span: Span | None = None

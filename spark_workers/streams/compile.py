@@ -68,11 +68,13 @@ class OutputColumnPlan:
 @dataclass
 class TagPlan:
     """One tag of the output supertable: value from group column ``group_index``, or the groupId
-    (``group_index`` None)."""
+    (``group_index`` None), or NULL (``null``: a tag of an existing supertable the stream gives no
+    value, seed 000 "Writing to an existing supertable" / "Custom tag")."""
 
     name: str
     type: TdType
     group_index: int | None
+    null: bool = False
 
 
 @dataclass
@@ -150,7 +152,10 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         computation, columns = _computation_columns(spec, lake, src, group_types, tz)
     _name_output_columns(spec, columns, sql)
     normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
-    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql)
+    existing = _existing_stable(catalog, spec)
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql, existing)
+    if tags and existing is not None:
+        tags = existing_tag_plan(spec, plan, tags, existing)
     rules = _stream_rules(spec, plan.shape, src.db.precision)
     o = spec.options
     return CompiledStream(
@@ -342,13 +347,30 @@ def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.Create
     return SqlError(e.message, sql=sql, offset=best, code=e.code)
 
 
-def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
+def _existing_stable(catalog: Catalog, spec: StreamSpec) -> Table | None:
+    """The legacy stream's output supertable when it exists already (None otherwise, and for
+    3.3.7 streams: seed 002 wants an existing table's schema to match exactly)."""
+    if spec.syntax == V337 or spec.output is None or catalog.database(spec.output.db) is None:
+        return None
+    t = catalog.table(spec.output.db, spec.output.table)
+    return t if t is not None and t.kind == "super" else None
+
+
+def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, existing: Table | None = None) -> list[TagPlan]:
+    """The tags the stream defines: ``groupId`` without a TAGS clause, else each TAGS item with
+    the PARTITION BY item of its name (or position); a tag named without a type (``TAGS (ta)``)
+    has the type of the existing supertable's tag of that name, else of its PARTITION BY column.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a tag that matches no PARTITION BY item, or one without a type
+            that can be known.
+    """
     assert spec.output is not None
     if not spec.output.tags:
         return [TagPlan(GROUP_ID_TAG, TdType("BIGINT", unsigned=True), None)]
     out = []
+    theirs = {t.name.lower(): t.type for t in existing.tags} if existing is not None else {}
     for i, t in enumerate(spec.output.tags):
-        ttype = _parse_type(t.type)
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):
@@ -359,8 +381,82 @@ def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
                     code=Code.INVALID_COLUMN,
                 )
             idx = i
+        ttype = _parse_type(t.type) if t.type else theirs.get(t.name.lower()) or plan.groups[idx].type
+        if ttype is None:
+            raise SqlError(
+                f"tag {t.name} has no type: write TAGS ({t.name} type, ...), or name a tag of an "
+                "existing output supertable or a PARTITION BY column",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         out.append(TagPlan(t.name, ttype, idx))
     return out
+
+
+def existing_tag_plan(
+    spec: StreamSpec, plan: WindowPlan, mine: list[TagPlan], stable: Table
+) -> list[TagPlan]:
+    """The tags of a legacy stream writing into an EXISTING supertable ``stable``, one per tag of
+    ``stable`` in its order (seed 000 "Writing to an existing supertable", "Custom tag"; seed 001
+    "Customizing Tags for Target Tables"):
+
+    - the tags the stream would create (``mine``) when ``stable`` has exactly those (a table the
+      stream created before);
+    - with a TAGS clause, each tag it names is the ``stable`` tag of that name (the explicit
+      correspondence); tags it does not name are NULL;
+    - without one, the PARTITION BY values by position when there are as many as ``stable`` has
+      tags; a stream without PARTITION BY writes one subtable whose tags are all NULL.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a TAGS name that is no tag of ``stable``; COLUMN_COUNT_MISMATCH
+            when PARTITION BY gives another number of values than ``stable`` has tags (and no TAGS
+            clause says which is which); WRONG_VALUE_TYPE for a tag type longer than 4096 bytes
+            that cannot be converted.
+    """
+    assert spec.output is not None
+    same = [(t.name.lower(), t.type.sql) for t in mine] == [(t.name.lower(), t.type.sql) for t in stable.tags]
+    if same:
+        return mine
+    by_name = {t.name.lower(): t for t in mine}
+    sql = spec.sql or ""
+    if spec.output.tags:
+        names = {t.name.lower() for t in stable.tags}
+        for t in mine:
+            if t.name.lower() not in names:
+                raise SqlError(
+                    f"tag {t.name} of the TAGS clause is not a tag of the existing supertable "
+                    f"{stable.name} (its tags: {', '.join(x.name for x in stable.tags)}; seed 000 "
+                    '"Custom tag": tags correspond by name)',
+                    sql=sql,
+                    code=Code.INVALID_COLUMN,
+                )
+        out = []
+        for tag in stable.tags:
+            m = by_name.get(tag.name.lower())
+            if m is not None and not _convertible(m.type, tag.type):
+                raise SqlError(
+                    f"tag {m.name} {m.type.sql} cannot be written to tag {tag.name} {tag.type.sql} of "
+                    f"{stable.name} (seed 000: a length above {MAX_CONVERTIBLE_LENGTH} bytes is refused)",
+                    sql=sql,
+                    code=Code.WRONG_VALUE_TYPE,
+                )
+            out.append(
+                TagPlan(tag.name, tag.type, m.group_index, null=m.null)
+                if m is not None
+                else TagPlan(tag.name, tag.type, None, null=True)
+            )
+        return out
+    if not plan.groups:  # one subtable, no partition values to give
+        return [TagPlan(t.name, t.type, None, null=True) for t in stable.tags]
+    if len(plan.groups) != len(stable.tags):
+        raise SqlError(
+            f"the existing supertable {stable.name} has {len(stable.tags)} tags but PARTITION BY gives "
+            f"{len(plan.groups)} values: name the tags to fill with TAGS (tag type, ...) (seed 000 "
+            '"Custom tag": with another number of tags the correspondence must be specified)',
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
+    return [TagPlan(t.name, t.type, i) for i, t in enumerate(stable.tags)]
 
 
 def _parse_type(text: str) -> TdType:

@@ -81,7 +81,12 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
         if s.columns
         else None,
         tags=[
-            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
+            OutputTag(
+                t.name,
+                t.type.sql if t.type else "",
+                expr_sql(t.expr) if t.expr is not None else None,
+                t.comment,
+            )
             for t in (s.tags or [])
         ],
     )

@@ -506,7 +506,12 @@ def _output_tags(s: ast.CreateStream337, src: Table, sql: str) -> list[OutputTag
     """
     if s.tags:
         return [
-            OutputTag(t.name, t.type.sql, expr_sql(t.expr) if t.expr is not None else None, t.comment)
+            OutputTag(
+                t.name,
+                t.type.sql if t.type else "",
+                expr_sql(t.expr) if t.expr is not None else None,
+                t.comment,
+            )
             for t in s.tags
         ]
     tags: list[OutputTag] = []

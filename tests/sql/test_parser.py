@@ -42,10 +42,6 @@ ACCEPTANCE = _acceptance_statements()
 # taken off this list).
 NOT_YET: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bvtables?\b|\bvirtual\s+1\b", re.IGNORECASE), "virtual tables (issue 13)"),
-    (
-        re.compile(r"\btags\s*\(\s*\w+\s*\)\s+as\s+select", re.IGNORECASE),
-        "output tags named without a type (issue 13)",
-    ),
 ]
 
 

@@ -262,7 +262,8 @@ class StreamsParser(QueriesParser):
             with self.bounded(hi):
                 self.i = lo
                 name = self.name("a tag name")[0]
-                tdtype = self.data_type()
+                # legacy TAGS (name, ...): tags named, their types those of the existing supertable
+                tdtype = None if not with_expr and self.done() else self.data_type()
                 comment = self.string("a tag comment") if self.accept("COMMENT") else None
                 expr = None
                 if with_expr:

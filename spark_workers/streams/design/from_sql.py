@@ -89,7 +89,12 @@ def _output_of(
         "subtable": _expr(subtable),
         "columns": [{"name": c.name, "composite_key": c.composite_key} for c in columns or []],
         "tags": [
-            {"name": t.name, "type": t.type.sql, "comment": t.comment, "expr": _expr(t.expr)}
+            {
+                "name": t.name,
+                "type": t.type.sql if t.type else "",
+                "comment": t.comment,
+                "expr": _expr(t.expr),
+            }
             for t in tags or []
         ],
     }

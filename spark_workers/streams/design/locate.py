@@ -394,6 +394,8 @@ def _output_spans(
                 t.span.end,
                 text=tags[i]["expr"],
             )
+        if t.type is None:
+            continue
         sp.find(
             "output",
             f"tags[{i}].type",
