@@ -311,6 +311,7 @@ class SelectQuery:
             (legacy output tables name un-aliased columns after it, e.g. ``min(k)``).
         text: the whole query text.
         span: where the query is inside the statement text.
+        implicit_select: written without the SELECT keyword (seed 004's streams); ``text`` lacks it.
     """
 
     select: exp.Expr
@@ -320,6 +321,7 @@ class SelectQuery:
     item_texts: list[str] = field(default_factory=list)
     text: str = ""
     span: Span | None = None
+    implicit_select: bool = False
 
 
 @dataclass

@@ -33,7 +33,14 @@ from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
-from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
+from spark_workers.query.planner import (
+    Source,
+    WindowPlan,
+    output_type,
+    plan_projection,
+    plan_window,
+    resolve,
+)
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
@@ -144,7 +151,9 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
     computation = None
-    if fused:
+    if plan.projection:
+        columns = _projection_columns(plan, out_schema)
+    elif fused:
         columns = _window_query_columns(plan, out_schema)
     elif spec.query is None:  # notify-only (seed 002): the trigger's events, nothing computed
         columns = []
@@ -199,6 +208,8 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
+    if not v337 and q.window is None:  # a legacy stream without a window (seed 001, seed 004)
+        return sql, plan_projection(q, src, sql), True
     try:
         plan = plan_window(q, src, sql, streaming=True, tz=tz)
     except SqlError as e:
@@ -219,6 +230,26 @@ def _window_query_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[Outpu
     ]
     if not columns or columns[0].type.name != "TIMESTAMP":
         columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    return columns
+
+
+def _projection_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[OutputColumnPlan]:
+    """Output columns of a stream without a window: one per select item (a column keeps its
+    table's type), the row's timestamp in front (named like the table's timestamp column, source
+    -1) unless the first item is a TIMESTAMP (seed 000: the output table's first column is its
+    primary key; seed 004's ``power_stream`` selects no timestamp)."""
+    columns = []
+    for i, (name, _e) in enumerate(plan.items):
+        src = plan.inputs[f"_i{i}"]
+        col = (
+            plan.source.columns.get(src.name.lower())
+            if isinstance(src, exp.Column) and not src.table
+            else None
+        )
+        typ = col[1] if col is not None else output_type(name, out_schema.field(i).type, plan)
+        columns.append(OutputColumnPlan(name, typ, i))
+    if not columns or columns[0].type.name != "TIMESTAMP":
+        columns.insert(0, OutputColumnPlan(plan.source.table.columns[0].name, TIMESTAMP, -1))
     return columns
 
 
