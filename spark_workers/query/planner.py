@@ -463,7 +463,8 @@ def plan_projection(q: ast.SelectQuery, source: Source, sql: str) -> WindowPlan:
 
     The WindowPlan has no window and no aggregates: stage 1 computes the select items as
     ``inputs`` ``_i0..`` (one per item, in order; ``items`` name them), the PARTITION BY values
-    ``_g0..``, ``_ts`` and the change-feed columns; the output sink writes them (no stage 3).
+    ``_g0..``, ``_ts``, WHERE as the ``where`` extra (``filter`` is None) and the change-feed
+    columns; the output sink writes them (no stage 3).
     ``*`` is every column and tag of the table (as an interactive SELECT).
 
     Raises:
@@ -514,7 +515,12 @@ def plan_projection(q: ast.SelectQuery, source: Source, sql: str) -> WindowPlan:
             key = f"_i{len(inputs)}"
             inputs[key] = e.copy()
             items.append((name, exp.column(key, quoted=True)))
-    return WindowPlan(source, sql, flt, groups, inputs, [], None, items, shape=WindowShape("rows"))
+    # WHERE is a stage-1 column, not a filter: a deleted row that fails it may still have an
+    # output row written by an earlier version of it (runtime/projection.py)
+    extras = {"where": flt} if flt is not None else {}
+    return WindowPlan(
+        source, sql, None, groups, inputs, [], None, items, extras=extras, shape=WindowShape("rows")
+    )
 
 
 def _check_projection_item(e: exp.Expr, source: Source, sql: str) -> None:
@@ -561,6 +567,20 @@ def join_refused(j: exp.Expr, sql: str) -> SqlError:
     )
 
 
+def window_join_refused(j: exp.Expr, sql: str) -> SqlError:
+    """The error of a window clause over a JOIN in an interactive query: windows are computed over
+    one table's timeline (the seeds window one table: seed 000 window_clause over the FROM table;
+    TDengine's own WINDOW JOIN, "Left/Right Window Join", takes no further window clause)."""
+    return positioned(
+        "a window clause over a JOIN: windows are computed over one table's timeline (seed 000 "
+        "window_clause; TDengine's WINDOW JOIN takes no other window clause); window each table in "
+        "a subquery of its own, or join in a TDengine 3.3.7 stream's computation (seed 002)",
+        j,
+        sql,
+        Code.INVALID_WINDOW,
+    )
+
+
 def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.Select, ast.Window]:
     """The query's SELECT and window clause after the front door's checks: TDengine's SQL, a plain
     SELECT without joins, GROUP BY only with an eKuiper window, PARTITION BY only without one."""
@@ -572,16 +592,7 @@ def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.S
         raise SqlError("query has no window clause", sql=sql, code=Code.INVALID_WINDOW)
     ekuiper = isinstance(q.window, ast.EkuiperWindow)
     for j in sel.args.get("joins") or []:
-        if streaming:
-            raise join_refused(j, sql)
-        raise positioned(
-            "a window clause over a JOIN: tdweb computes windows over one table (TDengine's WINDOW "
-            "JOIN takes no other window clause either); join in a subquery of a 3.3.7 stream, or "
-            "window each table",
-            j,
-            sql,
-            Code.NOT_SUPPORTED,
-        )
+        raise join_refused(j, sql) if streaming else window_join_refused(j, sql)
     group_clause = sel.args.get("group")
     if group_clause and not ekuiper:
         raise positioned(

@@ -35,6 +35,7 @@ from spark_workers.query.planner import (
     output_type,
     plan_window,
     resolve,
+    window_join_refused,
 )
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.query.subquery import merge_subquery
@@ -384,6 +385,8 @@ def _run_window(
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
+    for j in sel.args.get("joins") or []:
+        raise window_join_refused(j, sql)
     tables = _tables(sel)
     if len(tables) != 1:
         raise SqlError(

@@ -27,7 +27,13 @@ from spark_workers.engine.rows import DELETE, INSERT, UPDATE_POST, UPDATE_PRE, g
 
 
 def row_actions(
-    staged: pa.Table, groups: list[str], keys: np.ndarray, valid: np.ndarray, *, ignore_update: bool
+    staged: pa.Table,
+    groups: list[str],
+    keys: np.ndarray,
+    valid: np.ndarray,
+    passes: np.ndarray,
+    *,
+    ignore_update: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The output rows a micro-batch upserts and deletes.
 
@@ -37,6 +43,8 @@ def row_actions(
         groups: the partition value columns ``_g0..``.
         keys: per row, its output key (the first output column, int64 in the output's precision).
         valid: per row, whether the key is not NULL (rows with a NULL key are discarded).
+        passes: per row, whether it passes WHERE (only those are written; a deleted row is
+            removed whatever its values: an earlier version of it may have passed).
         ignore_update: IGNORE UPDATE 1.
 
     Returns:
@@ -48,7 +56,7 @@ def row_actions(
     codes, uniq, _ = group_codes([staged.column(g) for g in groups], n)
     gkeys = uniq[codes] if n else np.empty(0, object)
     ct = staged.column("_ct").cast(pa.int8()).to_numpy(zero_copy_only=False) if n else np.empty(0, np.int8)
-    write = (ct == INSERT) | (ct == UPDATE_POST)
+    write = ((ct == INSERT) | (ct == UPDATE_POST)) & passes
     remove = (ct == DELETE) | ((ct == UPDATE_PRE) & (not ignore_update))
     acting = np.flatnonzero((write | remove) & valid)
     if not len(acting):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
@@ -195,6 +196,7 @@ class OutputSink:
         if n:
             ct = staged.column("_ct").cast(pa.int8())
             rep.input_rows = int(pc.sum(pc.is_in(ct, pa.array([0, 2], pa.int8()))).as_py() or 0)
+            rep.extra["rows_deleted"] = int(pc.sum(pc.equal(ct, 3)).as_py() or 0)
             mx = int(pc.max(staged.column("_ts")).as_py())
             per = NS_PER_PRECISION[self.precision]
             rep.max_event_ms = rep.watermark_ms = mx * per // 1_000_000
@@ -209,11 +211,18 @@ class OutputSink:
         key_col = arrays[table.columns[0].physical]
         keys = key_col.fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
         valid = key_col.is_valid().to_numpy(zero_copy_only=False)
+        where = dict(self.c.plan.extra_columns).get("where")
+        passes = (
+            staged.column(where).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+            if where is not None
+            else np.ones(n, bool)
+        )
         gkeys, upserts, deletes = row_actions(
             staged,
             [g.name for g in self.c.plan.groups],
             keys,
             valid,
+            passes,
             ignore_update=self.c.rules.ignore_update,
         )
         db = self.lake.catalog.require_database(self.c.out_db)
