@@ -44,6 +44,7 @@ from spark_workers.streams.compile import (
     ensure_output_table,
     group_id,
     notification_window_kind,
+    output_targets,
 )
 
 
@@ -205,7 +206,7 @@ class OutputSink:
         if table is None:
             return
         arrays: dict[str, pa.Array] = {}
-        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+        for col_plan, phys in output_targets(self.c, table):
             arr = staged.column("_ts" if col_plan.source < 0 else f"_i{col_plan.source}").combine_chunks()
             arrays[phys.physical] = self._ts_ints(arr) if pa.types.is_timestamp(arr.type) else arr
         key_col = arrays[table.columns[0].physical]
@@ -323,7 +324,7 @@ class OutputSink:
         subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
         cols: dict[str, Any] = {"tbname": pa.array([subtables[g] for g in gkeys], pa.string())}
         by_name: dict[str, list[Any]] = {}
-        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+        for col_plan, phys in output_targets(self.c, table):
             if col_plan.source < 0:
                 arr = pa.array(ws, pa.int64())
             else:
@@ -437,7 +438,7 @@ class OutputSink:
         table = self.output_table()
         subtables = {keys[i][0]: self._subtable(keys[i][0]) for i in dict.fromkeys(ev_idx)}
         cols: dict[str, Any] = {"tbname": pa.array([subtables[keys[i][0]] for i in ev_idx], pa.string())}
-        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+        for col_plan, phys in output_targets(self.c, table):
             arr = res.column(col_plan.source + 1)
             if pa.types.is_timestamp(arr.type):
                 arr = self._ts_ints(arr)

@@ -521,6 +521,50 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
     return cols, tags
 
 
+def output_targets(c: CompiledStream, table: Table) -> list[tuple[OutputColumnPlan, Column]]:
+    """Each output column with the column of ``table`` it is written to: by name when the stream
+    lists its target columns (``INTO stb(col, ...)``, seed 000 "Writing to an existing
+    supertable": the list is the correspondence, the table's other columns get NULL), else by
+    position (3.3.7: the list names the columns of a table whose schema matches, seed 002)."""
+    if c.spec.output is not None and c.spec.output.columns and c.spec.syntax != V337:
+        by_name = {col.name.lower(): col for col in table.columns}
+        return [(p, by_name[p.name.lower()]) for p in c.columns if p.name.lower() in by_name]
+    return list(zip(c.columns, table.columns, strict=False))
+
+
+def _check_listed_columns(c: CompiledStream, existing: Table, sql: str) -> None:
+    """``INTO stb(col, ...)`` into an existing supertable: every listed name is one of its
+    columns, the first its primary timestamp, and each type can be converted (seed 000).
+
+    Raises:
+        SqlError: INVALID_COLUMN naming a column the table lacks or a first column that is not
+            its timestamp; WRONG_VALUE_TYPE for a conversion the seed refuses.
+    """
+    by_name = {col.name.lower(): col for col in existing.columns}
+    for i, p in enumerate(c.columns):
+        theirs = by_name.get(p.name.lower())
+        if theirs is None:
+            raise SqlError(
+                f"column {p.name} of the column list is not a column of the existing supertable "
+                f"{existing.name} (its columns: {', '.join(x.name for x in existing.columns)})",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
+            )
+        if i == 0 and theirs is not existing.columns[0]:
+            raise SqlError(
+                f"the first listed column must be the primary timestamp {existing.columns[0].name} of "
+                f"{existing.name}: the stream's first column is the output's primary key",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
+            )
+        if not _convertible(p.type, theirs.type):
+            raise SqlError(
+                f"output column {p.name} {p.type.sql} cannot be written to {theirs.name} {theirs.type.sql}",
+                sql=sql,
+                code=Code.WRONG_VALUE_TYPE,
+            )
+
+
 def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     """Create the output supertable, or check an existing one (seed 000 "Writing to an existing
     supertable"); returns True when created.
@@ -544,14 +588,17 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
             sql=sql,
             code=Code.STREAM_OUTPUT_CONFLICT,
         )
-    if len(existing.columns) != len(cols):
+    listed = c.spec.output is not None and bool(c.spec.output.columns) and c.spec.syntax != V337
+    if listed:
+        _check_listed_columns(c, existing, sql)
+    elif len(existing.columns) != len(cols):
         raise SqlError(
             f"output supertable {c.out_table} has {len(existing.columns)} columns but the stream "
             f"produces {len(cols)}: list the target columns (INTO {c.out_table}(col, ...))",
             sql=sql,
             code=Code.COLUMN_COUNT_MISMATCH,
         )
-    for mine, theirs in zip(cols, existing.columns, strict=True):
+    for mine, theirs in [] if listed else zip(cols, existing.columns, strict=True):
         if not _convertible(mine.type, theirs.type):
             raise SqlError(
                 f"output column {mine.name} {mine.type.sql} cannot be written to {theirs.name} "

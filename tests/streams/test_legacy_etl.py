@@ -416,3 +416,25 @@ def test_existing_output_supertable_tags_follow_seed_000(tmp_path: Path) -> None
             "partition by tbname zz interval(1s)"
         )
     assert "tag zz of the TAGS clause is not a tag of the existing supertable out3" in e.value.message
+
+
+def test_a_column_list_maps_into_an_existing_supertable_by_name(tmp_path: Path) -> None:
+    """seed 000 "Writing to an existing supertable": with another number of columns the column
+    list is the correspondence (in any order); the table's other columns stay NULL."""
+    p = Pipeline(tmp_path / "lake")
+    data = _readings(p, np.random.default_rng(2), n=20)
+    p.sql("create table wide (ts timestamp, note varchar(8), w2 double, v10 bigint) tags (src varchar(16))")
+    p.sql(
+        "create stream m fill_history 1 into wide(ts, v10, w2) tags (src) as "
+        "select ts, v * 10, w * 2 from st where v > 4 partition by tbname src"
+    )
+    got = p.frame("select src, ts, note, w2, v10 from wide").sort_values(["src", "ts"])
+    exp = data[data.v > 4].sort_values(["tbname", "ts"])
+    assert list(got.src) == list(exp.tbname) and got.note.isna().all()
+    assert list(got.v10) == list(exp.v * 10) and _close(got.w2, exp.w * 2)
+    p.sql("create table wide2 (ts timestamp, v int) tags (src varchar(16))")
+    with pytest.raises(SqlError) as e:
+        p.sql("create stream m2 into wide2(ts, nosuch) as select ts, v from st")
+    assert (
+        "column nosuch of the column list is not a column of the existing supertable wide2" in e.value.message
+    )
