@@ -30,7 +30,8 @@ from spark_workers.engine.stream import (
 from spark_workers.engine.windows import IntervalAssigner
 
 SEGMENT_KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
-KINDS = ("interval", "sliding", *SEGMENT_KINDS)
+# "rows": no window (a legacy stream without window clause writes each row; no engine runs it)
+KINDS = ("interval", "sliding", *SEGMENT_KINDS, "rows")
 
 
 class Engine(Protocol):
@@ -45,7 +46,7 @@ class WindowShape:
 
     Attributes:
         kind: ``interval`` (also eKuiper tumbling/hopping), ``sliding`` (eKuiper), ``session``,
-            ``state``, ``event``, ``count``, ``ek_session``, ``ek_count``.
+            ``state``, ``event``, ``count``, ``ek_session``, ``ek_count``; ``rows`` for no window.
         size: interval length; session tolerance; eKuiper session timeout; rows per count
             window; sliding window size.
         step: SLIDING / hop; rows between count windows (0 = tumbling).
@@ -95,7 +96,13 @@ class WindowShape:
 
 
 def make_engine(shape: WindowShape, aggs: list[AggSpec], rules: StreamRules) -> Engine:
-    """The stream engine of a window shape."""
+    """The stream engine of a window shape.
+
+    Raises:
+        ValueError: the ``rows`` shape, which has no engine (its rows go to the sink as they are).
+    """
+    if shape.kind == "rows":
+        raise ValueError("a stream without a window runs no window engine")
     if shape.kind == "interval":
         return IntervalEngine(
             shape.assigner(), aggs, rules, first_start_at_first_row=shape.first_start_at_first_row

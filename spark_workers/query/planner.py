@@ -26,6 +26,7 @@ from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
+from spark_workers.query.subquery import merge_subquery
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import STREAM_FORBIDDEN, check_select
@@ -160,7 +161,7 @@ class WindowPlan:
     groups: list[GroupColumn]
     inputs: dict[str, exp.Expr]
     aggs: list[AggSpec]
-    window: ast.Window
+    window: ast.Window | None  # None: a projection (``plan_projection``)
     items: list[tuple[str, exp.Expr]]
     having: exp.Expr | None = None
     order: list[exp.Ordered] = field(default_factory=list)
@@ -180,6 +181,11 @@ class WindowPlan:
     @property
     def ekuiper(self) -> bool:
         return isinstance(self.window, ast.EkuiperWindow)
+
+    @property
+    def projection(self) -> bool:
+        """A query without a window: each row (passing WHERE) is one output row (``plan_projection``)."""
+        return self.window is None
 
     def assigner(self) -> IntervalAssigner:
         """The INTERVAL assigner (INTERVAL and eKuiper TUMBLINGWINDOW / HOPPINGWINDOW)."""
@@ -428,6 +434,7 @@ def plan_window(
             state/event/count windows over a supertable without PARTITION BY tbname (seed 000),
             invalid window arguments.
     """
+    q = merge_subquery(q, sql, aggregate_call)
     sel, window = _window_select(q, sql, streaming)
     ekuiper = isinstance(window, ast.EkuiperWindow)
     partition = _partition_items(q, sel, window, source, sql)
@@ -475,6 +482,131 @@ def plan_window(
     )
 
 
+def plan_projection(q: ast.SelectQuery, source: Source, sql: str) -> WindowPlan:
+    """The plan of a legacy stream without a window clause (seed 001 ``[window_clause]``: "data
+    filtering, scalar function computations"; seed 004 ``power_stream``): every row of the source
+    passing WHERE is one output row.
+
+    The WindowPlan has no window and no aggregates: stage 1 computes the select items as
+    ``inputs`` ``_i0..`` (one per item, in order; ``items`` name them), the PARTITION BY values
+    ``_g0..``, ``_ts``, WHERE as the ``where`` extra (``filter`` is None) and the change-feed
+    columns; the output sink writes them (no stage 3).
+    ``*`` is every column and tag of the table (as an interactive SELECT).
+
+    Raises:
+        SqlError: what is not TDengine's SQL; unknown columns (INVALID_COLUMN); aggregate functions,
+            GROUP BY, HAVING, ORDER BY, LIMIT and window pseudo columns, which need a window in a
+            stream (INVALID_STREAM_QUERY); the functions seed 000 forbids in streams.
+    """
+    q = merge_subquery(q, sql, aggregate_call)
+    check_select(q, sql, streaming=True)
+    sel = q.select
+    if not isinstance(sel, exp.Select):
+        raise SqlError("a stream's query must be a plain SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
+    for j in sel.args.get("joins") or []:
+        raise join_refused(j, sql)
+    for key, what in (("group", "GROUP BY"), ("having", "HAVING"), ("order", "ORDER BY"), ("limit", "LIMIT")):
+        node = sel.args.get(key)
+        if node is not None:
+            raise positioned(
+                f"{what} needs a window clause in a stream: a stream without a window writes each row "
+                "as it arrives (seed 000/001: window_clause)",
+                node,
+                sql,
+                Code.INVALID_STREAM_QUERY,
+            )
+    flt = _where_filter(sel, source, sql)
+    groups = _group_columns([(p.expr, p.alias, p.text) for p in q.partition_by], source, sql)
+    inputs: dict[str, exp.Expr] = {}
+    items: list[tuple[str, exp.Expr]] = []
+    texts = q.item_texts
+    for i, item in enumerate(sel.expressions):
+        if isinstance(item, exp.Star):
+            named = [
+                (c.name, exp.column(c.name, quoted=True))
+                for c in (*source.storage.columns, *source.storage.tags)
+            ]
+        else:
+            inner = item.this if isinstance(item, exp.Alias) else item
+            name = (
+                item.alias
+                if isinstance(item, exp.Alias)
+                else inner.name
+                if isinstance(inner, exp.Column)
+                else (texts[i] if i < len(texts) else inner.sql())
+            )
+            named = [(name, inner)]
+        for name, e in named:
+            _check_projection_item(e, source, sql)
+            key = f"_i{len(inputs)}"
+            inputs[key] = e.copy()
+            items.append((name, exp.column(key, quoted=True)))
+    # WHERE is a stage-1 column, not a filter: a deleted row that fails it may still have an
+    # output row written by an earlier version of it (runtime/projection.py)
+    extras = {"where": flt} if flt is not None else {}
+    return WindowPlan(
+        source, sql, None, groups, inputs, [], None, items, extras=extras, shape=WindowShape("rows")
+    )
+
+
+def _check_projection_item(e: exp.Expr, source: Source, sql: str) -> None:
+    """A select item of a projection: known columns, no aggregate, no window pseudo column, no
+    function seed 000 forbids in streams."""
+    for n in e.walk():
+        name = func_name(n)
+        if name in STREAM_FORBIDDEN:
+            raise positioned(
+                f"function {name} is not allowed in stream computing (seed 000 lists the 19 "
+                "aggregate/selection functions streams reject)",
+                n,
+                sql,
+                Code.INVALID_FUNCTION,
+            )
+        if aggregate_call(n) is not None:
+            raise positioned(
+                f"the aggregate {name} needs a window clause in a stream (seed 000: window_clause; "
+                "a stream without a window computes each row)",
+                n,
+                sql,
+                Code.INVALID_STREAM_QUERY,
+            )
+        if isinstance(n, exp.Column) and not n.table and n.name.lower() in WINDOW_PSEUDO:
+            raise positioned(
+                f"{n.name} needs a window clause: a stream without a window has no windows",
+                n,
+                sql,
+                Code.INVALID_STREAM_QUERY,
+            )
+    _check_columns(e, source, sql)
+
+
+def join_refused(j: exp.Expr, sql: str) -> SqlError:
+    """The error of a JOIN in a legacy stream's query (seed 001: a stream's source is one
+    supertable, subtable or basic table)."""
+    return positioned(
+        'a legacy stream reads one source table (seed 001: "It can use supertables, subtables, and '
+        "basic tables as source tables\"; seed 000: the stream's rows come from the table after FROM): "
+        "a JOIN is not a source table; a TDengine 3.3.7 stream's computation may join (seed 002)",
+        j,
+        sql,
+        Code.INVALID_STREAM_QUERY,
+    )
+
+
+def window_join_refused(j: exp.Expr, sql: str) -> SqlError:
+    """The error of a window clause over a JOIN in an interactive query: windows are computed over
+    one table's timeline (the seeds window one table: seed 000 window_clause over the FROM table;
+    TDengine's own WINDOW JOIN, "Left/Right Window Join", takes no further window clause)."""
+    return positioned(
+        "a window clause over a JOIN: windows are computed over one table's timeline (seed 000 "
+        "window_clause; TDengine's WINDOW JOIN takes no other window clause); window each table in "
+        "a subquery of its own, or join in a TDengine 3.3.7 stream's computation (seed 002)",
+        j,
+        sql,
+        Code.INVALID_WINDOW,
+    )
+
+
 def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.Select, ast.Window]:
     """The query's SELECT and window clause after the front door's checks: TDengine's SQL, a plain
     SELECT without joins, GROUP BY only with an eKuiper window, PARTITION BY only without one."""
@@ -486,7 +618,7 @@ def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.S
         raise SqlError("query has no window clause", sql=sql, code=Code.INVALID_WINDOW)
     ekuiper = isinstance(q.window, ast.EkuiperWindow)
     for j in sel.args.get("joins") or []:
-        raise positioned("window queries over joins are not supported yet", j, sql, Code.NOT_SUPPORTED)
+        raise join_refused(j, sql) if streaming else window_join_refused(j, sql)
     group_clause = sel.args.get("group")
     if group_clause and not ekuiper:
         raise positioned(

@@ -36,8 +36,10 @@ from spark_workers.query.planner import (
     output_type,
     plan_window,
     resolve,
+    window_join_refused,
 )
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.query.subquery import merge_subquery
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
@@ -384,8 +386,12 @@ def stage3_sql(
 def _run_window(
     ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
 ) -> ResultSet:
+    q = merge_subquery(q, sql, aggregate_call)  # a subquery in FROM: its clauses merged (query/subquery.py)
+    sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
+    for j in sel.args.get("joins") or []:
+        raise window_join_refused(j, sql)
     tables = _tables(sel)
     if len(tables) != 1:
         raise SqlError(
@@ -463,6 +469,8 @@ def empty_stage_types(
     _, gvalues, aggs = rows_from_stage1(plan, t1)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
     group_types = [t1.schema.field(g.name).type for g in plan.groups]
+    if plan.projection:  # no window: the select items are the stage-1 inputs, in order
+        return input_types, group_types, [], pa.schema([t1.schema.field(n) for n in plan.inputs])
     empty = WindowResults(
         np.empty(0, object),
         np.empty(0, np.int64),

@@ -61,12 +61,15 @@ class LocalRunner:
         self.buckets = buckets
         self.reader = ChangeReader(lake, compiled.source.db.name, compiled.source.table.name)
         self.offset = initial_offset(start_version, history_version)
-        self.kernel = Kernel(kernel_config(compiled, str(lake.root), tz))
+        # a stream without a window runs no kernel: its stage-1 rows go to the sink
+        self.kernel = (
+            None if compiled.plan.projection else Kernel(kernel_config(compiled, str(lake.root), tz))
+        )
         self.sink = OutputSink(compiled, lake, stream_key=stream_key, tz=tz, sender=sender, progress=progress)
         self.states: dict[int, bytes] = {}
         self.ignore_until = ignore_until
         self.batch_id = 0
-        self.clock = clock or self.kernel.cfg.now
+        self.clock = clock or (self.kernel.cfg.now if self.kernel is not None else lambda: 0)
 
     @classmethod
     def for_registered(
@@ -121,6 +124,8 @@ class LocalRunner:
         with DuckSession(None) as duck:
             view = duck.register_arrow(rows)
             staged = duck.query(self._stage1(view))
+        if self.kernel is None:
+            return staged
         gcols = [g.name for g in self.c.plan.groups]
         if gcols and staged.num_rows:
             code = combination_codes(staged, gcols)  # the bucket is computed once per group
@@ -145,7 +150,7 @@ class LocalRunner:
     def tick(self) -> BatchReport | None:
         """A step without data at the clock's time for every bucket (what Spark's processing-time
         timeouts do), for streams with timers; None for the others."""
-        if not self.kernel.cfg.timers:
+        if self.kernel is None or not self.kernel.cfg.timers:
             return None
         with DuckSession(None) as duck:
             view = duck.register_arrow(self.reader.schema().empty_table())
@@ -156,6 +161,7 @@ class LocalRunner:
         return rep
 
     def _timer_step(self, empty: pa.Table, now: int | None) -> pa.Table:
+        assert self.kernel is not None
         outs = []
         for b in sorted(self.states) or [0]:
             out, self.states[b] = self.kernel.step(b, self.states.get(b), empty, now)

@@ -110,6 +110,8 @@ class _RecordingSink(OutputSink):
     def process(
         self, batch: pa.Table, batch_id: int, *, phase: str = "live", started: float | None = None
     ) -> BatchReport:
+        if "_kind" not in batch.column_names:  # a stream without a window: rows, no windows
+            return super().process(batch, batch_id, phase=phase, started=started)
         kind = batch.column("_kind")
         cols = ["_gkey", "_wstart", "_wend"]
         self.events.append(batch.filter(pc.equal(kind, "e")).select([*cols, "_event"]))

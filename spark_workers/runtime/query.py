@@ -106,9 +106,14 @@ def build_stream_frame(
     ignore_until: int | None = None,
     buckets: int = DEFAULT_BUCKETS,
     stream_key: str = "",
-) -> tuple[DataFrame, KernelConfig]:
+) -> tuple[DataFrame, KernelConfig | None]:
     """The streaming DataFrame of kernel output rows, and the kernel config (the source is
-    registered under the stream's own name when ``stream_key`` is given)."""
+    registered under the stream's own name when ``stream_key`` is given). A stream without a window
+    has no kernel (config None): its frame is stage 1, which the sink writes as it is."""
+    if c.plan.projection:
+        return _source_frame(
+            spark, c, lake_root, tz, start_version, history_version, ignore_until, stream_key
+        ), None
     cfg = kernel_config(c, lake_root, tz)
     pipeline = None
     items: pa.Schema | None = None
@@ -120,16 +125,7 @@ def build_stream_frame(
         pipeline = SourcePipeline(cfg, stage1_duckdb(c, tz))
         items = pipeline.schema(ChangeReader(Lake(lake_root), c.source.db.name, c.source.table.name).schema())
     fmt = source_format(spark, stream_key or "default", pipeline, items)
-    src = (
-        spark.readStream.format(fmt)
-        .option("lake", str(lake_root))
-        .option("db", c.source.db.name)
-        .option("table", c.source.table.name)
-        .option("start_version", str(start_version))
-        .option("history_version", "" if history_version is None else str(history_version))
-        .option("ignore_until", "" if ignore_until is None else str(ignore_until))
-        .load()
-    )
+    src = _read_source(spark, fmt, c, lake_root, start_version, history_version, ignore_until)
     if pipeline is None:
         cond, exprs = stage1_spark(c, tz)
         if cond is not None:
@@ -148,6 +144,48 @@ def build_stream_frame(
         make_state_func(cfg, stage1_schema), out_schema, state_schema, "append", timeout
     )
     return frame, cfg
+
+
+def _read_source(
+    spark: SparkSession,
+    fmt: str,
+    c: CompiledStream,
+    lake_root: str,
+    start_version: int,
+    history_version: int | None,
+    ignore_until: int | None,
+) -> DataFrame:
+    """The stream's rows from the ``tdlake`` source registered as ``fmt``."""
+    return (
+        spark.readStream.format(fmt)
+        .option("lake", str(lake_root))
+        .option("db", c.source.db.name)
+        .option("table", c.source.table.name)
+        .option("start_version", str(start_version))
+        .option("history_version", "" if history_version is None else str(history_version))
+        .option("ignore_until", "" if ignore_until is None else str(ignore_until))
+        .load()
+    )
+
+
+def _source_frame(
+    spark: SparkSession,
+    c: CompiledStream,
+    lake_root: str,
+    tz: str,
+    start_version: int,
+    history_version: int | None,
+    ignore_until: int | None,
+    stream_key: str,
+) -> DataFrame:
+    """Stage 1 of a stream without a window in Spark SQL (WHERE, the select items ``_i<k>``, the
+    partition values, ``_ts`` and the change-feed columns): what its sink writes."""
+    fmt = source_format(spark, stream_key or "default")
+    src = _read_source(spark, fmt, c, lake_root, start_version, history_version, ignore_until)
+    cond, exprs = stage1_spark(c, tz)
+    if cond is not None:
+        src = src.where(cond)
+    return src.selectExpr(*exprs)
 
 
 def start_query(
@@ -182,7 +220,9 @@ def start_query(
         t0 = time.perf_counter()
         table = df.toArrow()  # runs the micro-batch: source read, stage 1, shuffle, kernel
         phase = (
-            "history"
+            ("history" if table.num_rows and all(table.column("_hist").to_pylist()) else "live")
+            if c.plan.projection
+            else "history"
             if table.num_rows
             and any(
                 h

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_workers.engine.shape import batch_windows
 from spark_workers.engine.stream import StepOutput, WindowResults
@@ -59,6 +61,8 @@ def recalculate(
         SqlError: a COUNT_WINDOW stream without ``end``; ``start`` after ``end``.
     """
     t0 = time.perf_counter()
+    if c.plan.projection:
+        return _recalculate_rows(c, lake, stream_key=stream_key, tz=tz, start=start, end=end, t0=t0)
     if c.shape.kind in ("count", "ek_count") and end is None:
         raise SqlError(
             "RECALCULATE STREAM of a COUNT_WINDOW stream needs both FROM and TO (seed 002)",
@@ -89,3 +93,32 @@ def recalculate(
     sink = OutputSink(c, lake, stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)
     sink.process(table, 0, phase="recalc")
     return Recalculation(len(idx), start, hi, time.perf_counter() - t0)
+
+
+def _recalculate_rows(
+    c: CompiledStream, lake: Lake, *, stream_key: str, tz: str, start: int, end: int | None, t0: float
+) -> Recalculation:
+    """A stream without a window: its output rows of the source rows with timestamps in
+    ``[start, end]`` written again from the lake's current rows (``windows`` counts the rows)."""
+    if end is not None and start > end:
+        raise SqlError(
+            "RECALCULATE STREAM: the start time is after the end time", code=Code.INVALID_OPERATION
+        )
+    with DuckSession(lake) as duck:
+        view = duck.register_source(c.source)
+        staged = duck.query(stage1_sql(c.plan, view, "duckdb", tz))
+    ts = staged.column("_ts")
+    keep = pc.greater_equal(ts, start)
+    if end is not None:
+        keep = pc.and_(keep, pc.less_equal(ts, end))
+    staged = staged.filter(keep)
+    n = staged.num_rows
+    staged = (
+        staged.append_column("_ct", pa.array(np.zeros(n, np.int8)))
+        .append_column("_seq", pa.array(np.arange(n, dtype=np.int64)))
+        .append_column("_hist", pa.array(np.zeros(n, bool)))
+    )
+    sink = OutputSink(c, lake, stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)
+    sink.process(staged, 0, phase="recalc")
+    hi = end if end is not None else (int(pc.max(ts).as_py()) if len(ts) else start)
+    return Recalculation(n, start, hi, time.perf_counter() - t0)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
@@ -37,6 +38,7 @@ from spark_workers.query.compute import Computation, TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.notify_where import notify_mask
 from spark_workers.query.select import explode_rows, stage3_sql
+from spark_workers.runtime.projection import row_actions, runs_to_delete, sorted_by_arrival
 from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.sql.values import coerce
@@ -46,7 +48,7 @@ from spark_workers.streams.compile import (
     ensure_output_table,
     group_id,
     notification_window_kind,
-    tag_pairs,
+    output_targets,
 )
 from spark_workers.streams.spec import V337
 
@@ -139,6 +141,9 @@ class OutputSink:
         ``time.perf_counter()`` at which the micro-batch began (for its duration)."""
         t0 = started if started is not None else time.perf_counter()
         rep = BatchReport(batch_id, phase=phase)
+        if self.c.plan.projection:  # no window: ``batch`` is stage-1 rows (runtime/projection.py)
+            self._project(batch, batch_id, rep)
+            return self._report(rep, t0)
         kind = batch.column("_kind")
         stats = batch.filter(pc.equal(kind, "s"))
         self._stats(stats, rep)
@@ -183,12 +188,16 @@ class OutputSink:
             rep.removed_windows = self._remove(removals, table)
         if events.num_rows:
             self._notify(events, out_rows, batch_id, rep)
+        return self._report(rep, t0)
+
+    def _report(self, rep: BatchReport, t0: float) -> BatchReport:
+        """Finish a micro-batch's report: duration, throughput, the log line, ``progress``."""
         rep.duration_ms = (time.perf_counter() - t0) * 1000
         rep.rows_per_s = rep.input_rows / (rep.duration_ms / 1000.0) if rep.duration_ms > 0 else 0.0
         self.log.debug(
             "micro-batch",
-            batch_id=batch_id,
-            phase=phase,
+            batch_id=rep.batch_id,
+            phase=rep.phase,
             rows_in=rep.input_rows,
             rows_out=rep.output_rows,
             events=rep.events,
@@ -200,6 +209,69 @@ class OutputSink:
         return rep
 
     # ------------------------------------------------------------------ pieces
+    def _project(self, staged: pa.Table, batch_id: int, rep: BatchReport) -> None:
+        """A stream without a window: write the micro-batch's rows (stage 1, ``_i<k>`` the select
+        items) into the output subtables of their partitions and delete the output rows of
+        deleted source rows (``runtime/projection.py``)."""
+        staged = sorted_by_arrival(staged)
+        n = staged.num_rows
+        if n:
+            ct = staged.column("_ct").cast(pa.int8())
+            rep.input_rows = int(pc.sum(pc.is_in(ct, pa.array([0, 2], pa.int8()))).as_py() or 0)
+            rep.extra["rows_deleted"] = int(pc.sum(pc.equal(ct, 3)).as_py() or 0)
+            mx = int(pc.max(staged.column("_ts")).as_py())
+            per = NS_PER_PRECISION[self.precision]
+            rep.max_event_ms = rep.watermark_ms = mx * per // 1_000_000
+            rep.extra["history"] = bool(pc.all(staged.column("_hist")).as_py())
+        table = self._output_table() if self.writes_output and n else None
+        if table is None:
+            return
+        arrays: dict[str, pa.Array] = {}
+        for col_plan, phys in output_targets(self.c, table):
+            arr = staged.column("_ts" if col_plan.source < 0 else f"_i{col_plan.source}").combine_chunks()
+            arrays[phys.physical] = self._ts_ints(arr) if pa.types.is_timestamp(arr.type) else arr
+        key_col = arrays[table.columns[0].physical]
+        keys = key_col.fill_null(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        valid = key_col.is_valid().to_numpy(zero_copy_only=False)
+        where = dict(self.c.plan.extra_columns).get("where")
+        passes = (
+            staged.column(where).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+            if where is not None
+            else np.ones(n, bool)
+        )
+        gkeys, upserts, deletes = row_actions(
+            staged,
+            [g.name for g in self.c.plan.groups],
+            keys,
+            valid,
+            passes,
+            ignore_update=self.c.rules.ignore_update,
+        )
+        db = self.lake.catalog.require_database(self.c.out_db)
+        if len(upserts):
+            take = pa.array(upserts)
+            names = [self._subtable(g) for g in gkeys[upserts].tolist()]
+            data = pa.table(
+                {"tbname": pa.array(names, pa.string()), **{k: v.take(take) for k, v in arrays.items()}}
+            )
+            self.lake.write(db, table, data, txn=(self.app_id, batch_id))
+            rep.output_rows = data.num_rows
+        for gkey in dict.fromkeys(gkeys[deletes].tolist()):
+            doomed = keys[deletes][gkeys[deletes] == gkey]
+            rep.removed_windows += self._delete_keys(db, table, self._subtable(gkey), doomed)
+
+    def _delete_keys(self, db: Any, table: Table, subtable: str, doomed: Any) -> int:
+        """Delete the rows of output ``subtable`` whose primary key is in ``doomed``; returns how
+        many were there (one Delta delete per run of consecutive doomed rows)."""
+        lo, hi = int(doomed.min()), int(doomed.max())
+        ts = table.columns[0].physical
+        present = self.lake.read(db, table, tbnames=[subtable], ts_min=lo, ts_max=hi, columns=[ts])
+        existing = present.column(ts).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        n = 0
+        for a, b in runs_to_delete(existing, doomed):
+            n += self.lake.delete(db, table, ts_min=a, ts_max=b, tbnames=[subtable]).deleted
+        return n
+
     def _stats(self, stats: pa.Table, rep: BatchReport) -> None:
         for b, s in zip(stats.column("_bucket").to_pylist(), stats.column("_stats").to_pylist(), strict=True):
             d = json.loads(s)
@@ -273,7 +345,7 @@ class OutputSink:
         subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
         cols: dict[str, Any] = {"tbname": pa.array([subtables[g] for g in gkeys], pa.string())}
         by_name: dict[str, list[Any]] = {}
-        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+        for col_plan, phys in output_targets(self.c, table):
             if col_plan.source < 0:
                 arr = pa.array(ws, pa.int64())
             else:
@@ -389,7 +461,7 @@ class OutputSink:
         table = self.output_table()
         subtables = {keys[i][0]: self._subtable(keys[i][0]) for i in dict.fromkeys(ev_idx)}
         cols: dict[str, Any] = {"tbname": pa.array([subtables[keys[i][0]] for i in ev_idx], pa.string())}
-        for col_plan, phys in zip(self.c.columns, table.columns, strict=False):
+        for col_plan, phys in output_targets(self.c, table):
             arr = res.column(col_plan.source + 1)
             if pa.types.is_timestamp(arr.type):
                 arr = self._ts_ints(arr)
@@ -503,13 +575,14 @@ class OutputSink:
         db = self.lake.catalog.require_database(self.c.out_db)
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
-        for tp, tag in tag_pairs(self.c.tags, stable.tags):
-            v: Any = None  # a tag the stream does not fill (existing supertable)
-            idx = None if tp is None else tp.group_index
-            if tp is not None and idx is None:
-                v = gid
-            elif idx is not None and idx < len(values):
-                v = values[idx]
+        for tp, tag in zip(self.c.tags, stable.tags, strict=False):
+            v = (
+                None
+                if tp.null
+                else gid
+                if tp.group_index is None
+                else (values[tp.group_index] if tp.group_index < len(values) else None)
+            )
             if isinstance(v, int) and tag.type.name == "TIMESTAMP":
                 v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
             try:

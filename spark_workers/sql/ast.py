@@ -311,6 +311,7 @@ class SelectQuery:
             (legacy output tables name un-aliased columns after it, e.g. ``min(k)``).
         text: the whole query text.
         span: where the query is inside the statement text.
+        implicit_select: written without the SELECT keyword (seed 004's streams); ``text`` lacks it.
     """
 
     select: exp.Expr
@@ -320,6 +321,7 @@ class SelectQuery:
     item_texts: list[str] = field(default_factory=list)
     text: str = ""
     span: Span | None = None
+    implicit_select: bool = False
 
 
 @dataclass
@@ -361,9 +363,9 @@ class OutputColumn:
 
 @dataclass
 class OutputTagDef:
-    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr, and
-    a legacy ``TAGS (name, ...)`` without a type names a tag of an existing output supertable
-    (``type`` None)."""
+    """3.3.7 ``TAGS (name type [COMMENT '...'] AS expr)`` element; legacy tags have no expr, and a
+    legacy tag may be a name alone (``TAGS (ta)``: ``type`` None, the tag of that name of the
+    existing output supertable, or the type of the PARTITION BY item it names)."""
 
     name: str
     type: TdType | None

@@ -205,7 +205,7 @@ def _tags_sql(tags: list[ast.OutputTagDef] | None) -> str | None:
         return None
     parts = []
     for t in tags:
-        text = name_sql(t.name) + (f" {t.type.sql}" if t.type is not None else "")
+        text = name_sql(t.name) if t.type is None else f"{name_sql(t.name)} {t.type.sql}"
         if t.comment is not None:
             text += f" COMMENT {string_sql(t.comment)}"
         if t.expr is not None:

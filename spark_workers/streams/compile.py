@@ -41,6 +41,7 @@ from spark_workers.query.planner import (
     WindowPlan,
     is_tableless,
     output_type,
+    plan_projection,
     plan_window,
     resolve,
     tableless_source,
@@ -82,11 +83,13 @@ class OutputColumnPlan:
 @dataclass
 class TagPlan:
     """One tag of the output supertable: value from group column ``group_index``, or the groupId
-    (``group_index`` None)."""
+    (``group_index`` None), or NULL (``null``: a tag of an existing supertable the stream gives no
+    value, seed 000 "Writing to an existing supertable" / "Custom tag")."""
 
     name: str
     type: TdType
     group_index: int | None
+    null: bool = False
 
 
 @dataclass
@@ -173,7 +176,9 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
             view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
     computation = None
-    if fused:
+    if plan.projection:
+        columns = _projection_columns(plan, out_schema)
+    elif fused:
         columns = _window_query_columns(plan, out_schema)
     elif spec.query is None:  # notify-only (seed 002): the trigger's events, nothing computed
         columns = []
@@ -181,7 +186,10 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         computation, columns = _computation_columns(spec, lake, src, group_types, tz)
     _name_output_columns(spec, columns, sql)
     normal_output = v337 and not spec.partition_by  # seed 002: no grouping -> a normal table
-    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql, catalog)
+    existing = _existing_stable(catalog, spec)
+    tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql, existing)
+    if tags and existing is not None:
+        tags = existing_tag_plan(spec, plan, tags, existing)
     rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
     o = spec.options
     return CompiledStream(
@@ -258,6 +266,8 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
+    if not v337 and q.window is None:  # a legacy stream without a window (seed 001, seed 004)
+        return sql, plan_projection(q, src, sql), True
     try:
         # a 3.3.7 COUNT_WINDOW trigger counts from 1 ("The minimum value is 1", seed 002)
         plan = plan_window(q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None)
@@ -279,6 +289,26 @@ def _window_query_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[Outpu
     ]
     if not columns or columns[0].type.name != "TIMESTAMP":
         columns.insert(0, OutputColumnPlan("_wstart", TIMESTAMP, -1))
+    return columns
+
+
+def _projection_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[OutputColumnPlan]:
+    """Output columns of a stream without a window: one per select item (a column keeps its
+    table's type), the row's timestamp in front (named like the table's timestamp column, source
+    -1) unless the first item is a TIMESTAMP (seed 000: the output table's first column is its
+    primary key; seed 004's ``power_stream`` selects no timestamp)."""
+    columns = []
+    for i, (name, _e) in enumerate(plan.items):
+        src = plan.inputs[f"_i{i}"]
+        col = (
+            plan.source.columns.get(src.name.lower())
+            if isinstance(src, exp.Column) and not src.table
+            else None
+        )
+        typ = col[1] if col is not None else output_type(name, out_schema.field(i).type, plan)
+        columns.append(OutputColumnPlan(name, typ, i))
+    if not columns or columns[0].type.name != "TIMESTAMP":
+        columns.insert(0, OutputColumnPlan(plan.source.table.columns[0].name, TIMESTAMP, -1))
     return columns
 
 
@@ -416,32 +446,30 @@ def anchor_in_statement(e: SqlError, engine_sql: str, sql: str, stmt: ast.Create
     return SqlError(e.message, sql=sql, offset=best, code=e.code)
 
 
-def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, catalog: Catalog) -> list[TagPlan]:
-    """The output tags: the TAGS clause's (a legacy tag written without a type takes the type of
-    the existing output supertable's tag of that name), else the groupId tag.
+def _existing_stable(catalog: Catalog, spec: StreamSpec) -> Table | None:
+    """The legacy stream's output supertable when it exists already (None otherwise, and for
+    3.3.7 streams: seed 002 wants an existing table's schema to match exactly)."""
+    if spec.syntax == V337 or spec.output is None or catalog.database(spec.output.db) is None:
+        return None
+    t = catalog.table(spec.output.db, spec.output.table)
+    return t if t is not None and t.kind == "super" else None
+
+
+def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, existing: Table | None = None) -> list[TagPlan]:
+    """The tags the stream defines: ``groupId`` without a TAGS clause, else each TAGS item with
+    the PARTITION BY item of its name (or position); a tag named without a type (``TAGS (ta)``)
+    has the type of the existing supertable's tag of that name, else of its PARTITION BY column.
 
     Raises:
-        SqlError: INVALID_COLUMN for a tag that matches no PARTITION BY item, or an untyped tag
-            the output supertable does not have.
+        SqlError: INVALID_COLUMN for a tag that matches no PARTITION BY item, or one without a type
+            that can be known.
     """
     assert spec.output is not None
     if not spec.output.tags:
         return [TagPlan(GROUP_ID_TAG, TdType("BIGINT", unsigned=True), None)]
     out = []
-    existing = catalog.table(spec.output.db, spec.output.table)
+    theirs = {t.name.lower(): t.type for t in existing.tags} if existing is not None else {}
     for i, t in enumerate(spec.output.tags):
-        known = existing.tag(t.name) if existing is not None and existing.kind == "super" else None
-        if t.type:
-            ttype = _parse_type(t.type)
-        elif known is not None:
-            ttype = known.type
-        else:
-            raise SqlError(
-                f"tag {t.name} has no type: TAGS ({t.name}) names a tag of an existing output "
-                f"supertable, and {spec.output.table} has no such tag",
-                sql=spec.sql or sql,
-                code=Code.INVALID_COLUMN,
-            )
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):
@@ -452,8 +480,82 @@ def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, catalog: Catalog) ->
                     code=Code.INVALID_COLUMN,
                 )
             idx = i
+        ttype = _parse_type(t.type) if t.type else theirs.get(t.name.lower()) or plan.groups[idx].type
+        if ttype is None:
+            raise SqlError(
+                f"tag {t.name} has no type: write TAGS ({t.name} type, ...), or name a tag of an "
+                "existing output supertable or a PARTITION BY column",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         out.append(TagPlan(t.name, ttype, idx))
     return out
+
+
+def existing_tag_plan(
+    spec: StreamSpec, plan: WindowPlan, mine: list[TagPlan], stable: Table
+) -> list[TagPlan]:
+    """The tags of a legacy stream writing into an EXISTING supertable ``stable``, one per tag of
+    ``stable`` in its order (seed 000 "Writing to an existing supertable", "Custom tag"; seed 001
+    "Customizing Tags for Target Tables"):
+
+    - the tags the stream would create (``mine``) when ``stable`` has exactly those (a table the
+      stream created before);
+    - with a TAGS clause, each tag it names is the ``stable`` tag of that name (the explicit
+      correspondence); tags it does not name are NULL;
+    - without one, the PARTITION BY values by position when there are as many as ``stable`` has
+      tags; a stream without PARTITION BY writes one subtable whose tags are all NULL.
+
+    Raises:
+        SqlError: INVALID_COLUMN for a TAGS name that is no tag of ``stable``; COLUMN_COUNT_MISMATCH
+            when PARTITION BY gives another number of values than ``stable`` has tags (and no TAGS
+            clause says which is which); WRONG_VALUE_TYPE for a tag type longer than 4096 bytes
+            that cannot be converted.
+    """
+    assert spec.output is not None
+    same = [(t.name.lower(), t.type.sql) for t in mine] == [(t.name.lower(), t.type.sql) for t in stable.tags]
+    if same:
+        return mine
+    by_name = {t.name.lower(): t for t in mine}
+    sql = spec.sql or ""
+    if spec.output.tags:
+        names = {t.name.lower() for t in stable.tags}
+        for t in mine:
+            if t.name.lower() not in names:
+                raise SqlError(
+                    f"tag {t.name} of the TAGS clause is not a tag of the existing supertable "
+                    f"{stable.name} (its tags: {', '.join(x.name for x in stable.tags)}; seed 000 "
+                    '"Custom tag": tags correspond by name)',
+                    sql=sql,
+                    code=Code.INVALID_COLUMN,
+                )
+        out = []
+        for tag in stable.tags:
+            m = by_name.get(tag.name.lower())
+            if m is not None and not _convertible(m.type, tag.type):
+                raise SqlError(
+                    f"tag {m.name} {m.type.sql} cannot be written to tag {tag.name} {tag.type.sql} of "
+                    f"{stable.name} (seed 000: a length above {MAX_CONVERTIBLE_LENGTH} bytes is refused)",
+                    sql=sql,
+                    code=Code.WRONG_VALUE_TYPE,
+                )
+            out.append(
+                TagPlan(tag.name, tag.type, m.group_index, null=m.null)
+                if m is not None
+                else TagPlan(tag.name, tag.type, None, null=True)
+            )
+        return out
+    if not plan.groups:  # one subtable, no partition values to give
+        return [TagPlan(t.name, t.type, None, null=True) for t in stable.tags]
+    if len(plan.groups) != len(stable.tags):
+        raise SqlError(
+            f"the existing supertable {stable.name} has {len(stable.tags)} tags but PARTITION BY gives "
+            f"{len(plan.groups)} values: name the tags to fill with TAGS (tag type, ...) (seed 000 "
+            '"Custom tag": with another number of tags the correspondence must be specified)',
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
+    return [TagPlan(t.name, t.type, i) for i, t in enumerate(stable.tags)]
 
 
 def _parse_type(text: str) -> TdType:
@@ -490,9 +592,53 @@ def output_table_plan(c: CompiledStream) -> tuple[tuple[Column, ...], tuple[Colu
     return cols, tags
 
 
+def output_targets(c: CompiledStream, table: Table) -> list[tuple[OutputColumnPlan, Column]]:
+    """Each output column with the column of ``table`` it is written to: by name when the stream
+    lists its target columns (``INTO stb(col, ...)``, seed 000 "Writing to an existing
+    supertable": the list is the correspondence, the table's other columns get NULL), else by
+    position (3.3.7: the list names the columns of a table whose schema matches, seed 002)."""
+    if c.spec.output is not None and c.spec.output.columns and c.spec.syntax != V337:
+        by_name = {col.name.lower(): col for col in table.columns}
+        return [(p, by_name[p.name.lower()]) for p in c.columns if p.name.lower() in by_name]
+    return list(zip(c.columns, table.columns, strict=False))
+
+
+def _check_listed_columns(c: CompiledStream, existing: Table, sql: str) -> None:
+    """``INTO stb(col, ...)`` into an existing supertable: every listed name is one of its
+    columns, the first its primary timestamp, and each type can be converted (seed 000).
+
+    Raises:
+        SqlError: INVALID_COLUMN naming a column the table lacks or a first column that is not
+            its timestamp; WRONG_VALUE_TYPE for a conversion the seed refuses.
+    """
+    by_name = {col.name.lower(): col for col in existing.columns}
+    for i, p in enumerate(c.columns):
+        theirs = by_name.get(p.name.lower())
+        if theirs is None:
+            raise SqlError(
+                f"column {p.name} of the column list is not a column of the existing supertable "
+                f"{existing.name} (its columns: {', '.join(x.name for x in existing.columns)})",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
+            )
+        if i == 0 and theirs is not existing.columns[0]:
+            raise SqlError(
+                f"the first listed column must be the primary timestamp {existing.columns[0].name} of "
+                f"{existing.name}: the stream's first column is the output's primary key",
+                sql=sql,
+                code=Code.INVALID_COLUMN,
+            )
+        if not _convertible(p.type, theirs.type):
+            raise SqlError(
+                f"output column {p.name} {p.type.sql} cannot be written to {theirs.name} {theirs.type.sql}",
+                sql=sql,
+                code=Code.WRONG_VALUE_TYPE,
+            )
+
+
 def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
     """Create the output supertable, or check an existing one (seed 000 "Writing to an existing
-    supertable"; tags as :func:`tag_pairs` fills them); returns True when created.
+    supertable"); returns True when created.
 
     Raises:
         SqlError: the existing table is not a supertable, or its columns/tags do not fit.
@@ -513,14 +659,17 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
             sql=sql,
             code=Code.STREAM_OUTPUT_CONFLICT,
         )
-    if len(existing.columns) != len(cols):
+    listed = c.spec.output is not None and bool(c.spec.output.columns) and c.spec.syntax != V337
+    if listed:
+        _check_listed_columns(c, existing, sql)
+    elif len(existing.columns) != len(cols):
         raise SqlError(
             f"output supertable {c.out_table} has {len(existing.columns)} columns but the stream "
             f"produces {len(cols)}: list the target columns (INTO {c.out_table}(col, ...))",
             sql=sql,
             code=Code.COLUMN_COUNT_MISMATCH,
         )
-    for mine, theirs in zip(cols, existing.columns, strict=True):
+    for mine, theirs in [] if listed else zip(cols, existing.columns, strict=True):
         if not _convertible(mine.type, theirs.type):
             raise SqlError(
                 f"output column {mine.name} {mine.type.sql} cannot be written to {theirs.name} "
@@ -546,13 +695,3 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
                 code=Code.COLUMN_COUNT_MISMATCH,
             )
     return False
-
-
-def tag_pairs(plans: list[TagPlan], tags: tuple[Column, ...]) -> list[tuple[TagPlan | None, Column]]:
-    """Which tag plan fills each tag of the output supertable: by position when the stream defines
-    as many tags as the supertable has, else by name — an existing supertable's tags the stream
-    does not name are NULL (its default groupId tag then goes unused)."""
-    if len(plans) == len(tags):
-        return list(zip(plans, tags, strict=True))
-    by_name = {p.name.lower(): p for p in plans}
-    return [(by_name.get(t.name.lower()), t) for t in tags]

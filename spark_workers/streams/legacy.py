@@ -10,6 +10,8 @@ from sqlglot import exp
 
 from spark_workers.duration import Duration
 from spark_workers.errors import CatalogError, Code, SqlError
+from spark_workers.query.planner import aggregate_call, join_refused
+from spark_workers.query.subquery import merge_subquery
 from spark_workers.sql import ast
 from spark_workers.sql.render import expr_sql
 from spark_workers.streams.compile import CompiledStream, compile_stream
@@ -38,6 +40,8 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     """StreamSpec of a parsed legacy CREATE STREAM (no catalog checks; see ``create_stream``)."""
     q = s.query
     o = s.options
+    for j in (q.select.args.get("joins") or []) if isinstance(q.select, exp.Select) else []:
+        raise join_refused(j, sql)
     from_tables = list(q.select.find_all(exp.Table)) if isinstance(q.select, exp.Select) else []
     if len(from_tables) != 1:
         raise SqlError(
@@ -51,9 +55,11 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     if not src_db:
         raise CatalogError("database not specified for the stream's source table", code=Code.DB_NOT_SPECIFIED)
     into_db = s.into.db or default_db or src_db
-    where = q.select.args.get("where") if isinstance(q.select, exp.Select) else None
+    merged = merge_subquery(q, sql, aggregate_call).select  # a subquery's WHERE filters too
+    where = merged.args.get("where") if isinstance(merged, exp.Select) else None
+    # seed 000 "Trigger Modes": non-window computations trigger in real time (AT_ONCE)
     options = OptionsSpec(
-        trigger=(o.trigger or "WINDOW_CLOSE").upper(),
+        trigger=(o.trigger or ("WINDOW_CLOSE" if q.window is not None else "AT_ONCE")).upper(),
         max_delay=_dur(o.max_delay),
         recalculate=_dur(o.recalculate),
         watermark=_dur(o.watermark),
@@ -83,7 +89,7 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
         tags=[
             OutputTag(
                 t.name,
-                t.type.sql if t.type is not None else "",
+                t.type.sql if t.type else "",
                 expr_sql(t.expr) if t.expr is not None else None,
                 t.comment,
             )
@@ -98,7 +104,7 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
         trigger=trigger_json(q.window) if q.window is not None else {"type": "none"},
         partition_by=[{"sql": p.text, "alias": p.alias} for p in q.partition_by],
         filter=expr_sql(where.this) if where is not None else None,
-        query=q.text,
+        query=("SELECT " + q.text) if q.implicit_select else q.text,
         options=options,
         output=output,
         notify=notify,
@@ -147,7 +153,7 @@ def validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | No
     elif o.recalculate is not None:
         raise err("RECALCULATE belongs to TRIGGER CONTINUOUS_WINDOW_CLOSE", "recalculate")
     if kind in (None, "none"):
-        raise err("a stream's query needs a window clause", code=Code.INVALID_STREAM_QUERY)
+        _validate_no_window(spec, err)
     for name in ("watermark", "delete_mark"):
         v = getattr(o, name)
         if v is not None and (Duration.parse(v).is_calendar or Duration.parse(v).value < 0):
@@ -172,6 +178,40 @@ def validate_options(spec: StreamSpec, sql: str, spans: dict[str, ast.Span] | No
             raise SqlError("ON_FAILURE must be DROP or PAUSE", sql=sql, code=Code.INVALID_OPERATION)
 
 
+def _validate_no_window(spec: StreamSpec, err: Any) -> None:
+    """A stream without a window clause (seed 001 ``[window_clause]``, seed 004 ``power_stream``)
+    writes every row as it arrives: "For non-window computations, the trigger of stream computing
+    is real-time" (seed 000 "Trigger Modes of Stream Computing"). Options about windows have
+    nothing to act on and are refused by name: a TRIGGER other than AT_ONCE, WATERMARK, DELETE_MARK,
+    EVENT_TIME 0, NOTIFY (its events are window events, seed 000 "Event Notifications")."""
+    o = spec.options
+    if o.trigger != "AT_ONCE":
+        raise err(
+            f"TRIGGER {o.trigger} needs a window clause: a stream without a window is triggered by every "
+            'write, i.e. AT_ONCE (seed 000: "For non-window computations, the trigger of stream '
+            'computing is real-time")',
+            "trigger",
+            Code.INVALID_STREAM_QUERY,
+        )
+    for name, written in (("watermark", o.watermark), ("delete_mark", o.delete_mark)):
+        if written is not None:
+            raise err(
+                f"{name.upper()} needs a window clause: it decides when windows close (seed 000 "
+                '"Window Closure", "Cleaning up intermediate states"); a stream without a window has none',
+                name,
+                Code.INVALID_STREAM_QUERY,
+            )
+    if not o.event_time:
+        raise err("EVENT_TIME 0 needs a window clause: it windows rows by arrival time", "event_time")
+    if spec.notify is not None:
+        raise err(
+            "NOTIFY needs a window clause: its events are window events (WINDOW_OPEN, WINDOW_CLOSE; "
+            'seed 000 "Stream Computing Event Notifications")',
+            "notify",
+            Code.INVALID_STREAM_QUERY,
+        )
+
+
 def compile_legacy(
     s: ast.CreateStreamLegacy, spec: StreamSpec, sql: str, lake: Any, tz: str
 ) -> CompiledStream:
@@ -181,5 +221,8 @@ def compile_legacy(
         return compile_stream(spec, lake, tz)
     except SqlError as e:
         if e.sql == spec.query and s.query.span is not None:  # positioned in the subquery text
-            raise e.shifted(sql, s.query.span.start) from None
+            prefix = len("SELECT ") if s.query.implicit_select else 0  # seed 004: SELECT left out
+            if e.offset is not None and e.offset < prefix:
+                raise SqlError(e.message, sql=sql, offset=s.query.span.start, code=e.code) from None
+            raise e.shifted(sql, s.query.span.start - prefix) from None
         raise

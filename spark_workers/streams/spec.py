@@ -77,7 +77,8 @@ class OptionsSpec:
 
 @dataclass
 class OutputTag:
-    """A tag of the output supertable: name, TDengine type text, optional value expression."""
+    """A tag of the output supertable: name, TDengine type text (empty for a legacy tag named
+    alone, ``TAGS (ta)``), optional value expression."""
 
     name: str
     type: str

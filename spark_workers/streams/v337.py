@@ -807,7 +807,7 @@ def _output_tags(s: ast.CreateStream337, src: Table | None, sql: str) -> list[Ou
         return [
             OutputTag(
                 t.name,
-                t.type.sql if t.type is not None else "",
+                t.type.sql if t.type else "",
                 expr_sql(t.expr) if t.expr is not None else None,
                 t.comment,
             )

@@ -38,6 +38,7 @@ CASES = (
     "td-031a",
     # a computation over %%tbname with placeholders, per trigger event (query/compute.py)
     "td-038",
+    "td-048a",
 )
 
 ACCEPTANCE = Path(__file__).resolve().parents[3] / "shared" / "acceptance"

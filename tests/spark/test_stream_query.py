@@ -153,6 +153,39 @@ def test_at_once_late_rows_updates_and_deletes_recalculate(spark, env):
     assert [r[1] for r in rows] == [3, 1]  # the emptied window was removed from the output
 
 
+def test_a_stream_without_a_window_writes_rows_in_spark(spark, env):
+    """Seed 001 filter / scalar ETL: Spark runs stage 1 only and the sink writes each row passing
+    WHERE (history and live), per partition; a deleted source row deletes its output row."""
+    for q in SETUP:
+        env.sql(q, "d1")
+    t0 = 1_700_000_000_000
+    hist = [f"a1 values ({t0 + i * 1000}, {i % 4}, {i})" for i in range(20)]
+    env.sql("insert into " + " ".join(hist), "d1")
+    env.sql(
+        "create stream s_rows fill_history 1 into out_rows tags (site varchar(16)) as "
+        "select ts, v * 10 as v10, concat(tbname, '-', site) as who from st where v > 1 partition by site",
+        "d1",
+    )
+    env.start(spark, "s_rows")
+    env.sql(f"insert into b1 values ({t0 + 500}, 3, 0) ({t0 + 1500}, 0.5, 0)", "d1")
+    want = sorted(
+        [(t0 + i * 1000, float(i % 4) * 10, "a1-north") for i in range(20) if i % 4 > 1]
+        + [(t0 + 500, 30.0, "b1-south")]
+    )
+
+    def as_tuples(rows):  # type: ignore[no-untyped-def]
+        return sorted(
+            (r[0] if isinstance(r[0], int) else int(r[0].timestamp() * 1000), r[1], r[2]) for r in rows
+        )
+
+    env.wait_rows("select ts, v10, who from out_rows", "d1", lambda r: as_tuples(r) == want)
+    env.sql(f"delete from a1 where ts >= {t0 + 2000} and ts <= {t0 + 3000}", "d1")
+    gone = [w for w in want if not (t0 + 2000 <= w[0] <= t0 + 3000)]
+    env.wait_rows("select ts, v10, who from out_rows", "d1", lambda r: as_tuples(r) == gone)
+    sites = env.sql("select distinct site from out_rows", "d1").rows
+    assert sorted(r[0] for r in sites) == ["north", "south"]
+
+
 def test_notifications_reach_a_websocket_server(spark, env):
     from websockets.sync.server import serve
 

@@ -31,6 +31,8 @@ STREAMS = {
     "where ts >= _twstart and ts < _twend",
     "ekuiper": "create stream s5 into d.o5 as select window_start(), count(*) from d.st group by "
     "tumblingwindow(ss, 10)",
+    "no window": "create stream s6 into d.o6 tags (tb varchar(16)) as select ts, v * 2 as w, s from d.st "
+    "where v > 1 partition by tbname tb",
 }
 
 

@@ -133,10 +133,13 @@ class StreamsParser(QueriesParser):
             subtable = self.paren_expression("SUBTABLE")
         self.expect("AS", message="syntax error: expected AS subquery")
         q_lo = self.i
+        implicit = self.implicit_select(q_lo)
         q_hi = self.scan(q_lo, lambda j: self.at_index(j, "NOTIFY"))
         if q_hi < self.end and self.toks[q_hi].token_type == R_PAREN:
             raise self.err_at("syntax error: unmatched ')'", q_hi)
         query = self.query(q_lo, q_hi)
+        if implicit:
+            query.implicit_select = True
         self.i = q_hi
         notify = self.legacy_notify() if self.at("NOTIFY") else None
         return ast.CreateStreamLegacy(
@@ -153,6 +156,23 @@ class StreamsParser(QueriesParser):
             text=self.sql,
             span=Span(0, len(self.sql)),
         )
+
+    def implicit_select(self, j: int) -> bool:
+        """Seed 004 prints its streams' queries without the SELECT keyword (``CREATE STREAM
+        power_stream INTO power_stream_output_stb AS concat_ws(...) AS meter_location, ...
+        FROM meters WHERE voltage > 100``): when the query at token ``j`` does not start with
+        SELECT, WITH or ``(`` but has a FROM at depth 0, a SELECT token is put in front of it.
+        Returns whether one was."""
+        t = self.toks[j] if j < self.end else None
+        if t is None or t.token_type == L_PAREN or lexer.words(t)[:1] in (("SELECT",), ("WITH",)):
+            return False
+        if self.scan(j, lambda k: self.at_index(k, "FROM")) >= self.end:
+            return False
+        select = Token(TokenType.SELECT, "SELECT", t.line, t.col, t.start, t.start - 1)
+        self.toks.insert(j, select)
+        self.end += 1
+        self._index_of = {tok.start: k for k, tok in enumerate(self.toks) if tok is not select}
+        return True
 
     def legacy_options(self) -> ast.LegacyStreamOptions:
         """Legacy ``stream_options`` (seed 000) up to the first other word, each at most once."""
@@ -265,7 +285,7 @@ class StreamsParser(QueriesParser):
             with self.bounded(hi):
                 self.i = lo
                 name = self.name("a tag name")[0]
-                # legacy ``TAGS (name, ...)``: tags of an existing output supertable, by name
+                # legacy TAGS (name, ...): tags named, their types those of the existing supertable
                 tdtype = None if not with_expr and self.done() else self.data_type()
                 comment = self.string("a tag comment") if self.accept("COMMENT") else None
                 expr = None

@@ -402,7 +402,7 @@ def _output_spans(
                 t.span.end,
                 text=tags[i]["expr"],
             )
-        if t.type is None:  # a legacy tag named without a type
+        if t.type is None:
             continue
         sp.find(
             "output",

@@ -376,8 +376,8 @@ def build_output(
             raise DesignError("output", f"tags[{i}]", "must be {name, type, comment, expr}")
         name = read_name("output", f"tags[{i}].name", t.get("name"))
         assert name is not None
-        # a legacy tag without a type names a tag of an existing output supertable
-        untyped = not with_expr and t.get("type") in (None, "")
+        # a legacy tag may be named alone (TAGS (ta): the existing supertable's tag)
+        untyped = not with_expr and not t.get("type")
         ttype = None if untyped else read_tag_type(f"tags[{i}].type", t.get("type"))
         texpr = read_expr("output", f"tags[{i}].expr", t.get("expr"), required=with_expr)
         if texpr is not None and not with_expr:
