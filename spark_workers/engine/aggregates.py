@@ -52,7 +52,10 @@ class AggSpec:
         input: name of the input column in the row batch (None for ``count(*)``).
         name: name of the state/result prefix (unique per query, e.g. ``_a0``).
         kind: storage kind of the input: ``int``, ``float``, ``bool``, ``str`` or ``ts``.
-        columns: for ``rows``: the input columns each collected row carries, in order.
+        columns: for ``rows``: the input columns each collected row carries, in order; for
+            ``first`` / ``last`` / ``last_row`` over a table with a composite key: the input
+            holding the key, which orders rows of one timestamp (``lake/keys.py``; partial
+            field ``pk``).
     """
 
     func: str
@@ -75,9 +78,9 @@ class AggSpec:
         if f == "stddev":
             return ("n", "k", "s1", "s2")
         if f in ("first", "last"):
-            return ("t", "v")
+            return ("t", "v", "pk") if self.columns else ("t", "v")
         if f == "last_row":
-            return ("t", "v", "isnull")
+            return ("t", "v", "isnull", "pk") if self.columns else ("t", "v", "isnull")
         if f == ROWS:
             return ("r",)
         raise SqlError(f"aggregate {f} is not supported", code=Code.INVALID_FUNCTION)
@@ -136,7 +139,7 @@ class Partials:
 
 
 def _field_dtype(a: AggSpec, f: str) -> Any:
-    if f == "r":
+    if f in ("r", "pk"):
         return object
     if f in ("n", "isnull"):
         return np.int64 if f == "n" else np.bool_
@@ -224,6 +227,8 @@ def lift(
             cols[a.field("r")] = r_col
         else:
             raise SqlError(f"aggregate {f} is not supported", code=Code.INVALID_FUNCTION)
+        if f in ("first", "last", "last_row") and a.columns:  # the composite key of each row
+            cols[a.field("pk")] = np.asarray(inputs[a.columns[0]][0], dtype=object)
     return Partials(gid.astype(np.int64, copy=False), wkey.astype(np.int64, copy=False), cols)
 
 
@@ -304,6 +309,8 @@ def combine(aggs: list[AggSpec], p: Partials) -> Partials:
             keys = [_value_rank(get["v"])]
             if f == "last_row":
                 keys.insert(0, ~get["isnull"])  # at equal times a value wins over NULL, then the larger
+            if "pk" in get:  # a composite key orders the rows of one timestamp (TDengine)
+                keys.insert(0, _key_rank(get["pk"]))
             pick = _arg_reduce(seg, get["t"], keys, smallest=(f == "first"))
             for fld in a.fields:
                 cols[a.field(fld)] = get[fld][pick]
@@ -318,6 +325,13 @@ def _value_rank(v: np.ndarray) -> np.ndarray:
         )
         return inv.astype(np.int64)
     return v.astype(np.float64) if v.dtype.kind == "f" else v.astype(np.int64)
+
+
+def _key_rank(k: np.ndarray) -> np.ndarray:
+    """An int64 sort key with the order of composite key values (integers or strings, never
+    NULL; one kind per column)."""
+    _, inv = np.unique(k, return_inverse=True)
+    return inv.astype(np.int64)
 
 
 def _arg_reduce(seg: np.ndarray, t: np.ndarray, ties: list[np.ndarray], *, smallest: bool) -> np.ndarray:

@@ -26,6 +26,7 @@ from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.windows import IntervalAssigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
+from spark_workers.lake.keys import key_column
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
@@ -75,8 +76,13 @@ class Source:
         return self.table.name if self.table.kind == "sub" else None
 
     def scope(self, tz: str) -> Scope:
+        key = key_column(self.storage)
         return Scope(
-            {k: v[1] for k, v in self.columns.items()}, self.table.columns[0].name, self.db.precision, tz
+            {k: v[1] for k, v in self.columns.items()},
+            self.table.columns[0].name,
+            self.db.precision,
+            tz,
+            key_column=key.name if key is not None else None,
         )
 
 
@@ -771,7 +777,12 @@ class _Stage3:
         if key not in self._agg_by_key:
             in_name = self.input_for(arg) if arg is not None else None
             a_name = f"_a{len(self.aggs)}"
-            self.aggs.append(AggSpec(fname, in_name, a_name))
+            tie: tuple[str, ...] = ()
+            pk = key_column(self.source.storage)
+            if fname in ("first", "last", "last_row") and pk is not None:
+                # rows of one timestamp are ordered by the composite key (lake/keys.py)
+                tie = (self.input_for(exp.column(pk.name, quoted=True)),)
+            self.aggs.append(AggSpec(fname, in_name, a_name, columns=tie))
             self._agg_by_key[key] = a_name
         return exp.column(self._agg_by_key[key], quoted=True)
 

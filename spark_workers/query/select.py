@@ -105,6 +105,8 @@ def query_scope(sources: list[Source], tz: str) -> Scope:
     for s in sources[1:]:
         for k, v in s.columns.items():
             scope.columns.setdefault(k, v[1])
+    if len(sources) > 1:  # a join: first/last order by time and value only
+        scope.key_column = None
     return scope
 
 

@@ -44,6 +44,8 @@ def field_name(i: int, f: str) -> str:
 
 def _arrow_type(a: AggSpec, f: str, input_types: dict[str, pa.DataType]) -> pa.DataType:
     dt = _field_dtype(a, f)
+    if f == "pk":  # first/last's composite key: the key input's own type
+        return input_types.get(a.columns[0], pa.string())
     if dt is object:
         return input_types.get(a.input or "", pa.string())
     return pa.from_numpy_dtype(np.dtype(dt))

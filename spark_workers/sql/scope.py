@@ -27,6 +27,8 @@ class Scope:
         precision: database precision for integer timestamp literals.
         tz: time zone for timestamp strings without a zone.
         timestamp_names: extra lower-case names holding timestamps (``_wstart``, ``_wend``).
+        key_column: the table's composite key column, which orders rows of one timestamp for
+            ``first`` / ``last`` / ``last_row`` (``lake/keys.py``); None without one.
     """
 
     columns: dict[str, TdType] = field(default_factory=dict)
@@ -34,6 +36,7 @@ class Scope:
     precision: str = "ms"
     tz: str = "UTC"
     timestamp_names: frozenset[str] = frozenset()
+    key_column: str | None = None
 
     def is_timestamp(self, node: exp.Expr) -> bool:
         if isinstance(node, exp.Column) and not node.table:

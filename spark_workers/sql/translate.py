@@ -136,6 +136,8 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
             parts: list[exp.Expr] = [ts, arg.copy()]
             if name == "last_row":
                 parts.insert(1, exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())))
+            if scope.key_column is not None:  # a composite key orders rows of one timestamp
+                parts.insert(1, exp.column(scope.key_column, quoted=True))
             key = (
                 exp.Anonymous(this="struct", expressions=parts)
                 if backend == "spark"

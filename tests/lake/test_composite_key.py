@@ -180,6 +180,30 @@ def test_count_window_query_takes_rows_of_one_timestamp_in_key_order(tmp_path: P
     assert got == want
 
 
+def test_first_and_last_at_one_timestamp_follow_the_key_not_the_value(tmp_path: Path) -> None:
+    """Rows of one timestamp are ordered by key (TDengine), so first() is the smallest key's value
+    and last() / last_row() the largest key's, whatever the values: in queries and in streams."""
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s interval(10s) sliding(10s) from t stream_options(ignore_nodata_trigger) "
+        "into res as select _twstart, first(v), last(v), last_row(v) from %%trows"
+    )
+    rows = [(0, 2, 5), (0, 1, 9), (0, 3, 7), (12, 2, 1), (12, 1, 4)]
+    env.write(ins("t", *rows[:2]), ins("t", *rows[2:]), ins("t", (25, 1, 0)))  # 25 s closes both
+    df = pd.DataFrame(expected(rows), columns=["ts", "k", "v"])  # in (ts, key) order
+    df["w"] = (df["ts"] - T0) // 10_000
+    per = df.groupby("w")["v"].agg(["first", "last"])
+    want = [[T0 + int(w) * 10_000, int(f), int(la), int(la)] for w, (f, la) in per.iterrows()]
+    before = f"where ts < {T0 + 20_000}"
+    got = env.rows(f"select _wstart, first(v), last(v), last_row(v) from t {before} interval(10s)")
+    assert got == want == [[T0, 9, 7, 7], [T0 + 10_000, 4, 1, 1]]
+    assert env.rows("select * from res") == want
+    w0 = df[df["w"] == 0]["v"]
+    assert env.rows(f"select first(v), last(v), last_row(v) from t where ts < {T0 + 10_000}") == [
+        [int(w0.iloc[0]), int(w0.iloc[-1]), int(w0.iloc[-1])]
+    ]
+
+
 # ---------------------------------------------------------------------- streams
 
 
