@@ -16,7 +16,10 @@ Two choices go beyond the seed, both towards correct results:
   stream's progress when ``TO`` is omitted: its latest event time minus the watermark), so a window
   the stream has not closed yet is never written early.
 
-COUNT_WINDOW streams need both times (seed 002). Notifications are not sent again.
+COUNT_WINDOW streams need both times (seed 002). A PERIOD (scheduled) stream is refused: "Manual
+recalculation is not supported for scheduled triggers (PERIOD)" and "In PERIOD mode, no
+recalculation is performed" (seed 002, "Manual Recalculation", "Recomputation"). Notifications are
+not sent again.
 """
 
 from __future__ import annotations
@@ -56,9 +59,15 @@ def recalculate(
     database; ``end`` None = up to the stream's progress).
 
     Raises:
-        SqlError: a COUNT_WINDOW stream without ``end``; ``start`` after ``end``.
+        SqlError: a PERIOD stream; a COUNT_WINDOW stream without ``end``; ``start`` after ``end``.
     """
     t0 = time.perf_counter()
+    if c.spec.trigger.get("type") == "period":
+        raise SqlError(
+            "RECALCULATE STREAM: manual recalculation is not supported for scheduled triggers "
+            "(PERIOD) (seed 002, Manual Recalculation)",
+            code=Code.INVALID_OPERATION,
+        )
     if c.shape.kind in ("count", "ek_count") and end is None:
         raise SqlError(
             "RECALCULATE STREAM of a COUNT_WINDOW stream needs both FROM and TO (seed 002)",

@@ -276,7 +276,9 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
 
 def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> StreamRules:
     """The engine's StreamRules from the stream's options (durations in ``precision`` units) and
-    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN))."""
+    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN)); 3.3.7 INTERVAL and
+    SLIDING triggers fire empty windows without IGNORE_NODATA_TRIGGER, and EXPIRED_TIME applies
+    per trigger group (seed 002)."""
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
@@ -296,6 +298,12 @@ def _stream_rules(spec: StreamSpec, shape: WindowShape, precision: str) -> Strea
         processing_time=not o.event_time,
         late_by_watermark=shape.ekuiper,
         recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
+        # seed 002: INTERVAL / SLIDING triggers fire for periods without rows unless
+        # IGNORE_NODATA_TRIGGER; EXPIRED_TIME per trigger group ("Expired Data")
+        fire_empty=spec.syntax == V337
+        and spec.trigger.get("type") in ("interval", "sliding")
+        and not o.ignore_nodata_trigger,
+        expired_time=dur(o.expired_time, 0) if spec.syntax == V337 else 0,
     )
 
 

@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 
 WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
 UNSUPPORTED_OPTIONS = (
-    ("expired_time", "EXPIRED_TIME"),
     ("delete_output_table", "DELETE_OUTPUT_TABLE"),
     ("fill_history_first", "FILL_HISTORY_FIRST"),
     ("force_output", "FORCE_OUTPUT"),
@@ -267,7 +266,6 @@ def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
         check_period(s, t, sql)
     if not isinstance(t, ast.SlidingTrigger):
         return
-    sliding_only = t.interval is None
     if t.interval is not None and t.sliding_offset is not None:
         raise _not_yet("an offset in SLIDING after INTERVAL (give it to INTERVAL)", sql)
     if t.interval is None:
@@ -281,13 +279,6 @@ def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
                 sql=sql,
                 code=Code.INVALID_STREAM_QUERY,
             )
-    if not s.options.ignore_nodata_trigger:
-        raise _not_yet(
-            f"{'a SLIDING' if sliding_only else 'an INTERVAL'} trigger without IGNORE_NODATA_TRIGGER "
-            "(triggers for periods without rows)",
-            sql,
-            s.options.spans.get("ignore_nodata_trigger"),
-        )
 
 
 def _check_trigger_table(s: ast.CreateStream337, sql: str) -> None:
@@ -403,6 +394,16 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
         raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
+    exp_t = o.expired_time
+    if exp_t is not None and (exp_t.unit not in ("a", "s", "m", "h", "d") or exp_t.ns <= 0):
+        sp = o.spans.get("expired_time")
+        raise SqlError(
+            f"EXPIRED_TIME({o.expired_time}) must be positive, in units a, s, m, h or d (seed 002, "
+            "Stream Processing Control Options)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     if o.max_delay is not None:
         d = o.max_delay
         if d.unit not in ("s", "m", "h", "d") or d.ns < MAX_DELAY_MIN_NS:
@@ -484,6 +485,7 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
         max_delay=str(o.max_delay) if max_delay else None,
         low_latency_calc=o.low_latency_calc,
         watermark=str(o.watermark) if o.watermark is not None else None,
+        expired_time=str(o.expired_time) if o.expired_time is not None else None,
         # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
         ignore_expired=count or o.ignore_disorder,
         ignore_update=count or o.ignore_disorder,

@@ -139,23 +139,9 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
             "does not divide one day",
         ),
         (
-            "create stream s sliding(1m) from c1 into r as select _tcurrent_ts, count(*) from %%trows",
-            "IGNORE_NODATA_TRIGGER",
-        ),
-        (
-            "create stream s interval(1m) sliding(1m) from c1 into r as "
-            "select _twstart, count(*) from %%trows",
-            "IGNORE_NODATA_TRIGGER",
-        ),
-        (
             "create stream s state_window(a) from c1 notify('ws://127.0.0.1:1/x') on (window_close) "
             "where n > 1 into r as select _twstart, count(*) n from %%trows",
             "NOTIFY ... WHERE",
-        ),
-        (
-            "create stream s state_window(a) from c1 stream_options(expired_time(1h)) into r as "
-            "select _twstart, count(*) from %%trows",
-            "EXPIRED_TIME",
         ),
     ],
 )
