@@ -528,5 +528,12 @@ class OutputSink:
             )
         rep.events = len(evs)
         if notify is not None:  # EVENT_TYPE may add events the notification does not ask for
-            evs = [e for e in evs if e.event_type in notify.events]
+            # WINDOW_INVALIDATION is no ON (...) choice: every window notification hears of the
+            # windows it was told of that are removed or recalculated (seed 000 / 002)
+            windows = {"WINDOW_OPEN", "WINDOW_CLOSE"} & set(notify.events)
+            evs = [
+                e
+                for e in evs
+                if e.event_type in notify.events or (e.event_type == "WINDOW_INVALIDATION" and windows)
+            ]
         self.send(evs, batch_id, rep)
