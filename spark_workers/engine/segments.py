@@ -89,6 +89,9 @@ class SegmentSpec:
         true_for: STATE_WINDOW / EVENT_WINDOW ``TRUE_FOR(d)``: a window whose duration
             (``_wend - _wstart``) is shorter is discarded, with no result and no WINDOW_CLOSE
             event (seed 002); one that a recalculation shortens is removed from the output.
+        end_at_last_row: a 3.3.7 SESSION trigger's ``_twend`` is its last row's time (td-046, from
+            TDengine's own tests); a legacy SESSION's ``_wend`` is the last row plus the tolerance
+            (seed 000). Closing is the same for both.
     """
 
     kind: str
@@ -99,6 +102,7 @@ class SegmentSpec:
     first: int = 0
     emit_open: bool = True
     true_for: int = 0
+    end_at_last_row: bool = False
 
     @property
     def step(self) -> int:
@@ -560,7 +564,7 @@ class SegmentEngine:
         """The window's ``_wend``."""
         k = self.spec.kind
         if k == "session":
-            return w.wlast + self.spec.gap
+            return w.wlast if self.spec.end_at_last_row else w.wlast + self.spec.gap
         if k == "ek_session":
             return w.close_time if w.close_time is not None else _ek_pending_close(w, self.spec)
         return w.wlast

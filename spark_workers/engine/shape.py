@@ -56,6 +56,8 @@ class WindowShape:
         first_start_at_first_row: eKuiper tumbling: the first window starts at the first event.
         ekuiper: an eKuiper window (eKuiper's lateness rule; WHERE applies after windowing).
         true_for: STATE_WINDOW / EVENT_WINDOW minimum duration (TRUE_FOR; 0 = none).
+        end_at_last_row: a 3.3.7 SESSION trigger: ``_wend`` is the last row's time
+            (``SegmentSpec.end_at_last_row``).
     """
 
     kind: str
@@ -68,6 +70,7 @@ class WindowShape:
     first_start_at_first_row: bool = False
     ekuiper: bool = False
     true_for: int = 0
+    end_at_last_row: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -83,7 +86,12 @@ class WindowShape:
                 k, count=self.size, sliding=self.step, first=self.offset, emit_open=self.emit_open
             )
         return SegmentSpec(
-            k, gap=self.size, max_duration=self.max_duration, emit_open=self.emit_open, true_for=self.true_for
+            k,
+            gap=self.size,
+            max_duration=self.max_duration,
+            emit_open=self.emit_open,
+            true_for=self.true_for,
+            end_at_last_row=self.end_at_last_row,
         )
 
     def sliding_spec(self) -> SlidingSpec:

@@ -12,9 +12,11 @@ Two choices go beyond the seed, both towards correct results:
 - segmentation runs over the group's whole history, so data-defined windows (SESSION, STATE,
   EVENT, COUNT) recalculated in a range line up with the windows the stream wrote; the seed warns
   that TDengine may misalign count windows here;
-- a window is rewritten when it starts at or after ``t1`` and ends at or before ``t2`` (or the
-  stream's progress when ``TO`` is omitted: its latest event time minus the watermark), so a window
-  the stream has not closed yet is never written early.
+- a window is rewritten when the stream has closed it (at its progress: its latest event time
+  minus the watermark) and it overlaps ``[t1, t2]`` (``t2`` = the progress when ``TO`` is omitted),
+  as TDengine's own tests assert (td-046); a STATE_WINDOW reaches up to the row that closed it, so
+  the window that row opened is recalculated too (``closed_and_reach``). A window the stream has
+  not closed yet is never written early.
 
 COUNT_WINDOW streams need both times (seed 002). A PERIOD (scheduled) stream is refused: "Manual
 recalculation is not supported for scheduled triggers (PERIOD)" and "In PERIOD mode, no
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spark_workers.engine.shape import batch_windows
+from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import StepOutput, WindowResults
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
@@ -50,6 +52,34 @@ class Recalculation:
     start: int
     end: int
     seconds: float
+
+
+def closed_and_reach(shape: WindowShape, res: WindowResults, progress: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of ``res`` (sorted by group, start): has the stream closed it at ``progress``
+    (its latest event time minus the watermark), and the last instant it covers: the range
+    ``[start, end]`` recalculates the closed windows with ``wstart <= end`` and ``reach >= start``
+    (seed 002, "Manual Recalculation"; td-046).
+
+    INTERVAL covers ``[_wstart, _wend)`` and closes at ``_wend``; SESSION covers its rows up to the
+    tolerance after the last and closes after that; STATE_WINDOW covers up to the row that changed
+    the state (the next window's first row, which closes it); EVENT and COUNT windows cover their
+    rows and are closed once a later window exists or their end is before ``progress``.
+    """
+    ws, we = res.wstart, res.wend
+    n = len(res)
+    nxt = np.full(n, np.iinfo(np.int64).max, np.int64)  # the group's next window start
+    if n > 1:
+        same = res.gkey[1:] == res.gkey[:-1]
+        nxt[:-1] = np.where(same, ws[1:], nxt[:-1])
+    has_next = nxt != np.iinfo(np.int64).max
+    if shape.kind == "interval":
+        return we <= progress, we - 1
+    if shape.kind == "session":
+        close = we + shape.size if shape.end_at_last_row else we
+        return close < progress, close
+    if shape.kind == "state":
+        return has_next & (nxt <= progress), np.where(has_next, nxt, we)
+    return has_next | (we <= progress), we
 
 
 def recalculate(
@@ -84,7 +114,12 @@ def recalculate(
     res = batch_windows(c.shape, aggs, rows)
     progress = (int(rows.ts.max()) - c.rules.watermark) if len(rows) else start - 1
     hi = min(end, progress) if end is not None else progress
-    keep = (res.wstart >= start) & (res.wend <= hi)
+    closed, reach = closed_and_reach(c.shape, res, progress)
+    keep = closed & (res.wstart <= hi) & (reach >= start)
+    if c.shape.kind == "state" and len(res) > 1:  # the window opened by the row that closed one
+        opened = np.zeros(len(res), bool)
+        opened[1:] = keep[:-1] & (res.gkey[1:] == res.gkey[:-1])
+        keep |= opened & closed
     idx = np.flatnonzero(keep)
     picked = WindowResults(
         res.gkey[idx],

@@ -16,6 +16,7 @@ Partitioning", "Writing to an existing supertable", "Custom tag"; seed 001; seed
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -138,6 +139,9 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     v337 = spec.syntax == V337
     sql, plan, fused = _stream_plan(spec, src, tz)
     assert plan.shape is not None
+    if v337 and plan.shape.kind == "session":  # _twend: the session's last row (td-046)
+        plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
+        assert plan.shape is not None
     with DuckSession(lake) as duck:
         view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
