@@ -141,7 +141,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     assert plan.shape is not None
     if v337 and plan.shape.kind == "session":  # _twend: the session's last row (td-046)
         plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
-        assert plan.shape is not None
+    assert plan.shape is not None
     with DuckSession(lake) as duck:
         view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
