@@ -45,7 +45,7 @@ from spark_workers.engine.rows import (
     group_ids,
     register_groups,
 )
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
 from spark_workers.errors import Code, SqlError
 
 STATE_FORMAT = 2
@@ -307,7 +307,7 @@ class IntervalEngine:
 
     def __init__(
         self,
-        assigner: IntervalAssigner,
+        assigner: IntervalAssigner | DailyAssigner,
         aggs: list[AggSpec],
         rules: StreamRules,
         *,
@@ -481,10 +481,11 @@ class _IntervalStep:
         return wanted and (self.r.notify_history or not self.history)
 
     def _events(self, kind: str, gids: np.ndarray, wkeys: np.ndarray) -> list[WindowEvent]:
-        gkeys, interval, history = self.state.gkeys, self.a.interval, self.history
+        gkeys, history = self.state.gkeys, self.history
+        ends = self.a.end(np.asarray(wkeys, np.int64))
         return [
-            WindowEvent(kind, gkeys[g], int(w), int(w + interval), history)
-            for g, w in zip(gids, wkeys, strict=True)
+            WindowEvent(kind, gkeys[g], int(w), int(e), history)
+            for g, w, e in zip(gids, wkeys, ends, strict=True)
         ]
 
     def judge_incremental(self) -> None:
@@ -701,10 +702,7 @@ class _IntervalStep:
         # window starts s (= offset + k * sliding): s + interval > max(old horizon, first row)
         # and s + interval <= new horizon
         floor = np.where(old == I64_MIN, first, np.maximum(old - r.watermark, first))
-        s, o, i = a.sliding, a.offset, a.interval
-        lo = np.floor_divide(floor - i - o, s) * s + o + s
-        hi = np.floor_divide(new - r.watermark - i - o, s) * s + o
-        count = np.maximum((hi - lo) // s + 1, 0)
+        count, wkeys = a.closing_windows(floor, new - r.watermark, EMPTY_WINDOWS_MAX)
         total = int(count.sum())
         if total == 0:
             return
@@ -716,9 +714,6 @@ class _IntervalStep:
                 code=Code.INVALID_OPERATION,
             )
         gids = np.repeat(ug, count)
-        base = np.repeat(lo, count)
-        step = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-        wkeys = base + step * s
         have = [self.closing] + ([self.recalc_closed] if self.recalc_closed is not None else [])
         for p in have:
             if len(p) and gids.size:
@@ -749,7 +744,9 @@ class _IntervalStep:
         return combine(self.eng.aggs, Partials.concat(emit))
 
 
-def window_aggregate(assigner: IntervalAssigner, aggs: list[AggSpec], rows: RowBatch) -> WindowResults:
+def window_aggregate(
+    assigner: IntervalAssigner | DailyAssigner, aggs: list[AggSpec], rows: RowBatch
+) -> WindowResults:
     """Batch window aggregation (interactive SELECT): every window of every group at once, with
     the same lift/combine/lower as streams. Output sorted by (group key, window start)."""
     if not len(rows):

@@ -23,7 +23,7 @@ from sqlglot import exp
 from spark_workers.duration import Duration
 from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
 from spark_workers.engine.shape import WindowShape
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Database, Table
 from spark_workers.sql import ast
@@ -163,7 +163,7 @@ class WindowPlan:
     def ekuiper(self) -> bool:
         return isinstance(self.window, ast.EkuiperWindow)
 
-    def assigner(self) -> IntervalAssigner:
+    def assigner(self) -> IntervalAssigner | DailyAssigner:
         """The INTERVAL assigner (INTERVAL and eKuiper TUMBLINGWINDOW / HOPPINGWINDOW)."""
         assert self.shape is not None
         return self.shape.assigner()

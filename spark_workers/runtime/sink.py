@@ -302,7 +302,6 @@ class OutputSink:
                 if kind == "WINDOW_OPEN":
                     items.append((g, int(w), None, None))
         sliding = self.c.spec.trigger.get("type") == "sliding"
-        step = self.c.shape.step or self.c.shape.size
         for g, ws, we, n in items:
             values = json.loads(g)
             v: dict[str, Any] = {
@@ -318,7 +317,7 @@ class OutputSink:
                     {
                         "_tprev_ts": to_us(ws),
                         "_tcurrent_ts": to_us(int(we)),
-                        "_tnext_ts": to_us(int(we) + step),
+                        "_tnext_ts": to_us(self.c.shape.nominal_end(int(we))),
                     }
                 )
             ph, tb, conds = group_context(groups, values)

@@ -141,6 +141,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     assert plan.shape is not None
     if v337 and plan.shape.kind == "session":  # _twend: the session's last row (td-046)
         plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
+    if v337 and spec.trigger.get("type") == "sliding":
+        plan = dataclasses.replace(plan, shape=_sliding_shape(spec, plan.shape, src.db.precision))
     assert plan.shape is not None
     with DuckSession(lake) as duck:
         view = duck.register_source(src)
@@ -180,6 +182,21 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
         has_output=spec.output is not None,
     )
+
+
+def _sliding_shape(spec: StreamSpec, shape: WindowShape | None, precision: str) -> WindowShape:
+    """A 3.3.7 SLIDING trigger's windows (seed 002 "Sliding Trigger": PERIOD's rules on event
+    time): a sliding below one day that does not divide it resets at every midnight plus the
+    offset (``DailyAssigner``); otherwise the grid from the epoch plus the offset, which is the
+    same trigger points."""
+    assert shape is not None
+    day = Duration(1, "d").in_precision(precision)
+    s = Duration.parse(str(spec.trigger["sliding"])).in_precision(precision)
+    off = spec.trigger.get("sliding_offset")
+    o = Duration.parse(str(off)).in_precision(precision) if off else 0
+    if s < day and day % s:
+        return dataclasses.replace(shape, offset=o, day=day)
+    return dataclasses.replace(shape, offset=o % s)
 
 
 def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:

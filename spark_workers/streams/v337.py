@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from spark_workers.duration import NS_PER_UNIT, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.query.compute import placeholder_key
 from spark_workers.query.planner import aggregate_call
@@ -81,11 +82,26 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
     t = s.trigger
     if isinstance(t, ast.SlidingTrigger):
         if t.interval is None:  # trigger points every ``sliding``: the periods between them
-            return ast.IntervalWindow(t.sliding, t.sliding_offset, t.sliding)
-        return ast.IntervalWindow(t.interval, t.interval_offset, t.sliding)
+            # (an offset of a sliding and more, or a daily reset: compile._sliding_shape)
+            small = t.sliding_offset is not None and t.sliding_offset.ns < t.sliding.ns
+            return ast.IntervalWindow(t.sliding, t.sliding_offset if small else None, t.sliding)
+        # SLIDING(s, offset) after INTERVAL moves the windows' start like INTERVAL's offset (the
+        # two add up)
+        return ast.IntervalWindow(t.interval, _offset_sum(t.interval_offset, t.sliding_offset), t.sliding)
     if isinstance(t, ast.PeriodTrigger):  # the plan's groups only: a PeriodRunner fires it
         return ast.IntervalWindow(t.period)
     return t
+
+
+def _offset_sum(a: Duration | None, b: Duration | None) -> Duration | None:
+    """Two window offsets as one (None when neither is given)."""
+    if a is None or b is None:
+        return a if b is None else b
+    ns = a.ns + b.ns
+    for unit in ("h", "m", "s", "a", "u", "b"):
+        if ns % NS_PER_UNIT[unit] == 0:
+            return Duration(ns // NS_PER_UNIT[unit], unit)
+    return Duration(ns, "b")
 
 
 WINDOW_ONLY = frozenset({"_twstart", "_twend", "_twduration", "_twrownum"})
@@ -259,26 +275,31 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
 
 
 def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
-    """PERIOD (``check_period``) and SLIDING triggers: no SLIDING offset after INTERVAL, a
-    SLIDING-only period dividing one day with its offset below it, IGNORE_NODATA_TRIGGER."""
+    """PERIOD (``check_period``) and SLIDING triggers: a SLIDING-only period in PERIOD's units, a
+    SLIDING offset below one day (seed 002)."""
     t = s.trigger
     if isinstance(t, ast.PeriodTrigger):
         check_period(s, t, sql)
     if not isinstance(t, ast.SlidingTrigger):
         return
-    if t.interval is not None and t.sliding_offset is not None:
-        raise _not_yet("an offset in SLIDING after INTERVAL (give it to INTERVAL)", sql)
-    if t.interval is None:
-        if t.sliding.is_calendar or DAY_NS % t.sliding.ns:
-            # seed 002: the base time resets daily as for PERIOD; windows aligned to the epoch match
-            # that only when the sliding divides a day
-            raise _not_yet(f"SLIDING({t.sliding}) that does not divide one day", sql)
-        if t.sliding_offset is not None and t.sliding_offset.ns >= t.sliding.ns:
-            raise SqlError(
-                f"the SLIDING offset {t.sliding_offset} must be below the sliding {t.sliding}",
-                sql=sql,
-                code=Code.INVALID_STREAM_QUERY,
-            )
+    # seed 002: a SLIDING trigger's times follow PERIOD's rules on event time (units a, s, m, h,
+    # d; an offset in a, s, m or h below one day); one that does not divide a day resets at every
+    # midnight (streams/compile._sliding_shape)
+    if t.interval is None and t.sliding.unit not in ("a", "s", "m", "h", "d"):
+        raise SqlError(
+            f"SLIDING({t.sliding}) of a SLIDING trigger takes units a, s, m, h or d (seed 002, "
+            "Sliding Trigger: the rules of scheduled triggers)",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    off = t.sliding_offset
+    if off is not None and (off.unit not in ("a", "s", "m", "h") or off.ns >= DAY_NS):
+        raise SqlError(
+            f"the SLIDING offset {off} must be below one day, in units a, s, m or h (seed 002, "
+            "Sliding Trigger)",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
 
 
 def _check_trigger_table(s: ast.CreateStream337, sql: str) -> None:

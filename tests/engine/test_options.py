@@ -8,12 +8,13 @@ vectorized enumeration) or are worked out by hand in the comments.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from spark_workers.engine.rows import DELETE
 from spark_workers.engine.stream import StreamRules
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
 from spark_workers.errors import SqlError
 from tests.engine.test_interval_stream import Harness, brute_force_windows, ins
 
@@ -131,3 +132,44 @@ def test_recalculated_closed_window_is_invalidated_then_closed_again():
         ("WINDOW_CLOSE", 0, 10),
     ]
     assert dict(h.rows())[0]["s"] == 6
+
+
+H = 3_600_000
+M = 60_000
+
+
+@pytest.mark.parametrize("offset", [0, M])
+def test_daily_sliding_points_follow_the_seeds_period_example(offset):
+    # seed 002 "Scheduled Trigger": every 5h30m -> 00:00, 05:30, 11:00, 16:30, 22:00 each day;
+    # with an offset of 1 minute 00:01, 05:31, 11:01, 16:31, 22:01
+    a = DailyAssigner(5 * H + 30 * M, offset, 24 * H)
+    day = 24 * H
+    points = [0, 5 * H + 30 * M, 11 * H, 16 * H + 30 * M, 22 * H]
+    points = [p + offset for p in points] + [day + p + offset for p in points] + [2 * day + offset]
+    starts = a.starts_covering(offset, 2 * day + offset - 1)
+    assert starts.tolist() == points[:-1]
+    assert a.end(starts).tolist() == points[1:]
+    rng = np.random.default_rng(7)
+    ts = rng.integers(offset, 2 * day + offset, 500)
+    got = a.last_start(ts)
+    want = [max(p for p in points if p <= t) for t in ts.tolist()]
+    assert got.tolist() == want
+
+
+def test_daily_sliding_closing_windows_match_a_loop():
+    a = DailyAssigner(7 * M, 0, 24 * H)
+    floor = np.array([0, 23 * H + 55 * M], np.int64)
+    horizon = np.array([H, 24 * H + 20 * M], np.int64)
+    count, starts = a.closing_windows(floor, horizon, 10_000)
+    want = []
+    for f, hz in zip(floor.tolist(), horizon.tolist(), strict=True):
+        w = int(a.last_start(np.array([f]))[0])
+        run = []
+        while int(a.end(np.array([w]))[0]) <= hz:
+            run.append(w)
+            w = int(a.end(np.array([w]))[0])
+        want.append(run)
+    assert count.tolist() == [len(r) for r in want]
+    assert starts.tolist() == [w for r in want for w in r]
+    assert 23 * H + 55 * M in starts.tolist()  # 1435 min = 205 * 7: the last, shorter window
+    assert a.end(np.array([23 * H + 55 * M]))[0] == 24 * H  # ends at midnight, 5 min later

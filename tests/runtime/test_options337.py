@@ -5,6 +5,7 @@ for PERIOD streams. Expected rows are computed with pandas from the rows written
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pandas as pd
@@ -152,3 +153,73 @@ def test_recalculate_of_a_period_stream_is_refused_by_the_seed(tmp_path: Path) -
         env.ex.execute_one(f"recalculate stream s from {T0}")
     assert env.ex.catalog.table("d", "out") is not None
     assert env.rows("select * from out") == []  # nothing written
+
+
+def test_sliding_that_does_not_divide_a_day_resets_at_midnight(tmp_path: Path) -> None:
+    # seed 002: a SLIDING trigger's times follow PERIOD's rules on event time; 5h30m (330m) with an
+    # offset of 1m -> 00:01, 05:31, 11:01, 16:31, 22:01 every day (the seed's own example)
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s sliding(330m, 1m) from c1 into out as "
+        "select _tcurrent_ts t, _tprev_ts p, _tnext_ts nx, count(*) n from %%trows"
+    )
+    hours = [0.5, 3, 7, 12, 21.9, 22.5, 23.9, 26, 30, 47, 49]  # hours after T0 (a midnight)
+    for h in hours:
+        env.write(ins("c1", (int(h * 3600), 1, 0)))
+    day = pd.Timestamp(T0, unit="ms")
+    points = [
+        day + pd.Timedelta(days=d, minutes=1) + pd.Timedelta(minutes=330) * k
+        for d in range(-1, 3)
+        for k in range(5)
+    ]
+    times = [day + pd.Timedelta(hours=h) for h in hours]
+    latest = max(times)
+    first = max(p for p in points if p <= times[0])
+    want = []
+    for p, nxt in itertools.pairwise(points):
+        if p >= first and nxt <= latest:  # every period from the first row's, empty ones too
+            after = points[points.index(nxt) + 1]
+            n = sum(1 for t in times if p <= t < nxt)
+            want.append(
+                [int(nxt.value // 1_000_000), int(p.value // 1_000_000), int(after.value // 1_000_000), n]
+            )
+    got = env.rows("select t, p, nx, n from out order by t")
+    assert got == want
+    assert [(p - T0) // 60_000 for _t, p, _nx, _n in got][:6] == [
+        1,  # 00:01, holding the first row at 00:30
+        5 * 60 + 31,
+        11 * 60 + 1,
+        16 * 60 + 31,
+        22 * 60 + 1,  # 22:01-00:01: the day's last period, 2 hours
+        24 * 60 + 1,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("trigger", "offset"),
+    [("interval(10s) sliding(10s, 3s)", 3), ("interval(10s, 2s) sliding(10s, 3s)", 5)],
+)
+def test_a_sliding_offset_after_interval_moves_the_windows(tmp_path: Path, trigger: str, offset: int) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        f"create stream s {trigger} from c1 into out as "
+        "select _twstart ws, count(*) n, sum(a) total from %%trows"
+    )
+    write_rows(env)
+    want = per_window(SECONDS, 10, offset)
+    assert env.rows("select ws, n, total from out order by ws") == [
+        [T0 + int(w) * 1000, int(r["count"]), None if pd.isna(r["sum"]) else int(r["sum"])]
+        for w, r in want.iterrows()
+    ]
+
+
+def test_sliding_trigger_units_and_offsets_are_the_seeds(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    with pytest.raises(SqlError, match=r"SLIDING offset 1d must be below one day"):
+        env.ex.execute_one(
+            "create stream s sliding(5h, 1d) from c1 into r as select _tcurrent_ts, count(*) from %%trows"
+        )
+    with pytest.raises(SqlError, match=r"takes units a, s, m, h or d"):
+        env.ex.execute_one(
+            "create stream s sliding(1n) from c1 into r as select _tcurrent_ts, count(*) from %%trows"
+        )

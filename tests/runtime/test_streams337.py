@@ -134,11 +134,6 @@ def test_deletes_are_ignored_unless_delete_recalc(tmp_path: Path, delete_recalc:
     ("sql", "named"),
     [
         (
-            "create stream s sliding(7m) from c1 stream_options(ignore_nodata_trigger) into r as "
-            "select _tcurrent_ts, count(*) from %%trows",
-            "does not divide one day",
-        ),
-        (
             "create stream s state_window(a) from c1 notify('ws://127.0.0.1:1/x') on (window_close) "
             "where n > 1 into r as select _twstart, count(*) n from %%trows",
             "NOTIFY ... WHERE",
