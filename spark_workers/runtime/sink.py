@@ -73,6 +73,23 @@ class BatchReport:
         return d
 
 
+def output_subtable_name(c: CompiledStream, gkey: str, tz: str) -> str:
+    """The output subtable of a group (``gkey``: the engine's group key, a JSON list of the
+    PARTITION BY values): the SUBTABLE / OUTPUT_SUBTABLE expression's value over the group (legacy:
+    plus the table name and group id, seed 000; 3.3.7: the value itself, seed 002), else
+    ``default_subtable``; at most 192 characters."""
+    if c.subtable_expr is None:
+        return default_subtable(c.out_table, gkey)
+    values = json.loads(gkey)
+    with DuckSession(None) as duck:
+        cols = {g.display: [values[i] if i < len(values) else None] for i, g in enumerate(c.plan.groups)}
+        view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
+        scope = Scope({}, None, c.precision, tz)
+        expr = to_sql(c.subtable_expr, "duckdb", scope)
+        base = duck.query(f"SELECT CAST({expr} AS VARCHAR) AS n FROM {view}").column("n")[0].as_py()
+    return (base if c.exact_subtable else f"{base}_{c.out_table}_{group_id(gkey)}")[:192]
+
+
 class OutputSink:
     """Writes one stream's micro-batches (see module docstring).
 
@@ -425,21 +442,7 @@ class OutputSink:
             return name
         values = json.loads(gkey)
         gid = group_id(gkey)
-        if self.c.subtable_expr is not None:
-            with DuckSession(None) as duck:
-                cols = {
-                    g.display: [values[i] if i < len(values) else None]
-                    for i, g in enumerate(self.c.plan.groups)
-                }
-                view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
-                scope = Scope({}, None, self.precision, self.tz)
-                expr = to_sql(self.c.subtable_expr, "duckdb", scope)
-                base = duck.query(f"SELECT CAST({expr} AS VARCHAR) AS n FROM {view}").column("n")[0].as_py()
-            # legacy: the expression's value plus table name and group id (seed 000); 3.3.7
-            # OUTPUT_SUBTABLE: the value itself (seed 002)
-            name = (base if self.c.exact_subtable else f"{base}_{self.c.out_table}_{gid}")[:192]
-        else:
-            name = default_subtable(self.c.out_table, gkey)
+        name = output_subtable_name(self.c, gkey, self.tz)
         db = self.lake.catalog.require_database(self.c.out_db)
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}

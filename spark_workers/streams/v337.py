@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 
 WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
 UNSUPPORTED_OPTIONS = (
-    ("delete_output_table", "DELETE_OUTPUT_TABLE"),
     ("fill_history_first", "FILL_HISTORY_FIRST"),
     ("force_output", "FORCE_OUTPUT"),
 )
@@ -415,6 +414,8 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
             raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
         raise _not_yet("FILL_HISTORY(start_time)", sql, o.spans.get("fill_history"))
+    if o.delete_output_table:
+        _check_delete_output_table(s, sql)
     exp_t = o.expired_time
     if exp_t is not None and (exp_t.unit not in ("a", "s", "m", "h", "d") or exp_t.ns <= 0):
         sp = o.spans.get("expired_time")
@@ -435,6 +436,28 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
                 offset=sp.start if sp else None,
                 code=Code.INVALID_STREAM_QUERY,
             )
+
+
+def _check_delete_output_table(s: ast.CreateStream337, sql: str) -> None:
+    """DELETE_OUTPUT_TABLE "applies only to scenarios grouped by subtables" (seed 002, Stream
+    Processing Control Options): it needs an output table (INTO) and PARTITION BY tbname.
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY naming the seed's rule.
+    """
+    by_tbname = any(
+        isinstance(p.expr, exp.Column) and p.expr.name.lower() == "tbname" for p in s.partition_by
+    )
+    if s.into is None or not by_tbname:
+        sp = s.options.spans.get("delete_output_table")
+        raise SqlError(
+            "DELETE_OUTPUT_TABLE deletes the output subtable of a dropped trigger subtable: it applies "
+            "only to streams grouped by subtable (PARTITION BY tbname) with an output table (INTO) "
+            "(seed 002, Stream Processing Control Options)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
 
 
 def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> StreamSpec:
@@ -513,6 +536,7 @@ def _options_spec(s: ast.CreateStream337) -> OptionsSpec:
         fill_history=o.fill_history,
         ignore_disorder=o.ignore_disorder,
         delete_recalc=o.delete_recalc and not count,
+        delete_output_table=o.delete_output_table,
         pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
         ignore_nodata_trigger=o.ignore_nodata_trigger,
         event_type=[e.upper() for e in o.event_type],

@@ -223,3 +223,60 @@ def test_sliding_trigger_units_and_offsets_are_the_seeds(tmp_path: Path) -> None
         env.ex.execute_one(
             "create stream s sliding(1n) from c1 into r as select _tcurrent_ts, count(*) from %%trows"
         )
+
+
+@pytest.mark.parametrize(
+    ("partition", "output"),
+    [
+        ("partition by tbname", ""),  # default names t_<md5>, tag tag_tbname
+        ("partition by tbname, g", "output_subtable(concat('out_', tbname)) "),
+    ],
+)
+def test_delete_output_table_drops_the_output_subtable_of_a_dropped_subtable(
+    tmp_path: Path, partition: str, output: str
+) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        f"create stream s interval(10s) sliding(10s) from st {partition} "
+        f"stream_options(delete_output_table | ignore_nodata_trigger) into out {output}"
+        "as select _twstart ws, count(*) n from %%trows"
+    )
+    env.stream(  # the same stream without the option keeps its output (seed 002 default)
+        f"create stream s2 interval(10s) sliding(10s) from st {partition} "
+        f"stream_options(ignore_nodata_trigger) into out2 {output.replace('out_', 'o2_')}"
+        "as select _twstart ws, count(*) n from %%trows"
+    )
+    env.write(ins("c1", (0, 1, 0), (5, 1, 0), (12, 1, 0)), ins("c2", (1, 1, 0), (15, 1, 0)))
+    tables = "select tbname, count(*) from {} partition by tbname order by 1"
+    # which trigger subtable each output subtable belongs to: its tag_tbname, or its name
+    owner = {
+        t: v
+        for t, v in env.rows(
+            "select table_name, tag_value from information_schema.ins_tags "
+            "where stable_name = 'out' and tag_name = 'tag_tbname'"
+        )
+    }
+    if output:
+        owner = {"out_c1": "c1", "out_c2": "c2"}
+    before = dict(env.rows(tables.format("out")))
+    assert set(before) == set(owner) and list(before.values()) == [1, 1]  # [0,10) of c1 and c2
+    env.write("drop table c1")
+    after = dict(env.rows(tables.format("out")))
+    (dropped,) = [t for t, o in owner.items() if o == "c1"]
+    assert set(after) == {t for t, o in owner.items() if o == "c2"}
+    assert env.ex.catalog.table("d", dropped) is None  # the output subtable itself is gone
+    assert len(env.rows(tables.format("out2"))) == 2  # without the option: kept (seed 002 default)
+
+
+def test_delete_output_table_needs_grouping_by_subtable(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    for sql in (
+        "create stream s interval(10s) sliding(10s) from st stream_options(delete_output_table) "
+        "into out as select _twstart, count(*) from %%trows",
+        "create stream s interval(10s) sliding(10s) from st partition by g "
+        "stream_options(delete_output_table) into out as select _twstart, count(*) from %%trows",
+    ):
+        with pytest.raises(
+            SqlError, match=r"applies only to streams grouped by subtable \(PARTITION BY tbname\)"
+        ):
+            env.ex.execute_one(sql)
