@@ -27,8 +27,10 @@ Computations that are not such an aggregate (any query, other tables, ``%%tbname
 placeholders), PERIOD and SLIDING-only triggers and notify-only streams run per trigger event
 (``compute.py``, ``runtime/period.py``). What is not run yet is refused at CREATE STREAM with an
 error naming it (positioned where the parser kept a span): NOTIFY ... WHERE and the options
-EXPIRED_TIME, DELETE_OUTPUT_TABLE, FILL_HISTORY_FIRST, FILL_HISTORY(start), FORCE_OUTPUT; INTERVAL
-and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not create windows without rows).
+FILL_HISTORY_FIRST, FILL_HISTORY(start), FORCE_OUTPUT. INTERVAL and SLIDING triggers fire for
+periods without rows unless IGNORE_NODATA_TRIGGER (``StreamRules.fire_empty``); EXPIRED_TIME is
+judged per trigger group; DELETE_OUTPUT_TABLE needs grouping by tbname (docs/decisions.md, "Seed
+002's options in the engine").
 """
 
 from __future__ import annotations
