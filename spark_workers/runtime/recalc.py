@@ -31,8 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from spark_workers.engine.aggregates import AggSpec, empty_partials, lower
+from spark_workers.engine.rows import RowBatch
 from spark_workers.engine.shape import WindowShape, batch_windows
-from spark_workers.engine.stream import StepOutput, WindowResults
+from spark_workers.engine.stream import EMPTY_WINDOWS_MAX, StepOutput, WindowResults
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.query.duck import DuckSession
@@ -54,9 +56,59 @@ class Recalculation:
     seconds: float
 
 
-def closed_and_reach(shape: WindowShape, res: WindowResults, progress: int) -> tuple[np.ndarray, np.ndarray]:
+def _group_latest(rows: RowBatch) -> dict[str, int]:
+    """The latest event time of each group of ``rows``."""
+    if not len(rows):
+        return {}
+    keys, inv = np.unique(rows.gkey.astype(str), return_inverse=True)
+    mx = np.full(keys.shape[0], np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(mx, inv, rows.ts.astype(np.int64))
+    return dict(zip(keys.tolist(), mx.tolist(), strict=True))
+
+
+def _with_empty_windows(
+    c: CompiledStream, aggs: list[AggSpec], res: WindowResults, rows: RowBatch, latest: dict[str, int]
+) -> WindowResults:
+    """``res`` plus the windows without rows the stream fires (3.3.7 INTERVAL / SLIDING without
+    IGNORE_NODATA_TRIGGER, seed 002): per group, from the window holding its first row to the
+    last one its latest time closed; sorted by (group, start) as ``batch_windows`` answers."""
+    assigner = c.shape.assigner()
+    keys, inv = np.unique(rows.gkey.astype(str), return_inverse=True)
+    first = np.full(keys.shape[0], np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inv, rows.ts.astype(np.int64))
+    horizon = np.array([latest[k] for k in keys.tolist()], np.int64) - c.rules.watermark
+    count, starts = assigner.closing_windows(first, horizon, EMPTY_WINDOWS_MAX)
+    if int(count.sum()) > EMPTY_WINDOWS_MAX:
+        raise SqlError(
+            f"RECALCULATE STREAM: more than {EMPTY_WINDOWS_MAX} windows in the range",
+            code=Code.INVALID_OPERATION,
+        )
+    gk = np.repeat(keys.astype(object), count)
+    have = set(zip(res.gkey.astype(str).tolist(), res.wstart.tolist(), strict=True))
+    new = np.array([(g, w) not in have for g, w in zip(gk.tolist(), starts.tolist(), strict=True)], bool)
+    if not new.any():
+        return res
+    gk, starts = gk[new], starts[new]
+    vals = lower(aggs, empty_partials(aggs, np.zeros(starts.shape[0], np.int64), starts))
+    ws = np.concatenate([res.wstart, starts])
+    gkeys = np.concatenate([res.gkey.astype(object), gk])
+    order = np.lexsort((ws, gkeys.astype(str)))
+    return WindowResults(
+        gkeys[order],
+        ws[order],
+        np.concatenate([res.wend, assigner.end(starts)])[order],
+        {
+            k: (np.concatenate([v, vals[k][0]])[order], np.concatenate([m, vals[k][1]])[order])
+            for k, (v, m) in res.values.items()
+        },
+    )
+
+
+def closed_and_reach(
+    shape: WindowShape, res: WindowResults, progress: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per window of ``res`` (sorted by group, start): has the stream closed it at ``progress``
-    (its latest event time minus the watermark), and the last instant it covers: the range
+    (per window: its group's latest event time minus the watermark), and the last instant it covers: the range
     ``[start, end]`` recalculates the closed windows with ``wstart <= end`` and ``reach >= start``
     (seed 002, "Manual Recalculation"; td-046).
 
@@ -114,7 +166,11 @@ def recalculate(
     res = batch_windows(c.shape, aggs, rows)
     progress = (int(rows.ts.max()) - c.rules.watermark) if len(rows) else start - 1
     hi = min(end, progress) if end is not None else progress
-    closed, reach = closed_and_reach(c.shape, res, progress)
+    latest = _group_latest(rows)  # each group closes its windows by its own latest time
+    if c.rules.fire_empty and len(rows):
+        res = _with_empty_windows(c, aggs, res, rows, latest)
+    group_progress = np.array([latest[g] for g in res.gkey.tolist()], np.int64) - c.rules.watermark
+    closed, reach = closed_and_reach(c.shape, res, group_progress)
     keep = closed & (res.wstart <= hi) & (reach >= start)
     if c.shape.kind == "state" and len(res) > 1:  # the window opened by the row that closed one
         opened = np.zeros(len(res), bool)

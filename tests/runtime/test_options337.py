@@ -280,3 +280,28 @@ def test_delete_output_table_needs_grouping_by_subtable(tmp_path: Path) -> None:
             SqlError, match=r"applies only to streams grouped by subtable \(PARTITION BY tbname\)"
         ):
             env.ex.execute_one(sql)
+
+
+def test_recalculate_rewrites_windows_left_without_rows_and_keeps_empty_ones(tmp_path: Path) -> None:
+    # deletes are ignored without DELETE_RECALC (seed 002): the output keeps [10,20)'s old count
+    # until RECALCULATE, which rewrites it from the lake's rows: now none, so count 0 (an empty
+    # window fires by default); the empty window [20,30) stays empty
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s interval(10s) sliding(10s) from c1 into out as "
+        "select _twstart ws, count(*) n, sum(a) total from %%trows"
+    )
+    rows = [0, 11, 14, 35, 52]
+    for sec in rows:
+        env.write(ins("c1", (sec, sec + 1, 0)))
+    env.write(f"delete from c1 where ts >= {T0 + 10_000} and ts < {T0 + 20_000}")
+    assert env.rows(f"select n from out where ws = {T0 + 10_000}") == [[2]]
+    res = env.ex.execute_one(f"recalculate stream s from {T0 + 5_000} to {T0 + 25_000}")
+    left = [sec for sec in rows if not 10 <= sec < 20]
+    want = per_window(left, 10)
+    want = want[want.index + 10 <= max(rows)]
+    assert env.rows("select ws, n, total from out order by ws") == [
+        [T0 + int(w) * 1000, int(r["count"]), None if pd.isna(r["sum"]) else int(r["sum"])]
+        for w, r in want.iterrows()
+    ]
+    assert res.affected_rows == 3  # [0,10), [10,20), [20,30) overlap the range
