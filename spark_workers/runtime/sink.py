@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
+from sqlglot import exp
 
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
@@ -33,6 +34,7 @@ from spark_workers.notify.sender import Sender
 from spark_workers.query.compute import TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.select import explode_rows, stage3_sql
+from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME
 from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.sql.values import coerce
@@ -73,20 +75,33 @@ class BatchReport:
         return d
 
 
-def output_subtable_name(c: CompiledStream, gkey: str, tz: str) -> str:
-    """The output subtable of a group (``gkey``: the engine's group key, a JSON list of the
-    PARTITION BY values): the SUBTABLE / OUTPUT_SUBTABLE expression's value over the group (legacy:
-    plus the table name and group id, seed 000; 3.3.7: the value itself, seed 002), else
-    ``default_subtable``; at most 192 characters."""
-    if c.subtable_expr is None:
-        return default_subtable(c.out_table, gkey)
+def group_expr_values(c: CompiledStream, gkey: str, exprs: list[exp.Expr], tz: str) -> list[Any]:
+    """The values of expressions over one group (``gkey``: the engine's group key, a JSON list of
+    the PARTITION BY values): they may name the PARTITION BY items and the 3.3.7 placeholders
+    ``%%n`` and ``%%tbname`` (seed 002, "Stream Processing Output"). One DuckDB query."""
     values = json.loads(gkey)
+    cols = {g.display: [values[i] if i < len(values) else None] for i, g in enumerate(c.plan.groups)}
+    ph, _tb, _conds = group_context(c.plan.groups, values)
+    cols.update({PARTITION_PREFIX + k[1:]: [v] for k, v in ph.items() if k.startswith("p")})
+    if "tbname" in ph:
+        cols[TBNAME] = [ph["tbname"]]
     with DuckSession(None) as duck:
-        cols = {g.display: [values[i] if i < len(values) else None] for i, g in enumerate(c.plan.groups)}
         view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
         scope = Scope({}, None, c.precision, tz)
-        expr = to_sql(c.subtable_expr, "duckdb", scope)
-        base = duck.query(f"SELECT CAST({expr} AS VARCHAR) AS n FROM {view}").column("n")[0].as_py()
+        items = ", ".join(f"{to_sql(e, 'duckdb', scope)} AS v{i}" for i, e in enumerate(exprs))
+        row = duck.query(f"SELECT {items} FROM {view}").to_pylist()[0]
+    return [row[f"v{i}"] for i in range(len(exprs))]
+
+
+def output_subtable_name(c: CompiledStream, gkey: str, tz: str) -> str:
+    """The output subtable of a group (``gkey`` as ``group_expr_values``): the SUBTABLE /
+    OUTPUT_SUBTABLE expression's value over the group (legacy: plus the table name and group id,
+    seed 000; 3.3.7: the value itself, seed 002), else ``default_subtable``; at most 192
+    characters."""
+    if c.subtable_expr is None:
+        return default_subtable(c.out_table, gkey)
+    (v,) = group_expr_values(c, gkey, [c.subtable_expr], tz)
+    base = "" if v is None else str(v)
     return (base if c.exact_subtable else f"{base}_{c.out_table}_{group_id(gkey)}")[:192]
 
 
@@ -446,12 +461,15 @@ class OutputSink:
         db = self.lake.catalog.require_database(self.c.out_db)
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
+        exprs = [tp.expr for tp in self.c.tags if tp.expr is not None]
+        computed = iter(group_expr_values(self.c, gkey, exprs, self.tz) if exprs else [])
         for tp, tag in zip(self.c.tags, stable.tags, strict=False):
-            v = (
-                gid
-                if tp.group_index is None
-                else (values[tp.group_index] if tp.group_index < len(values) else None)
-            )
+            if tp.expr is not None:
+                v = next(computed)
+            elif tp.group_index is None:
+                v = gid
+            else:
+                v = values[tp.group_index] if tp.group_index < len(values) else None
             if isinstance(v, int) and tag.type.name == "TIMESTAMP":
                 v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
             try:

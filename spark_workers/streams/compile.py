@@ -68,12 +68,14 @@ class OutputColumnPlan:
 
 @dataclass
 class TagPlan:
-    """One tag of the output supertable: value from group column ``group_index``, or the groupId
-    (``group_index`` None)."""
+    """One tag of the output supertable: the value of ``expr`` over the group (3.3.7 ``TAGS (name
+    type AS expr)``, seed 002: any expression of the PARTITION BY columns, ``%%n``, ``%%tbname``),
+    else group column ``group_index``, else the groupId (``group_index`` None)."""
 
     name: str
     type: TdType
     group_index: int | None
+    expr: exp.Expr | None = None
 
 
 @dataclass
@@ -378,6 +380,11 @@ def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str) -> list[TagPlan]:
     out = []
     for i, t in enumerate(spec.output.tags):
         ttype = _parse_type(t.type)
+        if t.expr is not None and spec.syntax == V337:  # TAGS (name type AS expr), seed 002
+            sel = parse_one(f"SELECT {t.expr}")
+            assert isinstance(sel, ast.Select) and isinstance(sel.query.select, exp.Select)
+            out.append(TagPlan(t.name, ttype, None, sel.query.select.expressions[0]))
+            continue
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):

@@ -305,3 +305,19 @@ def test_recalculate_rewrites_windows_left_without_rows_and_keeps_empty_ones(tmp
         for w, r in want.iterrows()
     ]
     assert res.affected_rows == 3  # [0,10), [10,20), [20,30) overlap the range
+
+
+def test_output_subtable_and_tags_are_expressions_of_the_group(tmp_path: Path) -> None:
+    # seed 002 "Stream Processing Output": OUTPUT_SUBTABLE(tbname_expr) and TAGS(name type AS expr)
+    # over the PARTITION BY columns and %%n / %%tbname (td-050a's statement, windows closed by rows)
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s interval(10s) sliding(10s) from st partition by tbname, g "
+        "into out output_subtable(concat('tag-', %%1)) "
+        "tags(cc varchar(100) as concat('tag-', %%tbname), gx int as g * 10, k varchar(8) as '12') "
+        "as select _twstart, count(*) c1 from %%trows"
+    )
+    env.write(ins("c1", (1, 1, 0), (12, 1, 0)), ins("c2", (3, 1, 0), (14, 1, 0)))
+    got = env.rows("select tbname, cc, gx, k, c1 from out order by 1")
+    tags = {"c1": 1, "c2": 2}  # create table cN using st tags (N)
+    assert got == [[f"tag-{t}", f"tag-{t}", g * 10, "12", 1] for t, g in tags.items()]
