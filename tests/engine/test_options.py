@@ -13,10 +13,14 @@ import pandas as pd
 import pytest
 
 from spark_workers.engine.rows import DELETE
+from spark_workers.engine.segments import SegmentSpec
 from spark_workers.engine.stream import StreamRules
 from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
 from spark_workers.errors import SqlError
 from tests.engine.test_interval_stream import Harness, brute_force_windows, ins
+from tests.engine.test_segments import Harness as SegHarness
+from tests.engine.test_segments import dele as seg_del
+from tests.engine.test_segments import ins as seg_ins
 
 EMPTY = {"cnt": 0, "s": None, "mn": None, "mx": None}
 
@@ -173,3 +177,16 @@ def test_daily_sliding_closing_windows_match_a_loop():
     assert starts.tolist() == [w for r in want for w in r]
     assert 23 * H + 55 * M in starts.tolist()  # 1435 min = 205 * 7: the last, shorter window
     assert a.end(np.array([23 * H + 55 * M]))[0] == 24 * H  # ends at midnight, 5 min later
+
+
+def test_expired_time_in_session_windows_ignores_old_rows_and_deletes():
+    # SESSION(gap 10) recalculating late rows (3.3.7 default) with EXPIRED_TIME(30): a late row
+    # within 30 of the group's latest re-segments; an older one, or an older delete, changes nothing
+    rules = StreamRules(ignore_expired=False, ignore_update=False, expired_time=30)
+    h = SegHarness(SegmentSpec("session", gap=10), rules)
+    h.feed([seg_ins(0, a=1), seg_ins(5, a=1), seg_ins(40, a=1), seg_ins(60, a=1)])
+    assert h.rows("[]", "cnt") == [(0, 2), (40, 1)]  # [60..] is open
+    h.feed([seg_ins(12, a=1)])  # 12 < 60 - 30: expired, [0, 5] keeps 2 rows
+    h.feed([seg_del(5)])  # expired delete: nothing recalculated
+    h.feed([seg_ins(45, a=1)])  # 45 >= 30: late, [40, 45] recalculated
+    assert h.rows("[]", "cnt") == [(0, 2), (40, 2)]
