@@ -232,6 +232,36 @@ def lift(
     return Partials(gid.astype(np.int64, copy=False), wkey.astype(np.int64, copy=False), cols)
 
 
+def empty_partials(aggs: list[AggSpec], gid: np.ndarray, wkey: np.ndarray) -> Partials:
+    """Partials of windows without rows, keyed by ``(gid, wkey)`` (int64 arrays of one length):
+    ``lower`` turns them into count 0 and NULL for every other aggregate, as an aggregate query
+    over no rows answers (seed 002: INTERVAL / SLIDING triggers fire for periods without rows).
+    """
+    r = gid.shape[0]
+    cols: dict[str, np.ndarray] = {}
+    for a in aggs:
+        for f in a.fields:
+            dt = _field_dtype(a, f)
+            if f == "r":
+                col = np.empty(r, dtype=object)
+                for i in range(r):
+                    col[i] = []
+            elif f == "isnull":
+                col = np.ones(r, bool)
+            elif f == "t":
+                col = np.full(r, I64_MAX if a.func == "first" else I64_MIN, np.int64)
+            elif f == "lo":
+                col = np.full(r, np.inf)
+            elif f == "hi":
+                col = np.full(r, -np.inf)
+            elif dt is object:
+                col = np.full(r, None, dtype=object)
+            else:
+                col = np.zeros(r, dtype=dt)
+            cols[a.field(f)] = col
+    return Partials(gid.astype(np.int64, copy=False), wkey.astype(np.int64, copy=False), cols)
+
+
 def _as_values_list(vals: np.ndarray, valid: np.ndarray) -> list[Any]:
     return [v if ok else None for v, ok in zip(vals.tolist(), valid.tolist(), strict=True)]
 

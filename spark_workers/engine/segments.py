@@ -89,6 +89,9 @@ class SegmentSpec:
         true_for: STATE_WINDOW / EVENT_WINDOW ``TRUE_FOR(d)``: a window whose duration
             (``_wend - _wstart``) is shorter is discarded, with no result and no WINDOW_CLOSE
             event (seed 002); one that a recalculation shortens is removed from the output.
+        end_at_last_row: a 3.3.7 SESSION trigger's ``_twend`` is its last row's time (td-046, from
+            TDengine's own tests); a legacy SESSION's ``_wend`` is the last row plus the tolerance
+            (seed 000). Closing is the same for both.
     """
 
     kind: str
@@ -99,6 +102,7 @@ class SegmentSpec:
     first: int = 0
     emit_open: bool = True
     true_for: int = 0
+    end_at_last_row: bool = False
 
     @property
     def step(self) -> int:
@@ -560,7 +564,7 @@ class SegmentEngine:
         """The window's ``_wend``."""
         k = self.spec.kind
         if k == "session":
-            return w.wlast + self.spec.gap
+            return w.wlast if self.spec.end_at_last_row else w.wlast + self.spec.gap
         if k == "ek_session":
             return w.close_time if w.close_time is not None else _ek_pending_close(w, self.spec)
         return w.wlast
@@ -698,6 +702,11 @@ class SegmentEngine:
             if done and done[-1].close_time is not None:
                 late |= new & ~expired & (ts <= done[-1].close_time)  # would extend a final session
         beyond = (late | changed) & (ts < mark_floor)  # older than DELETE_MARK: dropped
+        if r.expired_time:
+            # EXPIRED_TIME (seed 002 "Expired Data"): older than the group's latest time minus the
+            # expiry when it came: no window, no recalculation; FILL_HISTORY rows never expire
+            hist = batch.is_history[idx]
+            expired |= (new | changed) & ~hist & (prev != I64_MIN) & (ts < prev - r.expired_time)
         if late.any() and r.mode != "AT_ONCE" and r.ignore_expired and not r.late_by_watermark:
             pos = np.flatnonzero(late & ~beyond)
             final = [self._is_final_at(grp, int(ts[i]), int(prev[i])) for i in pos]
@@ -710,6 +719,7 @@ class SegmentEngine:
             lowest = int(ts[touching | fresh].min())
             anchor = self._anchor(grp, lowest)
             if anchor is not None and recalc is not None:
+                out.changed[g] = (int(ts[touching].min()), int(ts[touching].max()))
                 self._recompute(state, g, grp, anchor, recalc, out, stats)
                 stats["recalculated"] = int(stats["recalculated"] or 0) + 1
                 return
@@ -775,8 +785,11 @@ class SegmentEngine:
         stats: dict[str, int | None],
         *,
         lift_now: bool,
+        known_starts: frozenset[int] = frozenset(),
     ) -> None:
-        """Take a segmentation of ``batch`` rows ``sel`` (sorted by time) into the group."""
+        """Take a segmentation of ``batch`` rows ``sel`` (sorted by time) into the group;
+        ``known_starts``: starts of the windows a re-segmentation replaces (already opened: their
+        WINDOW_OPEN is not sent again)."""
         known = {w.wid for w in grp.windows}
         fresh = [w for w in seg.wins if w.wid not in known]
         grp.windows.extend(fresh)
@@ -808,7 +821,8 @@ class SegmentEngine:
         for wid, i in seg.closed_at.items():
             by_wid[wid].info["close_values"] = _condition_values(batch, int(sel[i]), "end")
         for w in fresh:
-            out.opened(g, w)
+            if w.wstart not in known_starts:
+                out.opened(g, w)
         for w in seg.wins:
             out.touched(g, w)
 
@@ -848,7 +862,8 @@ class SegmentEngine:
         grp.last_ts = max([I64_MIN, *[w.wlast for w in remaining[-RETAIN_CLOSED - 1 :]]])
         if sel.size:
             seg = segment_rows(self.spec, rows.ts[sel], self._extras(rows, sel), carry, [], grp.next_wid)
-            self._absorb(g, grp, rows, sel, seg, out, stats, lift_now=True)
+            starts = frozenset(w.wstart for w in old)
+            self._absorb(g, grp, rows, sel, seg, out, stats, lift_now=True, known_starts=starts)
             # a window already in the output is rewritten at once, whatever the trigger mode
             written = {w.wstart for w in old if w.written}
             for w in seg.wins:
@@ -915,10 +930,14 @@ class _Output:
         self.emit: dict[tuple[int, int], Win] = {}
         self.events: list[WindowEvent] = []
         self.removed: list[tuple[int, Win]] = []
+        self.changed: dict[int, tuple[int, int]] = {}  # group -> time range of its changed rows
 
     def _want(self, kind: str) -> bool:
         r = self.eng.rules
-        wanted = r.notify_open if kind == "WINDOW_OPEN" else r.notify_close
+        if kind == "WINDOW_INVALIDATION":  # any window notification hears of invalidated windows
+            wanted = r.notify_open or r.notify_close
+        else:
+            wanted = r.notify_open if kind == "WINDOW_OPEN" else r.notify_close
         return wanted and (r.notify_history or not self.history)
 
     def _event(self, kind: str, g: int, w: Win) -> None:
@@ -958,6 +977,17 @@ class _Output:
             self.emit.pop((g, w.wid), None)
             self.removed.append((g, w))
 
+    def _invalidated(self, g: int, w: Win, ends: dict[tuple[int, int], int]) -> bool:
+        """WINDOW_INVALIDATION (seed 000 / 002 "Fields for Window Invalidation"): a written window
+        replaced by a re-segmentation is invalidated when it is gone, its bounds changed, or a
+        changed row falls in it (its result is recalculated); windows after the change that come
+        back with the same bounds hold the same rows and are not."""
+        wend = self.eng.wend(w)
+        if ends.get((g, w.wstart)) != wend:
+            return True
+        lo, hi = self.changed.get(g, (w.wstart, wend))
+        return w.wstart <= hi and wend >= lo
+
     def finish(self) -> _Finished:
         eng, st = self.eng, self.state
         keys = sorted(self.emit, key=lambda k: (k[0], self.emit[k].wstart))
@@ -989,25 +1019,32 @@ class _Output:
             lower(eng.aggs, sel),
         )
         removals: list[tuple[str, int]] = []
+        closes = self.events
+        self.events = []  # invalidations first: they happened when the change came
         for g, w in short:
             if w.written:  # a recalculation made a written window too short
                 removals.append((st.gkeys[g], w.wstart))
                 w.written = False
-                if self._want("WINDOW_CLOSE"):
+                if self._want("WINDOW_INVALIDATION"):
                     self._event("WINDOW_INVALIDATION", g, w)
         if self.removed:
             alive = {(g, w.wstart) for (g, _), w in zip(keys, wins, strict=True)}
             groups = {g for g, _ in self.removed}
             alive |= {(g, w.wstart) for g in groups for w in st.groups[g].windows if eng.visible(w)}
+            ends = {(g, w.wstart): eng.wend(w) for (g, _), w in zip(keys, wins, strict=True)}
+            for g in groups:
+                for w in st.groups[g].windows:
+                    ends.setdefault((g, w.wstart), eng.wend(w))
             for g, w in self.removed:
                 if w.written and (g, w.wstart) not in alive:
                     removals.append((st.gkeys[g], w.wstart))
-                    if self._want("WINDOW_CLOSE"):
-                        self._event("WINDOW_INVALIDATION", g, w)
+                if w.written and self._want("WINDOW_INVALIDATION") and self._invalidated(g, w, ends):
+                    self._event("WINDOW_INVALIDATION", g, w)
         # partials of final windows are no longer needed once written
         done = [(g, w.wid) for (g, _), w in zip(keys, wins, strict=True) if w.final]
         done += [(g, w.wid) for g, w in short if w.final]
         st.drop(done)
+        self.events += closes
         return _Finished(res, removals, self.events)
 
 

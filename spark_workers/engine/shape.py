@@ -27,7 +27,7 @@ from spark_workers.engine.stream import (
     WindowResults,
     window_aggregate,
 )
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
 
 SEGMENT_KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
 # "rows": no window (a legacy stream without window clause writes each row; no engine runs it)
@@ -57,6 +57,10 @@ class WindowShape:
         first_start_at_first_row: eKuiper tumbling: the first window starts at the first event.
         ekuiper: an eKuiper window (eKuiper's lateness rule; WHERE applies after windowing).
         true_for: STATE_WINDOW / EVENT_WINDOW minimum duration (TRUE_FOR; 0 = none).
+        end_at_last_row: a 3.3.7 SESSION trigger: ``_wend`` is the last row's time
+            (``SegmentSpec.end_at_last_row``).
+        day: a 3.3.7 SLIDING trigger whose sliding does not divide a day: one day in precision
+            units, and the windows are ``DailyAssigner``'s (0: the epoch-aligned grid).
     """
 
     kind: str
@@ -69,12 +73,16 @@ class WindowShape:
     first_start_at_first_row: bool = False
     ekuiper: bool = False
     true_for: int = 0
+    end_at_last_row: bool = False
+    day: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown window kind {self.kind}")
 
-    def assigner(self) -> IntervalAssigner:
+    def assigner(self) -> IntervalAssigner | DailyAssigner:
+        if self.day:
+            return DailyAssigner(self.size, self.offset, self.day)
         return IntervalAssigner(self.size, self.step or self.size, self.offset)
 
     def segment_spec(self) -> SegmentSpec:
@@ -84,7 +92,12 @@ class WindowShape:
                 k, count=self.size, sliding=self.step, first=self.offset, emit_open=self.emit_open
             )
         return SegmentSpec(
-            k, gap=self.size, max_duration=self.max_duration, emit_open=self.emit_open, true_for=self.true_for
+            k,
+            gap=self.size,
+            max_duration=self.max_duration,
+            emit_open=self.emit_open,
+            true_for=self.true_for,
+            end_at_last_row=self.end_at_last_row,
         )
 
     def sliding_spec(self) -> SlidingSpec:
@@ -92,7 +105,9 @@ class WindowShape:
 
     def nominal_end(self, wstart: int) -> int:
         """``_wend`` of a window known only by its start (removals): exact for INTERVAL."""
-        return wstart + self.size if self.kind == "interval" else wstart
+        if self.kind == "interval":
+            return int(self.assigner().end(np.array([wstart], np.int64))[0])
+        return wstart
 
 
 def make_engine(shape: WindowShape, aggs: list[AggSpec], rules: StreamRules) -> Engine:

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, lift, lower
+from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, empty_partials, lift, lower
 from spark_workers.engine.rows import (
     DELETE,
     INSERT,
@@ -45,10 +45,14 @@ from spark_workers.engine.rows import (
     group_ids,
     register_groups,
 )
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
+from spark_workers.errors import Code, SqlError
 
 STATE_FORMAT = 2
 TEN_YEARS_MS = 10 * 365 * 86_400_000
+EMPTY_WINDOWS_MAX = 10_000_000
+"""Windows without rows one step may fire (``StreamRules.fire_empty``): a row far ahead of its
+group's time would otherwise make millions of windows at once."""
 
 RecalcReader = Callable[[list[str], int, int], RowBatch]
 """``recalc(gkeys, ts_lo, ts_hi)`` returns the lake's current rows of those groups with
@@ -77,6 +81,12 @@ class StreamRules:
         key_ties_late: the source has a composite key (``lake/keys.py``): a row at the time of
             the group's latest segmented row may sort before it (a smaller key), so data-defined
             windows treat it as out of order and re-segment from the lake, in (ts, key) order.
+        fire_empty: INTERVAL windows without rows fire too, from the group's first window on
+            (3.3.7 INTERVAL / SLIDING triggers without IGNORE_NODATA_TRIGGER, seed 002 "Stream
+            Processing Control Options").
+        expired_time: EXPIRED_TIME (0: none): a real-time row older than its group's latest event
+            time minus this is ignored: it joins no window and recalculates nothing (seed 002
+            "Expired Data").
     """
 
     mode: str = "WINDOW_CLOSE"
@@ -92,6 +102,8 @@ class StreamRules:
     late_by_watermark: bool = False
     recalc_every: int = 3_600_000
     key_ties_late: bool = False
+    fire_empty: bool = False
+    expired_time: int = 0
 
     @property
     def clock_driven(self) -> bool:
@@ -299,7 +311,7 @@ class IntervalEngine:
 
     def __init__(
         self,
-        assigner: IntervalAssigner,
+        assigner: IntervalAssigner | DailyAssigner,
         aggs: list[AggSpec],
         rules: StreamRules,
         *,
@@ -439,6 +451,9 @@ class _IntervalStep:
         self.touched_g: list[np.ndarray] = []
         self.touched_w: list[np.ndarray] = []
         self.recalc_closed: Partials | None = None
+        self.ug: np.ndarray | None = None  # groups whose latest time advanced, and their old latest
+        self.old_max = np.empty(0, np.int64)
+        self.rc_was_closed = np.empty(0, bool)
         self.gid = group_ids(batch, state.gids) if n else np.empty(0, np.int64)
         self.ch = ch = batch.changes
         self.keep = np.ones(n, bool)
@@ -470,10 +485,11 @@ class _IntervalStep:
         return wanted and (self.r.notify_history or not self.history)
 
     def _events(self, kind: str, gids: np.ndarray, wkeys: np.ndarray) -> list[WindowEvent]:
-        gkeys, interval, history = self.state.gkeys, self.a.interval, self.history
+        gkeys, history = self.state.gkeys, self.history
+        ends = self.a.end(np.asarray(wkeys, np.int64))
         return [
-            WindowEvent(kind, gkeys[g], int(w), int(w + interval), history)
-            for g, w in zip(gids, wkeys, strict=True)
+            WindowEvent(kind, gkeys[g], int(w), int(e), history)
+            for g, w, e in zip(gids, wkeys, ends, strict=True)
         ]
 
     def judge_incremental(self) -> None:
@@ -513,6 +529,13 @@ class _IntervalStep:
             self.late_recalc = self.closed_before & ~self.beyond_mark
         else:
             self.late_recalc = np.zeros_like(self.closed_before)
+        if r.expired_time and pair_row.size:
+            # EXPIRED_TIME (seed 002 "Expired Data"): older than the group's latest time minus the
+            # expiry when it came: no window, no recalculation; FILL_HISTORY rows never expire
+            hist = batch.is_history[inc_idx]
+            gone = (self.prev != I64_MIN) & ~hist & (self.t_inc < self.prev - r.expired_time)
+            self.closed_before |= gone[pair_row]
+            self.late_recalc &= ~gone[pair_row]
         self.dropped = dropped = self.closed_before & ~self.late_recalc
         self.stats["rows_expired"] = int(np.unique(pair_row[dropped]).size) if dropped.any() else 0
 
@@ -528,6 +551,10 @@ class _IntervalStep:
             crow, cw = a.assign(self.batch.ts[chg_idx])
             cg = self.gid[chg_idx][crow]
             keep_c = ~self.eng._closed(a.end(cw), self.state.max_ts[cg], r.delete_mark)
+            if r.expired_time:  # an expired update or delete recalculates nothing (seed 002)
+                cts = self.batch.ts[chg_idx][crow]
+                latest = self.state.max_ts[cg]
+                keep_c &= (latest == I64_MIN) | (cts >= latest - r.expired_time)
             rc_g.append(cg[keep_c])
             rc_w.append(cw[keep_c])
         self.rc_gid = np.concatenate(rc_g)
@@ -538,6 +565,9 @@ class _IntervalStep:
             uk = pd.MultiIndex.from_arrays([self.rc_gid, self.rc_wst]).unique()
             self.rc_gid = uk.get_level_values(0).to_numpy().astype(np.int64)
             self.rc_wst = uk.get_level_values(1).to_numpy().astype(np.int64)
+            # closed (written and notified) before this batch: their recalculation invalidates them
+            latest = self.eng._latest(self.state, self.rc_gid, self.now)
+            self.rc_was_closed = self.eng._closed(a.end(self.rc_wst), latest, r.watermark)
 
     def continuous_due(self) -> None:
         """CONTINUOUS_WINDOW_CLOSE (seed 000): changes wait for the periodic recalculation; every
@@ -591,8 +621,9 @@ class _IntervalStep:
         filtered ones."""
         if self.adv_idx.size:
             state = self.state
-            np.maximum.at(state.max_ts, self.g_adv, self.t_adv)
             self.ug, self.first = ug, first = np.unique(self.g_adv, return_index=True)
+            self.old_max = state.max_ts[ug].copy()
+            np.maximum.at(state.max_ts, self.g_adv, self.t_adv)
             self.unset = unset = state.first_ts[ug] == I64_MIN
             state.first_ts[ug[unset]] = self.batch.ts[self.adv_idx][first[unset]]
 
@@ -624,12 +655,11 @@ class _IntervalStep:
         for g, w in zip(rc_gid[empty], rc_wst[empty], strict=True):
             self.removals.append((state.gkeys[g], eng._out_start(state, int(g), int(w))))
             state.dirty.pop((int(g), int(w)), None)
-            if self._notify(r.notify_close):
-                self.events.append(
-                    WindowEvent(
-                        "WINDOW_INVALIDATION", state.gkeys[g], int(w), int(w + a.interval), self.history
-                    )
-                )
+        # WINDOW_INVALIDATION (seed 000 / 002 "Fields for Window Invalidation"): a window already
+        # generated that is removed or recalculated; its new WINDOW_CLOSE (if any) follows
+        gone = empty | (self.rc_was_closed if self.rc_was_closed.size == rc_gid.size else False)
+        if self._notify(r.notify_open or r.notify_close) and np.any(gone):
+            self.events += self._events("WINDOW_INVALIDATION", rc_gid[gone], rc_wst[gone])
 
     def close_due(self) -> None:
         """Take the windows whose end passed the watermark (or the clock) out of the open set
@@ -646,10 +676,61 @@ class _IntervalStep:
                 self.stats["windows_closed"] = len(self.closing)
                 for g, w in zip(self.closing.gid.tolist(), self.closing.wkey.tolist(), strict=True):
                     state.dirty.pop((g, w), None)
+        if self.r.fire_empty and self.ug is not None:
+            self.close_empty()
         if self._notify(self.r.notify_close):
             for p in (self.recalc_closed, self.closing):
                 if p is not None and len(p):
                     self.events += self._events("WINDOW_CLOSE", p.gid, p.wkey)
+
+    def close_empty(self) -> None:
+        """Windows without rows that closed in this step (``StreamRules.fire_empty``, seed 002:
+        "Default: If not specified, triggers will occur even when no input data is present"):
+        for each group whose latest time advanced, the windows ending after its previous horizon
+        (latest time minus the watermark) and at or before the new one, from the first window
+        holding the group's first row on, that have no rows; they join ``closing`` (count 0,
+        other aggregates NULL), opened and closed at once.
+
+        Raises:
+            SqlError: INVALID_OPERATION when more than ``EMPTY_WINDOWS_MAX`` would fire at once.
+        """
+        a, r, state = self.a, self.r, self.state
+        ug, old = self.ug, self.old_max
+        assert ug is not None
+        new = state.max_ts[ug]
+        moved = (new > old) & (state.first_ts[ug] != I64_MIN)
+        if not moved.any():
+            return
+        ug, old, new = ug[moved], old[moved], new[moved]
+        first = state.first_ts[ug]
+        # window starts s (= offset + k * sliding): s + interval > max(old horizon, first row)
+        # and s + interval <= new horizon
+        floor = np.where(old == I64_MIN, first, np.maximum(old - r.watermark, first))
+        count, wkeys = a.closing_windows(floor, new - r.watermark, EMPTY_WINDOWS_MAX)
+        total = int(count.sum())
+        if total == 0:
+            return
+        if total > EMPTY_WINDOWS_MAX:
+            raise SqlError(
+                f"the trigger would fire {total} windows at once (more than {EMPTY_WINDOWS_MAX}): "
+                "a row far ahead of its group's time; add STREAM_OPTIONS(IGNORE_NODATA_TRIGGER) to "
+                "fire only windows with rows (seed 002)",
+                code=Code.INVALID_OPERATION,
+            )
+        gids = np.repeat(ug, count)
+        have = [self.closing] + ([self.recalc_closed] if self.recalc_closed is not None else [])
+        for p in have:
+            if len(p) and gids.size:
+                keep = key_index(p.gid, p.wkey, gids, wkeys) < 0
+                gids, wkeys = gids[keep], wkeys[keep]
+        if not gids.size:
+            return
+        if self._notify(r.notify_open):
+            self.events += self._events("WINDOW_OPEN", gids, wkeys)
+        self.stats["windows_opened"] = int(self.stats["windows_opened"] or 0) + int(gids.size)
+        self.stats["windows_closed"] = int(self.stats["windows_closed"] or 0) + int(gids.size)
+        empty = empty_partials(self.eng.aggs, gids, wkeys)
+        self.closing = combine(self.eng.aggs, Partials.concat([self.closing, empty]))
 
     def to_write(self) -> Partials:
         """Partials to write: closed windows, recalculated closed ones, and per the trigger mode
@@ -667,7 +748,9 @@ class _IntervalStep:
         return combine(self.eng.aggs, Partials.concat(emit))
 
 
-def window_aggregate(assigner: IntervalAssigner, aggs: list[AggSpec], rows: RowBatch) -> WindowResults:
+def window_aggregate(
+    assigner: IntervalAssigner | DailyAssigner, aggs: list[AggSpec], rows: RowBatch
+) -> WindowResults:
     """Batch window aggregation (interactive SELECT): every window of every group at once, with
     the same lift/combine/lower as streams. Output sorted by (group key, window start)."""
     if not len(rows):

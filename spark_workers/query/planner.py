@@ -23,7 +23,7 @@ from sqlglot import exp
 from spark_workers.duration import Duration
 from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
 from spark_workers.engine.shape import WindowShape
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.keys import key_column
@@ -193,7 +193,7 @@ class WindowPlan:
         """A query without a window: each row (passing WHERE) is one output row (``plan_projection``)."""
         return self.window is None
 
-    def assigner(self) -> IntervalAssigner:
+    def assigner(self) -> IntervalAssigner | DailyAssigner:
         """The INTERVAL assigner (INTERVAL and eKuiper TUMBLINGWINDOW / HOPPINGWINDOW)."""
         assert self.shape is not None
         return self.shape.assigner()

@@ -12,11 +12,16 @@ Two choices go beyond the seed, both towards correct results:
 - segmentation runs over the group's whole history, so data-defined windows (SESSION, STATE,
   EVENT, COUNT) recalculated in a range line up with the windows the stream wrote; the seed warns
   that TDengine may misalign count windows here;
-- a window is rewritten when it starts at or after ``t1`` and ends at or before ``t2`` (or the
-  stream's progress when ``TO`` is omitted: its latest event time minus the watermark), so a window
-  the stream has not closed yet is never written early.
+- a window is rewritten when the stream has closed it (at its progress: its latest event time
+  minus the watermark) and it overlaps ``[t1, t2]`` (``t2`` = the progress when ``TO`` is omitted),
+  as TDengine's own tests assert (td-046); a STATE_WINDOW reaches up to the row that closed it, so
+  the window that row opened is recalculated too (``closed_and_reach``). A window the stream has
+  not closed yet is never written early.
 
-COUNT_WINDOW streams need both times (seed 002). Notifications are not sent again.
+COUNT_WINDOW streams need both times (seed 002). A PERIOD (scheduled) stream is refused: "Manual
+recalculation is not supported for scheduled triggers (PERIOD)" and "In PERIOD mode, no
+recalculation is performed" (seed 002, "Manual Recalculation", "Recomputation"). Notifications are
+not sent again.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_workers.engine.shape import batch_windows
-from spark_workers.engine.stream import StepOutput, WindowResults
+from spark_workers.engine.aggregates import AggSpec, empty_partials, lower
+from spark_workers.engine.rows import RowBatch
+from spark_workers.engine.shape import WindowShape, batch_windows
+from spark_workers.engine.stream import EMPTY_WINDOWS_MAX, StepOutput, WindowResults
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.query.duck import DuckSession
@@ -51,6 +58,84 @@ class Recalculation:
     seconds: float
 
 
+def _group_latest(rows: RowBatch) -> dict[str, int]:
+    """The latest event time of each group of ``rows``."""
+    if not len(rows):
+        return {}
+    keys, inv = np.unique(rows.gkey.astype(str), return_inverse=True)
+    mx = np.full(keys.shape[0], np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(mx, inv, rows.ts.astype(np.int64))
+    return dict(zip(keys.tolist(), mx.tolist(), strict=True))
+
+
+def _with_empty_windows(
+    c: CompiledStream, aggs: list[AggSpec], res: WindowResults, rows: RowBatch, latest: dict[str, int]
+) -> WindowResults:
+    """``res`` plus the windows without rows the stream fires (3.3.7 INTERVAL / SLIDING without
+    IGNORE_NODATA_TRIGGER, seed 002): per group, from the window holding its first row to the
+    last one its latest time closed; sorted by (group, start) as ``batch_windows`` answers."""
+    assigner = c.shape.assigner()
+    keys, inv = np.unique(rows.gkey.astype(str), return_inverse=True)
+    first = np.full(keys.shape[0], np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inv, rows.ts.astype(np.int64))
+    horizon = np.array([latest[k] for k in keys.tolist()], np.int64) - c.rules.watermark
+    count, starts = assigner.closing_windows(first, horizon, EMPTY_WINDOWS_MAX)
+    if int(count.sum()) > EMPTY_WINDOWS_MAX:
+        raise SqlError(
+            f"RECALCULATE STREAM: more than {EMPTY_WINDOWS_MAX} windows in the range",
+            code=Code.INVALID_OPERATION,
+        )
+    gk = np.repeat(keys.astype(object), count)
+    have = set(zip(res.gkey.astype(str).tolist(), res.wstart.tolist(), strict=True))
+    new = np.array([(g, w) not in have for g, w in zip(gk.tolist(), starts.tolist(), strict=True)], bool)
+    if not new.any():
+        return res
+    gk, starts = gk[new], starts[new]
+    vals = lower(aggs, empty_partials(aggs, np.zeros(starts.shape[0], np.int64), starts))
+    ws = np.concatenate([res.wstart, starts])
+    gkeys = np.concatenate([res.gkey.astype(object), gk])
+    order = np.lexsort((ws, gkeys.astype(str)))
+    return WindowResults(
+        gkeys[order],
+        ws[order],
+        np.concatenate([res.wend, assigner.end(starts)])[order],
+        {
+            k: (np.concatenate([v, vals[k][0]])[order], np.concatenate([m, vals[k][1]])[order])
+            for k, (v, m) in res.values.items()
+        },
+    )
+
+
+def closed_and_reach(
+    shape: WindowShape, res: WindowResults, progress: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of ``res`` (sorted by group, start): has the stream closed it at ``progress``
+    (per window: its group's latest event time minus the watermark), and the last instant it covers: the range
+    ``[start, end]`` recalculates the closed windows with ``wstart <= end`` and ``reach >= start``
+    (seed 002, "Manual Recalculation"; td-046).
+
+    INTERVAL covers ``[_wstart, _wend)`` and closes at ``_wend``; SESSION covers its rows up to the
+    tolerance after the last and closes after that; STATE_WINDOW covers up to the row that changed
+    the state (the next window's first row, which closes it); EVENT and COUNT windows cover their
+    rows and are closed once a later window exists or their end is before ``progress``.
+    """
+    ws, we = res.wstart, res.wend
+    n = len(res)
+    nxt = np.full(n, np.iinfo(np.int64).max, np.int64)  # the group's next window start
+    if n > 1:
+        same = res.gkey[1:] == res.gkey[:-1]
+        nxt[:-1] = np.where(same, ws[1:], nxt[:-1])
+    has_next = nxt != np.iinfo(np.int64).max
+    if shape.kind == "interval":
+        return we <= progress, we - 1
+    if shape.kind == "session":
+        close = we + shape.size if shape.end_at_last_row else we
+        return close < progress, close
+    if shape.kind == "state":
+        return has_next & (nxt <= progress), np.where(has_next, nxt, we)
+    return has_next | (we <= progress), we
+
+
 def recalculate(
     c: CompiledStream, lake: Lake, *, stream_key: str, tz: str, start: int, end: int | None
 ) -> Recalculation:
@@ -58,9 +143,15 @@ def recalculate(
     database; ``end`` None = up to the stream's progress).
 
     Raises:
-        SqlError: a COUNT_WINDOW stream without ``end``; ``start`` after ``end``.
+        SqlError: a PERIOD stream; a COUNT_WINDOW stream without ``end``; ``start`` after ``end``.
     """
     t0 = time.perf_counter()
+    if c.spec.trigger.get("type") == "period":
+        raise SqlError(
+            "RECALCULATE STREAM: manual recalculation is not supported for scheduled triggers "
+            "(PERIOD) (seed 002, Manual Recalculation)",
+            code=Code.INVALID_OPERATION,
+        )
     if c.plan.projection:
         return _recalculate_rows(c, lake, stream_key=stream_key, tz=tz, start=start, end=end, t0=t0)
     if c.shape.kind in ("count", "ek_count") and end is None:
@@ -79,7 +170,16 @@ def recalculate(
     res = batch_windows(c.shape, aggs, rows)
     progress = (int(rows.ts.max()) - c.rules.watermark) if len(rows) else start - 1
     hi = min(end, progress) if end is not None else progress
-    keep = (res.wstart >= start) & (res.wend <= hi)
+    latest = _group_latest(rows)  # each group closes its windows by its own latest time
+    if c.rules.fire_empty and len(rows):
+        res = _with_empty_windows(c, aggs, res, rows, latest)
+    group_progress = np.array([latest[g] for g in res.gkey.tolist()], np.int64) - c.rules.watermark
+    closed, reach = closed_and_reach(c.shape, res, group_progress)
+    keep = closed & (res.wstart <= hi) & (reach >= start)
+    if c.shape.kind == "state" and len(res) > 1:  # the window opened by the row that closed one
+        opened = np.zeros(len(res), bool)
+        opened[1:] = keep[:-1] & (res.gkey[1:] == res.gkey[:-1])
+        keep |= opened & closed
     idx = np.flatnonzero(keep)
     picked = WindowResults(
         res.gkey[idx],

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
+from sqlglot import exp
 
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import LakeError
@@ -39,6 +40,7 @@ from spark_workers.query.duck import DuckSession
 from spark_workers.query.notify_where import notify_mask
 from spark_workers.query.select import explode_rows, stage3_sql
 from spark_workers.runtime.projection import row_actions, runs_to_delete, sorted_by_arrival
+from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME
 from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.sql.values import coerce
@@ -89,6 +91,36 @@ def without_null_keys(data: pa.Table, table: Table) -> pa.Table:
     if key is None or key.physical not in data.column_names or not data.column(key.physical).null_count:
         return data
     return data.filter(pc.is_valid(data.column(key.physical)))
+
+
+def group_expr_values(c: CompiledStream, gkey: str, exprs: list[exp.Expr], tz: str) -> list[Any]:
+    """The values of expressions over one group (``gkey``: the engine's group key, a JSON list of
+    the PARTITION BY values): they may name the PARTITION BY items and the 3.3.7 placeholders
+    ``%%n`` and ``%%tbname`` (seed 002, "Stream Processing Output"). One DuckDB query."""
+    values = json.loads(gkey)
+    cols = {g.display: [values[i] if i < len(values) else None] for i, g in enumerate(c.plan.groups)}
+    ph, _tb, _conds = group_context(c.plan.groups, values)
+    cols.update({PARTITION_PREFIX + k[1:]: [v] for k, v in ph.items() if k.startswith("p")})
+    if "tbname" in ph:
+        cols[TBNAME] = [ph["tbname"]]
+    with DuckSession(None) as duck:
+        view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
+        scope = Scope({}, None, c.precision, tz)
+        items = ", ".join(f"{to_sql(e, 'duckdb', scope)} AS v{i}" for i, e in enumerate(exprs))
+        row = duck.query(f"SELECT {items} FROM {view}").to_pylist()[0]
+    return [row[f"v{i}"] for i in range(len(exprs))]
+
+
+def output_subtable_name(c: CompiledStream, gkey: str, tz: str) -> str:
+    """The output subtable of a group (``gkey`` as ``group_expr_values``): the SUBTABLE /
+    OUTPUT_SUBTABLE expression's value over the group (legacy: plus the table name and group id,
+    seed 000; 3.3.7: the value itself, seed 002), else ``default_subtable``; at most 192
+    characters."""
+    if c.subtable_expr is None:
+        return default_subtable(c.out_table, gkey)
+    (v,) = group_expr_values(c, gkey, [c.subtable_expr], tz)
+    base = "" if v is None else str(v)
+    return (base if c.exact_subtable else f"{base}_{c.out_table}_{group_id(gkey)}")[:192]
 
 
 class OutputSink:
@@ -396,7 +428,6 @@ class OutputSink:
                 if kind == "WINDOW_OPEN":
                     items.append((g, int(w), None, None))
         sliding = self.c.spec.trigger.get("type") == "sliding"
-        step = self.c.shape.step or self.c.shape.size
         for g, ws, we, n in items:
             values = json.loads(g)
             v: dict[str, Any] = {
@@ -412,7 +443,7 @@ class OutputSink:
                     {
                         "_tprev_ts": to_us(ws),
                         "_tcurrent_ts": to_us(int(we)),
-                        "_tnext_ts": to_us(int(we) + step),
+                        "_tnext_ts": to_us(self.c.shape.nominal_end(int(we))),
                     }
                 )
             ph, tb, conds = group_context(groups, values)
@@ -557,32 +588,21 @@ class OutputSink:
             return name
         values = json.loads(gkey)
         gid = group_id(gkey)
-        if self.c.subtable_expr is not None:
-            with DuckSession(None) as duck:
-                cols = {
-                    g.display: [values[i] if i < len(values) else None]
-                    for i, g in enumerate(self.c.plan.groups)
-                }
-                view = duck.register_arrow(pa.table(cols) if cols else pa.table({"_x": [0]}))
-                scope = Scope({}, None, self.precision, self.tz)
-                expr = to_sql(self.c.subtable_expr, "duckdb", scope)
-                base = duck.query(f"SELECT CAST({expr} AS VARCHAR) AS n FROM {view}").column("n")[0].as_py()
-            # legacy: the expression's value plus table name and group id (seed 000); 3.3.7
-            # OUTPUT_SUBTABLE: the value itself (seed 002)
-            name = (base if self.c.exact_subtable else f"{base}_{self.c.out_table}_{gid}")[:192]
-        else:
-            name = default_subtable(self.c.out_table, gkey)
+        name = output_subtable_name(self.c, gkey, self.tz)
         db = self.lake.catalog.require_database(self.c.out_db)
         stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
+        exprs = [tp.expr for tp in self.c.tags if tp.expr is not None]
+        computed = iter(group_expr_values(self.c, gkey, exprs, self.tz) if exprs else [])
         for tp, tag in zip(self.c.tags, stable.tags, strict=False):
-            v = (
-                None
-                if tp.null
-                else gid
-                if tp.group_index is None
-                else (values[tp.group_index] if tp.group_index < len(values) else None)
-            )
+            if tp.null:
+                v = None
+            elif tp.expr is not None:
+                v = next(computed)
+            elif tp.group_index is None:
+                v = gid
+            else:
+                v = values[tp.group_index] if tp.group_index < len(values) else None
             if isinstance(v, int) and tag.type.name == "TIMESTAMP":
                 v = v * 1000 // NS_PER_PRECISION[db.precision]  # group timestamps are in microseconds
             try:
@@ -661,5 +681,12 @@ class OutputSink:
             )
         rep.events = len(evs)
         if notify is not None:  # EVENT_TYPE may add events the notification does not ask for
-            evs = [e for e in evs if e.event_type in notify.events]
+            # WINDOW_INVALIDATION is no ON (...) choice: every window notification hears of the
+            # windows it was told of that are removed or recalculated (seed 000 / 002)
+            windows = {"WINDOW_OPEN", "WINDOW_CLOSE"} & set(notify.events)
+            evs = [
+                e
+                for e in evs
+                if e.event_type in notify.events or (e.event_type == "WINDOW_INVALIDATION" and windows)
+            ]
         self.send(evs, batch_id, rep)

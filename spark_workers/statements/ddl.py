@@ -23,6 +23,7 @@ from spark_workers.sql.ast import offset_of
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.values import Now
 from spark_workers.statements.session import Session
+from spark_workers.statements.stream_commands import drop_output_subtables
 
 MAX_COLUMNS = 4096
 
@@ -234,6 +235,7 @@ def drop_table(ex: Session, s: ast.DropTable, sql: str) -> ResultSet:
             stable = ex.catalog.require_table(dbname, t.storage)
             ex.lake.delete(db, stable, ts_min=None, ts_max=None, tbnames=[t.name])
             ex.catalog.drop_table(dbname, t.name)
+            drop_output_subtables(ex, dbname, t)  # streams with DELETE_OUTPUT_TABLE (seed 002)
         else:
             ex.catalog.drop_table(dbname, t.name)
             ex.lake.drop_storage(dbname, t.name)

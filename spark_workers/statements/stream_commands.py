@@ -5,10 +5,17 @@ owner, superusers and operators.
 
 from __future__ import annotations
 
+import json
+
+from sqlglot import exp
+
 from spark_workers import access
+from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Table
 from spark_workers.query.results import ResultSet
 from spark_workers.runtime.recalc import recalculate
+from spark_workers.runtime.sink import output_subtable_name
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.values import Now
@@ -106,3 +113,39 @@ def recalculate_stream(ex: Session, s: ast.RecalculateStream, sql: str) -> Resul
     except SqlError as e:
         raise SqlError(e.message, sql=sql, offset=0, code=e.code) from None
     return ResultSet.affected(done.windows)
+
+
+def drop_output_subtables(ex: Session, db: str, sub: Table) -> list[str]:
+    """DELETE_OUTPUT_TABLE (seed 002): the subtable ``sub`` of supertable ``sub.storage`` in ``db``
+    is being dropped; every 3.3.7 stream with the option over that supertable (grouped by tbname:
+    checked at CREATE STREAM) drops the output subtable of the group the subtable made (its
+    PARTITION BY values: the subtable's name and tags), rows and all. Returns the dropped output
+    subtables as ``db.name``."""
+    dropped: list[str] = []
+    for info in ex.registry.list():
+        spec = info.spec
+        if spec.syntax != V337 or not spec.options.delete_output_table or spec.source is None:
+            continue
+        if spec.output is None or (spec.source.db or "").lower() != db.lower():
+            continue
+        if spec.source.table.lower() != sub.storage.lower():
+            continue
+        c = stream_compiled(spec, info.compiled, ex.lake, ex.tz)
+        values: list[object] = []
+        for g in c.plan.groups:
+            name = g.expr.name.lower() if isinstance(g.expr, exp.Column) else ""
+            v = sub.name if name == "tbname" else sub.tag_values.get(name)
+            if isinstance(v, int) and g.type is not None and g.type.name == "TIMESTAMP":
+                v = v * NS_PER_PRECISION[c.precision] // 1000  # group keys hold microseconds
+            values.append(v)
+        gkey = json.dumps(values, separators=(",", ":"), ensure_ascii=False, default=str)
+        out_name = output_subtable_name(c, gkey, ex.tz)
+        out = ex.catalog.table(c.out_db, out_name)
+        if out is None or out.kind != "sub" or out.storage.lower() != c.out_table.lower():
+            continue
+        out_db = ex.catalog.require_database(c.out_db)
+        stable = ex.catalog.require_table(c.out_db, c.out_table)
+        ex.lake.delete(out_db, stable, ts_min=None, ts_max=None, tbnames=[out.name])
+        ex.catalog.drop_table(c.out_db, out.name)
+        dropped.append(f"{c.out_db}.{out.name}")
+    return dropped

@@ -16,6 +16,7 @@ Partitioning", "Writing to an existing supertable", "Custom tag"; seed 001; seed
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -82,14 +83,17 @@ class OutputColumnPlan:
 
 @dataclass
 class TagPlan:
-    """One tag of the output supertable: value from group column ``group_index``, or the groupId
-    (``group_index`` None), or NULL (``null``: a tag of an existing supertable the stream gives no
-    value, seed 000 "Writing to an existing supertable" / "Custom tag")."""
+    """One tag of the output supertable: the value of ``expr`` over the group (3.3.7 ``TAGS (name
+    type AS expr)``, seed 002: any expression of the PARTITION BY columns, ``%%n``, ``%%tbname``),
+    else group column ``group_index``, else the groupId (``group_index`` None), or NULL (``null``:
+    a tag of an existing supertable the stream gives no value, seed 000 "Writing to an existing
+    supertable" / "Custom tag")."""
 
     name: str
     type: TdType
     group_index: int | None
     null: bool = False
+    expr: exp.Expr | None = None
 
 
 @dataclass
@@ -164,6 +168,11 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         )
     v337 = spec.syntax == V337
     sql, plan, fused = _stream_plan(spec, src, tz)
+    assert plan.shape is not None
+    if v337 and plan.shape.kind == "session":  # _twend: the session's last row (td-046)
+        plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
+    if v337 and spec.trigger.get("type") == "sliding":
+        plan = dataclasses.replace(plan, shape=_sliding_shape(spec, plan.shape, src.db.precision))
     assert plan.shape is not None
     with DuckSession(lake) as duck:
         if is_tableless(src):
@@ -248,6 +257,21 @@ def _notify_where(spec: StreamSpec, columns: list[OutputColumnPlan]) -> exp.Expr
     if where is None:  # a spec built without its statement: the condition as stored
         where = parse_expression(spec.notify.where)
     return bind_notify_where(where, [c.name for c in columns], spec.sql)
+
+
+def _sliding_shape(spec: StreamSpec, shape: WindowShape | None, precision: str) -> WindowShape:
+    """A 3.3.7 SLIDING trigger's windows (seed 002 "Sliding Trigger": PERIOD's rules on event
+    time): a sliding below one day that does not divide it resets at every midnight plus the
+    offset (``DailyAssigner``); otherwise the grid from the epoch plus the offset, which is the
+    same trigger points."""
+    assert shape is not None
+    day = Duration(1, "d").in_precision(precision)
+    s = Duration.parse(str(spec.trigger["sliding"])).in_precision(precision)
+    off = spec.trigger.get("sliding_offset")
+    o = Duration.parse(str(off)).in_precision(precision) if off else 0
+    if s < day and day % s:
+        return dataclasses.replace(shape, offset=o, day=day)
+    return dataclasses.replace(shape, offset=o % s)
 
 
 def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:
@@ -378,8 +402,9 @@ def _stream_rules(
     spec: StreamSpec, shape: WindowShape, precision: str, *, key_ties: bool = False
 ) -> StreamRules:
     """The engine's StreamRules from the stream's options (durations in ``precision`` units) and
-    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN)); ``key_ties`` when the
-    source has a composite key."""
+    NOTIFY events (plus WINDOW_OPEN for a 3.3.7 EVENT_TYPE(WINDOW_OPEN)); 3.3.7 INTERVAL and
+    SLIDING triggers fire empty windows without IGNORE_NODATA_TRIGGER, and EXPIRED_TIME applies
+    per trigger group (seed 002); ``key_ties`` when the source has a composite key."""
     o = spec.options
     dur = lambda v, default: default if v is None else Duration.parse(v).in_precision(precision)  # noqa: E731
     ten_years = TEN_YEARS_MS * {"ms": 1, "us": 1000, "ns": 1_000_000}[precision]
@@ -400,6 +425,12 @@ def _stream_rules(
         late_by_watermark=shape.ekuiper,
         recalc_every=dur(o.recalculate, DEFAULT_RECALCULATE.in_precision(precision)),
         key_ties_late=key_ties,
+        # seed 002: INTERVAL / SLIDING triggers fire for periods without rows unless
+        # IGNORE_NODATA_TRIGGER; EXPIRED_TIME per trigger group ("Expired Data")
+        fire_empty=spec.syntax == V337
+        and spec.trigger.get("type") in ("interval", "sliding")
+        and not o.ignore_nodata_trigger,
+        expired_time=dur(o.expired_time, 0) if spec.syntax == V337 else 0,
     )
 
 
@@ -470,6 +501,11 @@ def _tag_plan(spec: StreamSpec, plan: WindowPlan, sql: str, existing: Table | No
     out = []
     theirs = {t.name.lower(): t.type for t in existing.tags} if existing is not None else {}
     for i, t in enumerate(spec.output.tags):
+        if t.expr is not None and spec.syntax == V337:  # TAGS (name type AS expr), seed 002
+            sel = parse_one(f"SELECT {t.expr}")
+            assert isinstance(sel, ast.Select) and isinstance(sel.query.select, exp.Select)
+            out.append(TagPlan(t.name, _parse_type(t.type), None, expr=sel.query.select.expressions[0]))
+            continue
         idx = next((j for j, g in enumerate(plan.groups) if g.display.lower() == t.name.lower()), None)
         if idx is None:
             if len(spec.output.tags) != len(plan.groups):

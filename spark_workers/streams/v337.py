@@ -28,11 +28,11 @@ placeholders), PERIOD and SLIDING-only triggers and notify-only streams run per 
 (``compute.py``, ``runtime/period.py``); so do streams with FORCE_OUTPUT (a row of constants and
 NULLs for a trigger without a result). NOTIFY ... WHERE is bound to the result columns at compile
 (``query/notify_where.py``); FILL_HISTORY[(start)] / FILL_HISTORY_FIRST[(start)] compute the
-history from its start before real time. What seed 002 forbids is refused with the seed's rule,
-code and position (``check_supported``, ``spec_337``). What is not run yet is refused at CREATE
-STREAM with an error naming it (positioned where the parser kept a span): the options EXPIRED_TIME,
-DELETE_OUTPUT_TABLE; INTERVAL and SLIDING triggers need IGNORE_NODATA_TRIGGER (the engine does not
-create windows without rows).
+history from its start before real time. INTERVAL and SLIDING triggers fire for periods without
+rows unless IGNORE_NODATA_TRIGGER (``StreamRules.fire_empty``); EXPIRED_TIME is judged per trigger
+group; DELETE_OUTPUT_TABLE needs grouping by tbname (docs/decisions.md, "Seed 002's options in the
+engine"). What seed 002 forbids is refused with the seed's rule, code and position
+(``check_supported``, ``spec_337``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from spark_workers.duration import NS_PER_PRECISION, Duration
+from spark_workers.duration import NS_PER_PRECISION, NS_PER_UNIT, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.query.compute import placeholder_key
 from spark_workers.query.planner import NO_TABLE, aggregate_call
@@ -66,19 +66,6 @@ if TYPE_CHECKING:
     from spark_workers.lake.catalog import Catalog, Table
 
 WINDOW_PLACEHOLDERS = {"_twstart": "_wstart", "_twend": "_wend", "_twduration": "_wduration"}
-UNSUPPORTED_OPTIONS = (
-    ("expired_time", "EXPIRED_TIME"),
-    ("delete_output_table", "DELETE_OUTPUT_TABLE"),
-)
-
-
-def _not_yet(what: str, sql: str, span: ast.Span | None = None) -> SqlError:
-    return SqlError(
-        f"{what} is not supported yet in TDengine 3.3.7 streams",
-        sql=sql,
-        offset=span.start if span else None,
-        code=Code.NOT_SUPPORTED,
-    )
 
 
 def _window(s: ast.CreateStream337) -> ast.Window | None:
@@ -86,11 +73,26 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
     t = s.trigger
     if isinstance(t, ast.SlidingTrigger):
         if t.interval is None:  # trigger points every ``sliding``: the periods between them
-            return ast.IntervalWindow(t.sliding, t.sliding_offset, t.sliding)
-        return ast.IntervalWindow(t.interval, t.interval_offset, t.sliding)
+            # (an offset of a sliding and more, or a daily reset: compile._sliding_shape)
+            small = t.sliding_offset is not None and t.sliding_offset.ns < t.sliding.ns
+            return ast.IntervalWindow(t.sliding, t.sliding_offset if small else None, t.sliding)
+        # SLIDING(s, offset) after INTERVAL moves the windows' start like INTERVAL's offset (the
+        # two add up)
+        return ast.IntervalWindow(t.interval, _offset_sum(t.interval_offset, t.sliding_offset), t.sliding)
     if isinstance(t, ast.PeriodTrigger):  # the plan's groups only: a PeriodRunner fires it
         return ast.IntervalWindow(t.period)
     return t
+
+
+def _offset_sum(a: Duration | None, b: Duration | None) -> Duration | None:
+    """Two window offsets as one (None when neither is given)."""
+    if a is None or b is None:
+        return a if b is None else b
+    ns = a.ns + b.ns
+    for unit in ("h", "m", "s", "a", "u", "b"):
+        if ns % NS_PER_UNIT[unit] == 0:
+            return Duration(ns // NS_PER_UNIT[unit], unit)
+    return Duration(ns, "b")
 
 
 WINDOW_ONLY = frozenset({"_twstart", "_twend", "_twduration", "_twrownum"})
@@ -300,8 +302,8 @@ def check_supported(s: ast.CreateStream337, sql: str) -> None:
 
 
 def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
-    """PERIOD (``check_period``) and SLIDING triggers: no SLIDING offset after INTERVAL, a
-    SLIDING-only period dividing one day with its offset below it, IGNORE_NODATA_TRIGGER."""
+    """PERIOD (``check_period``) and SLIDING triggers: a SLIDING-only period in PERIOD's units, a
+    SLIDING offset below one day (seed 002)."""
     t = s.trigger
     if isinstance(t, ast.PeriodTrigger):
         check_period(s, t, sql)
@@ -316,26 +318,23 @@ def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
         )
     if not isinstance(t, ast.SlidingTrigger):
         return
-    sliding_only = t.interval is None
-    if t.interval is not None and t.sliding_offset is not None:
-        raise _not_yet("an offset in SLIDING after INTERVAL (give it to INTERVAL)", sql)
-    if t.interval is None:
-        if t.sliding.is_calendar or DAY_NS % t.sliding.ns:
-            # seed 002: the base time resets daily as for PERIOD; windows aligned to the epoch match
-            # that only when the sliding divides a day
-            raise _not_yet(f"SLIDING({t.sliding}) that does not divide one day", sql)
-        if t.sliding_offset is not None and t.sliding_offset.ns >= t.sliding.ns:
-            raise SqlError(
-                f"the SLIDING offset {t.sliding_offset} must be below the sliding {t.sliding}",
-                sql=sql,
-                code=Code.INVALID_STREAM_QUERY,
-            )
-    if not s.options.ignore_nodata_trigger:
-        raise _not_yet(
-            f"{'a SLIDING' if sliding_only else 'an INTERVAL'} trigger without IGNORE_NODATA_TRIGGER "
-            "(triggers for periods without rows)",
-            sql,
-            s.options.spans.get("ignore_nodata_trigger"),
+    # seed 002: a SLIDING trigger's times follow PERIOD's rules on event time (units a, s, m, h,
+    # d; an offset in a, s, m or h below one day); one that does not divide a day resets at every
+    # midnight (streams/compile._sliding_shape)
+    if t.interval is None and t.sliding.unit not in ("a", "s", "m", "h", "d"):
+        raise SqlError(
+            f"SLIDING({t.sliding}) of a SLIDING trigger takes units a, s, m, h or d (seed 002, "
+            "Sliding Trigger: the rules of scheduled triggers)",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    off = t.sliding_offset
+    if off is not None and (off.unit not in ("a", "s", "m", "h") or off.ns >= DAY_NS):
+        raise SqlError(
+            f"the SLIDING offset {off} must be below one day, in units a, s, m or h (seed 002, "
+            "Sliding Trigger)",
+            sql=sql,
+            code=Code.INVALID_STREAM_QUERY,
         )
 
 
@@ -567,8 +566,8 @@ def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
 
 
 def _check_options(s: ast.CreateStream337, sql: str) -> None:
-    """STREAM_OPTIONS: the options not run yet (UNSUPPORTED_OPTIONS, FILL_HISTORY(start)) and
-    MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
+    """STREAM_OPTIONS: the seed's rules between options, FILL_HISTORY(start), DELETE_OUTPUT_TABLE,
+    EXPIRED_TIME and MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
     o = s.options
     cls = trigger_class(s.trigger)
     if o.delete_recalc and (cls != "window" or isinstance(s.trigger, ast.CountWindow)):
@@ -590,14 +589,23 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
             offset=sp.start if sp else None,
             code=Code.INVALID_STREAM_QUERY,
         )
-    for attr, word in UNSUPPORTED_OPTIONS:
-        if getattr(o, attr):
-            raise _not_yet(f"the stream option {word}", sql, o.spans.get(attr))
     if o.fill_history_start is not None:
         history_start_text(
             o.fill_history_start,
             sql,
             o.spans.get("fill_history_first" if o.fill_history_first else "fill_history"),
+        )
+    if o.delete_output_table:
+        _check_delete_output_table(s, sql)
+    exp_t = o.expired_time
+    if exp_t is not None and (exp_t.unit not in ("a", "s", "m", "h", "d") or exp_t.ns <= 0):
+        sp = o.spans.get("expired_time")
+        raise SqlError(
+            f"EXPIRED_TIME({o.expired_time}) must be positive, in units a, s, m, h or d (seed 002, "
+            "Stream Processing Control Options)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
         )
     if o.max_delay is not None:
         d = o.max_delay
@@ -609,6 +617,28 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
                 offset=sp.start if sp else None,
                 code=Code.INVALID_STREAM_QUERY,
             )
+
+
+def _check_delete_output_table(s: ast.CreateStream337, sql: str) -> None:
+    """DELETE_OUTPUT_TABLE "applies only to scenarios grouped by subtables" (seed 002, Stream
+    Processing Control Options): it needs an output table (INTO) and PARTITION BY tbname.
+
+    Raises:
+        SqlError: INVALID_STREAM_QUERY naming the seed's rule.
+    """
+    by_tbname = any(
+        isinstance(p.expr, exp.Column) and p.expr.name.lower() == "tbname" for p in s.partition_by
+    )
+    if s.into is None or not by_tbname:
+        sp = s.options.spans.get("delete_output_table")
+        raise SqlError(
+            "DELETE_OUTPUT_TABLE deletes the output subtable of a dropped trigger subtable: it applies "
+            "only to streams grouped by subtable (PARTITION BY tbname) with an output table (INTO) "
+            "(seed 002, Stream Processing Control Options)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
 
 
 def spec_337(s: ast.CreateStream337, sql: str, default_db: str | None, catalog: Catalog) -> StreamSpec:
@@ -775,6 +805,7 @@ def _options_spec(s: ast.CreateStream337, precision: str = "ms") -> OptionsSpec:
         max_delay=str(o.max_delay) if max_delay else None,
         low_latency_calc=o.low_latency_calc,
         watermark=str(o.watermark) if o.watermark is not None else None,
+        expired_time=str(o.expired_time) if o.expired_time is not None else None,
         # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
         ignore_expired=count or o.ignore_disorder,
         ignore_update=count or o.ignore_disorder,
@@ -787,6 +818,7 @@ def _options_spec(s: ast.CreateStream337, precision: str = "ms") -> OptionsSpec:
         else None,
         ignore_disorder=o.ignore_disorder,
         delete_recalc=o.delete_recalc and not count,
+        delete_output_table=o.delete_output_table,
         pre_filter=expr_sql(o.pre_filter) if o.pre_filter is not None else None,
         ignore_nodata_trigger=o.ignore_nodata_trigger,
         event_type=[e.upper() for e in o.event_type],

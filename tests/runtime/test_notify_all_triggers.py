@@ -85,7 +85,8 @@ WINDOW_CASES = [
         "session(ts, 2s) from st partition by tbname",
         "Session",
         [(0, 1, 1), (1, 1, 1), (9, 1, 1)],
-        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 3), ("WINDOW_OPEN", 9, None)],
+        # a 3.3.7 session's end is its last row (td-046, TDengine's own tests)
+        [("WINDOW_OPEN", 0, None), ("WINDOW_CLOSE", 0, 1), ("WINDOW_OPEN", 9, None)],
     ),
     (
         "state_window(a) from st partition by tbname",
@@ -211,3 +212,79 @@ def test_period_trigger_sends_on_time_with_its_result(env) -> None:  # type: ign
         at + 3,
     )
     assert e["result"] == {"t": at, "n": 2} and e["tableName"].startswith("t_")
+
+
+INVALIDATION_CASES = [
+    # trigger, trigger type, batches of rows (second, a, b), the invalidated (start s, end s)
+    (
+        "interval(2s) sliding(2s) from st partition by tbname stream_options(ignore_nodata_trigger)",
+        "Interval",
+        [[(0, 1, 1), (1, 1, 1), (2, 1, 1), (5, 1, 1)], [(1, 1, 5)]],  # an update of a closed window
+        (0, 2),
+    ),
+    (
+        "session(ts, 2s) from st partition by tbname",
+        "Session",
+        [[(0, 1, 1), (10, 1, 1)], [(2, 1, 1), (4, 1, 1), (6, 1, 1), (8, 1, 1)], [(20, 1, 1)]],  # merge
+        (0, 0),
+    ),
+    (
+        "state_window(a) from st partition by tbname",
+        "State",
+        [[(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 2, 1)], [(1, 2, 1)]],  # the state of 1 s changes
+        (0, 1),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("trigger", "ttype", "batches", "invalid"), INVALIDATION_CASES, ids=[c[1] for c in INVALIDATION_CASES]
+)
+def test_window_invalidation_is_delivered_and_window_open_is_never_resent(  # type: ignore[no-untyped-def]
+    env, trigger: str, ttype: str, batches, invalid: tuple[int, int]
+) -> None:
+    """Seed 002 "Fields for Window Invalidation": a window already closed that a late row, an
+    update or a merge recalculates is invalidated (windowStart, windowEnd: its old bounds) before
+    it closes again; the windows a recalculation re-creates are not opened a second time."""
+    lake, reg, ex, rec, sender = env
+    ex.execute(
+        f"create stream s {trigger} notify('{rec.url}') on (window_open|window_close) "
+        "into res output_subtable(concat('r_', tbname)) "
+        "as select _twstart ws, _twrownum n, sum(b) total from %%trows"
+    )
+    runner = LocalRunner.for_registered(lake, reg, "s", sender=sender)
+    before = int(time.time() * 1000)
+    for rows in batches:
+        ins(ex, *rows)
+        runner.run()
+    deadline = time.monotonic() + 10
+    while not any(
+        e["eventType"] == "WINDOW_INVALIDATION"
+        for m in rec.messages
+        for st in m["streams"]
+        for e in st["events"]
+    ):
+        assert time.monotonic() < deadline, rec.messages
+        time.sleep(0.02)
+    time.sleep(0.1)
+    events = [e for m in rec.messages for st in m["streams"] for e in st["events"]]
+    (inv,) = [e for e in events if e["eventType"] == "WINDOW_INVALIDATION"]
+    assert set(inv) - {"windowId", "windowType"} == COMMON | {"windowStart", "windowEnd"}, inv
+    assert (inv["windowStart"], inv["windowEnd"]) == (T0 + invalid[0] * 1000, T0 + invalid[1] * 1000)
+    assert inv["tableName"] == "r_c1" and inv["triggerType"] == ttype
+    assert inv["groupId"] == str(group_id(json.dumps(["c1"])))
+    assert before <= inv["eventTime"] <= int(time.time() * 1000)
+    first_close = next(
+        e for e in events if e["eventType"] == "WINDOW_CLOSE" and e["windowStart"] == inv["windowStart"]
+    )
+    assert inv["triggerId"] == first_close["triggerId"]  # the invalidated window's own id
+    later = events[events.index(inv) + 1 :]
+    again = [e for e in later if e["eventType"] == "WINDOW_CLOSE" and e["windowStart"] == inv["windowStart"]]
+    assert again, "the recalculated window closes again after its invalidation"
+    # the recalculated result: the trigger rows now in the window (the lake's current rows)
+    lake_rows = {s: b for rows in batches for s, _a, b in rows}
+    lo, hi = (again[0]["windowStart"] - T0) // 1000, (again[0]["windowEnd"] - T0) // 1000
+    inside = [b for s, b in lake_rows.items() if lo <= s < hi or (ttype != "Interval" and s == hi)]
+    assert again[0]["result"]["n"] == len(inside) and again[0]["result"]["total"] == sum(inside)
+    opens = [e["windowStart"] for e in events if e["eventType"] == "WINDOW_OPEN"]
+    assert len(opens) == len(set(opens)), f"WINDOW_OPEN sent twice for a window: {sorted(opens)}"

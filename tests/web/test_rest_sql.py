@@ -393,9 +393,10 @@ def test_337_stream_over_rest_is_registered_with_its_own_syntax(meters: Rest) ->
     bad = meters.fails(
         sql.replace("s337", "s2")
         .replace("power.res", "power.res2")
-        .replace("WATERMARK(10s)", "EXPIRED_TIME(1h)")
+        .replace("WATERMARK(10s)", "EXPIRED_TIME(1n)")
     )
-    assert bad["code"] == Code.NOT_SUPPORTED and "EXPIRED_TIME" in bad["desc"]
+    # seed 002: EXPIRED_TIME takes units a, s, m, h or d
+    assert bad["code"] == Code.INVALID_STREAM_QUERY and "EXPIRED_TIME(1n)" in bad["desc"]
     assert Stream.objects.count() == 1
 
 
