@@ -236,7 +236,7 @@ def _without_spans(node: Any) -> Any:
             {
                 f.name: _without_spans(getattr(node, f.name))
                 for f in dataclasses.fields(node)
-                if f.name not in ("span", "spans", "text")
+                if f.name not in ("span", "spans", "text") and not f.name.endswith("_spans")
             },
         )
     if isinstance(node, exp.Expr):
