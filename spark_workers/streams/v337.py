@@ -567,20 +567,10 @@ def _check_computation_and_output(s: ast.CreateStream337, sql: str) -> None:
 
 
 def _check_options(s: ast.CreateStream337, sql: str) -> None:
-    """STREAM_OPTIONS: the options not run yet (UNSUPPORTED_OPTIONS, FILL_HISTORY(start)) and
-    MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
+    """STREAM_OPTIONS: FILL_HISTORY not with FILL_HISTORY_FIRST, their start time
+    (``history_start_text``), the options not run yet (UNSUPPORTED_OPTIONS) and MAX_DELAY of at
+    least 3s in units s, m, h or d (seed 002, Stream Processing Control Options)."""
     o = s.options
-    cls = trigger_class(s.trigger)
-    if o.delete_recalc and (cls != "window" or isinstance(s.trigger, ast.CountWindow)):
-        sp = o.spans.get("delete_recalc")
-        raise SqlError(
-            "DELETE_RECALC can only be set if the trigger type supports automatic recomputation for "
-            "deletions: PERIOD, SLIDING and COUNT_WINDOW triggers ignore deletions (seed 002, Stream "
-            "Processing Control Options; Data Deletions)",
-            sql=sql,
-            offset=sp.start if sp else None,
-            code=Code.INVALID_STREAM_QUERY,
-        )
     if o.fill_history and o.fill_history_first:
         sp = o.spans.get("fill_history_first")
         raise SqlError(
