@@ -112,6 +112,14 @@ def numeric_use(col: exp.Expr) -> bool:
     return False
 
 
+def _typed_null(t: TdType) -> exp.Expr:
+    """``CAST(NULL AS t)``, or a bare NULL for a type the dialect cannot spell."""
+    try:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(t.sql, dialect=DIALECT))
+    except Exception:  # sqlglot's parse errors vary by type; the column keeps its own type anyway
+        return exp.Null()
+
+
 def _constant(item: exp.Expr) -> bool:
     """A select item FORCE_OUTPUT keeps: no table column (placeholders are constants), no
     aggregate, no subquery."""
@@ -253,7 +261,7 @@ class Computation:
             if item is not None and _constant(item):
                 items.append(item.copy())
             else:
-                items.append(exp.Cast(this=exp.Null(), to=exp.DataType.build(t.sql, dialect=DIALECT)))
+                items.append(_typed_null(t))
         q = ast.SelectQuery(select=exp.select(*items), item_texts=list(self.q.item_texts))
         return Computation.restore(
             sql=self.sql,

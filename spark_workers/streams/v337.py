@@ -569,17 +569,6 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
     """STREAM_OPTIONS: the seed's rules between options, FILL_HISTORY(start), DELETE_OUTPUT_TABLE,
     EXPIRED_TIME and MAX_DELAY of at least 3s in units s, m, h or d (seed 002)."""
     o = s.options
-    cls = trigger_class(s.trigger)
-    if o.delete_recalc and (cls != "window" or isinstance(s.trigger, ast.CountWindow)):
-        sp = o.spans.get("delete_recalc")
-        raise SqlError(
-            "DELETE_RECALC can only be set if the trigger type supports automatic recomputation for "
-            "deletions: PERIOD, SLIDING and COUNT_WINDOW triggers ignore deletions (seed 002, Stream "
-            "Processing Control Options; Data Deletions)",
-            sql=sql,
-            offset=sp.start if sp else None,
-            code=Code.INVALID_STREAM_QUERY,
-        )
     if o.fill_history and o.fill_history_first:
         sp = o.spans.get("fill_history_first")
         raise SqlError(

@@ -317,19 +317,6 @@ PROHIBITED = [
         "col1) as",
     ),
     (
-        f"create stream s count_window(2) from tb1 stream_options(delete_recalc) into o {Q}",
-        Code.INVALID_STREAM_QUERY,
-        "DELETE_RECALC can only be set if the trigger type supports",
-        "delete_recalc",
-    ),
-    (
-        "create stream s period(1m) from tb1 stream_options(delete_recalc) into o as "
-        "select _tlocaltime, count(*) from %%trows",
-        Code.INVALID_STREAM_QUERY,
-        "DELETE_RECALC can only be set if the trigger type supports",
-        "delete_recalc",
-    ),
-    (
         f"create stream s session(ts, 1s) from tb1 stream_options(event_type(window_open)) into o {Q}",
         Code.INVALID_STREAM_QUERY,
         "placeholder %%trows is not allowed here",
