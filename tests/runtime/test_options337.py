@@ -149,7 +149,7 @@ def test_recalculate_of_a_period_stream_is_refused_by_the_seed(tmp_path: Path) -
     env.ex.execute_one(
         "create stream s period(10s) from st into out as select _tlocaltime t, count(*) n from %%trows"
     )
-    with pytest.raises(SqlError, match=r"manual recalculation is not supported for scheduled triggers.*seed 002"):
+    with pytest.raises(SqlError, match=r"manual recalculation is not supported for scheduled.*seed 002"):
         env.ex.execute_one(f"recalculate stream s from {T0}")
     assert env.ex.catalog.table("d", "out") is not None
     assert env.rows("select * from out") == []  # nothing written
