@@ -175,6 +175,16 @@ class Computation:
                 "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
             )
         check_select(stmt.query, query)  # the front door: TDengine's SQL only
+        clause = stmt.query.window or stmt.query.fill
+        if clause is not None:  # never dropped silently from the per-event query
+            raise SqlError(
+                "a window clause (INTERVAL, SESSION, ..., FILL) in a computation that does not read "
+                "only %%trows is not implemented by tdweb: the computation runs per trigger event "
+                "without windows; aggregate over _twstart / _twend instead",
+                sql=query,
+                offset=clause.span.start if clause.span else None,
+                code=Code.NOT_SUPPORTED,
+            )
         self.sql = query
         self.q = stmt.query
         self.trigger = trigger

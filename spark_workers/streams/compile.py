@@ -194,6 +194,8 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
     if not isinstance(stmt, ast.Select):
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
+    if not v337:
+        check_stream_fill(q.fill, spec.options.trigger, sql)
     try:
         plan = plan_window(q, src, sql, streaming=True, tz=tz)
     except SqlError as e:
@@ -203,6 +205,40 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         assert isinstance(original, ast.CreateStream337)
         raise anchor_in_statement(e, sql, spec.sql, original) from None
     return sql, plan, fused
+
+
+FORCE_WINDOW_CLOSE_FILL = ("PREV", "NULL", "NONE", "VALUE")
+
+
+def check_stream_fill(fill: ast.Fill | None, trigger: str, sql: str) -> None:
+    """FILL in a legacy stream's window query: seed 000 lets TRIGGER FORCE_WINDOW_CLOSE use only
+    FILL(PREV | NULL | NONE | VALUE); FILL(NONE) is the plain stream. Every other FILL is refused
+    by name: tdweb fills windows in window queries (``query/fill.py``) but does not write filled
+    windows from a stream (docs/decisions.md, "FILL"), rather than ignoring the clause.
+
+    Raises:
+        SqlError: positioned at FILL.
+    """
+    if fill is None:
+        return
+    at = fill.span.start if fill.span else None
+    if trigger == "FORCE_WINDOW_CLOSE" and fill.mode not in FORCE_WINDOW_CLOSE_FILL:
+        raise SqlError(
+            f"TRIGGER FORCE_WINDOW_CLOSE supports FILL only with PREV, NULL, NONE or VALUE (seed 000), "
+            f"got FILL({fill.mode})",
+            sql=sql,
+            offset=at,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    if fill.mode == "NONE" and not fill.values:
+        return
+    raise SqlError(
+        f"FILL({fill.mode}) in a stream is not implemented by tdweb: a stream writes the windows "
+        "that have rows; FILL runs in window queries (SELECT ... INTERVAL(...) FILL(...))",
+        sql=sql,
+        offset=at,
+        code=Code.NOT_SUPPORTED,
+    )
 
 
 def _window_query_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[OutputColumnPlan]:
