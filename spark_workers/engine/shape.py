@@ -27,7 +27,7 @@ from spark_workers.engine.stream import (
     WindowResults,
     window_aggregate,
 )
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import CalendarAssigner, IntervalAssigner
 
 SEGMENT_KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
 KINDS = ("interval", "sliding", *SEGMENT_KINDS)
@@ -56,6 +56,11 @@ class WindowShape:
         first_start_at_first_row: eKuiper tumbling: the first window starts at the first event.
         ekuiper: an eKuiper window (eKuiper's lateness rule; WHERE applies after windowing).
         true_for: STATE_WINDOW / EVENT_WINDOW minimum duration (TRUE_FOR; 0 = none).
+        months: a calendar INTERVAL (``Nn`` / ``Ny``): its length in months (0: fixed windows);
+            ``size`` is then a nominal length (28-day months, an upper bound of window counts).
+        offset_months: a calendar INTERVAL's offset in months.
+        tz: a calendar INTERVAL's time zone.
+        precision: a calendar INTERVAL's precision.
     """
 
     kind: str
@@ -68,12 +73,18 @@ class WindowShape:
     first_start_at_first_row: bool = False
     ekuiper: bool = False
     true_for: int = 0
+    months: int = 0
+    offset_months: int = 0
+    tz: str = "UTC"
+    precision: str = "ms"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown window kind {self.kind}")
 
-    def assigner(self) -> IntervalAssigner:
+    def assigner(self) -> IntervalAssigner | CalendarAssigner:
+        if self.months:
+            return CalendarAssigner(self.months, self.offset, self.offset_months, self.tz, self.precision)
         return IntervalAssigner(self.size, self.step or self.size, self.offset)
 
     def segment_spec(self) -> SegmentSpec:
@@ -91,6 +102,8 @@ class WindowShape:
 
     def nominal_end(self, wstart: int) -> int:
         """``_wend`` of a window known only by its start (removals): exact for INTERVAL."""
+        if self.kind == "interval" and self.months:
+            return int(self.assigner().end(np.array([wstart], np.int64))[0])
         return wstart + self.size if self.kind == "interval" else wstart
 
 

@@ -45,7 +45,7 @@ from spark_workers.engine.rows import (
     group_ids,
     register_groups,
 )
-from spark_workers.engine.windows import IntervalAssigner
+from spark_workers.engine.windows import CalendarAssigner, IntervalAssigner
 
 STATE_FORMAT = 2
 TEN_YEARS_MS = 10 * 365 * 86_400_000
@@ -295,7 +295,7 @@ class IntervalEngine:
 
     def __init__(
         self,
-        assigner: IntervalAssigner,
+        assigner: IntervalAssigner | CalendarAssigner,
         aggs: list[AggSpec],
         rules: StreamRules,
         *,
@@ -466,10 +466,11 @@ class _IntervalStep:
         return wanted and (self.r.notify_history or not self.history)
 
     def _events(self, kind: str, gids: np.ndarray, wkeys: np.ndarray) -> list[WindowEvent]:
-        gkeys, interval, history = self.state.gkeys, self.a.interval, self.history
+        gkeys, history = self.state.gkeys, self.history
+        ends = self.a.end(np.asarray(wkeys, np.int64))
         return [
-            WindowEvent(kind, gkeys[g], int(w), int(w + interval), history)
-            for g, w in zip(gids, wkeys, strict=True)
+            WindowEvent(kind, gkeys[g], int(w), int(e), history)
+            for g, w, e in zip(gids, wkeys, ends, strict=True)
         ]
 
     def judge_incremental(self) -> None:
@@ -623,7 +624,11 @@ class _IntervalStep:
             if self._notify(r.notify_close):
                 self.events.append(
                     WindowEvent(
-                        "WINDOW_INVALIDATION", state.gkeys[g], int(w), int(w + a.interval), self.history
+                        "WINDOW_INVALIDATION",
+                        state.gkeys[g],
+                        int(w),
+                        int(a.end(np.array([w]))[0]),
+                        self.history,
                     )
                 )
 
@@ -663,7 +668,9 @@ class _IntervalStep:
         return combine(self.eng.aggs, Partials.concat(emit))
 
 
-def window_aggregate(assigner: IntervalAssigner, aggs: list[AggSpec], rows: RowBatch) -> WindowResults:
+def window_aggregate(
+    assigner: IntervalAssigner | CalendarAssigner, aggs: list[AggSpec], rows: RowBatch
+) -> WindowResults:
     """Batch window aggregation (interactive SELECT): every window of every group at once, with
     the same lift/combine/lower as streams. Output sorted by (group key, window start)."""
     if not len(rows):
