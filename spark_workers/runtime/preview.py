@@ -108,13 +108,19 @@ class _RecordingSink(OutputSink):
         self.results: list[pa.Table] = []
 
     def process(
-        self, batch: pa.Table, batch_id: int, *, phase: str = "live", started: float | None = None
+        self,
+        batch: pa.Table,
+        batch_id: int,
+        *,
+        phase: str = "live",
+        started: float | None = None,
+        now: int | None = None,
     ) -> BatchReport:
         kind = batch.column("_kind")
         cols = ["_gkey", "_wstart", "_wend"]
         self.events.append(batch.filter(pc.equal(kind, "e")).select([*cols, "_event"]))
         self.results.append(batch.filter(pc.equal(kind, "r")).select(cols))
-        return super().process(batch, batch_id, phase=phase, started=started)
+        return super().process(batch, batch_id, phase=phase, started=started, now=now)
 
     def groups_by_subtable(self) -> dict[str, str]:
         """Output subtable name -> the group key whose rows went there."""

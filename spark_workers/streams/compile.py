@@ -33,6 +33,7 @@ from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
+from spark_workers.query.fill import FillSpec, fill_spec
 from spark_workers.query.planner import Source, WindowPlan, output_type, plan_window, resolve
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
@@ -102,6 +103,7 @@ class CompiledStream:
     compute_open: bool = False  # EVENT_TYPE(WINDOW_OPEN): compute at window open too
     compute_close: bool = True  # EVENT_TYPE without WINDOW_CLOSE: not at window close
     has_output: bool = True  # False: a notify-only stream (no INTO)
+    fill: FillSpec | None = None  # a legacy INTERVAL stream's FILL (runtime/stream_fill.py)
 
     @property
     def precision(self) -> str:
@@ -136,7 +138,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
     src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or "")
     v337 = spec.syntax == V337
-    sql, plan, fused = _stream_plan(spec, src, tz)
+    sql, plan, fused, fill = _stream_plan(spec, src, tz)
     assert plan.shape is not None
     with DuckSession(lake) as duck:
         view = duck.register_source(src)
@@ -175,11 +177,12 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         compute_open=computation is not None and "WINDOW_OPEN" in o.event_type and not plan.shape.true_for,
         compute_close=not o.event_type or "WINDOW_CLOSE" in o.event_type,
         has_output=spec.output is not None,
+        fill=fill,
     )
 
 
-def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:
-    """``(engine query, its WindowPlan, fused)``: the stream's query, or for a 3.3.7 stream its
+def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool, FillSpec | None]:
+    """``(engine query, its WindowPlan, fused, FILL)``: the stream's query, or for a 3.3.7 stream its
     trigger's equivalent window query (``v337.engine_query``; fused when the computation is that
     query). Errors in a 3.3.7 engine query are re-anchored in the statement as written."""
     sql = spec.query or ""
@@ -204,7 +207,8 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         original = parse_one(spec.sql)
         assert isinstance(original, ast.CreateStream337)
         raise anchor_in_statement(e, sql, spec.sql, original) from None
-    return sql, plan, fused
+    fill = fill_spec(q.fill, plan.window, [e for _, e in plan.items], sql) if not v337 else None
+    return sql, plan, fused, fill
 
 
 FORCE_WINDOW_CLOSE_FILL = ("PREV", "NULL", "NONE", "VALUE")
@@ -212,9 +216,7 @@ FORCE_WINDOW_CLOSE_FILL = ("PREV", "NULL", "NONE", "VALUE")
 
 def check_stream_fill(fill: ast.Fill | None, trigger: str, sql: str) -> None:
     """FILL in a legacy stream's window query: seed 000 lets TRIGGER FORCE_WINDOW_CLOSE use only
-    FILL(PREV | NULL | NONE | VALUE); FILL(NONE) is the plain stream. Every other FILL is refused
-    by name: tdweb fills windows in window queries (``query/fill.py``) but does not write filled
-    windows from a stream (docs/decisions.md, "FILL"), rather than ignoring the clause.
+    FILL(PREV | NULL | NONE | VALUE); the stream writes filled windows (``runtime/stream_fill.py``).
 
     Raises:
         SqlError: positioned at FILL.
@@ -230,15 +232,6 @@ def check_stream_fill(fill: ast.Fill | None, trigger: str, sql: str) -> None:
             offset=at,
             code=Code.INVALID_STREAM_QUERY,
         )
-    if fill.mode == "NONE" and not fill.values:
-        return
-    raise SqlError(
-        f"FILL({fill.mode}) in a stream is not implemented by tdweb: a stream writes the windows "
-        "that have rows; FILL runs in window queries (SELECT ... INTERVAL(...) FILL(...))",
-        sql=sql,
-        offset=at,
-        code=Code.NOT_SUPPORTED,
-    )
 
 
 def _window_query_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[OutputColumnPlan]:
