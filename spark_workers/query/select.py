@@ -396,6 +396,23 @@ def stage3_sql(
 def _run_window(
     ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
 ) -> ResultSet:
+    out, plan = window_arrow(ex, duck, q, sel, sql)
+    columns = [
+        ResultColumn(name, output_type(name, out.schema.field(i).type, plan), plan.source.db.precision)
+        for i, name in enumerate(plan.output_names)
+    ]
+    return ResultSet(columns, arrow_rows(out, columns))
+
+
+def window_arrow(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
+) -> tuple[pa.Table, WindowPlan]:
+    """A window query's result (``_o<i>`` per select item) and its plan: the three stages, with
+    FILL (``query/fill.py``) when the query has one.
+
+    Raises:
+        SqlError: as :func:`run_select`.
+    """
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
     tables = _tables(sel)
@@ -444,11 +461,7 @@ def _run_window(
             )
     except SqlError as e:
         raise _anchored(e, sql) from None
-    columns = [
-        ResultColumn(name, output_type(name, out.schema.field(i).type, plan), src.db.precision)
-        for i, name in enumerate(plan.output_names)
-    ]
-    return ResultSet(columns, arrow_rows(out, columns))
+    return out, plan
 
 
 def _fill_range(plan: WindowPlan, duck: DuckSession, tz: str, sql: str) -> tuple[int, int]:

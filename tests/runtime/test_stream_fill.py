@@ -122,3 +122,55 @@ def test_force_window_close_writes_every_closed_window(
     runner.tick()
     rows = [(ms(r[0]) - T0, r[1]) for r in ex.execute_one("select _wstart, a from o order by _wstart").rows]
     assert rows == [(0, 1.0), (10_000, filled), (20_000, filled), (30_000, filled), (40_000, 5.0)]
+
+
+def test_337_computation_with_interval_and_fill(tmp_path: Path) -> None:
+    """A 3.3.7 stream whose computation is a window query with FILL: each daily trigger window
+    runs ``... FROM %%tbname WHERE ts >= _twstart AND ts < _twend INTERVAL(1h) FILL(LINEAR)``, i.e.
+    the hourly windows of that day interpolated inside the day (pandas: the query FILL of each
+    day)."""
+    lake = Lake(tmp_path)
+    reg = MemoryRegistry()
+    ex = Executor(lake, reg, tz="UTC", default_db="air")
+    ex.execute(
+        "create database air precision 'ms' duration 1000d; "
+        "create stable quality (ts timestamp, pm25 double) tags (station varchar(32)); "
+        + "; ".join(f"create table {tb} using quality tags ('{n}')" for tb, n in STATIONS.items())
+    )
+    d = readings()
+    d = d[(d.ts >= LO) & (d.ts <= HI)].sort_values(["tbname", "ts"])
+    lake.write(
+        lake.catalog.require_database("air"),
+        lake.catalog.require_table("air", "quality"),
+        pa.table(
+            {"tbname": d.tbname.to_numpy(), "ts": d.ts.to_numpy(), "pm25": pa.array(d.pm25, from_pandas=True)}
+        ),
+    )
+    ex.execute_one(
+        "create stream s interval(1d) sliding(1d) from quality partition by tbname "
+        "stream_options(fill_history | ignore_nodata_trigger) into o as "
+        "select _wstart, avg(pm25) mean, max(pm25) mx, count(*) n from %%tbname "
+        "where ts >= _twstart and ts < _twend and pm25 is not null interval(1h) fill(linear)"
+    )
+    LocalRunner.for_registered(lake, reg, "s").run()
+    got = pd.DataFrame(
+        ex.execute_one("select _wstart, mean, mx, n, tag_tbname from o").rows,
+        columns=["wstart", "mean", "max", "count", "tb"],
+    )
+    got["wstart"] = [ms(v) for v in got.wstart]
+    day = 86_400_000
+    for tb in STATIONS:
+        mine = d[d.tbname == tb]
+        days = range(int(mine.ts.min()) // day * day, int(mine.ts.max()) // day * day, day)  # last day open
+        want = pd.concat([expected(mine, "LINEAR", lo=dd, hi=dd + day - 1) for dd in days], ignore_index=True)
+        g = got[got.tb == tb].sort_values("wstart")
+        assert g.wstart.tolist() == want.wstart.tolist()
+        assert (~want.data).sum() >= 5
+        for c in ("mean", "max", "count"):
+            np.testing.assert_allclose(
+                pd.to_numeric(g[c]).to_numpy(float),
+                want[c].to_numpy(float),
+                rtol=1e-9,
+                equal_nan=True,
+                err_msg=c,
+            )

@@ -1,7 +1,7 @@
 """FILL in streams (``streams/compile.py``, ``query/compute.py``): seed 000's restriction of
 TRIGGER FORCE_WINDOW_CLOSE to FILL(PREV | NULL | NONE | VALUE), FILL(NONE) as the plain stream,
-every other mode accepted (``runtime/stream_fill.py`` writes the filled windows), and a window
-clause inside a 3.3.7 per-event computation refused by name instead of dropped."""
+every other mode accepted (``runtime/stream_fill.py`` writes the filled windows), and 3.3.7
+computations with a window clause and FILL (``query/compute.py``) checked at CREATE."""
 
 from __future__ import annotations
 
@@ -55,11 +55,22 @@ def test_fill_needs_an_interval_window(ex: Executor) -> None:
     assert e.code == Code.INVALID_WINDOW
 
 
-def test_window_clause_in_a_337_computation_is_refused_not_dropped(ex: Executor) -> None:
+def test_337_window_computation_with_fill_needs_a_time_range(ex: Executor) -> None:
+    """TDengine refuses FILL without both ends of the time range: a 3.3.7 computation reading
+    ``%%tbname`` without a WHERE on the timestamp is refused at CREATE; one over ``%%trows`` (the
+    trigger window's rows) or bounded by ``_twstart`` / ``_twend`` is accepted."""
     e = refused(
         ex,
         "create stream s interval(1m) sliding(1m) from t stream_options(ignore_nodata_trigger) into o as "
-        "select _wstart, avg(v) from t "
-        "where ts >= _twstart and ts < _twend interval(10s) fill(prev)",
+        "select _wstart, avg(v) from t interval(10s) fill(prev)",
     )
-    assert e.code == Code.NOT_SUPPORTED and "window clause" in e.message
+    assert e.code == Code.INVALID_FILL_TIME_RANGE
+    ex.execute_one(
+        "create stream s1 interval(1m) sliding(1m) from t stream_options(ignore_nodata_trigger) into o1 as "
+        "select _wstart, avg(v) from t where ts >= _twstart and ts < _twend interval(10s) fill(prev)"
+    )
+    ex.execute_one(
+        "create stream s2 interval(1m) sliding(1m) from t stream_options(ignore_nodata_trigger) into o2 as "
+        "select _wstart, avg(v) from %%trows interval(10s) fill(linear)"
+    )
+    assert sorted(r[0] for r in ex.execute_one("show streams").rows) == ["s1", "s2"]
