@@ -121,10 +121,8 @@ def fill_spec(
 
 
 def _is_ts(node: exp.Expr, ts_name: str) -> bool:
-    return (
-        isinstance(node, exp.Column)
-        and not node.table
-        and (node.name.lower() == ts_name.lower() or node.name.lower() in PSEUDO_TS)
+    return isinstance(node, exp.Column) and (
+        node.name.lower() == ts_name.lower() or node.name.lower() in PSEUDO_TS
     )
 
 
