@@ -38,6 +38,7 @@ from spark_workers.query.planner import Source, WindowPlan, output_type, plan_wi
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
+from spark_workers.sql.lexer import TROWS
 from spark_workers.sql.parser import parse_one
 from spark_workers.streams.spec import (
     V337,
@@ -263,6 +264,19 @@ def _computation_columns(
         pre_filter=spec.options.pre_filter,
         partition_types=[from_arrow(t) for t in group_types],
     )
+    q = computation.q
+    if (
+        spec.trigger.get("type") == "period"
+        and q.window is not None
+        and any(t.name.lower() == TROWS for t in q.select.find_all(exp.Table))
+    ):
+        raise SqlError(
+            "a window clause over %%trows of a PERIOD trigger (the rows written since the previous "
+            "trigger, by commit time) is not implemented by tdweb: read the trigger table with a "
+            "WHERE on its timestamp (_tprev_localtime / _tlocaltime) instead",
+            sql=spec.sql,
+            code=Code.NOT_SUPPORTED,
+        )
     columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
     if not columns or columns[0].type.name != "TIMESTAMP":
         raise SqlError(

@@ -74,3 +74,12 @@ def test_337_window_computation_with_fill_needs_a_time_range(ex: Executor) -> No
         "select _wstart, avg(v) from %%trows interval(10s) fill(linear)"
     )
     assert sorted(r[0] for r in ex.execute_one("show streams").rows) == ["s1", "s2"]
+
+
+def test_window_over_period_trows_is_refused_by_name(ex: Executor) -> None:
+    e = refused(
+        ex,
+        "create stream s period(1h) from t into o as "
+        "select _wstart, avg(v) from %%trows interval(10s) fill(prev)",
+    )
+    assert e.code == Code.NOT_SUPPORTED and "PERIOD" in e.message
