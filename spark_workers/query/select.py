@@ -448,7 +448,7 @@ def window_arrow(
     group_types = [t1.schema.field(g.name).type for g in plan.groups]
     data: np.ndarray | None = None
     if spec is not None and fill_range is not None:
-        res, data = fill_grid(plan, res, gvalues, spec, *fill_range)
+        res, data = fill_grid(plan, res, gvalues, spec, *fill_range, max_rows=duck.limits.max_window_rows)
     table = results_table(plan, res, gvalues, aggs, input_types, group_types)
     if budget is not None:
         budget.check(sql)
@@ -484,20 +484,37 @@ def _fill_range(plan: WindowPlan, duck: DuckSession, tz: str, sql: str) -> tuple
 
 
 def fill_grid(
-    plan: WindowPlan, res: WindowResults, gvalues: dict[str, list], spec: FillSpec, lo: int, hi: int
+    plan: WindowPlan,
+    res: WindowResults,
+    gvalues: dict[str, list],
+    spec: FillSpec,
+    lo: int,
+    hi: int,
+    *,
+    max_rows: int | None = None,
 ) -> tuple[WindowResults, np.ndarray]:
     """Every window of ``[lo, hi]`` for every group with rows in it (for NULL_F / VALUE_F without
     rows and without PARTITION BY: the one group), in (group, window start) order; the windows
     without rows hold NULL aggregates. Returns the results and, per window, whether it has rows.
 
     Rules: TDengine's FILL (``spark_workers.query.fill``): windows from the earliest one
-    containing ``lo`` to the latest one starting at or before ``hi``."""
+    containing ``lo`` to the latest one starting at or before ``hi``.
+
+    Raises:
+        SqlError: ``0x070A`` when the rows would pass ``max_rows``."""
     starts = plan.assigner().starts_covering(lo, hi)
     keys = list(dict.fromkeys(res.gkey.tolist()))
     if not keys and spec.forced and not plan.groups:
         keys = ["[]"]
         gvalues.setdefault("[]", [])
     n, per = len(keys) * starts.size, starts.size
+    if max_rows is not None and n > max_rows:
+        raise SqlError(
+            f"Too many time windows in query: FILL would output {n:,} rows ({len(keys):,} groups x "
+            f"{per:,} windows), at most {max_rows:,} (TDWEB_SQL_MAX_WINDOW_ROWS); narrow the time range",
+            sql=plan.sql,
+            code=Code.TOO_MANY_TIMEWINDOW,
+        )
     gk = np.repeat(np.array(keys, dtype=object), per)
     ws = np.tile(starts, len(keys))
     gpos = {k: i for i, k in enumerate(keys)}

@@ -206,3 +206,20 @@ def test_tdengine_refusals(air: tuple[Executor, pd.DataFrame], sql: str, code: i
     with pytest.raises(SqlError) as e:
         ex.execute_one(sql)
     assert e.value.code == code
+
+
+def test_fill_rows_are_capped_by_the_window_rows_limit(air: tuple[Executor, pd.DataFrame]) -> None:
+    from spark_workers.limits import Limits, configure_limits
+
+    ex, _ = air
+    configure_limits(Limits(max_window_rows=100))
+    try:
+        lo = 1_000_000_000_000 // HOUR * HOUR
+        with pytest.raises(SqlError) as e:  # no input row, 200 filled rows
+            ex.execute_one(
+                f"select avg(pm25) from quality where ts >= {lo} and ts < {lo + 200 * HOUR} "
+                "interval(1h) fill(null_f)"
+            )
+        assert e.value.code == Code.TOO_MANY_TIMEWINDOW
+    finally:
+        configure_limits(Limits())
