@@ -27,6 +27,8 @@ class Code:
     INVALID_WINDOW = 0x2618
     INVALID_STREAM_QUERY = 0x2640
     PRIMARY_KEY_IS_NULL = 0x267B  # TSDB_CODE_PAR_PRIMARY_KEY_IS_NULL "Primary key column should not be null"
+    # TSDB_CODE_PAR_INVALID_FILL_TIME_RANGE "Start(end) time of query range required or time range too large"
+    INVALID_FILL_TIME_RANGE = 0x263B
     # SQL sandbox and limits (spark_workers/sql/sandbox.py, limits.py)
     INVALID_FUNCTION_NAME = 0x264D  # TSDB_CODE_PAR_INVALID_FUNCTION_NAME "Invalid function name"
     TIMEOUT = 0x012C  # TSDB_CODE_TIMEOUT_ERROR "Operation timeout"

@@ -27,7 +27,7 @@ from spark_workers.engine.stream import (
     WindowResults,
     window_aggregate,
 )
-from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
+from spark_workers.engine.windows import CalendarAssigner, DailyAssigner, IntervalAssigner
 
 SEGMENT_KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
 # "rows": no window (a legacy stream without window clause writes each row; no engine runs it)
@@ -61,6 +61,11 @@ class WindowShape:
             (``SegmentSpec.end_at_last_row``).
         day: a 3.3.7 SLIDING trigger whose sliding does not divide a day: one day in precision
             units, and the windows are ``DailyAssigner``'s (0: the epoch-aligned grid).
+        months: a calendar INTERVAL (``Nn`` / ``Ny``): its length in months (0: fixed windows);
+            ``size`` is then a nominal length (28-day months, an upper bound of window counts).
+        offset_months: a calendar INTERVAL's offset in months.
+        tz: a calendar INTERVAL's time zone.
+        precision: a calendar INTERVAL's precision.
     """
 
     kind: str
@@ -75,12 +80,18 @@ class WindowShape:
     true_for: int = 0
     end_at_last_row: bool = False
     day: int = 0
+    months: int = 0
+    offset_months: int = 0
+    tz: str = "UTC"
+    precision: str = "ms"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown window kind {self.kind}")
 
-    def assigner(self) -> IntervalAssigner | DailyAssigner:
+    def assigner(self) -> IntervalAssigner | DailyAssigner | CalendarAssigner:
+        if self.months:
+            return CalendarAssigner(self.months, self.offset, self.offset_months, self.tz, self.precision)
         if self.day:
             return DailyAssigner(self.size, self.offset, self.day)
         return IntervalAssigner(self.size, self.step or self.size, self.offset)

@@ -45,7 +45,7 @@ from spark_workers.engine.rows import (
     group_ids,
     register_groups,
 )
-from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
+from spark_workers.engine.windows import CalendarAssigner, DailyAssigner, IntervalAssigner
 from spark_workers.errors import Code, SqlError
 
 STATE_FORMAT = 2
@@ -311,7 +311,7 @@ class IntervalEngine:
 
     def __init__(
         self,
-        assigner: IntervalAssigner | DailyAssigner,
+        assigner: IntervalAssigner | DailyAssigner | CalendarAssigner,
         aggs: list[AggSpec],
         rules: StreamRules,
         *,
@@ -749,7 +749,7 @@ class _IntervalStep:
 
 
 def window_aggregate(
-    assigner: IntervalAssigner | DailyAssigner, aggs: list[AggSpec], rows: RowBatch
+    assigner: IntervalAssigner | DailyAssigner | CalendarAssigner, aggs: list[AggSpec], rows: RowBatch
 ) -> WindowResults:
     """Batch window aggregation (interactive SELECT): every window of every group at once, with
     the same lift/combine/lower as streams. Output sorted by (group key, window start)."""

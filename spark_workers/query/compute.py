@@ -25,6 +25,7 @@ in SELECT / WHERE, the subtable in FROM).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,9 +37,9 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
-from spark_workers.query.planner import GroupColumn, Source, aggregate_call
+from spark_workers.query.planner import GroupColumn, Source, aggregate_call, output_type
 from spark_workers.query.results import ResultColumn
-from spark_workers.query.select import bind_sources, query_scope, result_columns
+from spark_workers.query.select import bind_sources, query_scope, result_columns, window_arrow
 from spark_workers.sql import ast
 from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
@@ -120,7 +121,7 @@ def _typed_null(t: TdType) -> exp.Expr:
         return exp.Null()
 
 
-def _constant(item: exp.Expr) -> bool:
+def _kept_by_force_output(item: exp.Expr) -> bool:
     """A select item FORCE_OUTPUT keeps: no table column (placeholders are constants), no
     aggregate, no subquery."""
     if item.find(exp.Star, exp.Subquery, exp.Select) is not None:
@@ -219,6 +220,13 @@ class Computation:
                 "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
             )
         check_select(stmt.query, query)  # the front door: TDengine's SQL only
+        if stmt.query.fill is not None and stmt.query.window is None:
+            raise SqlError(
+                "FILL needs an INTERVAL window clause",
+                sql=query,
+                offset=stmt.query.fill.span.start if stmt.query.fill.span else None,
+                code=Code.INVALID_WINDOW,
+            )
         self.sql = query
         self.q = stmt.query
         self.trigger = trigger
@@ -258,7 +266,7 @@ class Computation:
         items: list[exp.Expr] = []
         for i, t in enumerate(types):
             item = sel.expressions[i] if plain and i < len(sel.expressions) else None
-            if item is not None and _constant(item):
+            if item is not None and _kept_by_force_output(item):
                 items.append(item.copy())
             else:
                 items.append(_typed_null(t))
@@ -315,6 +323,18 @@ class Computation:
         """
 
         duck = duck or DuckSession(lake)
+        if self.q.window is not None:  # a window query: bound per event (run_windows)
+            trig = self.trigger
+            return Bound(
+                duck,
+                "",
+                "",
+                [],
+                [],
+                None,
+                trig.table.columns[0].name if trig else "",
+                trig.db.precision if trig else "ms",
+            )
         sel = self.q.select.copy()
         trig_alias = "__td_trig"
         uses_trigger = False
@@ -381,6 +401,8 @@ class Computation:
             SqlError: the query does not bind or run (DuckDB's message).
         """
 
+        if self.q.window is not None:
+            return self._window_schema(lake)
         with DuckSession(lake) as duck:
             b = self.bind(lake, duck)
             dummy: dict[str, Any] = {k: 0 for k in (*TS_PLACEHOLDERS, *INT_PLACEHOLDERS)}
@@ -398,6 +420,8 @@ class Computation:
         Raises:
             SqlError: DuckDB refused a query (its message).
         """
+        if self.q.window is not None:
+            return self._run_windows(b, events)
         parts: list[pa.Table] = []
         source = self._materialize(b, events)
         for lo in range(0, len(events), CHUNK):
@@ -410,6 +434,111 @@ class Computation:
         if not parts:
             return pa.table({"__td_ev": pa.array([], pa.int64())})
         return pa.concat_tables(parts, promote_options="permissive")
+
+    # ------------------------------------------------------------------ window queries
+    def _window_schema(self, lake: Lake) -> list[ResultColumn]:
+        """Output columns of a window computation, from a run over one hour of year 2000 with the
+        placeholders set (a FILL's range and values are checked then, as at every event)."""
+        t0 = 946_684_800_000_000  # 2000-01-01 UTC, µs
+        hour = 3_600_000_000
+        values: dict[str, Any] = {k: t0 for k in TS_PLACEHOLDERS}
+        values.update({"_twend": t0 + hour, "_tcurrent_ts": t0 + hour, "_tnext_ts": t0 + 2 * hour})
+        values.update({"_tnext_localtime": t0 + hour, "_twduration": 0, "_twrownum": 0, "_tgrpid": 0})
+        values["tbname"] = ""
+        for i, t in enumerate(self.partition_types, start=1):
+            values[f"p{i}"] = "" if t.is_string else (True if t.name == "BOOL" else 0)
+        per = {"ms": 1000, "us": 1, "ns": 1}[self.trigger.db.precision] if self.trigger else 1000
+        ev = TriggerEvent(values, None, ([], t0 // per, (t0 + hour) // per, False))
+        with DuckSession(lake) as duck:
+            out, plan = self._window_event(lake, duck, ev)
+        return [
+            ResultColumn(n, output_type(n, out.schema.field(i).type, plan), plan.source.db.precision)
+            for i, n in enumerate(plan.output_names)
+        ]
+
+    def _run_windows(self, b: Bound, events: list[TriggerEvent]) -> pa.Table:
+        """A window computation (``INTERVAL ... [FILL]``): the window query of every event, its
+        placeholders replaced by the event's values (``_event_query``), through the interactive
+        SELECT's three stages (``select.window_arrow``)."""
+        assert b.duck.lake is not None
+        parts = []
+        for j, ev in enumerate(events):
+            out, _plan = self._window_event(b.duck.lake, b.duck, ev)
+            cols = {f"c{i}": out.column(i) for i in range(out.num_columns)}
+            parts.append(pa.table({"__td_ev": pa.array([j] * out.num_rows, pa.int64()), **cols}))
+        if not parts:
+            return pa.table({"__td_ev": pa.array([], pa.int64())})
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def _window_event(self, lake: Lake, duck: DuckSession, ev: TriggerEvent) -> tuple[pa.Table, Any]:
+        q = self._event_query(ev)
+        ctx = QueryContext(lake, tz=self.tz, default_db=self.default_db)
+        try:
+            return window_arrow(ctx, duck, q, q.select.copy(), self.sql)
+        except SqlError as e:
+            if e.code in _LIMIT_CODES:
+                raise
+            code = e.code if e.code == Code.INVALID_FILL_TIME_RANGE else Code.INVALID_STREAM_QUERY
+            raise SqlError(f"the stream's computation failed: {e.message}", sql=self.sql, code=code) from None
+
+    def _event_query(self, ev: TriggerEvent) -> ast.SelectQuery:
+        """The query of one event: placeholders as constants (timestamps as ``CAST('...' AS
+        TIMESTAMP)`` in UTC), ``FROM %%tbname`` as the event's subtable, ``FROM %%trows`` as the
+        trigger table with the event's rows' conditions (group, time range, PRE_FILTER) added to
+        WHERE."""
+        trig = self.trigger
+        extra: list[exp.Expr] = []
+
+        def table(name: str, alias: str | None) -> exp.Table:
+            assert trig is not None
+            t = exp.Table(this=exp.to_identifier(name), db=exp.to_identifier(trig.db.name))
+            return t.as_(alias) if alias else t  # type: ignore[return-value]
+
+        def visit(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Column):
+                k = placeholder_key(node)
+                if k is not None:
+                    return _constant(ev.values.get(k), k in TS_PLACEHOLDERS)
+            if isinstance(node, exp.Table) and node.name.lower() in (TBNAME, TROWS):
+                if trig is None:
+                    raise SqlError(
+                        "%%tbname / %%trows need a trigger table",
+                        sql=self.sql,
+                        code=Code.INVALID_STREAM_QUERY,
+                    )
+                alias = node.alias or None
+                if node.name.lower() == TBNAME:
+                    return table(ev.tbname or trig.table.name, alias)
+                extra.extend(self._rows_conditions(ev))
+                return table(trig.table.name, alias)
+            return node
+
+        sel = self.q.select.copy().transform(visit)
+        if extra and isinstance(sel, exp.Select):
+            for cond in extra:
+                sel = sel.where(cond, copy=False)
+        return dataclasses.replace(self.q, select=sel)
+
+    def _rows_conditions(self, ev: TriggerEvent) -> list[exp.Expr]:
+        """``%%trows`` of a window computation as WHERE terms over the trigger table."""
+        assert self.trigger is not None
+        conds: list[exp.Expr] = []
+        if ev.tbname is not None:
+            conds.append(exp.column("tbname").eq(exp.Literal.string(ev.tbname)))
+        if ev.rows is not None:
+            groups, lo, hi, inclusive = ev.rows
+            ts = exp.column(self.trigger.table.columns[0].name)
+            for col, v in groups:
+                c = exp.column(col)
+                conds.append(c.is_(exp.Null()) if v is None else c.eq(_constant(v, False)))
+            if lo is not None:
+                conds.append(exp.GTE(this=ts.copy(), expression=exp.Literal.number(lo)))
+            if hi is not None:
+                cmp = exp.LTE if inclusive else exp.LT
+                conds.append(cmp(this=ts.copy(), expression=exp.Literal.number(hi)))
+        if self.pre_filter is not None:
+            conds.append(exp.Paren(this=self.pre_filter.copy()))
+        return conds
 
     def _query(self, duck: DuckSession, sql: str, what: str) -> pa.Table:
         try:
@@ -480,6 +609,20 @@ class Computation:
                 conds.append(f"({b.pre_filter})")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
         return f"SELECT * FROM {ev.rows_view or source or b.trigger_view}{where}"
+
+
+def _constant(v: Any, timestamp: bool) -> exp.Expr:
+    """A placeholder value as a TDengine constant (timestamps: epoch µs -> CAST of a UTC text)."""
+    if v is None:
+        return exp.Null()
+    if timestamp:
+        text = timestamps.render(int(v), "us", "UTC").replace("T", " ").replace("Z", "+00:00")
+        return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("TIMESTAMP"))
+    if isinstance(v, bool):
+        return exp.Boolean(this=v)
+    if isinstance(v, int | float):
+        return exp.Literal.number(v)
+    return exp.Literal.string(str(v))
 
 
 def _ts_literal(value: int, precision: str) -> str:

@@ -20,10 +20,10 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 from sqlglot import exp
 
-from spark_workers.duration import Duration
+from spark_workers.duration import NS_PER_PRECISION, Duration
 from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
 from spark_workers.engine.shape import WindowShape
-from spark_workers.engine.windows import DailyAssigner, IntervalAssigner
+from spark_workers.engine.windows import CalendarAssigner, DailyAssigner, IntervalAssigner, calendar_assigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.keys import key_column
@@ -193,7 +193,7 @@ class WindowPlan:
         """A query without a window: each row (passing WHERE) is one output row (``plan_projection``)."""
         return self.window is None
 
-    def assigner(self) -> IntervalAssigner | DailyAssigner:
+    def assigner(self) -> IntervalAssigner | DailyAssigner | CalendarAssigner:
         """The INTERVAL assigner (INTERVAL and eKuiper TUMBLINGWINDOW / HOPPINGWINDOW)."""
         assert self.shape is not None
         return self.shape.assigner()
@@ -222,7 +222,7 @@ def window_shape(
     """
     precision = source.db.precision
     if isinstance(window, ast.IntervalWindow):
-        return _interval_shape(window, precision, sql, emit_open), {}
+        return _interval_shape(window, precision, sql, emit_open, tz), {}
     if isinstance(window, ast.SessionWindow):
         return _session_shape(window, source, sql, emit_open), {}
     if isinstance(window, ast.StateWindow):
@@ -235,10 +235,27 @@ def window_shape(
     return _ekuiper_shape(window, precision, sql, tz)
 
 
-def _interval_shape(window: ast.IntervalWindow, precision: str, sql: str, emit_open: bool) -> WindowShape:
-    """INTERVAL(interval[, offset]) [SLIDING(sliding)]: the assigner's limits, positioned at the clause."""
+def _interval_shape(
+    window: ast.IntervalWindow, precision: str, sql: str, emit_open: bool, tz: str = "UTC"
+) -> WindowShape:
+    """INTERVAL(interval[, offset]) [SLIDING(sliding)]: the assigner's limits, positioned at the
+    clause; a calendar INTERVAL (``n`` months, ``y`` years) has windows of months in ``tz``."""
     span = window.span
     try:
+        if window.interval.is_calendar:
+            c = calendar_assigner(window.interval, window.offset, window.sliding, precision, tz)
+            nominal = c.months * 28 * 86_400 * 1_000_000_000 // NS_PER_PRECISION[precision]
+            return WindowShape(
+                "interval",
+                nominal,
+                0,
+                c.offset,
+                emit_open=emit_open,
+                months=c.months,
+                offset_months=c.offset_months,
+                tz=tz,
+                precision=precision,
+            )
         a = IntervalAssigner.of(window.interval, window.offset, window.sliding, precision)
     except SqlError as e:
         if e.position is not None or span is None:

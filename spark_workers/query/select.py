@@ -13,6 +13,7 @@ stages, capped results and a capped window-engine input.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,15 @@ from spark_workers.lake.keys import key_column
 from spark_workers.limits import active_budget, statement_budget
 from spark_workers.query.context import QueryContext, is_system
 from spark_workers.query.duck import DuckSession, ResultCap, quote
+from spark_workers.query.fill import (
+    FillSpec,
+    check_range,
+    fill_column,
+    fill_spec,
+    fill_value,
+    group_bounds,
+    where_range,
+)
 from spark_workers.query.planner import (
     Source,
     WindowPlan,
@@ -125,6 +135,13 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
     """
     check_select(q, sql)
+    if q.fill is not None and q.window is None:
+        raise SqlError(
+            "FILL needs an INTERVAL window clause",
+            sql=sql,
+            offset=q.fill.span.start if q.fill.span else None,
+            code=Code.INVALID_WINDOW,
+        )
     with statement_budget(sql), DuckSession(ex.lake) as duck:
         sel = q.select.copy()
         if q.window is not None:
@@ -388,6 +405,23 @@ def stage3_sql(
 def _run_window(
     ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
 ) -> ResultSet:
+    out, plan = window_arrow(ex, duck, q, sel, sql)
+    columns = [
+        ResultColumn(name, output_type(name, out.schema.field(i).type, plan), plan.source.db.precision)
+        for i, name in enumerate(plan.output_names)
+    ]
+    return ResultSet(columns, arrow_rows(out, columns))
+
+
+def window_arrow(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
+) -> tuple[pa.Table, WindowPlan]:
+    """A window query's result (``_o<i>`` per select item) and its plan: the three stages, with
+    FILL (``query/fill.py``) when the query has one.
+
+    Raises:
+        SqlError: as :func:`run_select`.
+    """
     q = merge_subquery(q, sql, aggregate_call)  # a subquery in FROM: its clauses merged (query/subquery.py)
     sel = q.select
     if not isinstance(sel, exp.Select):
@@ -409,6 +443,8 @@ def _run_window(
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
     plan = plan_window(q, src, sql, tz=ex.tz)
     assert plan.shape is not None
+    spec = fill_spec(q.fill, plan.window, [e for _, e in plan.items], sql)
+    fill_range = _fill_range(plan, duck, ex.tz, sql) if spec is not None else None
     budget = active_budget()
     try:
         t1 = duck.query(stage1_sql(plan, view, "duckdb", ex.tz), ResultCap.window_input(duck.limits))
@@ -423,19 +459,149 @@ def _run_window(
         budget.check(sql)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
     group_types = [t1.schema.field(g.name).type for g in plan.groups]
+    data: np.ndarray | None = None
+    if spec is not None and fill_range is not None:
+        res, data = fill_grid(plan, res, gvalues, spec, *fill_range, max_rows=duck.limits.max_window_rows)
     table = results_table(plan, res, gvalues, aggs, input_types, group_types)
     if budget is not None:
         budget.check(sql)
-    wview = duck.register_arrow(table)
     try:
-        out = duck.query(stage3_sql(plan, wview, ex.tz), ResultCap.result(duck.limits))
+        if spec is not None and data is not None:
+            out = _run_filled(plan, duck, table, res, data, spec, ex.tz)
+        else:
+            out = duck.query(
+                stage3_sql(plan, duck.register_arrow(table), ex.tz), ResultCap.result(duck.limits)
+            )
     except SqlError as e:
         raise _anchored(e, sql) from None
-    columns = [
-        ResultColumn(name, output_type(name, out.schema.field(i).type, plan), src.db.precision)
-        for i, name in enumerate(plan.output_names)
-    ]
-    return ResultSet(columns, arrow_rows(out, columns))
+    return out, plan
+
+
+def _fill_range(plan: WindowPlan, duck: DuckSession, tz: str, sql: str) -> tuple[int, int]:
+    """The query's time range for FILL (:func:`spark_workers.query.fill.check_range`); bounds that
+    are constant expressions other than literals (``now - 1d``) are evaluated by DuckDB."""
+    scope = plan.source.scope(tz)
+    epoch = EPOCH_FN[plan.source.db.precision]
+
+    def evaluate(e: exp.Expr) -> int | None:
+        try:
+            t = duck.query(f"SELECT {epoch}(CAST(({to_sql(e, 'duckdb', scope)}) AS TIMESTAMPTZ)) AS v")
+        except Exception:  # not a timestamp constant: no bound
+            return None
+        v = t.column(0)[0].as_py() if t.num_rows else None
+        return int(v) if v is not None else None
+
+    lo, hi = where_range(plan.filter, plan.source.table.columns[0].name, scope, evaluate)
+    assert isinstance(plan.window, ast.IntervalWindow)
+    return check_range(lo, hi, plan.window, plan.source.db.precision, sql)
+
+
+def fill_grid(
+    plan: WindowPlan,
+    res: WindowResults,
+    gvalues: dict[str, list],
+    spec: FillSpec,
+    lo: int,
+    hi: int,
+    *,
+    max_rows: int | None = None,
+) -> tuple[WindowResults, np.ndarray]:
+    """Every window of ``[lo, hi]`` for every group with rows in it (for NULL_F / VALUE_F without
+    rows and without PARTITION BY: the one group), in (group, window start) order; the windows
+    without rows hold NULL aggregates. Returns the results and, per window, whether it has rows.
+
+    Rules: TDengine's FILL (``spark_workers.query.fill``): windows from the earliest one
+    containing ``lo`` to the latest one starting at or before ``hi``.
+
+    Raises:
+        SqlError: ``0x070A`` when the rows would pass ``max_rows``."""
+    starts = plan.assigner().starts_covering(lo, hi)
+    keys = list(dict.fromkeys(res.gkey.tolist()))
+    if not keys and spec.forced and not plan.groups:
+        keys = ["[]"]
+        gvalues.setdefault("[]", [])
+    n, per = len(keys) * starts.size, starts.size
+    if max_rows is not None and n > max_rows:
+        raise SqlError(
+            f"Too many time windows in query: FILL would output {n:,} rows ({len(keys):,} groups x "
+            f"{per:,} windows), at most {max_rows:,} (TDWEB_SQL_MAX_WINDOW_ROWS); narrow the time range",
+            sql=plan.sql,
+            code=Code.TOO_MANY_TIMEWINDOW,
+        )
+    gk = np.repeat(np.array(keys, dtype=object), per)
+    ws = np.tile(starts, len(keys))
+    gpos = {k: i for i, k in enumerate(keys)}
+    pos = np.array([gpos[k] for k in res.gkey.tolist()], np.int64) * per + np.searchsorted(starts, res.wstart)
+    data = np.zeros(n, bool)
+    data[pos] = True
+    values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, (v, ok) in res.values.items():
+        full = np.zeros(n, v.dtype) if v.dtype != object else np.full(n, None, object)
+        valid = np.zeros(n, bool)
+        full[pos], valid[pos] = v, ok
+        values[name] = (full, valid)
+    return WindowResults(gk, ws, plan.assigner().end(ws), values), data
+
+
+def _run_filled(
+    plan: WindowPlan,
+    duck: DuckSession,
+    table: pa.Table,
+    res: WindowResults,
+    data: np.ndarray,
+    spec: FillSpec,
+    tz: str,
+) -> pa.Table:
+    """Stage 3 of a FILL query: the select items of every window, the fill columns filled
+    (:func:`spark_workers.query.fill.fill_column`), then HAVING, ORDER BY and LIMIT over the
+    filled rows (an ORDER BY / HAVING term equal to a select item reads its filled value)."""
+    gi = np.unique(res.gkey.astype(object), return_inverse=True)[1] if len(res) else np.empty(0, np.int64)
+    table = table.append_column("_gi", pa.array(gi, pa.int64())).append_column("_data", pa.array(data))
+    table = table.append_column("_wsi", pa.array(res.wstart, pa.int64()))
+    keep = ("_gi", "_data", "_wsi", *(g.name for g in plan.groups), "_wstart", "_wend", "_wduration")
+    keep += tuple(a.name for a in plan.aggs)
+    bare = dataclasses.replace(plan, having=None)
+    view = duck.register_arrow(table)
+    out = duck.query(stage3_sql(bare, view, tz, passthrough=keep, streaming=True) + ' ORDER BY "_gi", "_wsi"')
+    dmask = np.asarray(out.column("_data").to_numpy(zero_copy_only=False), bool)
+    t = out.column("_wsi").to_numpy(zero_copy_only=False).astype(np.int64)
+    first, end = group_bounds(out.column("_gi").to_numpy(zero_copy_only=False).astype(np.int64))
+    values = _fill_values(spec, duck, plan, tz)
+    for k, i in enumerate(spec.columns):
+        col = out.column(f"_o{i}").combine_chunks()
+        v = fill_value(values[k], col.type, plan.source.db.precision) if values else None
+        out = out.set_column(i, f"_o{i}", fill_column(col, spec.mode, dmask, t, first, end, v))
+    return duck.query(_final_sql(plan, duck.register_arrow(out), tz), ResultCap.result(duck.limits))
+
+
+def _fill_values(spec: FillSpec, duck: DuckSession, plan: WindowPlan, tz: str) -> list[object]:
+    """The VALUE / VALUE_F constants as Python values (evaluated by DuckDB)."""
+    if not spec.values:
+        return []
+    scope = Scope({}, None, plan.source.db.precision, tz)
+    cols = ", ".join(f"{to_sql(v, 'duckdb', scope)} AS {quote(f'v{i}')}" for i, v in enumerate(spec.values))
+    return [c[0].as_py() for c in duck.query(f"SELECT {cols}").columns]
+
+
+def _final_sql(plan: WindowPlan, view: str, tz: str) -> str:
+    """HAVING, ORDER BY and LIMIT of a FILL query over its filled stage-3 rows ``_o*``."""
+    scope = Scope({}, None, plan.source.db.precision, tz, frozenset({"_wstart", "_wend"}))
+    by_sql = {e.sql(): exp.column(f"_o{i}", quoted=True) for i, (_n, e) in enumerate(plan.items)}
+
+    def filled(e: exp.Expr) -> str:
+        e = e.copy().transform(lambda n: by_sql[n.sql()].copy() if n.sql() in by_sql else n)
+        return to_sql(e, "duckdb", scope)
+
+    sql = f"SELECT {', '.join(quote(f'_o{i}') for i in range(len(plan.items)))} FROM {view}"
+    if plan.having is not None:
+        sql += f" WHERE {filled(plan.having)}"
+    order = [f"{filled(o.this)}{' DESC' if o.args.get('desc') else ''}" for o in plan.order]
+    sql += " ORDER BY " + ", ".join(order or ['"_gi"', '"_wsi"'])
+    if plan.limit is not None:
+        sql += f" LIMIT {plan.limit}"
+    if plan.offset:
+        sql += f" OFFSET {plan.offset}"
+    return sql
 
 
 MAX_WINDOWS_PER_ROW = 100_000  # INTERVAL(1d) SLIDING(1s) is 86,400

@@ -105,7 +105,7 @@ class LocalRunner:
         phase = "history" if self.offset["h"] >= 0 else "live"
         rows = read_range(self.reader, self.offset, end, ignore_until=self.ignore_until)
         out = self._process(rows)
-        rep = self.sink.process(out, self.batch_id, phase=phase)
+        rep = self.sink.process(out, self.batch_id, phase=phase, now=self.clock())
         self.offset = end
         self.batch_id += 1
         return rep
@@ -155,8 +155,9 @@ class LocalRunner:
         with DuckSession(None) as duck:
             view = duck.register_arrow(self.reader.schema().empty_table())
             staged = duck.query(self._stage1(view))
-        out = self._timer_step(staged, self.clock())
-        rep = self.sink.process(out, self.batch_id, phase="live")
+        now = self.clock()
+        out = self._timer_step(staged, now)
+        rep = self.sink.process(out, self.batch_id, phase="live", now=now)
         self.batch_id += 1
         return rep
 

@@ -108,7 +108,13 @@ class _RecordingSink(OutputSink):
         self.results: list[pa.Table] = []
 
     def process(
-        self, batch: pa.Table, batch_id: int, *, phase: str = "live", started: float | None = None
+        self,
+        batch: pa.Table,
+        batch_id: int,
+        *,
+        phase: str = "live",
+        started: float | None = None,
+        now: int | None = None,
     ) -> BatchReport:
         if "_kind" not in batch.column_names:  # a stream without a window: rows, no windows
             return super().process(batch, batch_id, phase=phase, started=started)
@@ -116,7 +122,7 @@ class _RecordingSink(OutputSink):
         cols = ["_gkey", "_wstart", "_wend"]
         self.events.append(batch.filter(pc.equal(kind, "e")).select([*cols, "_event"]))
         self.results.append(batch.filter(pc.equal(kind, "r")).select(cols))
-        return super().process(batch, batch_id, phase=phase, started=started)
+        return super().process(batch, batch_id, phase=phase, started=started, now=now)
 
     def groups_by_subtable(self) -> dict[str, str]:
         """Output subtable name -> the group key whose rows went there."""

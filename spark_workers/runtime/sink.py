@@ -29,6 +29,7 @@ import structlog
 from sqlglot import exp
 
 from spark_workers.duration import NS_PER_PRECISION
+from spark_workers.engine.aggregates import result_arrow_type
 from spark_workers.errors import LakeError
 from spark_workers.lake.catalog import Table
 from spark_workers.lake.keys import key_column
@@ -36,10 +37,13 @@ from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event, build_messages, window_fields
 from spark_workers.notify.sender import Sender
 from spark_workers.query.compute import Computation, TriggerEvent, group_context
-from spark_workers.query.duck import DuckSession
+from spark_workers.query.duck import DuckSession, quote
 from spark_workers.query.notify_where import notify_mask
-from spark_workers.query.select import explode_rows, stage3_sql
+from spark_workers.query.planner import resolve
+from spark_workers.query.select import EPOCH_FN, explode_rows, stage3_sql
 from spark_workers.runtime.projection import row_actions, runs_to_delete, sorted_by_arrival
+from spark_workers.runtime.stream_fill import StreamFill
+from spark_workers.sql import ast
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME
 from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
@@ -160,6 +164,9 @@ class OutputSink:
         self._forced: Computation | None = None  # FORCE_OUTPUT's query, built on first use
         self.precision = compiled.precision
         self._per_us = {"ms": 1000, "us": 1, "ns": None}[self.precision]
+        self.filler = (
+            self._stream_fill() if compiled.fill is not None and compiled.computation is None else None
+        )
 
     @property
     def app_id(self) -> str:
@@ -167,10 +174,17 @@ class OutputSink:
 
     # ------------------------------------------------------------------ main entry
     def process(
-        self, batch: pa.Table, batch_id: int, *, phase: str = "live", started: float | None = None
+        self,
+        batch: pa.Table,
+        batch_id: int,
+        *,
+        phase: str = "live",
+        started: float | None = None,
+        now: int | None = None,
     ) -> BatchReport:
         """Handle one micro-batch of kernel output rows (any bucket order); ``started`` is the
-        ``time.perf_counter()`` at which the micro-batch began (for its duration)."""
+        ``time.perf_counter()`` at which the micro-batch began (for its duration); ``now`` the
+        wall clock in precision units (default: the system clock) for FORCE_WINDOW_CLOSE's FILL."""
         t0 = started if started is not None else time.perf_counter()
         rep = BatchReport(batch_id, phase=phase)
         if self.c.plan.projection:  # no window: ``batch`` is stage-1 rows (runtime/projection.py)
@@ -190,8 +204,10 @@ class OutputSink:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
                 rep.output_rows = data.num_rows
-        elif results.num_rows and table is not None:
-            data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0)
+        elif table is not None and (
+            results.num_rows or (self.filler is not None and self.filler.clock_driven)
+        ):
+            data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0, now=now)
             if data is not None:
                 data = without_null_keys(data, table)
             if data is not None and data.num_rows:
@@ -362,16 +378,28 @@ class OutputSink:
         return pa.table(cols)
 
     def _stage3(
-        self, results: pa.Table, table: Table, *, want_rows: bool = True
+        self, results: pa.Table, table: Table, *, want_rows: bool = True, now: int | None = None
     ) -> tuple[pa.Table | None, dict[tuple[str, int], dict[str, Any]]]:
         """Output rows in engine form for ``table`` and, when ``want_rows`` (the batch has
         notification events), per (gkey, wstart) the result dict used by WINDOW_CLOSE
-        notifications."""
-        with DuckSession(None) as duck:
-            view = duck.register_arrow(self._windows_table(results))
-            out = duck.query(
-                stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True)
+        notifications; with FILL, the filled windows too (``runtime/stream_fill.py``)."""
+        out: pa.Table | None = None
+        if results.num_rows:
+            with DuckSession(None) as duck:
+                view = duck.register_arrow(self._windows_table(results))
+                out = duck.query(
+                    stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True)
+                )
+        if self.filler is not None:
+            schema = out.schema if out is not None else self._fill_schema()
+            clock = (
+                now
+                if now is not None
+                else int(time.time() * 1000) * {"ms": 1, "us": 1_000, "ns": 1_000_000}[self.precision]
             )
+            out = self.filler.apply(out, schema, clock)
+        if out is None or not out.num_rows:
+            return None, {}
         gkeys = out.column("_gkey").to_pylist()
         ws = out.column("_ws").to_pylist()
         subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
@@ -392,6 +420,76 @@ class OutputSink:
         for i, (g, w) in enumerate(zip(gkeys, ws, strict=True) if want_rows else ()):
             out_rows[(g, int(w))] = {n: v[i] for n, v in by_name.items()}
         return data, out_rows
+
+    # ------------------------------------------------------------------ FILL
+    def _stream_fill(self) -> StreamFill:
+        spec = self.c.fill
+        assert spec is not None
+        values: list[object] = []
+        if spec.values:
+            scope = Scope({}, None, self.precision, self.tz)
+            with DuckSession(None) as duck:
+                cols = ", ".join(f"{to_sql(v, 'duckdb', scope)} AS v{i}" for i, v in enumerate(spec.values))
+                values = [c[0].as_py() for c in duck.query(f"SELECT {cols}").columns]
+        return StreamFill(
+            spec,
+            self.c.shape,
+            self._empty_windows,
+            self._last_written,
+            clock_driven=self.c.rules.mode == "FORCE_WINDOW_CLOSE",
+            values=values,
+            precision=self.precision,
+        )
+
+    def _fill_schema(self) -> pa.Schema:
+        fields = [f for f in self.c.stage3_schema if f.name.startswith("_o")]
+        return pa.schema([*fields, pa.field("_gkey", pa.string()), pa.field("_ws", pa.int64())])
+
+    def _empty_windows(self, gkeys: list[str], wstarts: list[int]) -> pa.Table:
+        """Stage-3 rows of windows without rows (NULL aggregates)."""
+        ws = pa.array(wstarts, pa.int64())
+        cols: dict[str, pa.Array] = {
+            "_gkey": pa.array(gkeys, pa.string()),
+            "_wstart": ws,
+            "_wend": pa.array(self.c.shape.assigner().end(ws.to_numpy()), pa.int64()),
+        }
+        for a in self.c.aggs:
+            typ = result_arrow_type(a, self.c.input_types.get(a.input) if a.input else None)
+            cols[a.name] = pa.nulls(len(wstarts), typ)
+        with DuckSession(None) as duck:
+            view = duck.register_arrow(self._windows_table(pa.table(cols)))
+            return duck.query(
+                stage3_sql(self.c.plan, view, self.tz, passthrough=("_gkey", "_ws"), streaming=True)
+            )
+
+    def _last_written(self, gkey: str, before: int) -> tuple[int, dict[int, object]] | None:
+        """The group's latest output row before ``before`` when the output's first column is the
+        window start: ``(wstart, {fill item: value})``."""
+        first = self.c.columns[0]
+        if not (first.source < 0 or self.c.plan.items[first.source][1].sql().strip('"').lower() == "_wstart"):
+            return None
+        table = self._output_table()
+        src = resolve(self.lake.catalog, ast.TableName(self.c.out_table, self.c.out_db), self.c.out_db)
+        wanted = {
+            col_plan.source: phys.name
+            for col_plan, phys in zip(self.c.columns, table.columns, strict=False)
+            if self.c.fill is not None and col_plan.source in self.c.fill.columns
+        }
+        ts = quote(table.columns[0].name)
+        with DuckSession(self.lake) as duck:
+            view = duck.register_source(src, tbnames=[self._subtable(gkey)])
+            items = ", ".join(
+                [
+                    f"{EPOCH_FN[self.precision]}({ts}) AS _w",
+                    *(f"{quote(n)} AS _v{i}" for i, n in wanted.items()),
+                ]
+            )
+            where = f"{EPOCH_FN[self.precision]}({ts}) < {int(before)}"
+            t = duck.query(f"SELECT {items} FROM {view} WHERE {where} ORDER BY {ts} DESC LIMIT 1")
+        if not t.num_rows:
+            return None
+        row = t.to_pylist()[0]
+        return int(row["_w"]), {i: row[f"_v{i}"] for i in wanted}
 
     def _compute(
         self, results: pa.Table, events: pa.Table

@@ -36,6 +36,7 @@ from spark_workers.lake.keys import key_column
 from spark_workers.lake.names import check_name
 from spark_workers.query.compute import Computation
 from spark_workers.query.duck import DuckSession
+from spark_workers.query.fill import FillSpec, fill_spec
 from spark_workers.query.notify_where import bind_notify_where
 from spark_workers.query.planner import (
     Source,
@@ -50,6 +51,7 @@ from spark_workers.query.planner import (
 from spark_workers.query.select import empty_stage_types
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
+from spark_workers.sql.lexer import TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.streams.spec import (
     V337,
@@ -128,6 +130,7 @@ class CompiledStream:
     # 3.3.7 FILL_HISTORY(start) / FILL_HISTORY_FIRST(start): history rows before it (epoch in the
     # source's precision) trigger nothing; None: the whole history
     history_from: int | None = None
+    fill: FillSpec | None = None  # a legacy INTERVAL stream's FILL (runtime/stream_fill.py)
 
     @property
     def precision(self) -> str:
@@ -167,7 +170,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
             catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or ""
         )
     v337 = spec.syntax == V337
-    sql, plan, fused = _stream_plan(spec, src, tz)
+    sql, plan, fused, fill = _stream_plan(spec, src, tz)
     assert plan.shape is not None
     if v337 and plan.shape.kind == "session":  # _twend: the session's last row (td-046)
         plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
@@ -225,6 +228,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         has_output=spec.output is not None,
         notify_where=_notify_where(spec, columns),
         history_from=_history_from(spec, src.db.precision, tz),
+        fill=fill,
     )
 
 
@@ -274,8 +278,8 @@ def _sliding_shape(spec: StreamSpec, shape: WindowShape | None, precision: str) 
     return dataclasses.replace(shape, offset=o % s)
 
 
-def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool]:
-    """``(engine query, its WindowPlan, fused)``: the stream's query, or for a 3.3.7 stream its
+def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPlan, bool, FillSpec | None]:
+    """``(engine query, its WindowPlan, fused, FILL)``: the stream's query, or for a 3.3.7 stream its
     trigger's equivalent window query (``v337.engine_query``; fused when the computation is that
     query). Errors in a 3.3.7 engine query are re-anchored in the statement as written."""
     sql = spec.query or ""
@@ -291,7 +295,9 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         raise SqlError("a stream's query must be a SELECT", sql=sql, code=Code.INVALID_STREAM_QUERY)
     q = stmt.query
     if not v337 and q.window is None:  # a legacy stream without a window (seed 001, seed 004)
-        return sql, plan_projection(q, src, sql), True
+        return sql, plan_projection(q, src, sql), True, None
+    if not v337:
+        check_stream_fill(q.fill, spec.options.trigger, sql)
     try:
         # a 3.3.7 COUNT_WINDOW trigger counts from 1 ("The minimum value is 1", seed 002)
         plan = plan_window(q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None)
@@ -301,7 +307,31 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         original = parse_one(spec.sql)
         assert isinstance(original, ast.CreateStream337)
         raise anchor_in_statement(e, sql, spec.sql, original) from None
-    return sql, plan, fused
+    fill = fill_spec(q.fill, plan.window, [e for _, e in plan.items], sql) if not v337 else None
+    return sql, plan, fused, fill
+
+
+FORCE_WINDOW_CLOSE_FILL = ("PREV", "NULL", "NONE", "VALUE")
+
+
+def check_stream_fill(fill: ast.Fill | None, trigger: str, sql: str) -> None:
+    """FILL in a legacy stream's window query: seed 000 lets TRIGGER FORCE_WINDOW_CLOSE use only
+    FILL(PREV | NULL | NONE | VALUE); the stream writes filled windows (``runtime/stream_fill.py``).
+
+    Raises:
+        SqlError: positioned at FILL.
+    """
+    if fill is None:
+        return
+    at = fill.span.start if fill.span else None
+    if trigger == "FORCE_WINDOW_CLOSE" and fill.mode not in FORCE_WINDOW_CLOSE_FILL:
+        raise SqlError(
+            f"TRIGGER FORCE_WINDOW_CLOSE supports FILL only with PREV, NULL, NONE or VALUE (seed 000), "
+            f"got FILL({fill.mode})",
+            sql=sql,
+            offset=at,
+            code=Code.INVALID_STREAM_QUERY,
+        )
 
 
 def _window_query_columns(plan: WindowPlan, out_schema: pa.Schema) -> list[OutputColumnPlan]:
@@ -354,6 +384,19 @@ def _computation_columns(
         pre_filter=spec.options.pre_filter,
         partition_types=[from_arrow(t) for t in group_types],
     )
+    q = computation.q
+    if (
+        spec.trigger.get("type") == "period"
+        and q.window is not None
+        and any(t.name.lower() == TROWS for t in q.select.find_all(exp.Table))
+    ):
+        raise SqlError(
+            "a window clause over %%trows of a PERIOD trigger (the rows written since the previous "
+            "trigger, by commit time) is not implemented by tdweb: read the trigger table with a "
+            "WHERE on its timestamp (_tprev_localtime / _tlocaltime) instead",
+            sql=spec.sql,
+            code=Code.NOT_SUPPORTED,
+        )
     columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
     # the first column keys the output table: without one (no INTO, CALC_NOTIFY_ONLY) the results
     # are only notified and any first column will do (seed 002, count window example sm2)

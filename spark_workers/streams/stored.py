@@ -32,6 +32,7 @@ from spark_workers.engine.stream import StreamRules
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.query.compute import Computation
+from spark_workers.query.fill import FillSpec
 from spark_workers.query.planner import NO_TABLE, GroupColumn, Source, WindowPlan, resolve, tableless_source
 from spark_workers.sql import ast
 from spark_workers.streams.compile import CompiledStream, OutputColumnPlan, TagPlan, compile_stream
@@ -64,6 +65,7 @@ _TYPES: dict[str, type] = {
         ast.EventWindow,
         ast.CountWindow,
         ast.EkuiperWindow,
+        FillSpec,
     )
 }
 
