@@ -1133,7 +1133,7 @@ def test_s000_2_late_rows_outside_closed_windows_are_not_expired(tmp_path: Path)
 @pytest.mark.xfail(
     strict=True,
     reason="issue13-wrong: a notify-only PERIOD stream with FROM is created, then its first trigger "
-    "fails (AssertionError in OutputSink.run_events: no computation)",
+    "fails (AssertionError in OutputSink.run_events: no computation); passes on issue13-options",
 )
 def test_s002_8_with_a_trigger_table_notifies(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """s002-8 with ``FROM tb1`` added (what main accepts today): each hour an ON_TIME event."""
