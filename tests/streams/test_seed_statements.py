@@ -120,10 +120,11 @@ class Receiver:
 
 class RoutingSender(Sender):
     """A real WebSocket sender whose connections for the seed's hosts go to the test's server: the
-    printed URL is kept in the path (``ws://127.0.0.1:<port>/<printed url>``)."""
+    printed URL is kept in the path (``ws://127.0.0.1:<port>/<printed url>``). A delivery that fails
+    is not retried (``ON_FAILURE PAUSE`` would wait forever): the micro-batch raises."""
 
     def __init__(self, port: int) -> None:
-        super().__init__()
+        super().__init__(should_stop=lambda: True)
         self.port = port
 
     def _send_once(self, url: str, text: str) -> None:
