@@ -126,7 +126,15 @@ def _legacy_nodes(s: ast.CreateStreamLegacy, sql: str) -> dict[str, Any]:
             offset=q.span.start if q.span else None,
             code=Code.INVALID_STREAM_QUERY,
         )
-    assert isinstance(q.select, exp.Select) and q.window is not None
+    if q.window is None:  # seed 001/004 filter / scalar ETL streams: no trigger node draws them
+        raise SqlError(
+            "a legacy stream without a window clause (filter / scalar ETL, seed 001) has no trigger "
+            "window to draw: the designer's graphs start from a trigger; create it in the SQL console",
+            sql=sql,
+            offset=q.span.start if q.span else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
+    assert isinstance(q.select, exp.Select)
     where = q.select.args.get("where")
     sel = q.select.copy()
     sel.set("where", None)
