@@ -617,13 +617,13 @@ def join_refused(j: exp.Expr, sql: str) -> SqlError:
 
 
 def window_join_refused(j: exp.Expr, sql: str) -> SqlError:
-    """The error of a window clause over a JOIN in an interactive query: windows are computed over
-    one table's timeline (the seeds window one table: seed 000 window_clause over the FROM table;
-    TDengine's own WINDOW JOIN, "Left/Right Window Join", takes no further window clause)."""
+    """The error of a window clause over a JOIN without a primary key timeline (TDengine "Join
+    Queries", "Primary Key Timeline": a FULL JOIN has none; a RIGHT JOIN's timeline is its right
+    table, and only Inner Join nests with other joins)."""
     return positioned(
-        "a window clause over a JOIN: windows are computed over one table's timeline (seed 000 "
-        "window_clause; TDengine's WINDOW JOIN takes no other window clause); window each table in "
-        "a subquery of its own, or join in a TDengine 3.3.7 stream's computation (seed 002)",
+        "a window clause needs the join's primary key timeline: a FULL JOIN has none (TDengine: "
+        '"Full Join cannot produce any valid primary key sequence ... time-related operations '
+        'cannot be performed"), and a RIGHT JOIN drives it only as the one join of the query',
         j,
         sql,
         Code.INVALID_WINDOW,

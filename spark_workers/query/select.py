@@ -26,6 +26,7 @@ from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
 from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Column, Table
 from spark_workers.lake.keys import key_column
 from spark_workers.limits import active_budget, statement_budget
 from spark_workers.query.context import QueryContext, is_system
@@ -40,6 +41,7 @@ from spark_workers.query.fill import (
     where_range,
 )
 from spark_workers.query.planner import (
+    WINDOW_PSEUDO,
     Source,
     WindowPlan,
     aggregate_call,
@@ -426,8 +428,8 @@ def window_arrow(
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
-    for j in sel.args.get("joins") or []:
-        raise window_join_refused(j, sql)
+    if sel.args.get("joins"):
+        return _run_window_over_join(ex, duck, q, sel, sql)
     tables = _tables(sel)
     if len(tables) != 1:
         raise SqlError(
@@ -441,6 +443,13 @@ def window_arrow(
     view = sel.args["from_"].this.name if sel.args.get("from_") else None
     if view is None:
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
+    return _window_result(ex, duck, q, src, view, sql)
+
+
+def _window_result(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, src: Source, view: str, sql: str
+) -> ResultSet:
+    """The three stages of a window query over the rows of ``view`` (``src`` names them)."""
     plan = plan_window(q, src, sql, tz=ex.tz)
     assert plan.shape is not None
     spec = fill_spec(q.fill, plan.window, [e for _, e in plan.items], sql)
@@ -602,6 +611,111 @@ def _final_sql(plan: WindowPlan, view: str, tz: str) -> str:
     if plan.offset:
         sql += f" OFFSET {plan.offset}"
     return sql
+
+
+def _run_window_over_join(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Select, sql: str
+) -> ResultSet:
+    """A window clause over a JOIN (TDengine "Join Queries", "Primary Key Timeline"): the join's
+    rows are computed first (ON and WHERE), then windowed on the primary key of the driving table
+    (the right table of a RIGHT JOIN, else the first table). Every column of table ``a`` is
+    available as ``a.col`` (and unqualified when no other table has that name).
+
+    Raises:
+        SqlError: a FULL JOIN (it has no primary key timeline), a RIGHT JOIN among several joins,
+            an ambiguous unqualified name (AMBIGUOUS_COLUMN).
+    """
+    joins = sel.args.get("joins") or []
+    for j in joins:
+        if (j.args.get("side") or "").upper() == "FULL":
+            raise window_join_refused(j, sql)
+    right = [j for j in joins if (j.args.get("side") or "").upper() == "RIGHT"]
+    if right and len(joins) > 1:
+        raise window_join_refused(right[0], sql)
+    aliases = [t.alias or t.name for t in _tables(sel)]
+    sources = bind_sources(ex, duck, sel, sql)
+    drive = len(sources) - 1 if right else 0
+    ts_name = sources[drive].table.columns[0].name
+    items: list[exp.Expr] = [
+        exp.alias_(exp.column(ts_name, table=aliases[drive], quoted=True), ts_name, quoted=True)
+    ]
+    columns: dict[str, tuple[str, TdType]] = {ts_name.lower(): (ts_name, TIMESTAMP)}
+    owners: dict[str, list[str]] = {}
+    for alias, src in zip(aliases, sources, strict=True):
+        for low, (name, typ) in src.columns.items():
+            flat = f"{alias}.{name}"
+            items.append(exp.alias_(exp.column(name, table=alias, quoted=True), flat, quoted=True))
+            columns[flat.lower()] = (flat, typ)
+            owners.setdefault(low, []).append(flat)
+    inner = sel.copy()
+    for key in ("group", "having", "order", "limit", "offset"):
+        inner.set(key, None)
+    inner.set("expressions", items)
+    try:
+        rows = duck.query(
+            to_sql(inner, "duckdb", query_scope(sources, ex.tz)), ResultCap.window_input(duck.limits)
+        )
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    view = duck.register_arrow(rows)
+    d = sources[drive]
+    table = Table(d.db.name, view, "normal", (Column(ts_name, TIMESTAMP, ts_name),))
+    src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
+    return _window_result(ex, duck, _over_join_rows(q, view, ts_name, owners, sql), src, view, sql)
+
+
+def _over_join_rows(
+    q: ast.SelectQuery, view: str, ts_name: str, owners: dict[str, list[str]], sql: str
+) -> ast.SelectQuery:
+    """``q`` read over the join's rows: ``a.col`` is the column ``"a.col"``, an unqualified name
+    the one table column of that name; FROM is the rows' view; WHERE was applied by the join."""
+
+    def visit(n: exp.Expr) -> exp.Expr:
+        if not isinstance(n, exp.Column):
+            return n
+        if n.table:
+            return exp.column(f"{n.table}.{n.name}", quoted=True)
+        low = n.name.lower()
+        if low == ts_name.lower() or low in WINDOW_PSEUDO or low not in owners:
+            return n
+        if len(owners[low]) > 1:
+            raise SqlError(
+                f"ambiguous column name {n.name}: qualify it ({', '.join(owners[low])})",
+                sql=sql,
+                offset=offset_of(n),
+                code=Code.AMBIGUOUS_COLUMN,
+            )
+        return exp.column(owners[low][0], quoted=True)
+
+    outer = q.select.copy()
+    assert isinstance(outer, exp.Select)
+    outer.set("joins", None)
+    outer.set("where", None)
+    outer.set("from_", exp.From(this=exp.to_table(view)))
+    items = []
+    for item in outer.expressions:
+        new = item.transform(visit)
+        items.append(
+            exp.alias_(new, item.name, quoted=True) if isinstance(item, exp.Column) and item.table else new
+        )
+    outer.set("expressions", items)
+    for key in ("having", "order"):
+        if outer.args.get(key) is not None:
+            outer.set(key, outer.args[key].transform(visit))
+    w = q.window
+    if w is not None:
+        changes = {
+            k: getattr(w, k).transform(visit)
+            for k in ("expr", "start", "end")
+            if isinstance(getattr(w, k, None), exp.Expr)
+        }
+        w = dataclasses.replace(w, **changes) if changes else w
+    return dataclasses.replace(
+        q,
+        select=outer,
+        partition_by=[dataclasses.replace(p, expr=p.expr.transform(visit)) for p in q.partition_by],
+        window=w,
+    )
 
 
 MAX_WINDOWS_PER_ROW = 100_000  # INTERVAL(1d) SLIDING(1s) is 86,400

@@ -34,6 +34,7 @@ def row_actions(
     passes: np.ndarray,
     *,
     ignore_update: bool,
+    composite: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The output rows a micro-batch upserts and deletes.
 
@@ -46,6 +47,8 @@ def row_actions(
         passes: per row, whether it passes WHERE (only those are written; a deleted row is
             removed whatever its values: an earlier version of it may have passed).
         ignore_update: IGNORE UPDATE 1.
+        composite: per row, a code of its COMPOSITE KEY value when the output table has one (the
+            output key is then the first column and that one, seed 002 "Outputs").
 
     Returns:
         ``(gkeys, upserts, deletes)``: per row its group key (JSON of the partition values, as the
@@ -62,7 +65,8 @@ def row_actions(
     if not len(acting):
         return gkeys, np.empty(0, np.int64), np.empty(0, np.int64)
     # the last change of each (group, key): scan from the end, keep first occurrences
-    pair = np.stack([codes[acting], keys[acting]], axis=1)[::-1]
+    parts = [codes[acting], keys[acting]] + ([composite[acting]] if composite is not None else [])
+    pair = np.stack(parts, axis=1)[::-1]
     _, first = np.unique(pair, axis=0, return_index=True)
     last = np.sort(acting[::-1][first])
     return gkeys, last[write[last]], last[remove[last]]

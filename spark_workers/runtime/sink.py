@@ -287,6 +287,14 @@ class OutputSink:
             if where is not None
             else np.ones(n, bool)
         )
+        second = table.columns[1] if len(table.columns) > 1 else None
+        composite = (
+            pc.dictionary_encode(arrays[second.physical], null_encoding="encode")
+            .indices.to_numpy(zero_copy_only=False)
+            .astype(np.int64)
+            if second is not None and second.composite_key and second.physical in arrays
+            else None
+        )
         gkeys, upserts, deletes = row_actions(
             staged,
             [g.name for g in self.c.plan.groups],
@@ -294,6 +302,7 @@ class OutputSink:
             valid,
             passes,
             ignore_update=self.c.rules.ignore_update,
+            composite=composite,
         )
         db = self.lake.catalog.require_database(self.c.out_db)
         if len(upserts):

@@ -572,7 +572,10 @@ def test_window_in_nested_query_is_not_supported() -> None:
     sql = "select count(*) from (select * from t partition by tbname interval(1s))"
     e = error_of(sql)
     assert e.code == Code.NOT_SUPPORTED
-    assert e.message == "window clauses are supported in the outermost query only"
+    assert e.message == (
+        "PARTITION BY in a subquery: PARTITION BY and window clauses are supported in the "
+        "outermost query only"
+    )
     assert e.offset == at(sql, "partition")
     sql = "with x as (select _wstart from t interval(1s)) select * from x"
     assert error_of(sql).offset == at(sql, "interval")

@@ -369,12 +369,38 @@ def test_what_a_stream_without_a_window_cannot_have_is_refused_by_name(
     assert says in e.value.message and "not supported yet" not in e.value.message
 
 
-def test_a_window_query_over_a_join_names_the_rule(tmp_path: Path) -> None:
+def test_window_queries_over_joins_use_the_driving_tables_timeline(tmp_path: Path) -> None:
+    """TDengine "Join Queries", "Primary Key Timeline": an INNER/LEFT join is windowed on the first
+    table's timestamps, a RIGHT join on the right table's; a FULL join has no timeline (refused)."""
     p = Pipeline(tmp_path / "lake")
-    _readings(p, np.random.default_rng(1), n=3)
+    data = _readings(p, np.random.default_rng(8), n=60)
+    c1 = data[data.tbname == "c1"].set_index("ts")
+    c2 = data[data.tbname == "c2"].set_index("ts")
+
+    def windows(df: pd.DataFrame, ts: pd.Index) -> pd.DataFrame:
+        df = df.assign(ws=np.asarray(ts) // 10_000 * 10_000)
+        return df.groupby("ws").agg(n=("v1", "size"), s1=("v1", "sum"), m2=("v2", "max")).reset_index()
+
+    inner = c1.join(c2, lsuffix="1", rsuffix="2", how="inner")
+    left = c1.join(c2, lsuffix="1", rsuffix="2", how="left")
+    right = c1.join(c2, lsuffix="1", rsuffix="2", how="right")
+    for how, joined in (("join", inner), ("left join", left), ("right join", right)):
+        got = p.frame(
+            f"select _wstart ws, count(*) n, sum(a.v) s1, max(b.v) m2 from c1 a {how} c2 b on a.ts = b.ts "
+            "interval(10s)"
+        )
+        exp = windows(joined, joined.index)
+        assert list(pd.to_datetime(got.ws).astype("int64") // 1_000_000) == list(exp.ws), how
+        assert list(got.n) == list(exp.n), how
+        assert _close(got.s1.fillna(0), exp.s1.fillna(0)) and _close(got.m2.fillna(-1), exp.m2.fillna(-1)), (
+            how
+        )
     with pytest.raises(SqlError) as e:
-        p.sql("select _wstart, count(*) from c1 join c2 on c1.ts = c2.ts interval(1s)")
-    assert "not supported yet" not in e.value.message and "JOIN" in e.value.message
+        p.sql("select _wstart, count(*) from c1 a full join c2 b on a.ts = b.ts interval(1s)")
+    assert "FULL JOIN has none" in e.value.message
+    with pytest.raises(SqlError) as e:
+        p.sql("select _wstart, avg(w) from c1 a join c2 b on a.ts = b.ts interval(1s)")
+    assert "ambiguous column name w" in e.value.message
 
 
 def test_existing_output_supertable_tags_follow_seed_000(tmp_path: Path) -> None:

@@ -115,8 +115,12 @@ class QueriesParser(ParserBase):
                     if stack:
                         stack.pop()
                 elif stack and stack[-1] and self.starts_td_clause(j):
+                    what = "PARTITION BY" if self._match(j, ("PARTITION", "BY")) > 0 else "window clauses"
                     raise self.err_at(
-                        "window clauses are supported in the outermost query only", j, code=Code.NOT_SUPPORTED
+                        f"{what} in a subquery: PARTITION BY and window clauses are supported in the "
+                        "outermost query only",
+                        j,
+                        code=Code.NOT_SUPPORTED,
                     )
 
     def partition_items(self, stop: Callable[[int], bool]) -> list[ast.PartitionItem]:
