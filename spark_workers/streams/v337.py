@@ -586,6 +586,16 @@ def _check_options(s: ast.CreateStream337, sql: str) -> None:
         )
     if o.delete_output_table:
         _check_delete_output_table(s, sql)
+    if o.delete_recalc and (isinstance(s.trigger, ast.CountWindow) or trigger_class(s.trigger) != "window"):
+        sp = o.spans.get("delete_recalc")
+        raise SqlError(
+            "DELETE_RECALC can only be set if the trigger type supports automatic recomputation for "
+            "deletions: PERIOD, SLIDING and COUNT_WINDOW triggers ignore deletions (seed 002, Stream "
+            "Processing Control Options, Data Deletions)",
+            sql=sql,
+            offset=sp.start if sp else None,
+            code=Code.INVALID_STREAM_QUERY,
+        )
     exp_t = o.expired_time
     if exp_t is not None and (exp_t.unit not in ("a", "s", "m", "h", "d") or exp_t.ns <= 0):
         sp = o.spans.get("expired_time")
@@ -785,7 +795,9 @@ def _options_spec(s: ast.CreateStream337, precision: str = "ms") -> OptionsSpec:
     """The engine options of a 3.3.7 stream's STREAM_OPTIONS (seed 002 "Atypical Data Ingestion
     Scenarios"; MAX_DELAY for window triggers only)."""
     o = s.options
-    count = isinstance(s.trigger, ast.CountWindow)
+    # COUNT_WINDOW and SLIDING triggers ignore out-of-order rows, updates and deletes (seed 002
+    # "Atypical Data Ingestion Scenarios": "Ignored; no processing performed")
+    count = isinstance(s.trigger, ast.CountWindow) or trigger_class(s.trigger) == "sliding"
     # MAX_DELAY (window triggers only; "non-window triggers automatically ignore this option"):
     # the engine's processing-time trigger, computing open windows every delay_time
     max_delay = o.max_delay is not None and trigger_class(s.trigger) == "window"
@@ -795,7 +807,7 @@ def _options_spec(s: ast.CreateStream337, precision: str = "ms") -> OptionsSpec:
         low_latency_calc=o.low_latency_calc,
         watermark=str(o.watermark) if o.watermark is not None else None,
         expired_time=str(o.expired_time) if o.expired_time is not None else None,
-        # out-of-order / updates: recalculated except for COUNT_WINDOW or with IGNORE_DISORDER
+        # out-of-order / updates: recalculated except for COUNT_WINDOW, SLIDING or IGNORE_DISORDER
         ignore_expired=count or o.ignore_disorder,
         ignore_update=count or o.ignore_disorder,
         # FILL_HISTORY_FIRST computes the history too, before real time: tdweb reads a stream's

@@ -321,3 +321,43 @@ def test_output_subtable_and_tags_are_expressions_of_the_group(tmp_path: Path) -
     got = env.rows("select tbname, cc, gx, k, c1 from out order by 1")
     tags = {"c1": 1, "c2": 2}  # create table cN using st tags (N)
     assert got == [[f"tag-{t}", f"tag-{t}", g * 10, "12", 1] for t, g in tags.items()]
+
+
+def test_sliding_trigger_ignores_out_of_order_rows(tmp_path: Path) -> None:
+    # seed 002 "Out-of-Order Data": periodic, sliding and count window triggers ignore them
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s sliding(10s) from c1 into out as select _tcurrent_ts t, count(*) n from %%trows"
+    )
+    env.write(ins("c1", (0, 1, 0), (25, 1, 0)))
+    assert env.rows("select t, n from out order by t") == [[T0 + 10_000, 1], [T0 + 20_000, 0]]
+    env.write(ins("c1", (5, 1, 0), (12, 1, 0)))  # late: both periods already fired
+    assert env.rows("select t, n from out order by t") == [[T0 + 10_000, 1], [T0 + 20_000, 0]]
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    ["count_window(2) from c1", "sliding(10s) from c1", "period(10s) from st"],
+)
+def test_delete_recalc_is_refused_where_deletions_are_ignored(tmp_path: Path, trigger: str) -> None:
+    env = Env(tmp_path)
+    placeholder = {"count": "_twstart", "slidi": "_tcurrent_ts", "perio": "_tlocaltime"}[trigger[:5]]
+    with pytest.raises(SqlError, match=r"DELETE_RECALC can only be set if the trigger type supports"):
+        env.ex.execute_one(
+            f"create stream s {trigger} stream_options(delete_recalc) into out as "
+            f"select {placeholder}, count(*) from %%trows"
+        )
+
+
+def test_delete_recalc_recalculates_when_a_subtable_is_dropped(tmp_path: Path) -> None:
+    # seed 002 DELETE_RECALC: "data deletions in the trigger table (including when a child table
+    # is dropped) should trigger automatic recomputation"
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s interval(10s) sliding(10s) from st stream_options(delete_recalc) into out as "
+        "select _twstart ws, count(*) n from %%trows"
+    )
+    env.write(ins("c1", (1, 1, 0), (2, 1, 0)), ins("c2", (3, 1, 0), (21, 1, 0)))
+    assert env.rows("select ws, n from out order by ws") == [[T0, 3], [T0 + 10_000, 0]]
+    env.write("drop table c2")
+    assert env.rows("select ws, n from out order by ws") == [[T0, 2], [T0 + 10_000, 0]]
