@@ -16,14 +16,15 @@ import { useCallback, useMemo, useState, type DragEvent } from "react";
 import type { Design, NodeKind } from "../api/designer";
 import { NODE_TYPES } from "./DesignNode";
 import { designToGraph, graphToDesign, isImpliedConnection, isNodeKind, presentKinds, type DesignFlowNode } from "./graph";
-import { DRAG_MIME } from "./Palette";
+import { DRAG_MIME, TRIGGER_DRAG_PREFIX } from "./Palette";
 
 export interface CanvasProps {
   design: Design;
   selected: NodeKind | null;
   onDesign: (d: Design) => void;
   onSelect: (k: NodeKind | null) => void;
-  onDropKind: (k: NodeKind, at: { x: number; y: number } | undefined) => void;
+  /** A node kind dropped from the palette (`trigger`: the trigger type chosen, when one was). */
+  onDropKind: (k: NodeKind, at: { x: number; y: number } | undefined, trigger?: string) => void;
   onHint: (text: string) => void;
 }
 
@@ -78,12 +79,14 @@ export function Canvas({ design, selected, onDesign, onSelect, onDropKind, onHin
     e.dataTransfer.dropEffect = "move";
   };
   const onDrop = (e: DragEvent<HTMLDivElement>) => {
-    const kind = e.dataTransfer.getData(DRAG_MIME);
+    const data = e.dataTransfer.getData(DRAG_MIME);
+    const trigger = data.startsWith(TRIGGER_DRAG_PREFIX) ? data.slice(TRIGGER_DRAG_PREFIX.length) : undefined;
+    const kind = trigger !== undefined ? "trigger" : data;
     if (!isNodeKind(kind)) return;
     e.preventDefault();
     const at = screenToFlowPosition({ x: e.clientX, y: e.clientY });
     // Without a measured viewport (not yet laid out) the position is NaN: place it automatically.
-    onDropKind(kind, Number.isFinite(at.x) && Number.isFinite(at.y) ? at : undefined);
+    onDropKind(kind, Number.isFinite(at.x) && Number.isFinite(at.y) ? at : undefined, trigger);
   };
 
   return (

@@ -34,7 +34,7 @@ import { DesignerViewCtx, groupIssues } from "./context";
 import { addNode, newDesign, presentKinds, removeNode, semanticKey, setNode, withAutoLayout, type NodeValue } from "./graph";
 import { SqlTab, PasteTab, PreviewTab, VersionsTab } from "./panels";
 import { Palette } from "./Palette";
-import { PropertyPanel } from "./PropertyPanel";
+import { changeTriggerType, PropertyPanel } from "./PropertyPanel";
 
 export const VALIDATE_DEBOUNCE_MS = 300;
 /** Edits closer together than this are one undo step. */
@@ -238,8 +238,11 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
 
   // --- actions ---
 
-  const add = (kind: NodeKind, at?: { x: number; y: number }) => {
-    update((d) => addNode(d, kind, at));
+  const add = (kind: NodeKind, at?: { x: number; y: number }, trigger?: string) => {
+    update((d) => {
+      const next = addNode(d, kind, at);
+      return trigger === undefined ? next : setNode(next, "trigger", changeTriggerType((next.nodes.trigger ?? {}) as NodeValue, trigger));
+    });
     setSelected(kind);
   };
 
@@ -435,13 +438,13 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
       )}
       <DesignerViewCtx.Provider value={view}>
         <div className="dz-main">
-          <Palette present={kinds} onAdd={(k) => add(k)} />
+          <Palette present={kinds} onAdd={(k) => add(k)} syntax={design.syntax} onAddTrigger={(choice) => add("trigger", undefined, choice)} />
           <Canvas
             design={design}
             selected={selected}
             onDesign={onDesignFromCanvas}
             onSelect={setSelected}
-            onDropKind={(k, at) => add(k, at)}
+            onDropKind={(k, at, trigger) => add(k, at, trigger)}
             onHint={onHint}
           />
           <aside className="dz-side" aria-label="Properties">

@@ -61,7 +61,8 @@ function legacyInterval(): Design {
   return d;
 }
 
-describe("issue 13 property forms", () => {
+// generous: these render the whole page, slow on a loaded machine
+describe("issue 13 property forms", { timeout: 20_000 }, () => {
   it("sets a FILL mode and a VALUE list on the computation's query, and shows the server's FILL error", async () => {
     const m = setup(legacyInterval(), (req) =>
       /FILL\(VALUE\)/.test(req.body.design.nodes.computation.query)
@@ -184,7 +185,7 @@ describe("issue 13 property forms", () => {
   });
 });
 
-describe("legacy FROM a subquery or a join", () => {
+describe("legacy FROM a subquery or a join", { timeout: 20_000 }, () => {
   it("shows and edits source.from, with its server error", async () => {
     const d = legacyInterval();
     d.nodes.source = { db: null, table: null, from: "(SELECT ts, pm25 FROM air.quality WHERE pm25 > 0)", partition_by: [] };
@@ -201,5 +202,41 @@ describe("legacy FROM a subquery or a join", () => {
     fireEvent.change(from, { target: { value: "(SELECT ts, pm25 FROM air.quality WHERE)" } });
     await waitFor(() => expect(screen.getByTestId("error-source-from")).toHaveTextContent("syntax error near ')'"));
     expect(validations(m).at(-1)!.body.design.nodes.source.from).toBe("(SELECT ts, pm25 FROM air.quality WHERE)");
+  });
+});
+
+describe("trigger palette", { timeout: 20_000 }, () => {
+  it("adds the trigger with a type from the palette, or changes the present trigger's type", async () => {
+    const m = setup(legacyInterval());
+    expect(await screen.findByTestId("palette-trigger-none")).toHaveTextContent("No window (every written row) · legacy");
+    expect(screen.getByTestId("palette-trigger-period")).toHaveClass("dz-other-syntax");
+    expect(screen.getByTestId("palette-trigger-count")).not.toHaveClass("dz-other-syntax");
+    fireEvent.click(screen.getByTestId("palette-trigger-count"));
+    await waitFor(() => expect(validations(m).at(-1)!.body.design.nodes.trigger).toEqual({ type: "count", count: null, sliding: null, columns: null }));
+    expect(await screen.findByTestId("props-trigger")).toBeInTheDocument();
+    expect(screen.getByTestId("summary-trigger")).toHaveTextContent("COUNT_WINDOW(?)");
+  });
+
+  it("drops a trigger type onto an empty canvas as a new trigger node", async () => {
+    const d = legacyInterval();
+    delete (d.nodes as Record<string, unknown>).trigger;
+    const m = setup(d);
+    await screen.findByTestId("node-source");
+    const store = new Map<string, string>();
+    const dataTransfer = {
+      setData: (k: string, v: string) => store.set(k, v),
+      getData: (k: string) => store.get(k) ?? "",
+      get types() {
+        return [...store.keys()];
+      },
+      effectAllowed: "",
+      dropEffect: "",
+    };
+    fireEvent.dragStart(screen.getByTestId("palette-trigger-event"), { dataTransfer });
+    expect(store.get("application/tdweb-node")).toBe("trigger:event");
+    fireEvent.dragOver(screen.getByTestId("designer-canvas"), { dataTransfer });
+    fireEvent.drop(screen.getByTestId("designer-canvas"), { dataTransfer, clientX: 300, clientY: 100 });
+    expect(await screen.findByTestId("node-trigger")).toBeInTheDocument();
+    await waitFor(() => expect(validations(m).at(-1)!.body.design.nodes.trigger).toEqual({ type: "event", start: null, end: null, true_for: null }));
   });
 });
