@@ -69,6 +69,7 @@ def bind_sources(
         SqlError / CatalogError: a missing table (positioned), PERMISSION_DENIED.
     """
     sources = []
+    used = used_columns(sel)
     for t in _tables(sel):
         if (not t.db and t.name.lower() in visible_ctes(t)) or t.name in skip:
             continue
@@ -82,7 +83,7 @@ def bind_sources(
         else:
             src = resolve(ex.catalog, name, ex.default_db, sql)
             ex.require_storage(READ, src.db, src.table, sql=sql, span=name.span)
-            view = duck.register_source(src, version)
+            view = duck.register_source(src, version, columns=used)
         sources.append(src)
         alias = t.alias or t.name
         t.replace(
@@ -91,6 +92,14 @@ def bind_sources(
             )
         )
     return sources
+
+
+def used_columns(sel: exp.Expr) -> frozenset[str] | None:
+    """Lower-case names of the columns a query uses, or None when it uses all (``*``): a virtual
+    table's rows depend on them (TDengine SQL manual, "Virtual Tables", alignment rule 3)."""
+    if any(True for _ in sel.find_all(exp.Star)):
+        return None
+    return frozenset(c.name.lower() for c in sel.find_all(exp.Column) if c.name)
 
 
 def query_scope(sources: list[Source], tz: str) -> Scope:

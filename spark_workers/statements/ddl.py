@@ -148,6 +148,10 @@ def create_table(ex: Session, s: ast.CreateTable, sql: str) -> ResultSet:
             sql=sql,
             code=Code.INVALID_COLUMN,
         )
+    if s.virtual:  # a virtual supertable holds no rows: only its template is kept
+        table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment, virtual=True)
+        ex.catalog.create_table(table, if_not_exists=s.if_not_exists, now_ms=int(time.time() * 1000))
+        return ResultSet.affected(0)
     table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment)
     ex.lake.create_table(db, table, if_not_exists=s.if_not_exists)
     return ResultSet.affected(0)
@@ -193,6 +197,14 @@ def subtable(ex: Session, d: ast.SubtableDef, sql: str) -> Table:
             offset=d.using.span.start if d.using.span else None,
             code=Code.STB_NOT_EXIST,
         )
+    if stable.virtual:
+        raise SqlError(
+            f"Create child table using virtual super table: {stable.name} is virtual; its child "
+            "tables are created with CREATE VTABLE ... USING",
+            sql=sql,
+            offset=d.using.span.start if d.using.span else None,
+            code=Code.CHILD_OF_VIRTUAL_STABLE,
+        )
     _name_ok(d.table.name, "table", sql, d.table.span)
     db = ex.catalog.require_database(dbname)
     ex.require(WRITE, db, stable.name, sql=sql, span=d.table.span)
@@ -218,7 +230,7 @@ def drop_table(ex: Session, s: ast.DropTable, sql: str) -> ResultSet:
     for name in s.tables:
         dbname = ex.db_name(name.db)
         t = ex.catalog.table(dbname, name.name)
-        if t is None or (s.super_only and t.kind != "super"):
+        if t is None or (s.super_only and t.kind != "super") or (s.virtual and t.kind == "super"):
             if s.if_exists:
                 continue
             raise SqlError(
@@ -227,9 +239,19 @@ def drop_table(ex: Session, s: ast.DropTable, sql: str) -> ResultSet:
                 offset=name.span.start if name.span else None,
                 code=Code.STB_NOT_EXIST if s.super_only else Code.TABLE_NOT_EXIST,
             )
+        if t.kind != "super" and t.virtual != s.virtual:
+            raise SqlError(
+                f"Invalid table type: {dbname}.{t.name} is "
+                + ("a virtual table: drop it with DROP VTABLE" if t.virtual else "not a virtual table"),
+                sql=sql,
+                offset=name.span.start if name.span else None,
+                code=Code.INVALID_TABLE_TYPE,
+            )
         db = ex.catalog.require_database(dbname)
         ex.require(WRITE, db, t.storage if t.kind == "sub" else None, sql=sql, span=name.span)
-        if t.kind == "sub":
+        if t.virtual:  # no rows of its own (a virtual supertable goes with its child tables)
+            ex.catalog.drop_table(dbname, t.name)
+        elif t.kind == "sub":
             stable = ex.catalog.require_table(dbname, t.storage)
             ex.lake.delete(db, stable, ts_min=None, ts_max=None, tbnames=[t.name])
             ex.catalog.drop_table(dbname, t.name)
