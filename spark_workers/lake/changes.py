@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from spark_workers.engine.rows import CHANGE_CODES, INSERT
 from spark_workers.lake.catalog import Database
 from spark_workers.lake.store import Lake
+from spark_workers.lake.virtual import Snapshot, VirtualPlan, plan, virtualize
 from spark_workers.tdtypes import TdType
 
 META_FIELDS = [
@@ -42,48 +43,98 @@ def logical_type(db: Database, t: object) -> pa.DataType:
 
 
 class ChangeReader:
-    """Reads one trigger table (supertable, subtable or normal table) as a stream of rows.
+    """Reads one trigger table (supertable, subtable, normal table or virtual table) as a stream
+    of rows.
+
+    A virtual table is read from the change feed of the one storage table its columns reference
+    (``lake/virtual.py``): versions and buckets are that table's, rows come out as the virtual
+    table's (``tbname`` the virtual child or normal table, its columns and tags).
 
     Args:
         lake: the lake.
         db: database name; table: the table the stream reads (a subtable filters its supertable).
+        members: a virtual table's members to read (fixed when the stream's task starts; None:
+            all of them now).
+        align: a virtual table's rows from several tables are aligned on the timestamp across
+            micro-batches (updates); False: each arrives as incremental data (``virtualize``).
     """
 
-    def __init__(self, lake: Lake, db: str, table: str) -> None:
+    def __init__(
+        self, lake: Lake, db: str, table: str, members: list[str] | None = None, *, align: bool = True
+    ) -> None:
         self.lake = lake
+        self.align = align
         self.db = lake.catalog.require_database(db)
         t = lake.catalog.require_table(self.db.name, table)
         self.table = t
-        self.storage = t if t.kind != "sub" else lake.catalog.require_table(self.db.name, t.storage)
-        self.tbname = t.name if t.kind == "sub" else None
+        self.virtual: VirtualPlan | None = None
+        self.sdb = self.db
+        if t.virtual:
+            self.virtual = plan(lake.catalog, t, members)
+            self.sdb = lake.catalog.require_database(self.virtual.storage_db)
+            self.storage = lake.catalog.require_table(self.sdb.name, self.virtual.storage)
+            self.shape = self.virtual.shape
+            self.tbname = None
+        else:
+            self.storage = t if t.kind != "sub" else lake.catalog.require_table(self.db.name, t.storage)
+            self.shape = self.storage
+            self.tbname = t.name if t.kind == "sub" else None
 
     def schema(self) -> pa.Schema:
         """Logical schema of the rows (columns, tags, meta fields)."""
         fields = [pa.field("tbname", pa.string())]
-        fields += [pa.field(c.name, logical_type(self.db, c.type)) for c in self.storage.columns]
-        fields += [pa.field(g.name, logical_type(self.db, g.type)) for g in self.storage.tags]
+        fields += [pa.field(c.name, logical_type(self.db, c.type)) for c in self.shape.columns]
+        fields += [pa.field(g.name, logical_type(self.db, g.type)) for g in self.shape.tags]
         return pa.schema(fields + META_FIELDS)
 
     def latest_version(self) -> int:
-        return self.lake.version(self.db.name, self.storage.name)
+        return self.lake.version(self.sdb.name, self.storage.name)
 
     def history_buckets(self, version: int) -> list[tuple[int, int]]:
         """``(bucket, rows)`` of the history snapshot, in time order."""
-        return self.lake.buckets(self.db.name, self.storage.name, version)
+        return self.lake.buckets(self.sdb.name, self.storage.name, version)
+
+    def _tbnames(self) -> list[str] | None:
+        if self.virtual is not None:
+            return self.virtual.tbnames if self.storage.kind == "super" else None
+        return [self.tbname] if self.tbname else None
+
+    def _virtualize(self, t: pa.Table, span: tuple[int, int] | None) -> pa.Table:
+        """Storage rows -> the virtual table's rows (``lake/virtual.py``); ``span``: the change
+        feed's ``(start, end]`` versions, whose snapshots aligned rows are read from (None: a
+        history slice, ``t`` holds them all)."""
+        assert self.virtual is not None
+        ts = self.storage.columns[0].physical
+
+        def at(version: int) -> Snapshot:
+            def read(tbnames: list[str], lo: int, hi: int) -> pa.Table:
+                return self.lake.read(
+                    self.sdb, self.storage, version=version, tbnames=tbnames, ts_min=lo, ts_max=hi
+                )
+
+            return read
+
+        snaps = None if span is None else (at(span[1]), at(span[0]) if span[0] > 0 else None)
+        out = virtualize(self.virtual, self.db, t, ts, snaps, align=self.align)
+        if out.num_rows and "_commit_version" not in out.column_names:
+            out = out.sort_by([(self.shape.columns[0].physical, "ascending"), ("tbname", "ascending")])
+        return out
 
     def read_history(self, version: int, b_lo: int, b_hi: int, seq_base: int = 0) -> pa.Table:
         """Snapshot ``version`` rows with ``b_lo <= _bucket <= b_hi`` as inserts (``_hist`` true)."""
         t = self.lake.read(
-            self.db,
+            self.sdb,
             self.storage,
             version=version,
             buckets=(b_lo, b_hi),
-            tbnames=[self.tbname] if self.tbname else None,
+            tbnames=self._tbnames(),
         )
-        if t.num_rows:
+        if self.virtual is not None:
+            t = self._virtualize(t, None)
+        elif t.num_rows:
             t = t.sort_by([(self.storage.columns[0].physical, "ascending"), ("tbname", "ascending")])
         n = t.num_rows
-        at = self.lake.commit_time_ms(self.db.name, self.storage.name, version) if n else 0
+        at = self.lake.commit_time_ms(self.sdb.name, self.storage.name, version) if n else 0
         meta = {
             "_ct": np.full(n, INSERT, np.int8),
             "_cv": np.full(n, version, np.int64),
@@ -96,9 +147,11 @@ class ChangeReader:
 
     def read_changes(self, start: int, end: int) -> pa.Table:
         """Change feed rows of versions ``(start, end]`` in commit order."""
-        t = self.lake.changes(self.db, self.storage, start, end)
+        t = self.lake.changes(self.sdb, self.storage, start, end)
         if self.tbname is not None and t.num_rows:
             t = t.filter(pc.equal(t.column("tbname"), self.tbname))
+        if self.virtual is not None:
+            t = self._virtualize(t, (start, end))
         n = t.num_rows
         ct = (
             np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8)
@@ -132,7 +185,7 @@ class ChangeReader:
         schema = self.schema()
         n = t.num_rows
         cols: list[pa.Array] = [t.column("tbname").cast(pa.string()) if n else pa.array([], pa.string())]
-        for c in self.storage.columns:
+        for c in self.shape.columns:
             typ = schema.field(c.name).type
             col = t.column(c.physical) if c.physical in t.column_names else pa.nulls(n, pa.int64())
             if c.type.name == "TIMESTAMP" and self.db.precision != "ns":
@@ -140,14 +193,14 @@ class ChangeReader:
             else:
                 col = col.cast(typ)
             cols.append(col)
-        if self.storage.tags:
-            tags = self.lake.catalog.subtable_tags(self.db.name, self.storage.name)
+        if self.shape.tags:
+            tags = self.lake.catalog.subtable_tags(self.db.name, self.shape.name)
             idx = (
                 pc.index_in(t.column("tbname").cast(pa.string()), value_set=tags.column("tbname"))
                 if n
                 else pa.array([], pa.int32())
             )
-            for g in self.storage.tags:
+            for g in self.shape.tags:
                 typ = schema.field(g.name).type
                 col = tags.column(g.physical).take(idx) if n else pa.array([], typ)
                 if g.type.name == "TIMESTAMP" and self.db.precision != "ns":

@@ -59,7 +59,9 @@ class LocalRunner:
         self.lake = lake
         self.tz = tz
         self.buckets = buckets
-        self.reader = ChangeReader(lake, compiled.source.db.name, compiled.source.table.name)
+        self.reader = ChangeReader(
+            lake, compiled.source.db.name, compiled.source.table.name, align=not compiled.rules.ignore_update
+        )
         self.offset = initial_offset(start_version, history_version)
         self.kernel = Kernel(kernel_config(compiled, str(lake.root), tz))
         self.sink = OutputSink(compiled, lake, stream_key=stream_key, tz=tz, sender=sender, progress=progress)

@@ -17,6 +17,7 @@ from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
+from spark_workers.lake.virtual import plan as virtual_plan
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.sandbox import check_stream
@@ -82,9 +83,10 @@ def check_create_stream(
     spec = statement_spec(s, sql, ctx.default_db, ctx.catalog)
     check_stream_access(ctx.principal, spec, ctx.catalog)
     compiled = compile_statement(s, spec, sql, ctx.lake, ctx.tz)
+    check_virtual_source(s, spec, compiled, sql, ctx.catalog)
     _check_output(ctx, spec, compiled, sql, replacing)
     if spec.options.fill_history:
-        version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+        version = source_version(ctx.lake, compiled)
         _check_history_windows(compiled, ctx.lake, version, sql, s.options.spans.get("fill_history"))
     if compiled.has_output and ctx.catalog.table(compiled.out_db, compiled.out_table) is not None:
         ensure_output_table(compiled, ctx.lake, sql=sql)  # an existing table is only checked
@@ -129,7 +131,7 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
     if s.if_not_exists and ctx.registry.get(s.name, s.db) is not None:
         return False
     spec, compiled = check_create_stream(ctx, s, sql)
-    version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+    version = source_version(ctx.lake, compiled)
     if compiled.has_output:
         ensure_output_table(compiled, ctx.lake, sql=sql)
     ctx.registry.create(
@@ -140,6 +142,77 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
         owner=ctx.principal.name,
     )
     return True
+
+
+def source_version(lake: Lake, compiled: CompiledStream) -> int:
+    """The current lake version of the table a stream's source reads: its storage table, or for
+    a virtual table the one storage table its columns reference (``lake/virtual.py``)."""
+    src = compiled.source
+    if src.table.virtual:
+        vp = virtual_plan(lake.catalog, src.table)
+        return lake.version(vp.storage_db, vp.storage)
+    return lake.version(src.db.name, src.storage.name)
+
+
+# seed 000 "Support for Virtual Tables in Stream Computing", the restrictions of the legacy syntax
+_VIRTUAL_LEGACY = "seed 000, Support for Virtual Tables in Stream Computing"
+
+
+def check_virtual_source(
+    s: Statement, spec: StreamSpec, compiled: CompiledStream, sql: str, catalog: Catalog
+) -> None:
+    """A stream whose trigger table is a virtual table: it reads one storage table (tdweb), and
+    a legacy stream keeps seed 000's restrictions: WATERMARK 0, no ``IGNORE UPDATE 0`` /
+    ``IGNORE EXPIRED 0``, no ``FILL_HISTORY 1``, no MAX_DELAY / CONTINUOUS_WINDOW_CLOSE /
+    FORCE_WINDOW_CLOSE trigger, no COUNT_WINDOW. (Seed 002 lists none of these for the 3.3.7
+    syntax: its options run on virtual tables as on any table.)
+
+    Raises:
+        SqlError: INVALID_OPERATION positioned at the option, naming the seed's rule;
+            INVALID_TABLE_TYPE for a virtual table over several storage tables.
+    """
+    if compiled.source is None or not compiled.source.table.virtual:
+        return
+    try:
+        virtual_plan(catalog, compiled.source.table)
+    except CatalogError as e:
+        raise SqlError(e.message, sql=sql, code=e.code) from None
+    if not isinstance(s, ast.CreateStreamLegacy):
+        return
+    o, spans = s.options, s.options.spans
+    refusals = [
+        ("watermark", o.watermark is not None and o.watermark.ns != 0, "the watermark must be 0"),
+        (
+            "ignore_update",
+            o.ignore_update == 0,
+            "IGNORE UPDATE 0 cannot be specified (updates are not handled)",
+        ),
+        (
+            "ignore_expired",
+            o.ignore_expired == 0,
+            "IGNORE EXPIRED 0 cannot be specified (out-of-order data is not handled)",
+        ),
+        (
+            "fill_history",
+            o.fill_history == 1,
+            "FILL_HISTORY 1 cannot be specified (no historical computation)",
+        ),
+        (
+            "trigger",
+            o.trigger in ("MAX_DELAY", "CONTINUOUS_WINDOW_CLOSE", "FORCE_WINDOW_CLOSE"),
+            f"the trigger mode {o.trigger} is not supported",
+        ),
+        ("", spec.trigger.get("type") == "count", "COUNT_WINDOW is not supported"),
+    ]
+    for key, bad, why in refusals:
+        if bad:
+            span = spans.get(key)
+            raise SqlError(
+                f"a stream over virtual table {compiled.source.table.name}: {why} ({_VIRTUAL_LEGACY})",
+                sql=sql,
+                offset=span.start if span else None,
+                code=Code.INVALID_OPERATION,
+            )
 
 
 def _same_stream(a: StreamInfo, b: StreamInfo | None) -> bool:

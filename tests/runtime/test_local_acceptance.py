@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.statements.executor import Executor
@@ -38,6 +39,13 @@ CASES = (
     "td-031a",
     # a computation over %%tbname with placeholders, per trigger event (query/compute.py)
     "td-038",
+    # virtual tables as trigger and source tables (lake/virtual.py, lake/changes.py)
+    "td-041",
+    # FORCE_OUTPUT is another part of issue 13: refused until it lands, then this case runs
+    pytest.param(
+        "td-043",
+        marks=pytest.mark.xfail(raises=SqlError, strict=False, reason="FORCE_OUTPUT not merged yet"),
+    ),
 )
 
 ACCEPTANCE = Path(__file__).resolve().parents[3] / "shared" / "acceptance"

@@ -1,0 +1,221 @@
+"""Streams over virtual tables, through the whole pipeline without Spark (seed 000 "Support for
+Virtual Tables in Stream Computing", seed 002 trigger tables): rows written to the referenced
+tables reach the stream as the virtual table's rows, aligned on the timestamp across
+micro-batches; the legacy syntax keeps seed 000's restrictions; a virtual child table created
+after the task started does not take part."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from spark_workers.errors import Code, SqlError
+from spark_workers.lake.store import Lake
+from spark_workers.runtime.local import LocalRunner
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
+
+BASE_MS = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
+
+SETUP = [
+    "create database vs precision 'ms'",
+    "create table vs.stb (ts timestamp, c int) tags (g int)",
+    "create table vs.vstb (ts timestamp, a int, b int) tags (g int) virtual 1",
+    "create table vs.ct1 using vs.stb tags (1)",
+    "create table vs.ct2 using vs.stb tags (2)",
+    "create table vs.ct3 using vs.stb tags (3)",
+    # vct1 aligns two tables; vct2 reads one
+    "create vtable vs.vct1 (a from vs.ct1.c, b from vs.ct2.c) using vs.vstb tags (1)",
+    "create vtable vs.vct2 (a from vs.ct3.c) using vs.vstb tags (2)",
+]
+
+# (table, second, value): written one statement (one micro-batch) at a time, so the two tables
+# vct1 reads deliver the same timestamp in different micro-batches
+WRITES = [
+    ("ct1", 1, 1),
+    ("ct3", 1, 100),
+    ("ct2", 1, 10),
+    ("ct1", 4, 4),
+    ("ct2", 6, 60),
+    ("ct3", 12, 120),
+    ("ct1", 12, 12),
+    ("ct2", 13, 130),
+    ("ct1", 25, 25),
+    ("ct2", 25, 250),
+    ("ct3", 25, 250),
+]
+
+
+class Pipeline:
+    def __init__(self, root: Path) -> None:
+        self.lake = Lake(root)
+        self.registry = MemoryRegistry()
+        self.runners: dict[str, LocalRunner] = {}
+
+    def sql(self, text: str) -> list[list[object]]:
+        res = Executor(self.lake, self.registry, tz="UTC", default_db="vs").execute_one(text)
+        for key in self.registry.streams:
+            if key not in self.runners:
+                self.runners[key] = LocalRunner.for_registered(self.lake, self.registry, key, buckets=2)
+        for r in self.runners.values():
+            r.run()
+        return res.rows
+
+
+def expected_windows(writes: list[tuple[str, int, int]], size_s: int) -> pd.DataFrame:
+    """Independent computation: a legacy stream (IGNORE UPDATE 1, the only choice on a virtual
+    table, seed 000) takes every row of a referenced table as incremental data, the child's
+    other columns NULL ("merging the data might produce null values"); windows of ``size_s``
+    seconds, closed when a later row of the same child reaches the next window."""
+    df = pd.DataFrame(writes, columns=["t", "s", "v"])
+    members = {"vct1": {"a": "ct1", "b": "ct2"}, "vct2": {"a": "ct3"}}
+    out = []
+    for name, cols in members.items():
+        aligned = pd.concat(
+            [df[df.t == table][["s", "v"]].rename(columns={"v": col}) for col, table in cols.items()]
+        )
+        aligned["w"] = aligned["s"] // size_s * size_s
+        last = aligned["w"].max()
+        for w, g in aligned[aligned["w"] < last].groupby("w"):
+            out.append(
+                {
+                    "tbname": name,
+                    "w": int(w),
+                    "n": len(g),
+                    "sa": g["a"].sum() if g["a"].notna().any() else None,
+                    "sb": g["b"].sum() if "b" in g and g["b"].notna().any() else None,
+                }
+            )
+    return pd.DataFrame(out).sort_values(["tbname", "w"]).reset_index(drop=True)
+
+
+def test_legacy_stream_over_a_virtual_supertable_aligns_across_micro_batches(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql(
+        "create stream vs_s into vs.out_s as select _wstart, count(*) n, sum(a) sa, sum(b) sb "
+        "from vs.vstb partition by tbname interval(10s)"
+    )
+    for table, sec, v in WRITES:
+        p.sql(f"insert into vs.{table} values ({BASE_MS + sec * 1000}, {v})")
+    got = p.sql("select _wstart, n, sa, sb from vs.out_s order by n desc, _wstart")
+    want = expected_windows(WRITES, 10).sort_values(["n", "w"], ascending=[False, True])
+    assert [list(r) for r in got] == [
+        [
+            BASE_MS + r.w * 1000,
+            r.n,
+            None if pd.isna(r.sa) else int(r.sa),
+            None if pd.isna(r.sb) else int(r.sb),
+        ]
+        for r in want.itertuples()
+    ]
+    assert len(got) == len(want) > 2
+
+
+def test_337_stream_aligns_a_virtual_table_across_micro_batches(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql(
+        "create stream vs.s_al interval(10s) sliding(10s) from vs.vct1 "
+        "stream_options(ignore_nodata_trigger) into vs.out_al as "
+        "select _twstart, count(*) n, sum(a) sa, sum(b) sb from %%trows"
+    )
+    for table, sec, v in WRITES:
+        p.sql(f"insert into vs.{table} values ({BASE_MS + sec * 1000}, {v})")
+    got = p.sql("select * from vs.out_al order by 1")
+    # TDengine's alignment: vct1's rows are the outer merge on ts of ct1.c and ct2.c, even when
+    # a timestamp's rows arrive in different micro-batches (an update of the aligned row)
+    df = pd.DataFrame(WRITES, columns=["t", "s", "v"])
+    a = df[df.t == "ct1"][["s", "v"]].rename(columns={"v": "a"})
+    b = df[df.t == "ct2"][["s", "v"]].rename(columns={"v": "b"})
+    al = a.merge(b, on="s", how="outer")
+    al["w"] = al["s"] // 10 * 10
+    want = [
+        [BASE_MS + int(w) * 1000, len(g), int(g["a"].sum()), int(g["b"].sum())]
+        for w, g in al[al["w"] < al["w"].max()].groupby("w")
+    ]
+    assert [list(r) for r in got] == want
+
+
+def test_stream_on_a_virtual_child_table_with_a_computation_over_another(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql(
+        "create stream vs.s337 state_window(a) from vs.vct2 into vs.out337 as "
+        "select _twstart, _twrownum, count(b) nb, sum(b) sb from vs.vct1 "
+        "where ts >= _twstart and ts <= _twend"
+    )
+    for sec, v in [(1, 5), (2, 5), (3, 6), (4, 6), (5, 7)]:
+        p.sql(f"insert into vs.ct2 values ({BASE_MS + sec * 1000}, {sec * 10})")
+        p.sql(f"insert into vs.ct3 values ({BASE_MS + sec * 1000}, {v})")
+    got = p.sql("select * from vs.out337 order by 1")
+    # windows of ct3's states [1..2], [3..4] (the last stays open); vct1.b is ct2's column
+    assert [[r[0], r[1], r[2], r[3]] for r in got] == [
+        [BASE_MS + 1000, 2, 2, 10 + 20],
+        [BASE_MS + 3000, 2, 2, 30 + 40],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [
+        ("watermark 5s", "the watermark must be 0"),
+        ("ignore update 0", "IGNORE UPDATE 0"),
+        ("ignore expired 0", "IGNORE EXPIRED 0"),
+        ("fill_history 1", "FILL_HISTORY 1"),
+        ("trigger max_delay 5s", "MAX_DELAY"),
+        ("trigger force_window_close", "FORCE_WINDOW_CLOSE"),
+        ("trigger continuous_window_close", "CONTINUOUS_WINDOW_CLOSE"),
+    ],
+)
+def test_legacy_restrictions_of_seed_000(tmp_path: Path, options: str, rule: str) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    sql = f"create stream bad {options} into vs.o as select _wstart, count(*) from vs.vct1 interval(10s)"
+    with pytest.raises(SqlError) as info:
+        p.sql(sql)
+    assert info.value.code == Code.INVALID_OPERATION
+    assert rule in info.value.message and "seed 000" in info.value.message
+    with pytest.raises(SqlError) as info:
+        p.sql("create stream bad into vs.o as select _wstart, count(*) from vs.vct1 count_window(3)")
+    assert "COUNT_WINDOW" in info.value.message and "seed 000" in info.value.message
+    # the same options are accepted on the physical table
+    p.sql(sql.replace("vs.vct1", "vs.ct1").replace("fill_history 1", "fill_history 0"))
+
+
+def test_a_virtual_table_reading_several_storage_tables_is_refused_as_trigger(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql("create table vs.n1 (ts timestamp, x int)")
+    p.sql("create vtable vs.mixed (ts timestamp, x int from vs.n1.x, c int from vs.ct1.c)")
+    with pytest.raises(SqlError) as info:
+        p.sql("create stream m into vs.o as select _wstart, count(*) from vs.mixed interval(10s)")
+    assert info.value.code == Code.INVALID_TABLE_TYPE
+    # as a computation's source it is read like any table
+    p.sql("insert into vs.n1 values (1735689601000, 1)")
+    assert p.sql("select x, c from vs.mixed") == [[1, None]]
+
+
+def test_child_tables_created_after_the_task_started_do_not_take_part(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql(
+        "create stream late into vs.out_late as select _wstart, count(*) n from vs.vstb "
+        "partition by tbname interval(10s)"
+    )
+    p.sql("insert into vs.ct3 values (1735689601000, 1)")  # the task starts with vct1, vct2
+    p.sql("create vtable vs.vct3 (a from vs.ct3.c) using vs.vstb tags (3)")
+    p.sql("insert into vs.ct3 values (1735689621000, 2)")
+    p.sql("insert into vs.ct3 values (1735689635000, 3)")
+    got = p.sql("select _wstart, n, groupId from vs.out_late order by _wstart")
+    # vct2 closes [0, 10) and [20, 30); vct3 (same rows from ct3) would close [20, 30) as well
+    assert [r[:2] for r in got] == [[BASE_MS, 1], [BASE_MS + 20_000, 1]]
+    assert len({r[2] for r in got}) == 1
