@@ -14,8 +14,9 @@ from spark_workers import access
 from spark_workers.access import WRITE
 from spark_workers.duration import PRECISIONS, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
-from spark_workers.lake.catalog import Column, Table, physical_names
+from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.names import check_name
+from spark_workers.lake.virtual import storages
 from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
@@ -66,7 +67,7 @@ def drop_database(ex: Session, s: ast.DropDatabase, sql: str) -> ResultSet:
             return ResultSet.affected(0)
         raise CatalogError(f"database {s.name} does not exist", code=Code.DB_NOT_EXIST)
     access.require_owner(ex.principal, db, "drop database")
-    readers, owned = _stream_dependents(ex.registry.list(), db.name, ex.default_db)
+    readers, owned = _stream_dependents(ex.registry.list(), db.name, ex.default_db, ex.catalog)
     if readers and not s.force:
         # seed 002 "Database and Table Operations": not allowed for a source database, or a
         # trigger table's database other than the stream's own, unless FORCE
@@ -266,7 +267,9 @@ def _name_ok(name: str, what: str, sql: str, span: ast.Span | None) -> None:
     check_name(name, what, sql=sql, offset=span.start if span else None)
 
 
-def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> tuple[list[str], list[Any]]:
+def _stream_dependents(
+    streams: list[Any], db: str, default_db: str | None, catalog: Catalog
+) -> tuple[list[str], list[Any]]:
     """Streams that read database ``db`` (trigger table or computation) and belong to another
     database, and the streams that belong to ``db`` itself (3.3.7 ``CREATE STREAM db.name``)."""
 
@@ -289,6 +292,17 @@ def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> t
                     dbs |= {(t.db or home).lower() for t in sel.find_all(exp.Table) if t.name}
             except SqlError:
                 pass
-        if low in dbs:
+        if low in dbs or low in _virtual_dbs(catalog, dbs, spec):
             readers.append(info.name)
     return readers, owned
+
+
+def _virtual_dbs(catalog: Catalog, dbs: set[str], spec: Any) -> set[str]:
+    """Databases a stream's virtual trigger table reads (seed 002 "Database and Table
+    Operations": dropping them is not allowed without FORCE)."""
+    out: set[str] = set()
+    src = spec.source
+    t = catalog.table(src.db, src.table) if src and catalog.database(src.db) else None
+    if t is not None and t.virtual:
+        out |= {d.lower() for d, _ in storages(catalog, t)}
+    return out

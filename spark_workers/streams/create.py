@@ -18,6 +18,7 @@ from spark_workers.lake.catalog import Catalog
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
 from spark_workers.lake.virtual import plan as virtual_plan
+from spark_workers.lake.virtual import storages as virtual_storages
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.sandbox import check_stream
@@ -296,12 +297,21 @@ def check_stream_access(
             continue  # compiling the stream reports it
         t = catalog.table(db.name, name)
         access.require(principal, READ, db, t.storage if t is not None else name)
+        if t is not None and t.virtual:  # and what it references (query/context.py)
+            for ref_db, storage in virtual_storages(catalog, t):
+                access.require(principal, READ, catalog.require_database(ref_db), storage)
     if not writes:
         return
     if out is not None:
         db = catalog.database(out[0])
         if db is not None:
             t = catalog.table(db.name, out[1])
+            if t is not None and t.virtual:
+                raise SqlError(
+                    f"Virtual table not support in STMT query and STMT insert: a stream cannot write "
+                    f"into virtual table {db.name}.{t.name} (virtual tables are read-only)",
+                    code=Code.VTABLE_NOT_SUPPORT_STMT,
+                )
             access.require(principal, WRITE, db, t.storage if t is not None else None)
     if spec.db:
         db = catalog.database(spec.db)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from spark_workers.errors import Code, SqlError
+from spark_workers.errors import Code, SqlError, TdError
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.statements.executor import Executor
@@ -219,3 +219,27 @@ def test_child_tables_created_after_the_task_started_do_not_take_part(tmp_path: 
     # vct2 closes [0, 10) and [20, 30); vct3 (same rows from ct3) would close [20, 30) as well
     assert [r[:2] for r in got] == [[BASE_MS, 1], [BASE_MS + 20_000, 1]]
     assert len({r[2] for r in got}) == 1
+
+
+def test_a_stream_cannot_write_into_a_virtual_table(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    with pytest.raises(SqlError) as info:
+        p.sql("create stream w into vs.vstb as select _wstart, count(*) from vs.ct1 interval(10s)")
+    assert info.value.code == Code.VTABLE_NOT_SUPPORT_STMT
+
+
+def test_dropping_a_database_a_virtual_trigger_table_reads_needs_force(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql("create database other precision 'ms'")
+    p.sql("create vtable other.v (ts timestamp, c int from vs.ct1.c)")
+    p.sql(
+        "create stream other.s interval(10s) sliding(10s) from other.v stream_options(ignore_nodata_trigger) "
+        "into other.o as select _twstart, count(*) from %%trows"
+    )
+    with pytest.raises(TdError) as info:
+        p.sql("drop database vs")
+    assert "read by stream(s) s;" in info.value.message
