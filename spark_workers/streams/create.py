@@ -14,7 +14,7 @@ from sqlglot import exp
 from spark_workers import access
 from spark_workers.access import READ, WRITE, Principal
 from spark_workers.errors import CatalogError, Code, SqlError
-from spark_workers.lake.catalog import Catalog
+from spark_workers.lake.catalog import Catalog, Table
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
 from spark_workers.lake.virtual import plan as virtual_plan
@@ -84,7 +84,7 @@ def check_create_stream(
     spec = statement_spec(s, sql, ctx.default_db, ctx.catalog)
     check_stream_access(ctx.principal, spec, ctx.catalog)
     compiled = compile_statement(s, spec, sql, ctx.lake, ctx.tz)
-    check_virtual_source(s, spec, compiled, sql, ctx.catalog)
+    check_virtual_source(s, spec, compiled.source.table if compiled.source else None, sql, ctx.catalog)
     _check_output(ctx, spec, compiled, sql, replacing)
     if spec.options.fill_history:
         version = source_version(ctx.lake, compiled)
@@ -160,7 +160,7 @@ _VIRTUAL_LEGACY = "seed 000, Support for Virtual Tables in Stream Computing"
 
 
 def check_virtual_source(
-    s: Statement, spec: StreamSpec, compiled: CompiledStream, sql: str, catalog: Catalog
+    s: Statement, spec: StreamSpec, table: Table | None, sql: str, catalog: Catalog
 ) -> None:
     """A stream whose trigger table is a virtual table: it reads one storage table (tdweb), and
     a legacy stream keeps seed 000's restrictions: WATERMARK 0, no ``IGNORE UPDATE 0`` /
@@ -172,10 +172,10 @@ def check_virtual_source(
         SqlError: INVALID_OPERATION positioned at the option, naming the seed's rule;
             INVALID_TABLE_TYPE for a virtual table over several storage tables.
     """
-    if compiled.source is None or not compiled.source.table.virtual:
+    if table is None or not table.virtual:
         return
     try:
-        virtual_plan(catalog, compiled.source.table)
+        virtual_plan(catalog, table)
     except CatalogError as e:
         raise SqlError(e.message, sql=sql, code=e.code) from None
     if not isinstance(s, ast.CreateStreamLegacy):
@@ -209,7 +209,7 @@ def check_virtual_source(
         if bad:
             span = spans.get(key)
             raise SqlError(
-                f"a stream over virtual table {compiled.source.table.name}: {why} ({_VIRTUAL_LEGACY})",
+                f"a stream over virtual table {table.name}: {why} ({_VIRTUAL_LEGACY})",
                 sql=sql,
                 offset=span.start if span else None,
                 code=Code.INVALID_OPERATION,

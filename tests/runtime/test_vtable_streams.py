@@ -14,6 +14,7 @@ import pytest
 from spark_workers.errors import Code, SqlError, TdError
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
+from spark_workers.runtime.preview import preview_stream
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 
@@ -243,3 +244,34 @@ def test_dropping_a_database_a_virtual_trigger_table_reads_needs_force(tmp_path:
     with pytest.raises(TdError) as info:
         p.sql("drop database vs")
     assert "read by stream(s) s;" in info.value.message
+
+
+def test_preview_over_a_virtual_supertable_matches_the_stream(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    for table, sec, v in WRITES:
+        p.sql(f"insert into vs.{table} values ({BASE_MS + sec * 1000}, {v})")
+    sql = (
+        "create stream pv interval(10s) sliding(10s) from vs.vstb partition by tbname "
+        "stream_options(ignore_nodata_trigger) into vs.out_pv as "
+        "select _twstart, count(*) n, sum(a) sa, sum(b) sb from %%trows"
+    )
+    ans = preview_stream(p.lake, sql, start_ms=BASE_MS, end_ms=BASE_MS + 60_000)
+    assert p.lake.catalog.table("vs", "out_pv") is None  # nothing written
+    df = pd.DataFrame(WRITES, columns=["t", "s", "v"])
+    want = []
+    for name, cols in {"vct1": {"a": "ct1", "b": "ct2"}, "vct2": {"a": "ct3"}}.items():
+        al = None
+        for col, table in cols.items():
+            part = df[df.t == table][["s", "v"]].rename(columns={"v": col})
+            al = part if al is None else al.merge(part, on="s", how="outer")
+        assert al is not None
+        al["w"] = al["s"] // 10 * 10
+        for w, g in al[al["w"] < al["w"].max()].groupby("w"):
+            sb = int(g["b"].sum()) if "b" in g and g["b"].notna().any() else None
+            want.append([name, BASE_MS + int(w) * 1000, len(g), int(g["a"].sum()), sb])
+    assert ans["rows"]["columns"][0]["name"] == "group"
+    got = [list(r[:5]) for r in ans["rows"]["data"]]
+    assert sorted(got, key=lambda r: (str(r[0]), r[1])) == sorted(want, key=lambda r: (r[0], r[1]))
+    assert ans["input_rows"] == len(WRITES)
