@@ -275,3 +275,38 @@ def test_preview_over_a_virtual_supertable_matches_the_stream(tmp_path: Path) ->
     got = [list(r[:5]) for r in ans["rows"]["data"]]
     assert sorted(got, key=lambda r: (str(r[0]), r[1])) == sorted(want, key=lambda r: (r[0], r[1]))
     assert ans["input_rows"] == len(WRITES)
+
+
+SEED_002_EVENT_WINDOW = """CREATE STREAM `idmp`.`ana_temp` EVENT_WINDOW(start with `temp` > 80 end with `temp` <= 80 ) TRUE_FOR(10m) FROM `idmp`.`vt_envsens02_471544`
+STREAM_OPTIONS( IGNORE_DISORDER)
+INTO `idmp`.`ana_temp`
+AS
+SELECT _twstart+0s as output_timestamp, avg(`temp`) as `avgtemp` FROM idmp.`vt_engsens02_471544` where ts >= _twstart and ts <= _twend;"""  # noqa: E501
+
+
+def test_seed_002_event_window_example_over_a_virtual_table(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    p.sql("create database idmp precision 'ms'")
+    p.sql("create table idmp.envsens (ts timestamp, temp float)")
+    # the example triggers on one virtual table and computes over another (as printed)
+    for vt in ("vt_envsens02_471544", "vt_engsens02_471544"):
+        p.sql(f"create vtable idmp.{vt} (ts timestamp, temp float from idmp.envsens.temp)")
+    p.sql(SEED_002_EVENT_WINDOW)
+    minutes = list(range(0, 60, 1))
+    temps = [70.0] * 5 + [85.0 + (i % 3) for i in range(15)] + [75.0] * 5 + [90.0] * 5 + [70.0] * 30
+    for m, t in zip(minutes, temps, strict=True):
+        p.sql(f"insert into idmp.envsens values ({BASE_MS + m * 60_000}, {t})")
+    got = p.sql("select output_timestamp, avgtemp from idmp.ana_temp order by 1")
+    # independent: windows from a row > 80 to the next row <= 80 (inclusive), at least 10 minutes
+    df = pd.DataFrame({"m": minutes, "t": temps})
+    want, start = [], None
+    for m, t in zip(df.m, df.t, strict=True):
+        if start is None and t > 80:
+            start = m
+        elif start is not None and t <= 80:
+            if m - start >= 10:
+                rows = df[(df.m >= start) & (df.m <= m)]
+                want.append([BASE_MS + start * 60_000, float(rows.t.mean())])
+            start = None
+    assert len(want) == 1
+    assert [[r[0], r[1]] for r in got] == [[w[0], pytest.approx(w[1], rel=1e-6)] for w in want]
