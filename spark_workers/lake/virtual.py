@@ -76,34 +76,35 @@ def storages(catalog: Catalog, table: Table) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class MemberPlan:
-    """How one virtual normal or child table ``name`` is read from its storage table: per
-    referenced physical table, virtual column physical name -> source column physical name."""
+    """How one virtual normal or child table ``name`` is read: per referenced physical table (its
+    key :func:`origin_key`), virtual column physical name -> source column physical name."""
 
     name: str
     origins: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
+def origin_key(db: str, table: str) -> str:
+    """How rows of physical table ``db.table`` are told apart in a virtual table's input (its
+    ``tbname`` qualified: two databases may hold tables of the same name)."""
+    return f"{db.lower()}.{table}"
+
+
 @dataclass(frozen=True)
 class VirtualPlan:
     """A virtual table read as a stream (seed 000 "Support for Virtual Tables in Stream
-    Computing"; seed 002 trigger tables): every member's columns come from one storage table
-    ``(storage_db, storage)``; ``shape`` is the table whose columns and tags the rows carry (the
-    virtual supertable of a child table, else the virtual table itself).
+    Computing"; seed 002 trigger tables): the storage tables its members' columns come from
+    (``storages``: ``(db, storage table, physical table names read)``), and ``shape``, the table
+    whose columns and tags the rows carry (the virtual supertable of a child table, else the
+    virtual table itself).
 
     The members are fixed when the plan is made, when a stream's task starts: "sub-tables that
     are added after the stream computing task starts will not participate" (seed 000), "ignored"
     (seed 002, "Database and Table Operations").
     """
 
-    storage_db: str
-    storage: str
+    storages: tuple[tuple[str, str, tuple[str, ...]], ...]
     shape: Table
     members: tuple[MemberPlan, ...]
-
-    @property
-    def tbnames(self) -> list[str]:
-        """The physical tables read (subtables of the storage, or the normal table itself)."""
-        return sorted({o for m in self.members for o, _ in m.origins})
 
 
 def plan(catalog: Catalog, table: Table, only: list[str] | None = None) -> VirtualPlan:
@@ -111,37 +112,49 @@ def plan(catalog: Catalog, table: Table, only: list[str] | None = None) -> Virtu
     task's start).
 
     Raises:
-        CatalogError: the table reads several storage tables (INVALID_TABLE_TYPE), or none.
+        CatalogError: the table reads no table at all (INVALID_TABLE_TYPE).
     """
-    found = storages(catalog, table)
-    if len(found) != 1:
-        raise CatalogError(
-            f"virtual table {table.db}.{table.name} reads "
-            + (
-                "no table"
-                if not found
-                else f"{len(found)} storage tables ({', '.join(f'{d}.{s}' for d, s in found)})"
-            )
-            + ": a stream reads a virtual table whose columns come from one supertable's subtables "
-            "or from one normal table",
-            code=Code.INVALID_TABLE_TYPE,
-        )
     shape = table if table.kind != "sub" else catalog.require_table(table.db, table.storage)
     keep = None if only is None else {n.lower() for n in only}
+    chosen = [m for m in members(catalog, table) if keep is None or m.name.lower() in keep]
+    read: dict[tuple[str, str], set[str]] = {}
+    by_member = []
+    for m in chosen:
+        found_origins = origins(catalog, m)
+        by_member.append((m, found_origins))
+        for o in found_origins:
+            read.setdefault((o.db, o.table.storage), set()).add(o.table.name)
+    if not read:
+        raise CatalogError(
+            f"virtual table {table.db}.{table.name} reads no table: none of its columns references "
+            "an existing table",
+            code=Code.INVALID_TABLE_TYPE,
+        )
+    keys = sorted(read, key=lambda k: (k[0].lower(), k[1].lower()))
+    index = {k: i for i, k in enumerate(keys)}
     out = []
-    for m in members(catalog, table):
-        if keep is not None and m.name.lower() not in keep:
-            continue
+    for m, found_origins in by_member:
         per = []
-        for o in origins(catalog, m):
+        for o in found_origins:
+            i = index[(o.db, o.table.storage)]
             pairs = []
             for vname, sname in o.columns.items():
                 vcol, scol = shape.column(vname), o.table.column(sname)
                 if vcol is not None and scol is not None:
-                    pairs.append((vcol.physical, scol.physical))
-            per.append((o.table.name, tuple(pairs)))
+                    pairs.append((vcol.physical, source_column(i, scol.physical)))
+            per.append((origin_key(o.db, o.table.name), tuple(pairs)))
         out.append(MemberPlan(m.name, tuple(per)))
-    return VirtualPlan(found[0][0], found[0][1], shape, tuple(out))
+    found = tuple((d, st, tuple(sorted(read[(d, st)]))) for d, st in keys)
+    return VirtualPlan(found, shape, tuple(out))
+
+
+TS = "__ts"  # the timestamp column of a virtual table's input rows
+
+
+def source_column(storage_index: int, physical: str) -> str:
+    """The name of storage table ``storage_index``'s column ``physical`` in a virtual table's
+    input rows (storage tables may share column names of other types)."""
+    return f"s{storage_index}.{physical}"
 
 
 Snapshot = Callable[[list[str], int, int], pa.Table]
@@ -156,8 +169,9 @@ def virtualize(
     *,
     align: bool = True,
 ) -> pa.Table:
-    """Rows of the storage table (engine form: ``tbname``, physical columns, any extra columns
-    such as the change type) -> rows of the virtual table's members (engine form of ``vp.shape``:
+    """Rows of the storage tables (engine form: ``tbname`` qualified by :func:`origin_key`,
+    physical columns, any extra columns such as the change type) -> rows of the virtual table's
+    members (engine form of ``vp.shape``:
     ``tbname`` the member, its columns' physical names, the extra columns kept).
 
     A member reading one physical table takes each row as it is. A member reading several aligns
@@ -209,7 +223,7 @@ def _member_rows(
     cols[shape_cols[0]] = sub.column(ts)
     for c in vp.shape.columns[1:]:
         src = pairs.get(c.physical)
-        cols[c.physical] = sub.column(src) if src is not None else pa.nulls(n)
+        cols[c.physical] = sub.column(src) if src is not None and src in sub.column_names else pa.nulls(n)
     for e in extra:
         cols[e] = sub.column(e)
     return pa.table(cols)
@@ -228,7 +242,8 @@ def _merge(m: MemberPlan, snap: pa.Table, ts: str, wanted: np.ndarray) -> tuple[
         part = part.drop_duplicates(ts, keep="last").set_index(ts)
         present |= part.index.get_indexer(wanted) >= 0
         for vphys, sphys in pairs:
-            merged[vphys] = part[sphys].reindex(wanted).to_numpy()
+            if sphys in part.columns:
+                merged[vphys] = part[sphys].reindex(wanted).to_numpy()
     return merged, present
 
 
@@ -265,6 +280,7 @@ def _aligned_rows(
     for values, mask, kind in kinds:
         if values is None or not mask.any():
             continue
+        values = values.astype(object)
         f = values.copy()
         f.insert(0, shape_cols[0], wanted)
         f.insert(0, "tbname", m.name)

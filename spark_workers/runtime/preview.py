@@ -431,12 +431,13 @@ def _fill_scratch(
     databases into the scratch lake; returns the trigger table's rows copied."""
     input_rows = 0
     vp = virtual_plan(lake.catalog, trigger.table) if trigger.table.virtual else None
+    read = {(d.lower(), st.lower()): names for d, st, names in vp.storages} if vp else {}
     for k, c in copies.items():
         rows = _copy(lake, scratch, c, versions[k], lo, hi)
         if vp is not None:
-            if k == (vp.storage_db.lower(), vp.storage.lower()):
-                keep = pc.is_in(rows.column("tbname"), pa.array(vp.tbnames, pa.string()))
-                input_rows = int(pc.sum(keep).as_py() or 0) if rows.num_rows else 0
+            if k in read and rows.num_rows:
+                keep = pc.is_in(rows.column("tbname"), pa.array(list(read[k]), pa.string()))
+                input_rows += int(pc.sum(keep).as_py() or 0)
         elif k == (trigger.db.name.lower(), trigger.storage.name.lower()):
             input_rows = (
                 rows.num_rows
@@ -496,10 +497,14 @@ def _run(
     version = source_version(scratch, c)
     key = c.spec.name.lower()
     sender = _RecordingSender()
-    if src.table.virtual:  # the rows are those of the one table it reads (lake/virtual.py)
-        vp = virtual_plan(scratch.catalog, src.table)
-        sdb = scratch.catalog.require_database(vp.storage_db)
-        first_ts, last_ts = _ts_bounds(scratch, sdb, scratch.catalog.require_table(sdb.name, vp.storage))
+    if src.table.virtual:  # the rows are those of the tables it reads (lake/virtual.py)
+        bounds = []
+        for d, st, _names in virtual_plan(scratch.catalog, src.table).storages:
+            sdb = scratch.catalog.require_database(d)
+            bounds.append(_ts_bounds(scratch, sdb, scratch.catalog.require_table(sdb.name, st)))
+        firsts = [b[0] for b in bounds if b[0] is not None]
+        lasts = [b[1] for b in bounds if b[1] is not None]
+        first_ts, last_ts = (min(firsts) if firsts else None), (max(lasts) if lasts else None)
     else:
         first_ts, last_ts = _ts_bounds(scratch, src.db, src.storage)
     # timers (MAX_DELAY, FORCE_WINDOW_CLOSE): the clock stands at the first row while the rows

@@ -15,6 +15,7 @@ from spark_workers import access
 from spark_workers.access import READ, WRITE, Principal
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog, Table
+from spark_workers.lake.changes import ChangeReader, VirtualChangeReader
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
 from spark_workers.lake.virtual import plan as virtual_plan
@@ -146,12 +147,14 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
 
 
 def source_version(lake: Lake, compiled: CompiledStream) -> int:
-    """The current lake version of the table a stream's source reads: its storage table, or for
-    a virtual table the one storage table its columns reference (``lake/virtual.py``)."""
+    """The offset a stream's source starts from: its storage table's current lake version; for a
+    virtual table the version of the one storage table its columns reference, or the time of
+    the newest commit when they reference several (``lake/changes.py`` ``VirtualChangeReader``)."""
     src = compiled.source
     if src.table.virtual:
-        vp = virtual_plan(lake.catalog, src.table)
-        return lake.version(vp.storage_db, vp.storage)
+        reader = ChangeReader(lake, src.db.name, src.table.name)
+        assert isinstance(reader, VirtualChangeReader)
+        return reader.start_offset()
     return lake.version(src.db.name, src.storage.name)
 
 
@@ -162,7 +165,7 @@ _VIRTUAL_LEGACY = "seed 000, Support for Virtual Tables in Stream Computing"
 def check_virtual_source(
     s: Statement, spec: StreamSpec, table: Table | None, sql: str, catalog: Catalog
 ) -> None:
-    """A stream whose trigger table is a virtual table: it reads one storage table (tdweb), and
+    """A stream whose trigger table is a virtual table: its columns reference existing tables, and
     a legacy stream keeps seed 000's restrictions: WATERMARK 0, no ``IGNORE UPDATE 0`` /
     ``IGNORE EXPIRED 0``, no ``FILL_HISTORY 1``, no MAX_DELAY / CONTINUOUS_WINDOW_CLOSE /
     FORCE_WINDOW_CLOSE trigger, no COUNT_WINDOW. (Seed 002 lists none of these for the 3.3.7
@@ -170,7 +173,7 @@ def check_virtual_source(
 
     Raises:
         SqlError: INVALID_OPERATION positioned at the option, naming the seed's rule;
-            INVALID_TABLE_TYPE for a virtual table over several storage tables.
+            INVALID_TABLE_TYPE for a virtual table that references no existing table.
     """
     if table is None or not table.virtual:
         return
@@ -319,17 +322,38 @@ def check_stream_access(
             access.require(principal, WRITE, db)
 
 
+def _history_span(c: CompiledStream, lake: Any, version: int) -> tuple[int, int, int] | None:
+    """``(rows, first bucket start, last bucket end)`` of a source's history (precision units),
+    None when empty; a virtual table's over the storage tables it reads."""
+    parts = [(c.source.db, c.source.storage.name, version)]
+    if c.source.table.virtual:
+        reader = ChangeReader(lake, c.source.db.name, c.source.table.name)
+        assert isinstance(reader, VirtualChangeReader)
+        parts = [
+            (sdb, st.name, reader.version_at(i, version) if reader.clock else version)
+            for i, (sdb, st, _) in enumerate(reader.parts)
+        ]
+    rows, lo, hi = 0, None, None
+    for db, storage, v in parts:
+        buckets = lake.buckets(db.name, storage, v) if v >= 0 else []
+        if not buckets:
+            continue
+        unit = db.duration.in_precision(db.precision)
+        rows += sum(n for _, n in buckets)
+        lo = buckets[0][0] * unit if lo is None else min(lo, buckets[0][0] * unit)
+        hi = (buckets[-1][0] + 1) * unit if hi is None else max(hi, (buckets[-1][0] + 1) * unit)
+    return None if lo is None or hi is None else (rows, lo, hi)
+
+
 def history_window_estimate(c: CompiledStream, lake: Any, version: int) -> int | None:
     """Upper bound of the windows FILL_HISTORY computes: INTERVAL windows spanning the history's
     time range (per partition), COUNT windows over its rows; None where no bound is known before
     computing (data-defined windows)."""
     db = c.source.db
-    buckets = lake.buckets(db.name, c.source.storage.name, version)
-    if not buckets:
+    span = _history_span(c, lake, version)
+    if span is None:
         return 0
-    rows = sum(n for _, n in buckets)
-    span_unit = db.duration.in_precision(db.precision)
-    lo, hi = buckets[0][0] * span_unit, (buckets[-1][0] + 1) * span_unit
+    rows, lo, hi = span
     groups = 1
     if c.plan.groups and c.source.table.kind == "super":
         groups = max(1, len(lake.catalog.tables(db.name, kinds=("sub",), stable=c.source.storage.name)))

@@ -190,18 +190,99 @@ def test_legacy_restrictions_of_seed_000(tmp_path: Path, options: str, rule: str
     p.sql(sql.replace("vs.vct1", "vs.ct1").replace("fill_history 1", "fill_history 0"))
 
 
-def test_a_virtual_table_reading_several_storage_tables_is_refused_as_trigger(tmp_path: Path) -> None:
+MANUAL = {  # the manual's alignment example: (second, value[, value2]) of t1, t2, t3
+    "t1": [(1, 1), (4, 4)],
+    "t2": [(2, 20), (4, 40), (5, 50)],
+    "t3": [(3, 300, 3000), (5, 500, 5000)],
+}
+
+
+def _manual_tables(p: Pipeline) -> None:
+    p.sql("create table vs.t1 (ts timestamp, value int)")
+    p.sql("create table vs.t2 (ts timestamp, value int)")
+    p.sql("create table vs.t3 (ts timestamp, value1 int, value2 int)")
+    p.sql(
+        "create vtable vs.v1 (ts timestamp, c1 int from vs.t1.value, c2 int from vs.t2.value, "
+        "c3 int from vs.t3.value1, c4 int from vs.t3.value2)"
+    )
+
+
+def _write_manual(p: Pipeline, shift_s: int = 0) -> None:
+    """One statement (micro-batch) per row, table after table: a timestamp's rows of t1, t2 and
+    t3 arrive in different micro-batches."""
+    for table, rows in MANUAL.items():
+        for row in rows:
+            vals = ", ".join(str(v) for v in row[1:])
+            p.sql(f"insert into vs.{table} values ({BASE_MS + (row[0] + shift_s) * 1000}, {vals})")
+
+
+def _manual_aligned(shift_s: int = 0) -> pd.DataFrame:
+    frames = [
+        pd.DataFrame(MANUAL["t1"], columns=["s", "c1"]),
+        pd.DataFrame(MANUAL["t2"], columns=["s", "c2"]),
+        pd.DataFrame(MANUAL["t3"], columns=["s", "c3", "c4"]),
+    ]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.merge(f, on="s", how="outer")
+    out["s"] += shift_s
+    return out.sort_values("s").reset_index(drop=True)
+
+
+def test_a_virtual_table_over_several_tables_triggers_a_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spark_workers.lake.changes as changes
+
+    monkeypatch.setattr(changes, "CLOCK_HOLD_MS", 0)  # offsets are commit times (lake/changes.py)
     p = Pipeline(tmp_path / "lake")
     for s in SETUP:
         p.sql(s)
-    p.sql("create table vs.n1 (ts timestamp, x int)")
-    p.sql("create vtable vs.mixed (ts timestamp, x int from vs.n1.x, c int from vs.ct1.c)")
-    with pytest.raises(SqlError) as info:
-        p.sql("create stream m into vs.o as select _wstart, count(*) from vs.mixed interval(10s)")
-    assert info.value.code == Code.INVALID_TABLE_TYPE
-    # as a computation's source it is read like any table
-    p.sql("insert into vs.n1 values (1735689601000, 1)")
-    assert p.sql("select x, c from vs.mixed") == [[1, None]]
+    _manual_tables(p)
+    p.sql(
+        "create stream vs.s_many interval(10s) sliding(10s) from vs.v1 stream_options(ignore_nodata_trigger) "
+        "into vs.out_many as select _twstart, count(*) n, sum(c1) s1, sum(c2) s2, sum(c3) s3, sum(c4) s4 "
+        "from %%trows"
+    )
+    _write_manual(p)
+    p.sql("insert into vs.t1 values (1735689625000, 0)")  # closes [0, 10s)
+    got = p.sql("select * from vs.out_many")
+    al = _manual_aligned()
+    assert [list(r) for r in got] == [
+        [BASE_MS, len(al), *[int(al[c].sum()) for c in ("c1", "c2", "c3", "c4")]]
+    ]
+    # as a computation's source too
+    assert p.sql("select c1, c2 from vs.v1 where ts < 1735689610000 order by ts") == [
+        [None if pd.isna(a) else int(a), None if pd.isna(b) else int(b)]
+        for a, b, c in zip(al.c1, al.c2, al.c3, strict=True)
+        if not (pd.isna(a) and pd.isna(b))
+    ]
+
+
+def test_fill_history_over_a_virtual_table_over_several_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spark_workers.lake.changes as changes
+
+    monkeypatch.setattr(changes, "CLOCK_HOLD_MS", 0)
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    _manual_tables(p)
+    _write_manual(p)  # history
+    p.sql(
+        "create stream vs.s_hist interval(10s) sliding(10s) from vs.v1 "
+        "stream_options(ignore_nodata_trigger | fill_history) into vs.out_hist as "
+        "select _twstart, count(*) n, sum(c2) s2, sum(c4) s4 from %%trows"
+    )
+    _write_manual(p, shift_s=20)  # live
+    p.sql("insert into vs.t2 values (1735689650000, 0)")
+    al = pd.concat([_manual_aligned(), _manual_aligned(20)])
+    al["w"] = al["s"] // 10 * 10
+    want = [
+        [BASE_MS + int(w) * 1000, len(g), int(g["c2"].sum()), int(g["c4"].sum())] for w, g in al.groupby("w")
+    ]
+    assert [list(r) for r in p.sql("select * from vs.out_hist order by 1")] == want
 
 
 def test_child_tables_created_after_the_task_started_do_not_take_part(tmp_path: Path) -> None:
