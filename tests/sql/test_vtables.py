@@ -272,3 +272,32 @@ def test_reading_through_a_virtual_table_needs_read_on_what_it_references(lake: 
     assert Executor(lake, MemoryRegistry(), principal=granted).execute_one(
         "select secret from pub.peek"
     ).rows == [[7]]
+
+
+def test_a_dropped_referenced_table_reads_null(ex: Executor) -> None:
+    data = _manual_example(ex)
+    ex.execute_one("drop table vt.t3")
+    got = _frame(ex, "select * from vt.v1 order by ts")
+    want = _aligned(data, {"c1": ("t1", "value"), "c2": ("t2", "value")})
+    assert list(got["ts"]) == [BASE_MS + s * 1000 for s in want["ts"]]
+    assert got["c3"].isna().all() and got["c4"].isna().all()
+
+
+def test_nanosecond_database_alignment(ex: Executor) -> None:
+    ex.execute_one("create database ns precision 'ns'")
+    ex.execute_one("create table ns.a (ts timestamp, v int)")
+    ex.execute_one("create table ns.b (ts timestamp, v int)")
+    ex.execute_one("create vtable ns.v (ts timestamp, x int from ns.a.v, y int from ns.b.v)")
+    t0 = BASE_MS * 1_000_000
+    ex.execute_one(f"insert into ns.a values ({t0 + 1}, 1) ({t0 + 3}, 3)")
+    ex.execute_one(f"insert into ns.b values ({t0 + 2}, 2) ({t0 + 3}, 30)")
+    assert rows(ex, "select * from ns.v order by ts") == [
+        [t0 + 1, 1, None],
+        [t0 + 2, None, 2],
+        [t0 + 3, 3, 30],
+    ]
+    # a reference into a database of another precision is refused
+    assert (
+        error(ex, "create vtable ns.bad (ts timestamp, x int from vt.t1.value)").code
+        == Code.INVALID_REF_COLUMN
+    )
