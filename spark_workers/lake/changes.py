@@ -190,6 +190,7 @@ def history_meta(n: int, version: int, seq_base: int, at: int) -> dict[str, np.n
 
 CLOCK_EPOCH_MS = 1_577_836_800_000  # 2020-01-01: arrival order of commit-time offsets
 CLOCK_HOLD_MS = 1_000  # commit-time offsets stay this far behind the wall clock
+_COMMITS: dict[tuple[str, str, str], list[tuple[int, int]]] = {}  # (lake, db, table) -> commits
 
 
 class VirtualChangeReader(ChangeReader):
@@ -223,10 +224,22 @@ class VirtualChangeReader(ChangeReader):
 
     # ---------------------------------------------------------------- offsets
     def _commits(self, part: int) -> list[tuple[int, int]]:
-        """``(version, commit ms)`` of a storage table, oldest first."""
+        """``(version, commit ms)`` of a storage table, oldest first; kept between calls, only
+        the commits since the last call are read from the Delta log."""
         sdb, st, _ = self.parts[part]
-        hist = self.lake.delta(sdb.name, st.name).history()
-        return sorted((int(h["version"]), int(h["timestamp"])) for h in hist if "version" in h)
+        dt = self.lake.delta(sdb.name, st.name)
+        latest = int(dt.version())
+        key = (str(self.lake.root), sdb.name.lower(), st.name.lower())
+        known = _COMMITS.get(key, [])
+        have = known[-1][0] if known else -1
+        if latest < have:  # the table was dropped and created again
+            known, have = [], -1
+        if latest > have:
+            hist = dt.history(None if have < 0 else latest - have)
+            new = sorted((int(h["version"]), int(h["timestamp"])) for h in hist if "version" in h)
+            known = known + [c for c in new if c[0] > have]
+            _COMMITS[key] = known
+        return known
 
     def version_at(self, part: int, t_ms: int) -> int:
         """The storage table's last version committed at or before ``t_ms`` (-1: none)."""
