@@ -59,6 +59,15 @@ class Code:
     STREAM_NOT_EXIST = 0x03F1
     STREAM_OUTPUT_CONFLICT = 0x03F2
     AUTH_FAILURE = 0x0357
+    # virtual tables (TDengine SQL manual "Virtual Tables"; error codes "parser", "virtual table")
+    INVALID_REF_COLUMN = 0x268D  # TSDB_CODE_PAR_INVALID_REF_COLUMN "Invalid virtual table's ref column"
+    INVALID_TABLE_TYPE = 0x268E  # TSDB_CODE_PAR_INVALID_TABLE_TYPE "Invalid table type"
+    INVALID_REF_COLUMN_TYPE = 0x268F  # TSDB_CODE_PAR_INVALID_REF_COLUMN_TYPE "Invalid ref column type"
+    CHILD_OF_VIRTUAL_STABLE = 0x2690  # "Create child table using virtual super table"
+    VTABLE_PRIMTS_HAS_REF = 0x6202  # "Virtual table prim timestamp column should not has ref"
+    VTABLE_NOT_VIRTUAL_STABLE = 0x6203  # "Create virtual child table must use virtual super table"
+    VTABLE_NO_DECIMAL = 0x6204  # "Virtual table not support decimal type"
+    VTABLE_NOT_SUPPORT_STMT = 0x6205  # "Virtual table not support in STMT query and STMT insert"
     INTERNAL = 0x0101
 
 

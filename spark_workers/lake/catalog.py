@@ -34,6 +34,9 @@ _SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 RESERVED_PHYSICAL = frozenset({"tbname", "_bucket", "_change_type", "_commit_version", "_commit_timestamp"})
 DEFAULT_DURATION = "10d"
 
+_TABLE_COLUMNS = (
+    "db, key, name, kind, stable_key, columns, tags, tag_values, comment, created_ms, virtual, refs"
+)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (k, v) VALUES ('version', 0);
@@ -44,7 +47,7 @@ CREATE TABLE IF NOT EXISTS tables (
     db TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('super', 'sub', 'normal')),
     stable_key TEXT, columns TEXT, tags TEXT, tag_values TEXT, comment TEXT,
-    created_ms INTEGER NOT NULL, PRIMARY KEY (db, key));
+    created_ms INTEGER NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT, PRIMARY KEY (db, key));
 CREATE INDEX IF NOT EXISTS tables_by_stable ON tables (db, stable_key);
 """
 
@@ -96,6 +99,28 @@ def physical_names(names: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class ColumnRef:
+    """Where a virtual table's column takes its values (TDengine SQL manual, "Virtual Tables":
+    ``col FROM [db.]table.col``): a column of a normal table or subtable, names as written."""
+
+    db: str
+    table: str
+    column: str
+
+    def to_json(self) -> list[str]:
+        return [self.db, self.table, self.column]
+
+    @classmethod
+    def from_json(cls, d: list[str]) -> ColumnRef:
+        return cls(d[0], d[1], d[2])
+
+    @property
+    def text(self) -> str:
+        """``db.table.column`` as SHOW CREATE VTABLE writes it."""
+        return f"{self.db}.{self.table}.{self.column}"
+
+
+@dataclass(frozen=True)
 class Database:
     """A database: ``precision`` is ``ms``, ``us`` or ``ns``; ``options`` as created; ``owner``
     is the name of the user who created it (TDengine: "own created DBs have all permissions"),
@@ -133,6 +158,18 @@ class Table:
     stable: str | None = None
     tag_values: dict[str, Any] = field(default_factory=dict)
     comment: str | None = None
+    virtual: bool = False
+    refs: dict[str, ColumnRef] = field(default_factory=dict)
+
+    @property
+    def type_name(self) -> str:
+        """TDengine's table type as ``information_schema.ins_tables.type`` reports it
+        (``NORMAL_TABLE``, ``CHILD_TABLE``, ``VIRTUAL_NORMAL_TABLE``, ``VIRTUAL_CHILD_TABLE``;
+        ``SUPER_TABLE`` for supertables, virtual or not)."""
+        if self.kind == "super":
+            return "SUPER_TABLE"
+        base = "CHILD_TABLE" if self.kind == "sub" else "NORMAL_TABLE"
+        return f"VIRTUAL_{base}" if self.virtual else base
 
     @property
     def storage(self) -> str:
@@ -210,6 +247,11 @@ class Catalog:
         if "owner" not in cols:
             with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
                 con.execute("ALTER TABLE databases ADD COLUMN owner TEXT")
+        tcols = {r[1] for r in con.execute("PRAGMA table_info(tables)").fetchall()}
+        for name, decl in (("virtual", "INTEGER NOT NULL DEFAULT 0"), ("refs", "TEXT")):
+            if name not in tcols:  # virtual tables (TDengine 3.3.6+)
+                with contextlib.suppress(sqlite3.OperationalError):
+                    con.execute(f"ALTER TABLE tables ADD COLUMN {name} {decl}")
 
     def version(self) -> int:
         """Monotonic counter bumped by every catalog change (for caches)."""
@@ -259,7 +301,8 @@ class Catalog:
         (supertables and normal tables) so their files can be removed."""
         with self._tx() as con:
             rows = con.execute(
-                "SELECT * FROM tables WHERE db = ? AND kind != 'sub'", (name.lower(),)
+                f"SELECT {_TABLE_COLUMNS} FROM tables WHERE db = ? AND kind != 'sub' AND virtual = 0",
+                (name.lower(),),
             ).fetchall()
             con.execute("DELETE FROM tables WHERE db = ?", (name.lower(),))
             con.execute("DELETE FROM databases WHERE key = ?", (name.lower(),))
@@ -335,7 +378,7 @@ class Catalog:
                 if not srow or srow[0] != "super":
                     raise CatalogError(f"supertable {table.stable} does not exist", code=Code.STB_NOT_EXIST)
             con.execute(
-                "INSERT INTO tables VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO tables ({_TABLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     table.db.lower(),
                     table.name.lower(),
@@ -347,6 +390,8 @@ class Catalog:
                     json.dumps(table.tag_values, default=str) if table.kind == "sub" else None,
                     table.comment,
                     now_ms,
+                    int(table.virtual),
+                    json.dumps({k: r.to_json() for k, r in table.refs.items()}) if table.refs else None,
                 ),
             )
         return True
@@ -369,7 +414,8 @@ class Catalog:
                         )
                     continue
                 con.execute(
-                    "INSERT INTO tables VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?)",
+                    f"INSERT INTO tables ({_TABLE_COLUMNS}) "
+                    "VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?, 0, NULL)",
                     (
                         t.db.lower(),
                         t.name.lower(),
@@ -388,13 +434,16 @@ class Catalog:
         if t is None:
             return None
         with self._tx() as con:
+            # a virtual table's columns may reference this table: they read NULL from now on
+            # (TDengine SQL manual, "Virtual Tables"; seed 000 restriction 3 for streams)
             con.execute("DELETE FROM tables WHERE db = ? AND key = ?", (db.lower(), name.lower()))
             if t.kind == "super":
                 con.execute("DELETE FROM tables WHERE db = ? AND stable_key = ?", (db.lower(), name.lower()))
         return t
 
     def _row_table(self, row: sqlite3.Row | tuple[Any, ...], stable: Table | None = None) -> Table:
-        db, _key, name, kind, _stable_key, columns, tags, tag_values, comment, _created = row
+        db, _key, name, kind, _stable_key, columns, tags, tag_values, comment, _created, virtual, refs = row
+        ref_map = {k: ColumnRef.from_json(v) for k, v in json.loads(refs or "{}").items()}
         if kind == "sub":
             assert stable is not None
             return Table(
@@ -406,6 +455,8 @@ class Catalog:
                 stable.name,
                 json.loads(tag_values or "{}"),
                 comment,
+                bool(virtual),
+                ref_map,
             )
         database = self.database(db)
         return Table(
@@ -417,6 +468,8 @@ class Catalog:
             None,
             {},
             comment,
+            bool(virtual),
+            ref_map,
         )
 
     def table(self, db: str, name: str) -> Table | None:
@@ -425,7 +478,11 @@ class Catalog:
         key = (db.lower(), name.lower())
         if key in self._tables_cache:
             return self._tables_cache[key]
-        row = self._con().execute("SELECT * FROM tables WHERE db = ? AND key = ?", key).fetchone()
+        row = (
+            self._con()
+            .execute(f"SELECT {_TABLE_COLUMNS} FROM tables WHERE db = ? AND key = ?", key)
+            .fetchone()
+        )
         result: Table | None = None
         if row is not None:
             if row[3] == "sub":
@@ -445,13 +502,22 @@ class Catalog:
         return t
 
     def tables(
-        self, db: str, *, kinds: tuple[str, ...] = ("super", "sub", "normal"), stable: str | None = None
+        self,
+        db: str,
+        *,
+        kinds: tuple[str, ...] = ("super", "sub", "normal"),
+        stable: str | None = None,
+        virtual: bool | None = None,
     ) -> list[tuple[str, str, str | None, int]]:
-        """``(name, kind, stable name, created_ms)`` of a database's tables, by name."""
+        """``(name, kind, stable name, created_ms)`` of a database's tables, by name; ``virtual``
+        True / False keeps only virtual / physical tables (None: both)."""
         q = "SELECT name, kind, stable_key, created_ms FROM tables WHERE db = ? AND kind IN ({})".format(
             ",".join("?" * len(kinds))
         )
         args: list[Any] = [db.lower(), *kinds]
+        if virtual is not None:
+            q += " AND virtual = ?"
+            args.append(int(virtual))
         if stable is not None:
             q += " AND stable_key = ?"
             args.append(stable.lower())

@@ -15,15 +15,17 @@ keys are two inserts (history in (ts, tbname, key) order; changes in commit orde
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_workers.engine.rows import CHANGE_CODES, INSERT
-from spark_workers.lake.catalog import Database
+from spark_workers.lake.catalog import Database, Table
 from spark_workers.lake.keys import row_key
-from spark_workers.lake.store import Lake
+from spark_workers.lake.store import Lake, engine_schema
+from spark_workers.lake.virtual import TS, Snapshot, origin_key, plan, source_column, virtualize
 from spark_workers.tdtypes import TdType
 
 META_FIELDS = [
@@ -45,26 +47,43 @@ def logical_type(db: Database, t: object) -> pa.DataType:
 
 
 class ChangeReader:
-    """Reads one trigger table (supertable, subtable or normal table) as a stream of rows.
+    """Reads one trigger table (supertable, subtable, normal table or virtual table) as a stream
+    of rows; a virtual table is read by :class:`VirtualChangeReader` (the constructor picks it).
 
     Args:
         lake: the lake.
         db: database name; table: the table the stream reads (a subtable filters its supertable).
+        members: a virtual table's members to read (fixed when the stream's task starts; None:
+            all of them now).
+        align: a virtual table's rows from several tables are aligned on the timestamp across
+            micro-batches (updates); False: each arrives as incremental data (``virtualize``).
     """
 
-    def __init__(self, lake: Lake, db: str, table: str) -> None:
+    clock = False  # offsets are commit times (ms) instead of one table's versions
+
+    def __new__(cls, lake: Lake, db: str, table: str, *args: object, **kwargs: object) -> ChangeReader:
+        if cls is ChangeReader:
+            d = lake.catalog.require_database(db)
+            if lake.catalog.require_table(d.name, table).virtual:
+                return super().__new__(VirtualChangeReader)
+        return super().__new__(cls)
+
+    def __init__(
+        self, lake: Lake, db: str, table: str, members: list[str] | None = None, *, align: bool = True
+    ) -> None:
         self.lake = lake
         self.db = lake.catalog.require_database(db)
         t = lake.catalog.require_table(self.db.name, table)
         self.table = t
         self.storage = t if t.kind != "sub" else lake.catalog.require_table(self.db.name, t.storage)
+        self.shape = self.storage
         self.tbname = t.name if t.kind == "sub" else None
 
     def schema(self) -> pa.Schema:
         """Logical schema of the rows (columns, tags, meta fields)."""
         fields = [pa.field("tbname", pa.string())]
-        fields += [pa.field(c.name, logical_type(self.db, c.type)) for c in self.storage.columns]
-        fields += [pa.field(g.name, logical_type(self.db, g.type)) for g in self.storage.tags]
+        fields += [pa.field(c.name, logical_type(self.db, c.type)) for c in self.shape.columns]
+        fields += [pa.field(g.name, logical_type(self.db, g.type)) for g in self.shape.tags]
         return pa.schema(fields + META_FIELDS)
 
     def latest_version(self) -> int:
@@ -86,40 +105,39 @@ class ChangeReader:
         if t.num_rows:  # time order; rows of one subtable at one time by their composite key
             keys = [(k, "ascending") for k in row_key(self.storage)]
             t = t.sort_by([keys[0], ("tbname", "ascending"), *keys[1:]])
-        n = t.num_rows
-        at = self.lake.commit_time_ms(self.db.name, self.storage.name, version) if n else 0
-        meta = {
-            "_ct": np.full(n, INSERT, np.int8),
-            "_cv": np.full(n, version, np.int64),
-            "_seq": np.arange(n, dtype=np.int64) + seq_base,
-            "_hist": np.ones(n, bool),
-            "_bv": np.full(n, version, np.int64),
-            "_at": np.full(n, at, np.int64),
-        }
-        return self._logical(t, meta)
+        at = self.lake.commit_time_ms(self.db.name, self.storage.name, version) if t.num_rows else 0
+        return self._logical(t, history_meta(t.num_rows, version, seq_base, at))
 
     def read_changes(self, start: int, end: int) -> pa.Table:
         """Change feed rows of versions ``(start, end]`` in commit order."""
         t = self.lake.changes(self.db, self.storage, start, end)
         if self.tbname is not None and t.num_rows:
             t = t.filter(pc.equal(t.column("tbname"), self.tbname))
+        return self._changes_out(t, start, end)
+
+    def _changes_out(self, t: pa.Table, start: int, end: int) -> pa.Table:
+        """Engine-form change rows -> logical rows with their meta fields (module docstring)."""
         n = t.num_rows
         ct = (
             np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8)
             if n
             else np.empty(0, np.int8)
         )
-        cv = (
-            t.column("_commit_version").cast(pa.int64()).to_numpy(zero_copy_only=False)
-            if n
-            else np.empty(0, np.int64)
-        )
-        seq = cv * SEQ_SHIFT + np.arange(n, dtype=np.int64)
         at = (
             t.column("_commit_timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
             if n and "_commit_timestamp" in t.column_names
             else np.zeros(n, np.int64)
         )
+        if self.clock:  # commit times order the rows of several tables
+            cv = at.copy()
+            seq = ((start - CLOCK_EPOCH_MS) << 23) + np.arange(n, dtype=np.int64)
+        else:
+            cv = (
+                t.column("_commit_version").cast(pa.int64()).to_numpy(zero_copy_only=False)
+                if n
+                else np.empty(0, np.int64)
+            )
+            seq = cv * SEQ_SHIFT + np.arange(n, dtype=np.int64)
         meta = {
             "_ct": ct,
             "_cv": cv,
@@ -128,7 +146,7 @@ class ChangeReader:
             "_bv": np.full(n, end, np.int64),
             "_at": at,
         }
-        drop = [c for c in ("_change_type", "_commit_version", "_commit_timestamp") if c in t.column_names]
+        drop = [c for c in t.column_names if c in ("_change_type", "_commit_version", "_commit_timestamp")]
         return self._logical(t.drop_columns(drop), meta)
 
     def _logical(self, t: pa.Table, meta: dict[str, np.ndarray]) -> pa.Table:
@@ -136,7 +154,7 @@ class ChangeReader:
         schema = self.schema()
         n = t.num_rows
         cols: list[pa.Array] = [t.column("tbname").cast(pa.string()) if n else pa.array([], pa.string())]
-        for c in self.storage.columns:
+        for c in self.shape.columns:
             typ = schema.field(c.name).type
             col = t.column(c.physical) if c.physical in t.column_names else pa.nulls(n, pa.int64())
             if c.type.name == "TIMESTAMP" and self.db.precision != "ns":
@@ -144,14 +162,14 @@ class ChangeReader:
             else:
                 col = col.cast(typ)
             cols.append(col)
-        if self.storage.tags:
-            tags = self.lake.catalog.subtable_tags(self.db.name, self.storage.name)
+        if self.shape.tags:
+            tags = self.lake.catalog.subtable_tags(self.db.name, self.shape.name)
             idx = (
                 pc.index_in(t.column("tbname").cast(pa.string()), value_set=tags.column("tbname"))
                 if n
                 else pa.array([], pa.int32())
             )
-            for g in self.storage.tags:
+            for g in self.shape.tags:
                 typ = schema.field(g.name).type
                 col = tags.column(g.physical).take(idx) if n else pa.array([], typ)
                 if g.type.name == "TIMESTAMP" and self.db.precision != "ns":
@@ -160,6 +178,196 @@ class ChangeReader:
         for f in META_FIELDS:
             cols.append(pa.array(meta[f.name], f.type))
         return pa.Table.from_arrays(cols, schema=schema)
+
+
+def history_meta(n: int, version: int, seq_base: int, at: int) -> dict[str, np.ndarray]:
+    """Meta fields of ``n`` history rows of snapshot ``version`` committed at ``at`` (ms)."""
+    return {
+        "_ct": np.full(n, INSERT, np.int8),
+        "_cv": np.full(n, version, np.int64),
+        "_seq": np.arange(n, dtype=np.int64) + seq_base,
+        "_hist": np.ones(n, bool),
+        "_bv": np.full(n, version, np.int64),
+        "_at": np.full(n, at, np.int64),
+    }
+
+
+CLOCK_EPOCH_MS = 1_577_836_800_000  # 2020-01-01: arrival order of commit-time offsets
+CLOCK_HOLD_MS = 1_000  # commit-time offsets stay this far behind the wall clock
+_COMMITS: dict[tuple[str, str, str], list[tuple[int, int]]] = {}  # (lake, db, table) -> commits
+
+
+class VirtualChangeReader(ChangeReader):
+    """A virtual table read as a stream (``lake/virtual.py``): the change feeds of the storage
+    tables its columns reference, turned into the virtual table's rows (``tbname`` the virtual
+    child or normal table, its columns, its virtual supertable's tags).
+
+    Offsets: with one storage table, that table's versions (as any table). With several
+    (``clock``), commit times in epoch milliseconds: ``(t0, t1]`` holds each table's versions
+    committed in that span, and the latest offset stays ``CLOCK_HOLD_MS`` behind the wall clock
+    so a commit still being written is not skipped; the FILL_HISTORY snapshot at time ``T`` is
+    each table's version as of ``T``, read as one slice.
+    """
+
+    def __init__(
+        self, lake: Lake, db: str, table: str, members: list[str] | None = None, *, align: bool = True
+    ) -> None:
+        self.lake = lake
+        self.align = align
+        self.db = lake.catalog.require_database(db)
+        self.table = lake.catalog.require_table(self.db.name, table)
+        self.virtual = plan(lake.catalog, self.table, members)
+        self.shape = self.virtual.shape
+        self.tbname = None
+        self.parts: list[tuple[Database, Table, list[str]]] = []
+        for d, st, names in self.virtual.storages:
+            sdb = lake.catalog.require_database(d)
+            self.parts.append((sdb, lake.catalog.require_table(sdb.name, st), list(names)))
+        self.clock = len(self.parts) > 1
+        self.storage = self.parts[0][1]
+
+    # ---------------------------------------------------------------- offsets
+    def _commits(self, part: int) -> list[tuple[int, int]]:
+        """``(version, commit ms)`` of a storage table, oldest first; kept between calls, only
+        the commits since the last call are read from the Delta log."""
+        sdb, st, _ = self.parts[part]
+        dt = self.lake.delta(sdb.name, st.name)
+        latest = int(dt.version())
+        key = (str(self.lake.root), sdb.name.lower(), st.name.lower())
+        known = _COMMITS.get(key, [])
+        have = known[-1][0] if known else -1
+        if latest < have:  # the table was dropped and created again
+            known, have = [], -1
+        if latest > have:
+            hist = dt.history(None if have < 0 else latest - have)
+            new = sorted((int(h["version"]), int(h["timestamp"])) for h in hist if "version" in h)
+            known = known + [c for c in new if c[0] > have]
+            _COMMITS[key] = known
+        return known
+
+    def version_at(self, part: int, t_ms: int) -> int:
+        """The storage table's last version committed at or before ``t_ms`` (-1: none)."""
+        return max((v for v, ts in self._commits(part) if ts <= t_ms), default=-1)
+
+    def latest_version(self) -> int:
+        if not self.clock:
+            return self.lake.version(self.parts[0][0].name, self.parts[0][1].name)
+        newest = max(max((ts for _, ts in self._commits(i)), default=0) for i in range(len(self.parts)))
+        return int(min(newest, time.time() * 1000 - CLOCK_HOLD_MS))
+
+    def start_offset(self) -> int:
+        """The offset a new stream starts from: everything committed so far is before it."""
+        if not self.clock:
+            return self.latest_version()
+        return max(max((ts for _, ts in self._commits(i)), default=0) for i in range(len(self.parts)))
+
+    def history_buckets(self, version: int) -> list[tuple[int, int]]:
+        if not self.clock:
+            return self.lake.buckets(self.parts[0][0].name, self.parts[0][1].name, version)
+        rows = 0
+        for i, (sdb, st, _) in enumerate(self.parts):
+            v = self.version_at(i, version)
+            rows += sum(n for _, n in self.lake.buckets(sdb.name, st.name, v)) if v >= 0 else 0
+        return [(0, rows)] if rows else []
+
+    # ---------------------------------------------------------------- rows
+    def _part_rows(self, i: int, t: pa.Table) -> pa.Table:
+        """Rows of storage table ``i`` in the plan's input form (``lake/virtual.py``): ``tbname``
+        qualified, timestamp ``TS``, columns ``s<i>.<physical>``, change columns kept."""
+        sdb, st, names = self.parts[i]
+        if st.kind == "super" and t.num_rows:
+            t = t.filter(pc.is_in(t.column("tbname").cast(pa.string()), pa.array(names, pa.string())))
+        ts = st.columns[0].physical
+        cols: dict[str, pa.ChunkedArray | pa.Array] = {}
+        tb = t.column("tbname").cast(pa.string())
+        cols["tbname"] = pc.binary_join_element_wise(origin_key(sdb.name, ""), tb, "")
+        for name in t.column_names:
+            if name == "tbname":
+                continue
+            if name == ts:
+                cols[TS] = t.column(name)
+            elif name.startswith("_"):
+                cols[name] = t.column(name)
+            else:
+                cols[source_column(i, name)] = t.column(name)
+        return pa.table(cols)
+
+    def _rows(self, reads: list[pa.Table]) -> pa.Table:
+        parts = [self._part_rows(i, t) for i, t in enumerate(reads)]
+        raw = pa.concat_tables(parts, promote_options="default")
+        if "_commit_timestamp" in raw.column_names and raw.num_rows and self.clock:
+            raw = raw.sort_by([("_commit_timestamp", "ascending")])
+        return raw.append_column("__row", pa.array(np.arange(raw.num_rows, dtype=np.int64)))
+
+    def _snapshot(self, at_ms_or_version: int) -> Snapshot:
+        """The storage rows of some physical tables and timestamps at an offset (plan form)."""
+
+        def read(keys: list[str], lo: int, hi: int) -> pa.Table:
+            reads = []
+            for i, (sdb, st, names) in enumerate(self.parts):
+                wanted = [n for n in names if origin_key(sdb.name, n) in keys]
+                v = self.version_at(i, at_ms_or_version) if self.clock else at_ms_or_version
+                if not wanted or v < 0:
+                    reads.append(st_empty(self.lake, sdb, st))
+                    continue
+                reads.append(self.lake.read(sdb, st, version=v, tbnames=wanted, ts_min=lo, ts_max=hi))
+            return self._rows(reads)
+
+        return read
+
+    def _virtual_rows(self, raw: pa.Table, span: tuple[int, int] | None) -> pa.Table:
+        snaps = None
+        if span is not None:
+            snaps = (self._snapshot(span[1]), self._snapshot(span[0]) if span[0] > 0 else None)
+        out = virtualize(self.virtual, self.db, raw, TS, snaps, align=self.align)
+        if out.num_rows:
+            out = out.sort_by([("__row", "ascending")])
+        return out.drop_columns(["__row"]) if "__row" in out.column_names else out
+
+    def read_history(self, version: int, b_lo: int, b_hi: int, seq_base: int = 0) -> pa.Table:
+        reads = []
+        for i, (sdb, st, names) in enumerate(self.parts):
+            v = self.version_at(i, version) if self.clock else version
+            if v < 0:
+                reads.append(st_empty(self.lake, sdb, st))
+                continue
+            buckets = None if self.clock else (b_lo, b_hi)
+            reads.append(
+                self.lake.read(
+                    sdb, st, version=v, buckets=buckets, tbnames=names if st.kind == "super" else None
+                )
+            )
+        t = self._virtual_rows(self._rows(reads), None)
+        if t.num_rows:
+            t = t.sort_by([(self.shape.columns[0].physical, "ascending"), ("tbname", "ascending")])
+        at = (
+            version
+            if self.clock
+            else self.lake.commit_time_ms(self.parts[0][0].name, self.parts[0][1].name, version)
+        )
+        return self._logical(t, history_meta(t.num_rows, version, seq_base, at if t.num_rows else 0))
+
+    def read_changes(self, start: int, end: int) -> pa.Table:
+        reads = []
+        for i, (sdb, st, _) in enumerate(self.parts):
+            v0, v1 = (self.version_at(i, start), self.version_at(i, end)) if self.clock else (start, end)
+            reads.append(
+                self.lake.changes(sdb, st, max(v0, 0), v1)
+                if v1 > max(v0, 0)
+                else changes_empty(self.lake, sdb, st)
+            )
+        t = self._virtual_rows(self._rows(reads), (start, end))
+        return self._changes_out(t, start, end)
+
+
+def st_empty(lake: Lake, db: Database, table: Table) -> pa.Table:
+    """No rows of a storage table (engine form)."""
+    return engine_schema(db, table.columns).empty_table()
+
+
+def changes_empty(lake: Lake, db: Database, table: Table) -> pa.Table:
+    """No change rows of a storage table (engine form with the change columns)."""
+    return lake.changes(db, table, 0, 0)
 
 
 HISTORY_ROWS_PER_BATCH = 1_000_000
@@ -187,6 +395,8 @@ def next_offset(
     latest = reader.latest_version()
     if latest <= v:
         return {"v": v, "h": -1}
+    if reader.clock:  # commit times: every commit up to the latest
+        return {"v": latest, "h": -1}
     return {"v": min(latest, v + max_versions), "h": -1}
 
 

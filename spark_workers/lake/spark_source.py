@@ -4,7 +4,9 @@ Offsets are Delta versions (see ``changes``); ``read`` yields Arrow record batch
 logical schema, cast exactly to the declared Spark schema (ARCHITECTURE pitfalls: TIMESTAMP must
 arrive as ``timestamp[us, tz=UTC]``; delta-rs hands out ``string_view``).
 
-Options: ``lake`` (root folder), ``db``, ``table``, ``start_version``, ``history_version``
+Options: ``lake`` (root folder), ``db``, ``table``, ``members`` (a virtual table's members read
+by this run, comma-separated), ``align`` (``0``: a virtual table's rows are not aligned across
+micro-batches, ``ChangeReader``), ``start_version``, ``history_version``
 (empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_rows``
 (history rows per micro-batch), ``max_versions`` (Delta versions per micro-batch), ``partitions``
 (input partitions per micro-batch, read in parallel; default 2).
@@ -62,7 +64,9 @@ class TdLakeStreamReader(DataSourceStreamReader):
         self.transform = transform
 
     def _reader(self) -> ChangeReader:
-        return ChangeReader(_lake(self.opts["lake"]), self.opts["db"], self.opts["table"])
+        return ChangeReader(
+            _lake(self.opts["lake"]), self.opts["db"], self.opts["table"], _members(self.opts)
+        )
 
     def initialOffset(self) -> dict[str, int]:
         hv = self.opts.get("history_version") or ""
@@ -115,11 +119,19 @@ class TdLakeSource(DataSource):
     def schema(self) -> StructType:
         if self.transform_schema is not None:
             return from_arrow_schema(self.transform_schema)
-        reader = ChangeReader(_lake(self.options["lake"]), self.options["db"], self.options["table"])
+        reader = ChangeReader(
+            _lake(self.options["lake"]), self.options["db"], self.options["table"], _members(self.options)
+        )
         return from_arrow_schema(reader.schema())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return TdLakeStreamReader(dict(self.options), schema, self.transform)
+
+
+def _members(opts: Any) -> list[str] | None:
+    """Option ``members``: a virtual table's members, comma-separated (absent: not virtual)."""
+    raw = opts.get("members") or ""
+    return [m for m in raw.split(",") if m] if raw else None
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:

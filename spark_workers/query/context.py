@@ -17,6 +17,7 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Database, Table
 from spark_workers.lake.names import SYSTEM_DB
 from spark_workers.lake.store import Lake
+from spark_workers.lake.virtual import storages
 from spark_workers.sql import ast
 
 if TYPE_CHECKING:
@@ -81,8 +82,17 @@ class QueryContext:
         sql: str | None = None,
         span: ast.Span | None = None,
     ) -> None:
-        """As :meth:`require` for the table holding ``table``'s rows (a subtable's supertable)."""
+        """As :meth:`require` for the table holding ``table``'s rows (a subtable's supertable).
+
+        A virtual table holds none: reading it needs READ on it (its virtual supertable for a
+        child table; TDengine SQL manual, "Virtual Tables", "Permissions") and, in tdweb, READ on
+        every table its columns reference too, so a virtual table never shows a user rows they
+        could not read directly (docs/security.md).
+        """
         self.require(privilege, db, table.storage, sql=sql, span=span)
+        if table.virtual and privilege == access.READ:
+            for ref_db, storage in storages(self.catalog, table):
+                self.require(privilege, self.catalog.require_database(ref_db), storage, sql=sql, span=span)
 
     def system_source(self, name: ast.TableName, sql: str) -> tuple[Source, pa.Table]:
         """A system table and its rows; a bare context serves none.

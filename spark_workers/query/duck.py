@@ -30,9 +30,13 @@ import pyarrow as pa
 
 from spark_workers import limits as sql_limits
 from spark_workers.errors import Code, SqlError
+from spark_workers.lake.catalog import Table
 from spark_workers.lake.keys import key_column, row_key
 from spark_workers.lake.store import Lake, storage_schema
-from spark_workers.query.planner import Source
+from spark_workers.lake.virtual import Origin, members, origins, storages
+from spark_workers.query.planner import Source, resolve
+from spark_workers.sql import ast
+from spark_workers.tdtypes import TdType
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +287,7 @@ class DuckSession:
         *,
         ts_range: tuple[int, int] | None = None,
         tbnames: list[str] | None = None,
+        columns: frozenset[str] | None = None,
     ) -> str:
         """A view of a table reference with logical names; returns the view name. A table with a
         composite key is ordered by (tbname, ts, key) (``lake/keys.py``).
@@ -292,8 +297,12 @@ class DuckSession:
             version: Delta version to read (None = latest); recorded in ``self.versions``.
             ts_range: inclusive bounds on the timestamp column, in precision units.
             tbnames: only these subtables.
+            columns: lower-case names the query uses (None: all); a virtual table's rows are the
+                timestamps of the tables its used columns reference (:meth:`register_virtual`).
         """
         assert self.lake is not None
+        if src.table.virtual or src.storage.virtual:
+            return self.register_virtual(src, version, ts_range=ts_range, tbnames=tbnames, columns=columns)
         db, storage = src.db, src.storage
         ver, files = self.lake.snapshot_files(db, storage, version)
         self.versions[f"{db.name}.{storage.name}"] = ver
@@ -340,6 +349,98 @@ class DuckSession:
             f"CREATE TEMP VIEW {view} AS SELECT {', '.join(parts)} FROM {data} d{join}{where}{order}"
         )
         return view
+
+    def register_virtual(
+        self,
+        src: Source,
+        version: int | None = None,
+        *,
+        ts_range: tuple[int, int] | None = None,
+        tbnames: list[str] | None = None,
+        columns: frozenset[str] | None = None,
+    ) -> str:
+        """A view of a virtual table: its referenced tables aligned on the timestamp.
+
+        TDengine SQL manual, "Virtual Tables", "Data Alignment Rules": rows of the referenced
+        tables are aligned by timestamp, columns with the same timestamp form one row and a
+        missing value is NULL; the timestamps are the union of the timestamps of the tables the
+        *used* columns reference (``columns``), so selecting fewer columns may give fewer rows.
+        A virtual supertable is the union of its virtual child tables (``tbname`` the child's
+        name, tags from the child). ``version`` is honoured when the table reads one storage
+        table only (a stream's snapshot), else the latest snapshots are read.
+        """
+        assert self.lake is not None
+        catalog = self.lake.catalog
+        table, vstb = src.table, src.storage
+        one_storage = len(storages(catalog, table)) == 1
+        selects = []
+        for m in members(catalog, table):
+            if tbnames is not None and m.name not in tbnames:
+                continue
+            selects.append(
+                self._virtual_member(
+                    src, m, origins(catalog, m), version if one_storage else None, ts_range, columns
+                )
+            )
+        if not selects:
+            return self.register_virtual_empty(src)
+        body = " UNION ALL ".join(selects)
+        join, parts = "", ["u.*"]
+        if vstb.kind == "super" and vstb.tags:
+            tags = self.register_arrow(catalog.subtable_tags(src.db.name, vstb.name))
+            parts += [f"g.{quote(t.physical)} AS {quote(t.name)}" for t in vstb.tags]
+            join = f" LEFT JOIN {tags} g ON u.tbname = g.tbname"
+        view = self._name("v")
+        self.con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(parts)} FROM ({body}) u{join}")
+        return view
+
+    def register_virtual_empty(self, src: Source) -> str:
+        """An empty view with a virtual table's logical columns (no member, no reference)."""
+        stand_in = Table(src.db.name, src.storage.name, "normal", src.storage.columns)
+        data = self.register_arrow(storage_schema(src.db, stand_in.columns).empty_table())
+        parts = ["CAST(NULL AS VARCHAR) AS tbname"]
+        parts += [f"d.{quote(c.physical)} AS {quote(c.name)}" for c in src.storage.columns]
+        parts += [f"CAST(NULL AS {_duck_type(t.type)}) AS {quote(t.name)}" for t in src.storage.tags]
+        view = self._name("v")
+        self.con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(parts)} FROM {data} d")
+        return view
+
+    def _virtual_member(
+        self,
+        src: Source,
+        member: Table,
+        members_origins: list[Origin],
+        version: int | None,
+        ts_range: tuple[int, int] | None,
+        columns: frozenset[str] | None,
+    ) -> str:
+        """The SELECT of one virtual normal or child table: ``tbname``, then its columns."""
+        ts = member.columns[0]
+        used = [
+            o for o in members_origins if columns is None or any(c.lower() in columns for c in o.columns)
+        ] or members_origins
+        if not used:
+            nulls = ", ".join(
+                f"CAST(NULL AS {_duck_type(c.type)}) AS {quote(c.name)}" for c in member.columns
+            )
+            return f"SELECT CAST(NULL AS VARCHAR) AS tbname, {nulls} WHERE false"
+        views = []
+        for o in used:
+            assert self.lake is not None
+            osrc = resolve(self.lake.catalog, ast.TableName(o.table.name, o.db), o.db)
+            views.append((self.register_source(osrc, version, ts_range=ts_range), osrc, o))
+        keys = " UNION ".join(f"SELECT {quote(s.table.columns[0].name)} AS k FROM {v}" for v, s, _ in views)
+        parts = [f"{sql_string(member.name)} AS tbname", f"k.k AS {quote(ts.name)}"]
+        joins = []
+        for i, (v, s, _) in enumerate(views):
+            joins.append(f" LEFT JOIN {v} o{i} ON o{i}.{quote(s.table.columns[0].name)} = k.k")
+        for c in member.columns[1:]:
+            expr = f"CAST(NULL AS {_duck_type(c.type)})"
+            for i, (_, _, o) in enumerate(views):
+                if c.name in o.columns:
+                    expr = f"o{i}.{quote(o.columns[c.name])}"
+            parts.append(f"{expr} AS {quote(c.name)}")
+        return f"SELECT {', '.join(parts)} FROM ({keys}) k{''.join(joins)}"
 
     def query(self, sql: str, cap: ResultCap | None = None) -> pa.Table:
         """Run a query; Arrow result (string views normalised to strings).
@@ -462,6 +563,21 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
     return SqlError(
         "invalid operation: the statement cannot be executed as written", code=Code.INVALID_OPERATION
     )
+
+
+def _duck_type(t: TdType) -> str:
+    """DuckDB type of a NULL placeholder for a column of TDengine type ``t``."""
+    return {
+        "TIMESTAMP": "TIMESTAMPTZ",
+        "BOOL": "BOOLEAN",
+        "TINYINT": "UTINYINT" if t.unsigned else "TINYINT",
+        "SMALLINT": "USMALLINT" if t.unsigned else "SMALLINT",
+        "INT": "UINTEGER" if t.unsigned else "INTEGER",
+        "BIGINT": "UBIGINT" if t.unsigned else "BIGINT",
+        "FLOAT": "FLOAT",
+        "DOUBLE": "DOUBLE",
+        "VARBINARY": "BLOB",
+    }.get(t.name, "VARCHAR")
 
 
 def _ts_sql(value: int, precision: str) -> str:

@@ -84,6 +84,7 @@ def bind_sources(
         SqlError / CatalogError: a missing table (positioned), PERMISSION_DENIED.
     """
     sources = []
+    used = used_columns(sel)
     for t in _tables(sel):
         if (not t.db and t.name.lower() in visible_ctes(t)) or t.name in skip:
             continue
@@ -97,7 +98,7 @@ def bind_sources(
         else:
             src = resolve(ex.catalog, name, ex.default_db, sql)
             ex.require_storage(READ, src.db, src.table, sql=sql, span=name.span)
-            view = duck.register_source(src, version)
+            view = duck.register_source(src, version, columns=used)
         sources.append(src)
         alias = t.alias or t.name
         t.replace(
@@ -106,6 +107,14 @@ def bind_sources(
             )
         )
     return sources
+
+
+def used_columns(sel: exp.Expr) -> frozenset[str] | None:
+    """Lower-case names of the columns a query uses, or None when it uses all (``*``): a virtual
+    table's rows depend on them (TDengine SQL manual, "Virtual Tables", alignment rule 3)."""
+    if any(True for _ in sel.find_all(exp.Star)):
+        return None
+    return frozenset(c.name.lower() for c in sel.find_all(exp.Column) if c.name)
 
 
 def query_scope(sources: list[Source], tz: str) -> Scope:
@@ -448,8 +457,9 @@ def window_arrow(
 
 def _window_result(
     ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, src: Source, view: str, sql: str
-) -> ResultSet:
-    """The three stages of a window query over the rows of ``view`` (``src`` names them)."""
+) -> tuple[pa.Table, WindowPlan]:
+    """The three stages of a window query over the rows of ``view`` (``src`` names them), with
+    FILL when the query has one: the result (``_o<i>`` per select item) and its plan."""
     plan = plan_window(q, src, sql, tz=ex.tz)
     assert plan.shape is not None
     spec = fill_spec(q.fill, plan.window, [e for _, e in plan.items], sql)
@@ -615,7 +625,7 @@ def _final_sql(plan: WindowPlan, view: str, tz: str) -> str:
 
 def _run_window_over_join(
     ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Select, sql: str
-) -> ResultSet:
+) -> tuple[pa.Table, WindowPlan]:
     """A window clause over a JOIN (TDengine "Join Queries", "Primary Key Timeline"): the join's
     rows are computed first (ON and WHERE), then windowed on the primary key of the driving table
     (the right table of a RIGHT JOIN, else the first table). Every column of table ``a`` is

@@ -59,7 +59,9 @@ class LocalRunner:
         self.lake = lake
         self.tz = tz
         self.buckets = buckets
-        self.reader = ChangeReader(lake, compiled.source.db.name, compiled.source.table.name)
+        self.reader = ChangeReader(
+            lake, compiled.source.db.name, compiled.source.table.name, align=not compiled.rules.ignore_update
+        )
         self.offset = initial_offset(start_version, history_version)
         # a stream without a window runs no kernel: its stage-1 rows go to the sink
         self.kernel = (

@@ -52,6 +52,8 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Database, Table
 from spark_workers.lake.names import SYSTEM_DB
 from spark_workers.lake.store import Lake
+from spark_workers.lake.virtual import members, origins
+from spark_workers.lake.virtual import plan as virtual_plan
 from spark_workers.notify.messages import window_id
 from spark_workers.notify.sender import Sender
 from spark_workers.query.planner import Source, resolve
@@ -61,7 +63,13 @@ from spark_workers.sql import ast
 from spark_workers.sql.lexer import TBNAME, TROWS
 from spark_workers.sql.parser import parse_one
 from spark_workers.streams.compile import CompiledStream, compile_stream, ensure_output_table
-from spark_workers.streams.create import check_stream_access, compile_statement, statement_spec
+from spark_workers.streams.create import (
+    check_stream_access,
+    check_virtual_source,
+    compile_statement,
+    source_version,
+    statement_spec,
+)
 from spark_workers.streams.spec import StreamSpec
 
 PER_MS = {"ms": 1, "us": 1_000, "ns": 1_000_000}
@@ -234,6 +242,9 @@ def _spec(lake: Lake, sql: str, tz: str, default_db: str | None) -> StreamSpec:
     spec = statement_spec(stmt, sql, default_db, lake.catalog)
     if isinstance(stmt, ast.CreateStreamLegacy):  # compile errors, positioned, before copying rows
         compile_statement(stmt, spec, sql, lake, tz)
+    if spec.source is not None:  # a virtual trigger table's rules (seed 000)
+        src = lake.catalog.table(spec.source.db, spec.source.table)
+        check_virtual_source(stmt, spec, src, sql, lake.catalog)
     if spec.trigger.get("type") == "period":
         raise SqlError(
             "preview of PERIOD triggers is not supported: they fire on system time over the rows "
@@ -253,11 +264,9 @@ def _spec(lake: Lake, sql: str, tz: str, default_db: str | None) -> StreamSpec:
     return spec
 
 
-def _copies(
-    lake: Lake, spec: StreamSpec, db: Database, table: Table, tz: str
-) -> dict[tuple[str, str], _Copy]:
-    """The real storage tables to copy: the trigger table's, and those of every table the
-    computation reads (``information_schema`` excepted), keyed by (db, storage) lower-cased."""
+def _referenced(lake: Lake, spec: StreamSpec, db: Database, table: Table) -> list[tuple[Database, Table]]:
+    """The trigger table and every table the computation reads (``information_schema``
+    excepted), as written: virtual tables included."""
     refs: list[tuple[Database, Table]] = [(db, table)]
     if spec.query:
         stmt = parse_one(spec.query)
@@ -275,6 +284,30 @@ def _copies(
                     continue
                 src = resolve(lake.catalog, ast.TableName(name, t.db or None), home)
                 refs.append((src.db, src.table))
+    return refs
+
+
+def _physical(lake: Lake, refs: list[tuple[Database, Table]]) -> list[tuple[Database, Table]]:
+    """``refs`` with every virtual table replaced by the tables its columns reference
+    (``lake/virtual.py``)."""
+    out: list[tuple[Database, Table]] = []
+    for d, ref in refs:
+        if not ref.virtual:
+            out.append((d, ref))
+            continue
+        for member in members(lake.catalog, ref):
+            for o in origins(lake.catalog, member):
+                out.append((lake.catalog.require_database(o.db), o.table))
+    return out
+
+
+def _copies(
+    lake: Lake, spec: StreamSpec, db: Database, table: Table, tz: str
+) -> dict[tuple[str, str], _Copy]:
+    """The real storage tables to copy: the trigger table's, and those of every table the
+    computation reads (``information_schema`` excepted; a virtual table's referenced tables),
+    keyed by (db, storage) lower-cased."""
+    refs = _physical(lake, _referenced(lake, spec, db, table))
     out: dict[tuple[str, str], _Copy] = {}
     for d, ref in refs:
         storage = lake.catalog.require_table(d.name, ref.storage) if ref.kind == "sub" else ref
@@ -284,6 +317,19 @@ def _copies(
         elif c.tbnames is not None:
             c.tbnames.add(ref.name)
     return out
+
+
+def _copy_virtual(real: Lake, scratch: Lake, refs: list[tuple[Database, Table]]) -> None:
+    """The catalog entries of the virtual tables in ``refs`` (a virtual supertable with its
+    virtual child tables) in the scratch lake, after the tables they reference were copied."""
+    for d, ref in refs:
+        if not ref.virtual:
+            continue
+        _copy_database(real, scratch, d.name)
+        top = real.catalog.require_table(d.name, ref.storage) if ref.kind == "sub" else ref
+        for t in [top, *([m for m in members(real.catalog, top)] if top.kind == "super" else [])]:
+            if scratch.catalog.table(d.name, t.name) is None:
+                scratch.catalog.create_table(t)
 
 
 # ---------------------------------------------------------------------- copying
@@ -392,14 +438,21 @@ def _fill_scratch(
     """Copy the tables in ``copies`` (rows in the range) and the computation's and output's
     databases into the scratch lake; returns the trigger table's rows copied."""
     input_rows = 0
+    vp = virtual_plan(lake.catalog, trigger.table) if trigger.table.virtual else None
+    read = {(d.lower(), st.lower()): names for d, st, names in vp.storages} if vp else {}
     for k, c in copies.items():
         rows = _copy(lake, scratch, c, versions[k], lo, hi)
-        if k == (trigger.db.name.lower(), trigger.storage.name.lower()):
+        if vp is not None:
+            if k in read and rows.num_rows:
+                keep = pc.is_in(rows.column("tbname"), pa.array(list(read[k]), pa.string()))
+                input_rows += int(pc.sum(keep).as_py() or 0)
+        elif k == (trigger.db.name.lower(), trigger.storage.name.lower()):
             input_rows = (
                 rows.num_rows
                 if trigger.table.kind != "sub"
                 else int(pc.sum(pc.equal(rows.column("tbname"), trigger.table.name)).as_py() or 0)
             )
+    _copy_virtual(lake, scratch, _referenced(lake, spec, trigger.db, trigger.table))
     if spec.db and lake.catalog.database(spec.db) is not None:  # the computation's default
         _copy_database(lake, scratch, spec.db)
     if spec.output is not None:
@@ -449,10 +502,19 @@ def _run(
     """Run the compiled stream over the scratch lake's rows and collect its answer."""
     assert c.spec.source is not None
     src = c.source
-    version = scratch.version(src.db.name, src.storage.name)
+    version = source_version(scratch, c)
     key = c.spec.name.lower()
     sender = _RecordingSender()
-    first_ts, last_ts = _ts_bounds(scratch, src.db, src.storage)
+    if src.table.virtual:  # the rows are those of the tables it reads (lake/virtual.py)
+        bounds = []
+        for d, st, _names in virtual_plan(scratch.catalog, src.table).storages:
+            sdb = scratch.catalog.require_database(d)
+            bounds.append(_ts_bounds(scratch, sdb, scratch.catalog.require_table(sdb.name, st)))
+        firsts = [b[0] for b in bounds if b[0] is not None]
+        lasts = [b[1] for b in bounds if b[1] is not None]
+        first_ts, last_ts = (min(firsts) if firsts else None), (max(lasts) if lasts else None)
+    else:
+        first_ts, last_ts = _ts_bounds(scratch, src.db, src.storage)
     # timers (MAX_DELAY, FORCE_WINDOW_CLOSE): the clock stands at the first row while the rows
     # arrive (none is late), then at the end of the range for one timer step
     clock = [first_ts if first_ts is not None else (end or 0)]

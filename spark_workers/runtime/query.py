@@ -117,15 +117,21 @@ def build_stream_frame(
     cfg = kernel_config(c, lake_root, tz)
     pipeline = None
     items: pa.Schema | None = None
+    from spark_workers.lake.changes import ChangeReader
+    from spark_workers.lake.store import Lake
+
+    # a virtual table's members are fixed when the task starts (seed 000: "sub-tables that are
+    # added after the stream computing task starts will not participate")
+    members = task_members(Lake(lake_root), c)
     if cfg.premerge:
         # stage 1 and partial aggregates where the rows are read: the JVM sees items only
-        from spark_workers.lake.changes import ChangeReader
-        from spark_workers.lake.store import Lake
-
         pipeline = SourcePipeline(cfg, stage1_duckdb(c, tz))
-        items = pipeline.schema(ChangeReader(Lake(lake_root), c.source.db.name, c.source.table.name).schema())
+        reader = ChangeReader(
+            Lake(lake_root), c.source.db.name, c.source.table.name, members, align=not c.rules.ignore_update
+        )
+        items = pipeline.schema(reader.schema())
     fmt = source_format(spark, stream_key or "default", pipeline, items)
-    src = _read_source(spark, fmt, c, lake_root, start_version, history_version, ignore_until)
+    src = _read_source(spark, fmt, c, lake_root, start_version, history_version, ignore_until, members)
     if pipeline is None:
         cond, exprs = stage1_spark(c, tz)
         if cond is not None:
@@ -154,13 +160,17 @@ def _read_source(
     start_version: int,
     history_version: int | None,
     ignore_until: int | None,
+    members: list[str] | None = None,
 ) -> DataFrame:
-    """The stream's rows from the ``tdlake`` source registered as ``fmt``."""
+    """The stream's rows from the ``tdlake`` source registered as ``fmt`` (``members``: the
+    virtual child tables of a virtual supertable source, ``task_members``)."""
     return (
         spark.readStream.format(fmt)
         .option("lake", str(lake_root))
         .option("db", c.source.db.name)
         .option("table", c.source.table.name)
+        .option("members", "" if members is None else ",".join(members))
+        .option("align", "0" if c.rules.ignore_update else "1")
         .option("start_version", str(start_version))
         .option("history_version", "" if history_version is None else str(history_version))
         .option("ignore_until", "" if ignore_until is None else str(ignore_until))
@@ -186,6 +196,16 @@ def _source_frame(
     if cond is not None:
         src = src.where(cond)
     return src.selectExpr(*exprs)
+
+
+def task_members(lake: Any, c: CompiledStream) -> list[str] | None:
+    """The virtual child tables a stream over a virtual supertable reads for this run of its task
+    (None: the source is not virtual; ``lake/virtual.py``)."""
+    from spark_workers.lake.virtual import members
+
+    if not c.source.table.virtual:
+        return None
+    return [m.name for m in members(lake.catalog, c.source.table)]
 
 
 def start_query(

@@ -115,6 +115,43 @@ class CreateTable:
     tags: list[ColumnDef] = field(default_factory=list)
     if_not_exists: bool = False
     comment: str | None = None
+    virtual: bool = False  # ``VIRTUAL 1``: a virtual supertable (TDengine 3.3.6+)
+
+
+@dataclass(frozen=True)
+class ColumnRefName:
+    """``[db.]table.column``: the source of a virtual table's column, names as written."""
+
+    db: str | None
+    table: str
+    column: str
+    span: Span | None = None
+
+
+@dataclass
+class VColumnDef:
+    """One column of ``CREATE VTABLE``: ``name type [FROM ref]`` (virtual normal table),
+    ``name FROM ref`` or a bare ``ref`` (virtual child table, by position)."""
+
+    name: str | None
+    type: TdType | None
+    ref: ColumnRefName | None
+    span: Span | None = None
+
+
+@dataclass
+class CreateVTable:
+    """``CREATE VTABLE [IF NOT EXISTS] [db.]vt (col_defs) [USING vstb [(tags)] TAGS (values)]``
+    (TDengine SQL manual, "Virtual Tables"): a virtual normal table, or with ``using`` a virtual
+    child table of a virtual supertable."""
+
+    table: TableName
+    columns: list[VColumnDef]
+    using: TableName | None = None
+    tag_names: list[str] | None = None
+    tag_values: list[exp.Expr] = field(default_factory=list)
+    if_not_exists: bool = False
+    span: Span | None = None
 
 
 @dataclass
@@ -143,6 +180,7 @@ class DropTable:
     tables: list[TableName]
     if_exists: bool = False
     super_only: bool = False
+    virtual: bool = False  # DROP VTABLE
 
 
 @dataclass
@@ -184,13 +222,16 @@ class Show:
 
     ``what`` is lower case: ``databases``, ``stables``, ``tables``, ``streams``,
     ``create_table`` (SHOW CREATE TABLE t), ``create_stable``, ``create_database``,
-    ``create_stream`` (``target`` the stream), ``tags``, ``users``, ``user_privileges``.
+    ``create_stream`` (``target`` the stream), ``tags``, ``users``, ``user_privileges``,
+    ``vtables`` (``SHOW [NORMAL | CHILD] [db.]VTABLES``, ``vkind`` ``normal``/``child``/None),
+    ``create_vtable``.
     """
 
     what: str
     db: str | None = None
     like: str | None = None
     target: TableName | None = None
+    vkind: str | None = None
 
 
 @dataclass
@@ -558,6 +599,7 @@ Statement = (
     | UseDatabase
     | CreateTable
     | CreateSubtables
+    | CreateVTable
     | DropTable
     | Insert
     | Delete

@@ -426,12 +426,13 @@ def _show_sql(s: ast.Show) -> str:
         return "SHOW DATABASES"
     if s.what == "create_database":
         return f"SHOW CREATE DATABASE {name_sql(s.db or '')}"
-    if s.what in ("create_table", "create_stable") and s.target is not None:
-        return f"SHOW CREATE {'STABLE' if s.what == 'create_stable' else 'TABLE'} {table_sql(s.target)}"
+    if s.what in ("create_table", "create_stable", "create_vtable") and s.target is not None:
+        return f"SHOW CREATE {s.what.split('_')[1].upper()} {table_sql(s.target)}"
     if s.what == "tags" and s.target is not None:
         return f"SHOW TAGS FROM {table_sql(s.target)}"
     prefix = f"{name_sql(s.db)}." if s.db else ""
-    text = f"SHOW {prefix}{s.what.upper()}"
+    kind = f"{s.vkind.upper()} " if s.vkind else ""
+    text = f"SHOW {kind}{prefix}{s.what.upper()}"
     if s.like is not None:
         text += f" LIKE {string_sql(s.like)}"
     return text
@@ -465,6 +466,39 @@ def _create_table_sql(stmt: ast.CreateTable) -> str:
             _column_defs_sql(stmt.columns),
             f"TAGS {_column_defs_sql(stmt.tags)}" if stmt.tags else None,
             f"COMMENT {string_sql(stmt.comment)}" if stmt.comment is not None else None,
+            "VIRTUAL 1" if stmt.virtual else None,
+        ]
+    )
+
+
+def _column_ref_sql(r: ast.ColumnRefName) -> str:
+    return ".".join(name_sql(n) for n in (r.db, r.table, r.column) if n is not None)
+
+
+def _vcolumn_sql(d: ast.VColumnDef) -> str:
+    ref = _column_ref_sql(d.ref) if d.ref is not None else None
+    if d.name is None:
+        return ref or ""
+    return _join(
+        [name_sql(d.name), d.type.sql if d.type is not None else None, f"FROM {ref}" if ref else None]
+    )
+
+
+def _create_vtable_sql(stmt: ast.CreateVTable) -> str:
+    """``CREATE VTABLE`` (TDengine SQL manual, "Virtual Tables")."""
+    using = None
+    if stmt.using is not None:
+        tags = (
+            "(" + ", ".join(name_sql(n) for n in stmt.tag_names) + ")" if stmt.tag_names is not None else None
+        )
+        using = _join(["USING", table_sql(stmt.using), tags, "TAGS", _values_sql(stmt.tag_values)])
+    return _join(
+        [
+            "CREATE VTABLE",
+            "IF NOT EXISTS" if stmt.if_not_exists else None,
+            table_sql(stmt.table),
+            "(" + ", ".join(_vcolumn_sql(d) for d in stmt.columns) + ")",
+            using,
         ]
     )
 
@@ -472,7 +506,7 @@ def _create_table_sql(stmt: ast.CreateTable) -> str:
 def _drop_table_sql(stmt: ast.DropTable) -> str:
     return _join(
         [
-            "DROP STABLE" if stmt.super_only else "DROP TABLE",
+            "DROP VTABLE" if stmt.virtual else "DROP STABLE" if stmt.super_only else "DROP TABLE",
             "IF EXISTS" if stmt.if_exists else None,
             ", ".join(table_sql(t) for t in stmt.tables),
         ]
@@ -518,6 +552,7 @@ _RENDERERS: tuple[tuple[type[Any], Callable[[Any], str]], ...] = (
     (ast.UseDatabase, lambda s: f"USE {name_sql(s.name)}"),
     (ast.CreateTable, _create_table_sql),
     (ast.CreateSubtables, lambda s: "CREATE TABLE " + " ".join(_subtable_sql(d) for d in s.items)),
+    (ast.CreateVTable, _create_vtable_sql),
     (ast.DropTable, _drop_table_sql),
     (ast.Insert, lambda s: "INSERT INTO " + " ".join(_insert_target_sql(t) for t in s.targets)),
     (ast.Delete, _delete_sql),

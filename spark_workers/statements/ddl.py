@@ -14,9 +14,10 @@ from spark_workers import access
 from spark_workers.access import WRITE
 from spark_workers.duration import PRECISIONS, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
-from spark_workers.lake.catalog import Column, Table, physical_names
+from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.keys import check_composite_key
 from spark_workers.lake.names import check_name
+from spark_workers.lake.virtual import storages
 from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
@@ -68,7 +69,7 @@ def drop_database(ex: Session, s: ast.DropDatabase, sql: str) -> ResultSet:
             return ResultSet.affected(0)
         raise CatalogError(f"database {s.name} does not exist", code=Code.DB_NOT_EXIST)
     access.require_owner(ex.principal, db, "drop database")
-    readers, owned = _stream_dependents(ex.registry.list(), db.name, ex.default_db)
+    readers, owned = _stream_dependents(ex.registry.list(), db.name, ex.default_db, ex.catalog)
     if readers and not s.force:
         # seed 002 "Database and Table Operations": not allowed for a source database, or a
         # trigger table's database other than the stream's own, unless FORCE
@@ -150,6 +151,10 @@ def create_table(ex: Session, s: ast.CreateTable, sql: str) -> ResultSet:
             sql=sql,
             code=Code.INVALID_COLUMN,
         )
+    if s.virtual:  # a virtual supertable holds no rows: only its template is kept
+        table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment, virtual=True)
+        ex.catalog.create_table(table, if_not_exists=s.if_not_exists, now_ms=int(time.time() * 1000))
+        return ResultSet.affected(0)
     table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment)
     ex.lake.create_table(db, table, if_not_exists=s.if_not_exists)
     return ResultSet.affected(0)
@@ -195,6 +200,14 @@ def subtable(ex: Session, d: ast.SubtableDef, sql: str) -> Table:
             offset=d.using.span.start if d.using.span else None,
             code=Code.STB_NOT_EXIST,
         )
+    if stable.virtual:
+        raise SqlError(
+            f"Create child table using virtual super table: {stable.name} is virtual; its child "
+            "tables are created with CREATE VTABLE ... USING",
+            sql=sql,
+            offset=d.using.span.start if d.using.span else None,
+            code=Code.CHILD_OF_VIRTUAL_STABLE,
+        )
     _name_ok(d.table.name, "table", sql, d.table.span)
     db = ex.catalog.require_database(dbname)
     ex.require(WRITE, db, stable.name, sql=sql, span=d.table.span)
@@ -220,7 +233,7 @@ def drop_table(ex: Session, s: ast.DropTable, sql: str) -> ResultSet:
     for name in s.tables:
         dbname = ex.db_name(name.db)
         t = ex.catalog.table(dbname, name.name)
-        if t is None or (s.super_only and t.kind != "super"):
+        if t is None or (s.super_only and t.kind != "super") or (s.virtual and t.kind == "super"):
             if s.if_exists:
                 continue
             raise SqlError(
@@ -229,9 +242,19 @@ def drop_table(ex: Session, s: ast.DropTable, sql: str) -> ResultSet:
                 offset=name.span.start if name.span else None,
                 code=Code.STB_NOT_EXIST if s.super_only else Code.TABLE_NOT_EXIST,
             )
+        if t.kind != "super" and t.virtual != s.virtual:
+            raise SqlError(
+                f"Invalid table type: {dbname}.{t.name} is "
+                + ("a virtual table: drop it with DROP VTABLE" if t.virtual else "not a virtual table"),
+                sql=sql,
+                offset=name.span.start if name.span else None,
+                code=Code.INVALID_TABLE_TYPE,
+            )
         db = ex.catalog.require_database(dbname)
         ex.require(WRITE, db, t.storage if t.kind == "sub" else None, sql=sql, span=name.span)
-        if t.kind == "sub":
+        if t.virtual:  # no rows of its own (a virtual supertable goes with its child tables)
+            ex.catalog.drop_table(dbname, t.name)
+        elif t.kind == "sub":
             stable = ex.catalog.require_table(dbname, t.storage)
             ex.lake.delete(db, stable, ts_min=None, ts_max=None, tbnames=[t.name])
             ex.catalog.drop_table(dbname, t.name)
@@ -247,7 +270,9 @@ def _name_ok(name: str, what: str, sql: str, span: ast.Span | None) -> None:
     check_name(name, what, sql=sql, offset=span.start if span else None)
 
 
-def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> tuple[list[str], list[Any]]:
+def _stream_dependents(
+    streams: list[Any], db: str, default_db: str | None, catalog: Catalog
+) -> tuple[list[str], list[Any]]:
     """Streams that read database ``db`` (trigger table or computation) and belong to another
     database, and the streams that belong to ``db`` itself (3.3.7 ``CREATE STREAM db.name``)."""
 
@@ -270,6 +295,17 @@ def _stream_dependents(streams: list[Any], db: str, default_db: str | None) -> t
                     dbs |= {(t.db or home).lower() for t in sel.find_all(exp.Table) if t.name}
             except SqlError:
                 pass
-        if low in dbs:
+        if low in dbs or low in _virtual_dbs(catalog, dbs, spec):
             readers.append(info.name)
     return readers, owned
+
+
+def _virtual_dbs(catalog: Catalog, dbs: set[str], spec: Any) -> set[str]:
+    """Databases a stream's virtual trigger table reads (seed 002 "Database and Table
+    Operations": dropping them is not allowed without FORCE)."""
+    out: set[str] = set()
+    src = spec.source
+    t = catalog.table(src.db, src.table) if src and catalog.database(src.db) else None
+    if t is not None and t.virtual:
+        out |= {d.lower() for d, _ in storages(catalog, t)}
+    return out

@@ -11,7 +11,7 @@ from typing import Any
 from spark_workers import access
 from spark_workers.access import READ
 from spark_workers.errors import Code, SqlError
-from spark_workers.lake.catalog import Table
+from spark_workers.lake.catalog import Column, Table
 from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.sql import ast
 from spark_workers.statements.session import Session
@@ -23,17 +23,8 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     w = s.what
     if w == "databases":  # TDengine lists information_schema too
         return system_rows(ex, "ins_databases", s.like)
-    if w in ("stables", "tables"):
-        db = ex.visible_database(s.db)
-        kinds = ("super",) if w == "stables" else ("sub", "normal")
-        rows: list[list[Any]] = [
-            [n]
-            for n, _k, st, _c in ex.catalog.tables(db.name, kinds=kinds)
-            if ex.principal.may_see_table(db, st or n)
-        ]
-        rows = like(rows, s.like)
-        col = "stable_name" if w == "stables" else "table_name"
-        return ResultSet([ResultColumn(col, varchar(192))], rows)
+    if w in ("stables", "tables", "vtables"):
+        return table_names(ex, s)
     if w == "streams":
         res = system_rows(ex, "ins_streams", None)
         if s.db:  # the streams of one database (their own, else their source's)
@@ -65,9 +56,16 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             ],
             [[*r[:5], None if r[5] is None else str(r[5])] for r in rows],
         )
-    if w in ("create_table", "create_stable") and s.target is not None:
+    if w in ("create_table", "create_stable", "create_vtable") and s.target is not None:
         dbname = ex.db_name(s.target.db)
         t = ex.catalog.require_table(dbname, s.target.name)
+        if w == "create_vtable" and (not t.virtual or t.kind == "super"):
+            raise SqlError(
+                f"Invalid table type: {dbname}.{t.name} is not a virtual normal or child table",
+                sql=sql,
+                offset=s.target.span.start if s.target.span else None,
+                code=Code.INVALID_TABLE_TYPE,
+            )
         ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
         return ResultSet(
             [ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
@@ -99,6 +97,28 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
 
 
+def table_names(ex: Session, s: ast.Show) -> ResultSet:
+    """SHOW [db.]STABLES / TABLES / [NORMAL | CHILD] VTABLES [LIKE 'pattern']: one name a row."""
+    w = s.what
+    # SHOW TABLES lists no virtual table, SHOW VTABLES only them, SHOW STABLES virtual
+    # supertables too (TDengine SQL manual, "Virtual Tables": SHOW [NORMAL | CHILD] VTABLES)
+    db = ex.visible_database(s.db)
+    kinds = (
+        ("super",)
+        if w == "stables"
+        else {"normal": ("normal",), "child": ("sub",)}.get(s.vkind or "", ("sub", "normal"))
+    )
+    virtual = None if w == "stables" else w == "vtables"
+    rows: list[list[Any]] = [
+        [n]
+        for n, _k, st, _c in ex.catalog.tables(db.name, kinds=kinds, virtual=virtual)
+        if ex.principal.may_see_table(db, st or n)
+    ]
+    rows = like(rows, s.like)
+    col = "stable_name" if w == "stables" else "table_name"
+    return ResultSet([ResultColumn(col, varchar(192))], rows)
+
+
 def system_rows(ex: Session, table: str, pattern: str | None) -> ResultSet:
     """All rows of an ``information_schema`` table (``sysinfo.py``), filtered by LIKE on the
     first column."""
@@ -114,6 +134,9 @@ def like(rows: list[list[Any]], pattern: str | None) -> list[list[Any]]:
 
 
 def create_sql(t: Table) -> str:
+    """The statement that creates ``t`` as SHOW CREATE TABLE / STABLE / VTABLE writes it."""
+    if t.virtual:
+        return _create_virtual_sql(t)
     if t.kind == "sub":
         vals = ", ".join(
             "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
@@ -125,6 +148,28 @@ def create_sql(t: Table) -> str:
         tags = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.tags)
         return f"CREATE STABLE `{t.name}` ({cols}) TAGS ({tags})"
     return f"CREATE TABLE `{t.name}` ({cols})"
+
+
+def _create_virtual_sql(t: Table) -> str:
+    """``CREATE STABLE ... VIRTUAL 1`` or ``CREATE VTABLE ...`` with every column reference."""
+    if t.kind == "super":
+        cols = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.columns)
+        tags = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.tags)
+        return f"CREATE STABLE `{t.name}` ({cols}) TAGS ({tags}) VIRTUAL 1"
+
+    def ref(c: Column) -> str:
+        r = t.refs.get(c.name.lower())
+        return f" FROM `{r.db}`.`{r.table}`.`{r.column}`" if r else ""
+
+    if t.kind == "sub":
+        refs = ", ".join(f"`{c.name}`{ref(c)}" for c in t.columns[1:] if c.name.lower() in t.refs)
+        vals = ", ".join(
+            "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
+            for g in t.tags
+        )
+        return f"CREATE VTABLE `{t.name}` ({refs}) USING `{t.stable}` TAGS ({vals})"
+    cols = ", ".join(f"`{c.name}` {c.type.sql}{ref(c)}" for c in t.columns)
+    return f"CREATE VTABLE `{t.name}` ({cols})"
 
 
 def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
@@ -147,12 +192,15 @@ def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
         for c in t.columns
     ]
     rows += [[g.name, g.type.meta_name, g.type.byte_length, "TAG"] for g in t.tags]
-    return ResultSet(
-        [
-            ResultColumn("field", varchar(64)),
-            ResultColumn("type", varchar(32)),
-            ResultColumn("length", INT),
-            ResultColumn("note", varchar(16)),
-        ],
-        rows,
-    )
+    columns = [
+        ResultColumn("field", varchar(64)),
+        ResultColumn("type", varchar(32)),
+        ResultColumn("length", INT),
+        ResultColumn("note", varchar(16)),
+    ]
+    if t.virtual and t.kind != "super":  # where each column takes its values
+        columns.append(ResultColumn("ref", varchar(576)))
+        for r in rows:
+            ref = t.refs.get(str(r[0]).lower()) if r[3] != "TAG" else None
+            r.append(ref.text if ref else None)
+    return ResultSet(columns, rows)

@@ -26,7 +26,7 @@ from spark_workers.lake.names import SYSTEM_DB
 from spark_workers.query.planner import Source
 from spark_workers.sql import ast
 from spark_workers.streams.registry import StreamInfo, StreamRegistry
-from spark_workers.tdtypes import BIGINT, INT, TIMESTAMP, TdType, varchar
+from spark_workers.tdtypes import BIGINT, BOOL, INT, TIMESTAMP, TdType, varchar
 
 SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
 
@@ -95,16 +95,15 @@ def _stables(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
     for db, name, _kind, _st, created in _visible_tables(ex, ("super",)):
         t = ex.catalog.require_table(db.name, name)
-        out.append([name, db.name, created, len(t.columns), len(t.tags), created, t.comment])
+        out.append([name, db.name, created, len(t.columns), len(t.tags), created, t.comment, t.virtual])
     return out
 
 
 def _tables(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
-    for db, name, kind, stable, created in _visible_tables(ex, ("sub", "normal")):
+    for db, name, _kind, stable, created in _visible_tables(ex, ("sub", "normal")):
         t = ex.catalog.require_table(db.name, name)
-        kind_name = "CHILD_TABLE" if kind == "sub" else "NORMAL_TABLE"
-        out.append([name, db.name, created, len(t.columns), stable, 0, 1, 0, t.comment, kind_name])
+        out.append([name, db.name, created, len(t.columns), stable, 0, 1, 0, t.comment, t.type_name])
     return out
 
 
@@ -234,6 +233,7 @@ TABLES: dict[str, SystemTable] = {
                 ("tags", INT),
                 ("last_update", TIMESTAMP),
                 ("table_comment", varchar(1024)),
+                ("isvirtual", BOOL),
             ),
             _stables,
         ),

@@ -23,6 +23,7 @@ from spark_workers.sql.ast import offset_of
 from spark_workers.sql.values import Now, constant
 from spark_workers.statements.ddl import subtable
 from spark_workers.statements.session import Session
+from spark_workers.statements.vtables import refuse_write
 from spark_workers.tdtypes import TIMESTAMP
 
 
@@ -73,6 +74,7 @@ def _insert_target(
             offset=target.table.span.start if target.table.span else None,
             code=Code.TABLE_NOT_EXIST,
         )
+    refuse_write(table, "INSERT", sql=sql, span=target.table.span)
     if table.kind == "super":
         raise SqlError(
             f"{table.name} is a supertable: insert into its subtables "
@@ -201,6 +203,7 @@ def delete(ex: Session, s: ast.Delete, sql: str) -> ResultSet:
             offset=s.table.span.start if s.table.span else None,
             code=Code.TABLE_NOT_EXIST,
         )
+    refuse_write(table, "DELETE", sql=sql, span=s.table.span)
     storage = table if table.kind != "sub" else ex.catalog.require_table(dbname, table.storage)
     ex.require(WRITE, db, storage.name, sql=sql, span=s.table.span)
     lo, hi, tbnames = delete_bounds(ex, s.where, table, db.precision, sql)

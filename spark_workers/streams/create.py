@@ -15,10 +15,13 @@ from sqlglot import exp
 from spark_workers import access
 from spark_workers.access import READ, WRITE, Principal
 from spark_workers.errors import CatalogError, Code, SqlError
-from spark_workers.lake.catalog import Catalog
+from spark_workers.lake.catalog import Catalog, Table
+from spark_workers.lake.changes import ChangeReader, VirtualChangeReader
 from spark_workers.lake.keys import check_composite_key, key_column
 from spark_workers.lake.names import check_name
 from spark_workers.lake.store import Lake
+from spark_workers.lake.virtual import plan as virtual_plan
+from spark_workers.lake.virtual import storages as virtual_storages
 from spark_workers.query.planner import is_tableless
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
@@ -88,9 +91,10 @@ def check_create_stream(
     check_stream_access(ctx.principal, spec, ctx.catalog)
     compiled = compile_statement(s, spec, sql, ctx.lake, ctx.tz)
     check_composite_keys(s, compiled, sql)
+    check_virtual_source(s, spec, compiled.source.table if compiled.source else None, sql, ctx.catalog)
     _check_output(ctx, spec, compiled, sql, replacing)
     if spec.options.fill_history:
-        version = ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
+        version = source_version(ctx.lake, compiled)
         _check_history_windows(compiled, ctx.lake, version, sql, s.options.spans.get("fill_history"))
     if compiled.has_output and ctx.catalog.table(compiled.out_db, compiled.out_table) is not None:
         ensure_output_table(compiled, ctx.lake, sql=sql)  # an existing table is only checked
@@ -137,12 +141,7 @@ def create_stream(ctx: StreamContext, s: Statement, sql: str) -> bool:
     if s.if_not_exists and ctx.registry.get(s.name, s.db) is not None:
         return False
     spec, compiled = check_create_stream(ctx, s, sql)
-    # a stream reading no table (a 3.3.7 PERIOD without FROM) has no version to start from
-    version = (
-        0
-        if is_tableless(compiled.source)
-        else ctx.lake.version(compiled.source.db.name, compiled.source.storage.name)
-    )
+    version = source_version(ctx.lake, compiled)
     if compiled.has_output:
         ensure_output_table(compiled, ctx.lake, sql=sql)
     ctx.registry.create(
@@ -187,6 +186,81 @@ def check_composite_keys(s: Statement, compiled: CompiledStream, sql: str) -> No
             offset=span.start if span is not None else None,
             code=Code.NOT_SUPPORTED,
         )
+
+
+def source_version(lake: Lake, compiled: CompiledStream) -> int:
+    """The offset a stream's source starts from: its storage table's current lake version; for a
+    virtual table the version of the one storage table its columns reference, or the time of
+    the newest commit when they reference several (``lake/changes.py`` ``VirtualChangeReader``)."""
+    src = compiled.source
+    if is_tableless(src):  # a 3.3.7 PERIOD without FROM reads no table
+        return 0
+    if src.table.virtual:
+        reader = ChangeReader(lake, src.db.name, src.table.name)
+        assert isinstance(reader, VirtualChangeReader)
+        return reader.start_offset()
+    return lake.version(src.db.name, src.storage.name)
+
+
+# seed 000 "Support for Virtual Tables in Stream Computing", the restrictions of the legacy syntax
+_VIRTUAL_LEGACY = "seed 000, Support for Virtual Tables in Stream Computing"
+
+
+def check_virtual_source(
+    s: Statement, spec: StreamSpec, table: Table | None, sql: str, catalog: Catalog
+) -> None:
+    """A stream whose trigger table is a virtual table: its columns reference existing tables, and
+    a legacy stream keeps seed 000's restrictions: WATERMARK 0, no ``IGNORE UPDATE 0`` /
+    ``IGNORE EXPIRED 0``, no ``FILL_HISTORY 1``, no MAX_DELAY / CONTINUOUS_WINDOW_CLOSE /
+    FORCE_WINDOW_CLOSE trigger, no COUNT_WINDOW. (Seed 002 lists none of these for the 3.3.7
+    syntax: its options run on virtual tables as on any table.)
+
+    Raises:
+        SqlError: INVALID_OPERATION positioned at the option, naming the seed's rule;
+            INVALID_TABLE_TYPE for a virtual table that references no existing table.
+    """
+    if table is None or not table.virtual:
+        return
+    try:
+        virtual_plan(catalog, table)
+    except CatalogError as e:
+        raise SqlError(e.message, sql=sql, code=e.code) from None
+    if not isinstance(s, ast.CreateStreamLegacy):
+        return
+    o, spans = s.options, s.options.spans
+    refusals = [
+        ("watermark", o.watermark is not None and o.watermark.ns != 0, "the watermark must be 0"),
+        (
+            "ignore_update",
+            o.ignore_update == 0,
+            "IGNORE UPDATE 0 cannot be specified (updates are not handled)",
+        ),
+        (
+            "ignore_expired",
+            o.ignore_expired == 0,
+            "IGNORE EXPIRED 0 cannot be specified (out-of-order data is not handled)",
+        ),
+        (
+            "fill_history",
+            o.fill_history == 1,
+            "FILL_HISTORY 1 cannot be specified (no historical computation)",
+        ),
+        (
+            "trigger",
+            o.trigger in ("MAX_DELAY", "CONTINUOUS_WINDOW_CLOSE", "FORCE_WINDOW_CLOSE"),
+            f"the trigger mode {o.trigger} is not supported",
+        ),
+        ("", spec.trigger.get("type") == "count", "COUNT_WINDOW is not supported"),
+    ]
+    for key, bad, why in refusals:
+        if bad:
+            span = spans.get(key)
+            raise SqlError(
+                f"a stream over virtual table {table.name}: {why} ({_VIRTUAL_LEGACY})",
+                sql=sql,
+                offset=span.start if span else None,
+                code=Code.INVALID_OPERATION,
+            )
 
 
 def _same_stream(a: StreamInfo, b: StreamInfo | None) -> bool:
@@ -292,12 +366,21 @@ def check_stream_access(
             continue  # compiling the stream reports it
         t = catalog.table(db.name, name)
         access.require(principal, READ, db, t.storage if t is not None else name)
+        if t is not None and t.virtual:  # and what it references (query/context.py)
+            for ref_db, storage in virtual_storages(catalog, t):
+                access.require(principal, READ, catalog.require_database(ref_db), storage)
     if not writes:
         return
     if out is not None:
         db = catalog.database(out[0])
         if db is not None:
             t = catalog.table(db.name, out[1])
+            if t is not None and t.virtual:
+                raise SqlError(
+                    f"Virtual table not support in STMT query and STMT insert: a stream cannot write "
+                    f"into virtual table {db.name}.{t.name} (virtual tables are read-only)",
+                    code=Code.VTABLE_NOT_SUPPORT_STMT,
+                )
             access.require(principal, WRITE, db, t.storage if t is not None else None)
     if spec.db:
         db = catalog.database(spec.db)
@@ -305,17 +388,38 @@ def check_stream_access(
             access.require(principal, WRITE, db)
 
 
+def _history_span(c: CompiledStream, lake: Any, version: int) -> tuple[int, int, int] | None:
+    """``(rows, first bucket start, last bucket end)`` of a source's history (precision units),
+    None when empty; a virtual table's over the storage tables it reads."""
+    parts = [(c.source.db, c.source.storage.name, version)]
+    if c.source.table.virtual:
+        reader = ChangeReader(lake, c.source.db.name, c.source.table.name)
+        assert isinstance(reader, VirtualChangeReader)
+        parts = [
+            (sdb, st.name, reader.version_at(i, version) if reader.clock else version)
+            for i, (sdb, st, _) in enumerate(reader.parts)
+        ]
+    rows, lo, hi = 0, None, None
+    for db, storage, v in parts:
+        buckets = lake.buckets(db.name, storage, v) if v >= 0 else []
+        if not buckets:
+            continue
+        unit = db.duration.in_precision(db.precision)
+        rows += sum(n for _, n in buckets)
+        lo = buckets[0][0] * unit if lo is None else min(lo, buckets[0][0] * unit)
+        hi = (buckets[-1][0] + 1) * unit if hi is None else max(hi, (buckets[-1][0] + 1) * unit)
+    return None if lo is None or hi is None else (rows, lo, hi)
+
+
 def history_window_estimate(c: CompiledStream, lake: Any, version: int) -> int | None:
     """Upper bound of the windows FILL_HISTORY computes: INTERVAL windows spanning the history's
     time range (per partition), COUNT windows over its rows; None where no bound is known before
     computing (data-defined windows)."""
     db = c.source.db
-    buckets = lake.buckets(db.name, c.source.storage.name, version)
-    if not buckets:
+    span = _history_span(c, lake, version)
+    if span is None:
         return 0
-    rows = sum(n for _, n in buckets)
-    span_unit = db.duration.in_precision(db.precision)
-    lo, hi = buckets[0][0] * span_unit, (buckets[-1][0] + 1) * span_unit
+    rows, lo, hi = span
     groups = 1
     if c.plan.groups and c.source.table.kind == "super":
         groups = max(1, len(lake.catalog.tables(db.name, kinds=("sub",), stable=c.source.storage.name)))

@@ -15,7 +15,7 @@ def lake_compact(*, min_files: int = 16) -> int:
     lake = lake_get()
     done = 0
     for db, _created in lake.catalog.databases():
-        for name, _kind, _st, _c in lake.catalog.tables(db.name, kinds=("super", "normal")):
+        for name, _kind, _st, _c in lake.catalog.tables(db.name, kinds=("super", "normal"), virtual=False):
             try:
                 if len(lake.delta(db.name, name).file_uris()) >= min_files:
                     lake.compact(db.name, name)

@@ -170,6 +170,14 @@ def test_acceptance_statements_round_trip(sql: str) -> None:
         "select a, count(*) from t group by a having count(*) > 1 order by a",
         "with x as (select a from t) select * from x union all select b from u",
         "select `select`, `min(k)` from `my table`",
+        # virtual tables (TDengine SQL manual, "Virtual Tables")
+        "create stable vst (ts timestamp, c int) tags (g int) comment 'v' virtual 1",
+        "create vtable if not exists d.v1 (ts timestamp, c1 int from d.t1.c, c2 float from t2.x, c3 int)",
+        "create vtable vc1 (c from d.ct1.c, t.x) using d.vst (g) tags (1)",
+        "drop vtable if exists d.v1",
+        "show child d.vtables like 'v%'",
+        "show normal vtables",
+        "show create vtable d.v1",
     ],
 )
 def test_other_statements_round_trip(sql: str) -> None:

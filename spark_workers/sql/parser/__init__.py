@@ -184,11 +184,15 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
             return self.create_table(stable=True)
         if self.accept("TABLE"):
             return self.create_table(stable=False)
+        if self.accept("VTABLE"):
+            return self.create_vtable()
         if self.accept("STREAM"):
             return self.create_stream()
         if self.accept("USER"):
             return self.create_user()
-        raise self.error("syntax error: expected DATABASE, STABLE, TABLE, STREAM or USER after CREATE")
+        raise self.error(
+            "syntax error: expected DATABASE, STABLE, TABLE, VTABLE, STREAM or USER after CREATE"
+        )
 
     def drop(self) -> ast.Statement:
         self.expect("DROP")
@@ -198,8 +202,10 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
             return self.drop_stable()
         if self.accept("TABLE"):
             return self.drop_table()
+        if self.accept("VTABLE"):
+            return self.drop_vtable()
         if self.accept("STREAM"):
             return self.drop_stream()
         if self.accept("USER"):
             return self.drop_user()
-        raise self.error("syntax error: expected DATABASE, STABLE, TABLE, STREAM or USER after DROP")
+        raise self.error("syntax error: expected DATABASE, STABLE, TABLE, VTABLE, STREAM or USER after DROP")

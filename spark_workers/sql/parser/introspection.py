@@ -12,6 +12,7 @@ _SHOW_KINDS = {
     "DATABASES": "databases",
     "STABLES": "stables",
     "TABLES": "tables",
+    "VTABLES": "vtables",
     "STREAMS": "streams",
     "VGROUPS": "vgroups",
 }
@@ -42,25 +43,34 @@ class IntrospectionParser(ParserBase):
                 return ast.Show(what="create_stable", target=self.table_name())
             if self.accept("TABLE"):
                 return ast.Show(what="create_table", target=self.table_name())
-            raise self.error("syntax error: expected TABLE, STABLE or DATABASE after SHOW CREATE")
+            if self.accept("VTABLE"):
+                return ast.Show(what="create_vtable", target=self.table_name())
+            raise self.error("syntax error: expected TABLE, STABLE, VTABLE or DATABASE after SHOW CREATE")
         if self.accept("TAGS"):
             self.expect("FROM", message="syntax error: expected FROM after SHOW TAGS")
             target = self.table_name()
             if self.accept("FROM"):
                 target = TableName(name=target.name, db=self.name("a database name")[0], span=target.span)
             return ast.Show(what="tags", target=target, db=target.db)
+        vkind = None
+        if self.at("NORMAL") or self.at("CHILD"):
+            vkind = self.toks[self.i].text.lower()
+            self.i += 1
         db = None
         if self.is_type(TokenType.DOT, 1):
             db = self.name("a database name")[0]
             self.i += 1
         w = self.word()
-        if not w or w[0] not in _SHOW_KINDS or len(w) != 1:
+        if not w or w[0] not in _SHOW_KINDS or len(w) != 1 or (vkind and w[0] != "VTABLES"):
             raise self.error(
-                "syntax error: expected DATABASES, STABLES, TABLES, STREAMS or VGROUPS after SHOW"
+                "syntax error: expected VTABLES after SHOW NORMAL / SHOW CHILD"
+                if vkind
+                else "syntax error: expected DATABASES, STABLES, TABLES, VTABLES, STREAMS or VGROUPS "
+                "after SHOW"
             )
         self.i += 1
         what = _SHOW_KINDS[w[0]]
         like = None
-        if what in ("stables", "tables") and self.accept("LIKE"):
+        if what in ("stables", "tables", "vtables") and self.accept("LIKE"):
             like = self.string("a LIKE pattern")
-        return ast.Show(what=what, db=db, like=like)
+        return ast.Show(what=what, db=db, like=like, vkind=vkind)

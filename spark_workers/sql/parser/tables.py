@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from spark_workers.errors import Code
 from spark_workers.sql import ast, lexer
 from spark_workers.sql.ast import Span, TableName
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
@@ -80,11 +81,88 @@ class TablesParser(ParserBase):
             tags = self.column_defs("after tag list")
         elif stable:
             raise self.error("syntax error: expected TAGS (...) after the column list of a supertable")
-        comment = self.string("a table comment") if self.accept("COMMENT") else None
+        comment, virtual = None, False
+        while not self.done():
+            if self.accept("COMMENT"):
+                comment = self.string("a table comment")
+            elif self.accept("VIRTUAL"):
+                virtual = bool(self.flag01("VIRTUAL"))
+            else:
+                break
         kind = "super" if stable or tags else "normal"
+        if virtual and kind != "super":
+            raise self.error(
+                "Invalid table option: VIRTUAL 1 creates a virtual supertable and needs TAGS (...); "
+                "a virtual normal table is created with CREATE VTABLE",
+                code=Code.INVALID_OPERATION,
+            )
         return ast.CreateTable(
-            table=table, kind=kind, columns=columns, tags=tags, if_not_exists=ine, comment=comment
+            table=table,
+            kind=kind,
+            columns=columns,
+            tags=tags,
+            if_not_exists=ine,
+            comment=comment,
+            virtual=virtual,
         )
+
+    def create_vtable(self) -> ast.CreateVTable:
+        """``CREATE VTABLE [IF NOT EXISTS] [db.]vt (defs) [USING vstb [(tags)] TAGS (values)]``
+        (after CREATE VTABLE; TDengine SQL manual, "Virtual Tables")."""
+        ine = self.if_not_exists()
+        table = self.table_name("a virtual table name")
+        self.expect_type(L_PAREN, "syntax error: expected '(' before the virtual table's columns")
+        defs = [self.vcolumn_def()]
+        while self.accept_type(COMMA):
+            defs.append(self.vcolumn_def())
+        self.expect_type(R_PAREN, "syntax error: expected ')' after the virtual table's columns")
+        if not self.accept("USING"):
+            return ast.CreateVTable(table=table, columns=defs, if_not_exists=ine, span=Span(0, len(self.sql)))
+        using = self.table_name("a virtual supertable name")
+        tag_names: list[str] | None = None
+        if self.is_type(L_PAREN):
+            tag_names = self.name_list("tag name", "after tag names")
+        self.expect("TAGS", message="syntax error: expected TAGS (...) after USING")
+        values, _ = self.value_list("after tag values")
+        return ast.CreateVTable(
+            table=table,
+            columns=defs,
+            using=using,
+            tag_names=tag_names,
+            tag_values=values,
+            if_not_exists=ine,
+            span=Span(0, len(self.sql)),
+        )
+
+    def vcolumn_def(self) -> ast.VColumnDef:
+        """``name type [FROM ref]``, ``name FROM ref`` or a bare ``ref`` (positional)."""
+        start = self.i
+        if self.is_type(TokenType.DOT, 1):
+            return ast.VColumnDef(name=None, type=None, ref=self.column_ref(), span=self.span(start, self.i))
+        name = self.name("a column name")[0]
+        tdtype = None if self.at("FROM") else self.data_type()
+        src = self.column_ref() if self.accept("FROM") else None
+        return ast.VColumnDef(name=name, type=tdtype, ref=src, span=self.span(start, self.i))
+
+    def column_ref(self) -> ast.ColumnRefName:
+        """``[db.]table.column``."""
+        start = self.i
+        parts = [self.name("a table name")[0]]
+        while self.accept_type(TokenType.DOT):
+            parts.append(self.name("a column name")[0])
+        if len(parts) not in (2, 3):
+            raise self.err_at(
+                "syntax error: expected a column reference [db_name.]table_name.col_name", start
+            )
+        span = self.span(start, self.i)
+        if len(parts) == 2:
+            return ast.ColumnRefName(db=None, table=parts[0], column=parts[1], span=span)
+        return ast.ColumnRefName(db=parts[0], table=parts[1], column=parts[2], span=span)
+
+    def drop_vtable(self) -> ast.DropTable:
+        """``DROP VTABLE [IF EXISTS] [db.]vt`` (after DROP VTABLE)."""
+        ie = self.if_exists()
+        return ast.DropTable(tables=[self.table_name()], if_exists=ie, virtual=True)
 
     def column_defs(self, what: str) -> list[ast.ColumnDef]:
         self.expect_type(L_PAREN, f"syntax error: expected '(' {what.replace('after', 'before')}")
