@@ -1068,17 +1068,7 @@ MARKS: dict[str, pytest.MarkDecorator] = {
     "s000-8": xfail("legacy", "the custom-tag example as printed ends with an unmatched ')'"),
     "s000-9": xfail("legacy", "a NOTIFY stream without INTO (notifications only)"),
     "s001-6": xfail("legacy", "the custom-tag example as printed ends with an unmatched ')'"),
-    "s002-1": xfail("options", "COUNT_WINDOW(1)"),
-    "s002-2": xfail("options", "CALC_ONTIFY_ONLY as printed; CALC_NOTIFY_ONLY without INTO"),
-    "s002-3": xfail("vtables", "CREATE VTABLE trigger and source tables"),
-    "s002-4": xfail("engine", "INTERVAL ... SLIDING firing for windows without rows (the default)"),
-    "s002-5": xfail("options", "FILL_HISTORY_FIRST; and issue13-engine: windows without rows"),
-    "s002-6": xfail("engine", "INTERVAL ... SLIDING firing for windows without rows (the default)"),
-    "s002-7": xfail("options", "_tlocaltime as BIGINT nanoseconds (cast(_tlocaltime/1000000 AS TIMESTAMP))"),
-    "s002-8": xfail("options", "a notify-only PERIOD stream without FROM"),
-    "s004-1": xfail("legacy", "a non-window ETL stream; the blog's select list without SELECT"),
     "s004-2": xfail("legacy", "the blog's select list without SELECT; INTEVAL as printed"),
-    "s004-3": xfail("legacy", "the blog's select list without SELECT"),
 }
 
 
@@ -1131,11 +1121,6 @@ def test_s000_2_late_rows_outside_closed_windows_are_not_expired(tmp_path: Path)
     assert_rows(got[["_wstart", "count(*)", "avg(voltage)"]].astype(object).values.tolist(), want, st.id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue13-wrong: a notify-only PERIOD stream with FROM is created, then its first trigger "
-    "fails (AssertionError in OutputSink.run_events: no computation); passes on issue13-options",
-)
 def test_s002_8_with_a_trigger_table_notifies(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """s002-8 with ``FROM tb1`` added (what main accepts today): each hour an ON_TIME event."""
     st = STATEMENTS["s002-8"]
