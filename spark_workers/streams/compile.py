@@ -142,7 +142,8 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         SqlError / CatalogError: the source or query no longer fits the catalog.
     """
     catalog: Catalog = lake.catalog
-    assert spec.source is not None and (spec.output is not None or spec.syntax == V337)
+    # no output: a 3.3.7 notify-only stream, or a legacy one without INTO (seed 000's NOTIFY example)
+    assert spec.source is not None
     src = resolve(catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db, spec.query or "")
     v337 = spec.syntax == V337
     sql, plan, fused = _stream_plan(spec, src, tz)

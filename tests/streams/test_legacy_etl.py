@@ -40,7 +40,8 @@ POWER_STREAM = """CREATE STREAM power_stream
 class Pipeline:
     """An executor in database ``power`` plus one LocalRunner per stream, run after each statement."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, sender: object = None) -> None:
+        self.sender = sender
         self.lake = Lake(root)
         self.registry = MemoryRegistry()
         self.runners: dict[str, LocalRunner] = {}
@@ -50,7 +51,9 @@ class Pipeline:
         res = Executor(self.lake, self.registry, tz="UTC", default_db=db).execute_one(text)
         for key in self.registry.streams:
             if key not in self.runners:
-                self.runners[key] = LocalRunner.for_registered(self.lake, self.registry, key, buckets=2)
+                self.runners[key] = LocalRunner.for_registered(
+                    self.lake, self.registry, key, buckets=2, sender=self.sender
+                )
         for r in self.runners.values():
             r.run()
         return res
@@ -464,3 +467,71 @@ def test_a_column_list_maps_into_an_existing_supertable_by_name(tmp_path: Path) 
     assert (
         "column nosuch of the column list is not a column of the existing supertable wide2" in e.value.message
     )
+
+
+# seed 000 "Stream Computing Event Notifications", as printed up to its first ';' (no INTO)
+NOTIFY_STREAM = """CREATE STREAM avg_current_stream FILL_HISTORY 1
+    AS SELECT _wstart, _wend, AVG(current) FROM meters
+    INTERVAL (1m)
+    NOTIFY ('ws://localhost:8080/notify', 'wss://192.168.1.1:8080/notify?key=foo')
+    ON ('WINDOW_OPEN', 'WINDOW_CLOSE');"""
+
+
+def test_seed_000_notify_example_without_into_only_notifies(tmp_path: Path) -> None:
+    """A legacy stream without INTO writes no table and sends its window events (checked against
+    pandas windows) to a real WebSocket server."""
+    import json
+    import threading
+    import time
+
+    from websockets.sync.server import serve
+
+    from spark_workers.notify.sender import Sender
+
+    if SEEDS.is_dir():
+        assert NOTIFY_STREAM in (SEEDS / "000_5f0c346dc97ce9a3.txt").read_text()
+    received: list[dict] = []
+
+    def handler(ws) -> None:  # type: ignore[no-untyped-def]
+        for msg in ws:
+            received.append(json.loads(msg))
+
+    server = serve(handler, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"ws://127.0.0.1:{server.socket.getsockname()[1]}/notify"
+    sender = Sender()
+    try:
+        p = Pipeline(tmp_path / "lake", sender)
+        p.sql(METERS)
+        url_list = "'ws://localhost:8080/notify', 'wss://192.168.1.1:8080/notify?key=foo'"
+        p.sql(NOTIFY_STREAM.replace(url_list, f"'{url}'"))  # history is not notified (NOTIFY_HISTORY 0)
+        p.sql("create table d1001 using meters tags (1, 'SF')")
+        rng = np.random.default_rng(6)
+        data = pd.DataFrame(
+            {"ts": T0 + np.arange(150) * 1000, "current": np.round(rng.uniform(-20, 20, 150), 2)}
+        )
+        for lo in range(0, 150, 50):  # minutes 0, 1, 2, in time order
+            part = data.iloc[lo : lo + 50]
+            p.sql(
+                "insert into d1001 values "
+                + " ".join(f"({r.ts}, {r.current}, 220, 0.5)" for r in part.itertuples())
+            )
+        tables = [t[0] for t in p.lake.catalog.tables("power", kinds=("super", "normal"))]
+        assert tables == ["meters"]  # no output table
+        f32 = data.current.astype(np.float32).astype(np.float64)  # the column is FLOAT
+        minutes = data.assign(ws=data.ts // 60_000 * 60_000, c=f32).groupby("ws").c.mean()
+        closed = minutes.iloc[:-1]  # the last minute is still open
+        deadline = time.monotonic() + 10
+        while True:
+            events = [e for m in received for s in m["streams"] for e in s["events"]]
+            closes = [e for e in events if e["eventType"] == "WINDOW_CLOSE"]
+            if len(closes) >= len(closed) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert [e["windowStart"] for e in closes] == list(closed.index)
+        got = [e["result"]["AVG(current)"] for e in closes]
+        assert _close(pd.Series(got), closed)
+        assert {e["windowStart"] for e in events if e["eventType"] == "WINDOW_OPEN"} == set(minutes.index)
+    finally:
+        sender.close()
+        server.shutdown()
