@@ -107,10 +107,11 @@ def build_statement(design: dict[str, Any]) -> ast.CreateStreamLegacy | ast.Crea
     out = node_of(design, "output")
     if syntax == LEGACY:
         query = _legacy_computation(design)
-        if out is None:
-            raise NotExpressible(LEGACY, "a legacy stream writes INTO an output table", "output", "table")
+        if out is None and node_of(design, "notify") is None:  # seed 000: without INTO it only notifies
+            raise NotExpressible(
+                LEGACY, "a legacy stream writes INTO an output table, or only notifies", "output", "table"
+            )
         into, subtable, columns, tags = build_output(out, with_expr=False)
-        assert into is not None
         return ast.CreateStreamLegacy(
             name=name,
             db=db,
