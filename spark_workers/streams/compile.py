@@ -302,6 +302,13 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
             c.name = n
     seen: set[str] = set()
     for c in columns:
+        if c.name.lower() == "tbname" and spec.syntax != V337:
+            raise SqlError(
+                "an output column cannot be named tbname: every row of the output supertable has its "
+                "subtable's name as tbname; give the item an alias (e.g. tbname AS src)",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         if c.name.lower() in seen:
             raise SqlError(
                 f"duplicate output column name {c.name}: give the select items distinct aliases",

@@ -349,6 +349,7 @@ def test_projection_stream_fill_history_select_star_and_recalculate(tmp_path: Pa
         ("create stream s into o as select ts, count(*) from st", "aggregate count needs a window"),
         ("create stream s into o as select ts, v from st order by ts", "ORDER BY needs a window"),
         ("create stream s into o as select _wstart, v from st", "_wstart needs a window"),
+        ("create stream s into o as select ts, tbname, v from st", "cannot be named tbname"),
         (
             "create stream s into o as select ts, v from st "
             "notify ('ws://127.0.0.1:18501') on ('WINDOW_CLOSE')",
