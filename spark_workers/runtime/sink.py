@@ -202,7 +202,6 @@ class OutputSink:
             mx = int(pc.max(staged.column("_ts")).as_py())
             per = NS_PER_PRECISION[self.precision]
             rep.max_event_ms = rep.watermark_ms = mx * per // 1_000_000
-            rep.extra["history"] = bool(pc.all(staged.column("_hist")).as_py())
         table = self._output_table() if self.writes_output and n else None
         if table is None:
             return
