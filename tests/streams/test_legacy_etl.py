@@ -536,3 +536,49 @@ def test_seed_000_notify_example_without_into_only_notifies(tmp_path: Path) -> N
     finally:
         sender.close()
         server.shutdown()
+
+
+# seed 004 "The subtables in the supertable are aggregated individually in a session window", as
+# printed (no SELECT keyword)
+SESSION_STREAM = """CREATE STREAM current_stream
+          WATERMARK 60s
+          INTO current_stream_output_stb AS
+                    _wstart as start,
+                    _wend as end,
+                    avg(current) as avg_current
+           FROM meters
+           SESSION(ts, 30s)"""
+
+
+def test_seed_004_session_stream_as_written_matches_pandas(tmp_path: Path) -> None:
+    """Sessions split where consecutive rows are more than 30 s apart, ``_wend`` = last row + 30 s
+    (seed 000), written once closed: latest event time - WATERMARK 60s past the window's end."""
+    if SEEDS.is_dir():
+        assert SESSION_STREAM in (SEEDS / "004_d241c3c75c4437ef.txt").read_text()
+    p = Pipeline(tmp_path / "lake")
+    p.sql(METERS)
+    p.sql("create table d1001 using meters tags (1, 'SF')")
+    p.sql(SESSION_STREAM)
+    rng = np.random.default_rng(12)
+    gaps = rng.choice([5_000, 20_000, 31_000, 90_000], size=120, p=[0.5, 0.3, 0.1, 0.1])
+    data = pd.DataFrame({"ts": T0 + np.cumsum(gaps), "current": np.round(rng.uniform(0, 30, 120), 2)})
+    for lo in range(0, len(data), 30):  # in time order
+        part = data.iloc[lo : lo + 30]
+        p.sql(
+            "insert into d1001 values "
+            + " ".join(f"({r.ts}, {r.current}, 220, 0.5)" for r in part.itertuples())
+        )
+    c = data.current.astype(np.float32).astype(np.float64)
+    session = (data.ts.diff() > 30_000).cumsum()
+    exp = (
+        data.assign(c=c, s=session)
+        .groupby("s")
+        .agg(start=("ts", "min"), last=("ts", "max"), avg=("c", "mean"))
+    )
+    exp["end"] = exp["last"] + 30_000
+    exp = exp[data.ts.max() - 60_000 > exp["end"]]  # closed by the watermark
+    got = p.frame("select start, `end`, avg_current from current_stream_output_stb order by start")
+    assert len(got) == len(exp) > 3
+    assert list(pd.to_datetime(got.start).astype("int64") // 1_000_000) == list(exp.start)
+    assert list(pd.to_datetime(got["end"]).astype("int64") // 1_000_000) == list(exp["end"])
+    assert _close(got.avg_current, exp["avg"])
