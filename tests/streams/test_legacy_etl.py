@@ -582,3 +582,20 @@ def test_seed_004_session_stream_as_written_matches_pandas(tmp_path: Path) -> No
     assert list(pd.to_datetime(got.start).astype("int64") // 1_000_000) == list(exp.start)
     assert list(pd.to_datetime(got["end"]).astype("int64") // 1_000_000) == list(exp["end"])
     assert _close(got.avg_current, exp["avg"])
+
+
+def test_streams_over_a_nanosecond_database(tmp_path: Path) -> None:
+    """The change feed carries ns timestamps as int64; stage 1 reads them as timestamps (a window
+    stream and a stream without a window, hand-checked values)."""
+    p = Pipeline(tmp_path / "lake")
+    p.sql("create database dn precision 'ns'", db=None)
+    p.sql("create table dn.nt (ts timestamp, a int)")
+    p.sql("create stream dn.rows into dn.o_rows as select ts, a + 1 as b from dn.nt where a > 0")
+    p.sql(
+        "create stream dn.win into dn.o_win as select _wstart, count(*) n, sum(a) s from dn.nt interval(1s)"
+    )
+    t = 1_700_000_000_000_000_000
+    p.sql(f"insert into dn.nt values ({t + 1}, 1) ({t + 2}, 2) ({t + 3}, 0) ({t + 2_000_000_000}, 5)")
+    rows = p.sql("select ts, b from dn.o_rows").rows
+    assert [(int(r[0]), r[1]) for r in rows] == [(t + 1, 2), (t + 2, 3), (t + 2_000_000_000, 6)]
+    assert [tuple(r) for r in p.sql("select n, s from dn.o_win").rows] == [(3, 3)]
