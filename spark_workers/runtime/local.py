@@ -122,9 +122,22 @@ class LocalRunner:
             reports.append(r)
         return reports
 
+    def _timestamps(self, rows: pa.Table) -> pa.Table:
+        """Change rows with the TIMESTAMP columns of a nanosecond database (int64 in the change
+        feed) as timestamps, as stage 1 reads them from lake snapshots (``DuckSession``)."""
+        if self.c.precision != "ns":
+            return rows
+        storage = self.c.source.storage
+        for col in (*storage.columns, *storage.tags):
+            if col.type.name == "TIMESTAMP" and col.name in rows.column_names:
+                i = rows.schema.get_field_index(col.name)
+                if pa.types.is_integer(rows.schema.field(i).type):
+                    rows = rows.set_column(i, col.name, rows.column(i).cast(pa.timestamp("ns", tz="UTC")))
+        return rows
+
     def _process(self, rows: pa.Table) -> pa.Table:
         with DuckSession(None) as duck:
-            view = duck.register_arrow(rows)
+            view = duck.register_arrow(self._timestamps(rows))
             staged = duck.query(self._stage1(view))
         if self.kernel is None:
             return staged
@@ -155,7 +168,7 @@ class LocalRunner:
         if self.kernel is None or not self.kernel.cfg.timers:
             return None
         with DuckSession(None) as duck:
-            view = duck.register_arrow(self.reader.schema().empty_table())
+            view = duck.register_arrow(self._timestamps(self.reader.schema().empty_table()))
             staged = duck.query(self._stage1(view))
         now = self.clock()
         out = self._timer_step(staged, now)

@@ -204,13 +204,14 @@ class OutputSink:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 self.lake.write(db, table, data, txn=(self.app_id, batch_id))
                 rep.output_rows = data.num_rows
-        elif table is not None and (
-            results.num_rows or (self.filler is not None and self.filler.clock_driven)
+        elif (results.num_rows or (self.filler is not None and self.filler.clock_driven)) and (
+            table is not None or (events.num_rows and self.c.columns)
         ):
+            # without an output table (a legacy stream without INTO) only the events' results
             data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0, now=now)
-            if data is not None:
+            if data is not None and table is not None:
                 data = without_null_keys(data, table)
-            if data is not None and data.num_rows:
+            if data is not None and data.num_rows and table is not None:
                 db = self.lake.catalog.require_database(self.c.out_db)
                 # legacy: an updated window's row replaces the window's earlier row, whatever its
                 # composite key (TDengine's legacy engine; td-048a)
@@ -270,7 +271,6 @@ class OutputSink:
             mx = int(pc.max(staged.column("_ts")).as_py())
             per = NS_PER_PRECISION[self.precision]
             rep.max_event_ms = rep.watermark_ms = mx * per // 1_000_000
-            rep.extra["history"] = bool(pc.all(staged.column("_hist")).as_py())
         table = self._output_table() if self.writes_output and n else None
         if table is None:
             return
@@ -387,11 +387,11 @@ class OutputSink:
         return pa.table(cols)
 
     def _stage3(
-        self, results: pa.Table, table: Table, *, want_rows: bool = True, now: int | None = None
+        self, results: pa.Table, table: Table | None, *, want_rows: bool = True, now: int | None = None
     ) -> tuple[pa.Table | None, dict[tuple[str, int], dict[str, Any]]]:
-        """Output rows in engine form for ``table`` and, when ``want_rows`` (the batch has
-        notification events), per (gkey, wstart) the result dict used by WINDOW_CLOSE
-        notifications; with FILL, the filled windows too (``runtime/stream_fill.py``)."""
+        """Output rows in engine form for ``table`` (None without an output table) and, when
+        ``want_rows`` (the batch has notification events), per (gkey, wstart) the result dict used
+        by WINDOW_CLOSE notifications; with FILL, the filled windows too (``runtime/stream_fill.py``)."""
         out: pa.Table | None = None
         if results.num_rows:
             with DuckSession(None) as duck:
@@ -411,20 +411,24 @@ class OutputSink:
             return None, {}
         gkeys = out.column("_gkey").to_pylist()
         ws = out.column("_ws").to_pylist()
-        subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
-        cols: dict[str, Any] = {"tbname": pa.array([subtables[g] for g in gkeys], pa.string())}
+        cols: dict[str, Any] = {}
+        if table is not None:
+            subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
+            cols["tbname"] = pa.array([subtables[g] for g in gkeys], pa.string())
         by_name: dict[str, list[Any]] = {}
-        for col_plan, phys in output_targets(self.c, table):
+        targets = output_targets(self.c, table) if table is not None else [(p, None) for p in self.c.columns]
+        for col_plan, phys in targets:
             if col_plan.source < 0:
                 arr = pa.array(ws, pa.int64())
             else:
                 arr = out.column(f"_o{col_plan.source}")
                 if pa.types.is_timestamp(arr.type):
                     arr = self._ts_ints(arr)
-            cols[phys.physical] = arr
+            if phys is not None:
+                cols[phys.physical] = arr
             if want_rows:
                 by_name[col_plan.name] = arr.to_pylist()
-        data = pa.table(cols)
+        data = pa.table(cols) if table is not None else None
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         for i, (g, w) in enumerate(zip(gkeys, ws, strict=True) if want_rows else ()):
             out_rows[(g, int(w))] = {n: v[i] for n, v in by_name.items()}

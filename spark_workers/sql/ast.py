@@ -442,7 +442,7 @@ class CreateStreamLegacy:
     db: str | None
     if_not_exists: bool
     options: LegacyStreamOptions
-    into: TableName
+    into: TableName | None  # None: notify only (seed 000 "Stream Computing Event Notifications")
     columns: list[OutputColumn] | None
     tags: list[OutputTagDef] | None
     subtable: exp.Expr | None

@@ -162,7 +162,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         SqlError / CatalogError: the source or query no longer fits the catalog.
     """
     catalog: Catalog = lake.catalog
-    assert spec.output is not None or spec.syntax == V337
+    # no output: a 3.3.7 notify-only stream, or a legacy one without INTO (seed 000's NOTIFY example)
     if spec.source is None:  # a 3.3.7 PERIOD stream that reads no table
         src = tableless_source(catalog.require_database(str(spec.trigger["home_db"])))
     else:
@@ -432,6 +432,13 @@ def _name_output_columns(spec: StreamSpec, columns: list[OutputColumnPlan], sql:
             c.composite_key = bool(oc.get("composite_key"))
     seen: set[str] = set()
     for c in columns:
+        if c.name.lower() == "tbname" and spec.syntax != V337:
+            raise SqlError(
+                "an output column cannot be named tbname: every row of the output supertable has its "
+                "subtable's name as tbname; give the item an alias (e.g. tbname AS src)",
+                sql=spec.sql or sql,
+                code=Code.INVALID_COLUMN,
+            )
         if c.name.lower() in seen:
             raise SqlError(
                 f"duplicate output column name {c.name}: give the select items distinct aliases",

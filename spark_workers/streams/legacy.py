@@ -54,7 +54,7 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
     src_db = t.db or default_db
     if not src_db:
         raise CatalogError("database not specified for the stream's source table", code=Code.DB_NOT_SPECIFIED)
-    into_db = s.into.db or default_db or src_db
+    into_db = (s.into.db if s.into is not None else None) or default_db or src_db
     merged = merge_subquery(q, sql, aggregate_call).select  # a subquery's WHERE filters too
     where = merged.args.get("where") if isinstance(merged, exp.Select) else None
     # seed 000 "Trigger Modes": non-window computations trigger in real time (AT_ONCE)
@@ -79,22 +79,26 @@ def legacy_spec(s: ast.CreateStreamLegacy, sql: str, default_db: str | None) -> 
             on_failure=(s.notify.on_failure or "PAUSE").upper(),
             where=expr_sql(s.notify.where) if s.notify.where is not None else None,
         )
-    output = OutputSpec(
-        db=into_db,
-        table=s.into.name,
-        subtable=expr_sql(s.subtable) if s.subtable is not None else None,
-        columns=[{"name": c.name, "composite_key": c.composite_key} for c in s.columns]
-        if s.columns
-        else None,
-        tags=[
-            OutputTag(
-                t.name,
-                t.type.sql if t.type else "",
-                expr_sql(t.expr) if t.expr is not None else None,
-                t.comment,
-            )
-            for t in (s.tags or [])
-        ],
+    output = (
+        None
+        if s.into is None
+        else OutputSpec(
+            db=into_db,
+            table=s.into.name,
+            subtable=expr_sql(s.subtable) if s.subtable is not None else None,
+            columns=[{"name": c.name, "composite_key": c.composite_key} for c in s.columns]
+            if s.columns
+            else None,
+            tags=[
+                OutputTag(
+                    t.name,
+                    t.type.sql if t.type else "",
+                    expr_sql(t.expr) if t.expr is not None else None,
+                    t.comment,
+                )
+                for t in (s.tags or [])
+            ],
+        )
     )
     return StreamSpec(
         name=s.name,

@@ -40,7 +40,8 @@ POWER_STREAM = """CREATE STREAM power_stream
 class Pipeline:
     """An executor in database ``power`` plus one LocalRunner per stream, run after each statement."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, sender: object = None) -> None:
+        self.sender = sender
         self.lake = Lake(root)
         self.registry = MemoryRegistry()
         self.runners: dict[str, LocalRunner] = {}
@@ -50,7 +51,9 @@ class Pipeline:
         res = Executor(self.lake, self.registry, tz="UTC", default_db=db).execute_one(text)
         for key in self.registry.streams:
             if key not in self.runners:
-                self.runners[key] = LocalRunner.for_registered(self.lake, self.registry, key, buckets=2)
+                self.runners[key] = LocalRunner.for_registered(
+                    self.lake, self.registry, key, buckets=2, sender=self.sender
+                )
         for r in self.runners.values():
             r.run()
         return res
@@ -346,6 +349,7 @@ def test_projection_stream_fill_history_select_star_and_recalculate(tmp_path: Pa
         ("create stream s into o as select ts, count(*) from st", "aggregate count needs a window"),
         ("create stream s into o as select ts, v from st order by ts", "ORDER BY needs a window"),
         ("create stream s into o as select _wstart, v from st", "_wstart needs a window"),
+        ("create stream s into o as select ts, tbname, v from st", "cannot be named tbname"),
         (
             "create stream s into o as select ts, v from st "
             "notify ('ws://127.0.0.1:18501') on ('WINDOW_CLOSE')",
@@ -464,3 +468,134 @@ def test_a_column_list_maps_into_an_existing_supertable_by_name(tmp_path: Path) 
     assert (
         "column nosuch of the column list is not a column of the existing supertable wide2" in e.value.message
     )
+
+
+# seed 000 "Stream Computing Event Notifications", as printed up to its first ';' (no INTO)
+NOTIFY_STREAM = """CREATE STREAM avg_current_stream FILL_HISTORY 1
+    AS SELECT _wstart, _wend, AVG(current) FROM meters
+    INTERVAL (1m)
+    NOTIFY ('ws://localhost:8080/notify', 'wss://192.168.1.1:8080/notify?key=foo')
+    ON ('WINDOW_OPEN', 'WINDOW_CLOSE');"""
+
+
+def test_seed_000_notify_example_without_into_only_notifies(tmp_path: Path) -> None:
+    """A legacy stream without INTO writes no table and sends its window events (checked against
+    pandas windows) to a real WebSocket server."""
+    import json
+    import threading
+    import time
+
+    from websockets.sync.server import serve
+
+    from spark_workers.notify.sender import Sender
+
+    if SEEDS.is_dir():
+        assert NOTIFY_STREAM in (SEEDS / "000_5f0c346dc97ce9a3.txt").read_text()
+    received: list[dict] = []
+
+    def handler(ws) -> None:  # type: ignore[no-untyped-def]
+        for msg in ws:
+            received.append(json.loads(msg))
+
+    server = serve(handler, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"ws://127.0.0.1:{server.socket.getsockname()[1]}/notify"
+    sender = Sender()
+    try:
+        p = Pipeline(tmp_path / "lake", sender)
+        p.sql(METERS)
+        url_list = "'ws://localhost:8080/notify', 'wss://192.168.1.1:8080/notify?key=foo'"
+        p.sql(NOTIFY_STREAM.replace(url_list, f"'{url}'"))  # history is not notified (NOTIFY_HISTORY 0)
+        p.sql("create table d1001 using meters tags (1, 'SF')")
+        rng = np.random.default_rng(6)
+        data = pd.DataFrame(
+            {"ts": T0 + np.arange(150) * 1000, "current": np.round(rng.uniform(-20, 20, 150), 2)}
+        )
+        for lo in range(0, 150, 50):  # minutes 0, 1, 2, in time order
+            part = data.iloc[lo : lo + 50]
+            p.sql(
+                "insert into d1001 values "
+                + " ".join(f"({r.ts}, {r.current}, 220, 0.5)" for r in part.itertuples())
+            )
+        tables = [t[0] for t in p.lake.catalog.tables("power", kinds=("super", "normal"))]
+        assert tables == ["meters"]  # no output table
+        f32 = data.current.astype(np.float32).astype(np.float64)  # the column is FLOAT
+        minutes = data.assign(ws=data.ts // 60_000 * 60_000, c=f32).groupby("ws").c.mean()
+        closed = minutes.iloc[:-1]  # the last minute is still open
+        deadline = time.monotonic() + 10
+        while True:
+            events = [e for m in received for s in m["streams"] for e in s["events"]]
+            closes = [e for e in events if e["eventType"] == "WINDOW_CLOSE"]
+            if len(closes) >= len(closed) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert [e["windowStart"] for e in closes] == list(closed.index)
+        got = [e["result"]["AVG(current)"] for e in closes]
+        assert _close(pd.Series(got), closed)
+        assert {e["windowStart"] for e in events if e["eventType"] == "WINDOW_OPEN"} == set(minutes.index)
+    finally:
+        sender.close()
+        server.shutdown()
+
+
+# seed 004 "The subtables in the supertable are aggregated individually in a session window", as
+# printed (no SELECT keyword)
+SESSION_STREAM = """CREATE STREAM current_stream
+          WATERMARK 60s
+          INTO current_stream_output_stb AS
+                    _wstart as start,
+                    _wend as end,
+                    avg(current) as avg_current
+           FROM meters
+           SESSION(ts, 30s)"""
+
+
+def test_seed_004_session_stream_as_written_matches_pandas(tmp_path: Path) -> None:
+    """Sessions split where consecutive rows are more than 30 s apart, ``_wend`` = last row + 30 s
+    (seed 000), written once closed: latest event time - WATERMARK 60s past the window's end."""
+    if SEEDS.is_dir():
+        assert SESSION_STREAM in (SEEDS / "004_d241c3c75c4437ef.txt").read_text()
+    p = Pipeline(tmp_path / "lake")
+    p.sql(METERS)
+    p.sql("create table d1001 using meters tags (1, 'SF')")
+    p.sql(SESSION_STREAM)
+    rng = np.random.default_rng(12)
+    gaps = rng.choice([5_000, 20_000, 31_000, 90_000], size=120, p=[0.5, 0.3, 0.1, 0.1])
+    data = pd.DataFrame({"ts": T0 + np.cumsum(gaps), "current": np.round(rng.uniform(0, 30, 120), 2)})
+    for lo in range(0, len(data), 30):  # in time order
+        part = data.iloc[lo : lo + 30]
+        p.sql(
+            "insert into d1001 values "
+            + " ".join(f"({r.ts}, {r.current}, 220, 0.5)" for r in part.itertuples())
+        )
+    c = data.current.astype(np.float32).astype(np.float64)
+    session = (data.ts.diff() > 30_000).cumsum()
+    exp = (
+        data.assign(c=c, s=session)
+        .groupby("s")
+        .agg(start=("ts", "min"), last=("ts", "max"), avg=("c", "mean"))
+    )
+    exp["end"] = exp["last"] + 30_000
+    exp = exp[data.ts.max() - 60_000 > exp["end"]]  # closed by the watermark
+    got = p.frame("select start, `end`, avg_current from current_stream_output_stb order by start")
+    assert len(got) == len(exp) > 3
+    assert list(pd.to_datetime(got.start).astype("int64") // 1_000_000) == list(exp.start)
+    assert list(pd.to_datetime(got["end"]).astype("int64") // 1_000_000) == list(exp["end"])
+    assert _close(got.avg_current, exp["avg"])
+
+
+def test_streams_over_a_nanosecond_database(tmp_path: Path) -> None:
+    """The change feed carries ns timestamps as int64; stage 1 reads them as timestamps (a window
+    stream and a stream without a window, hand-checked values)."""
+    p = Pipeline(tmp_path / "lake")
+    p.sql("create database dn precision 'ns'", db=None)
+    p.sql("create table dn.nt (ts timestamp, a int)")
+    p.sql("create stream dn.rows into dn.o_rows as select ts, a + 1 as b from dn.nt where a > 0")
+    p.sql(
+        "create stream dn.win into dn.o_win as select _wstart, count(*) n, sum(a) s from dn.nt interval(1s)"
+    )
+    t = 1_700_000_000_000_000_000
+    p.sql(f"insert into dn.nt values ({t + 1}, 1) ({t + 2}, 2) ({t + 3}, 0) ({t + 2_000_000_000}, 5)")
+    rows = p.sql("select ts, b from dn.o_rows").rows
+    assert [(int(r[0]), r[1]) for r in rows] == [(t + 1, 2), (t + 2, 3), (t + 2_000_000_000, 6)]
+    assert [tuple(r) for r in p.sql("select n, s from dn.o_win").rows] == [(3, 3)]

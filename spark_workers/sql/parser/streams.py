@@ -21,7 +21,7 @@ _LEGACY_TRIGGERS = frozenset(
     {"AT_ONCE", "WINDOW_CLOSE", "MAX_DELAY", "FORCE_WINDOW_CLOSE", "CONTINUOUS_WINDOW_CLOSE"}
 )
 _LEGACY_OPTION_WORDS = frozenset(
-    {"TRIGGER", "WATERMARK", "IGNORE", "DELETE_MARK", "FILL_HISTORY", "EVENT_TIME", "INTO"}
+    {"TRIGGER", "WATERMARK", "IGNORE", "DELETE_MARK", "FILL_HISTORY", "EVENT_TIME", "INTO", "AS"}
 )
 # legacy stream option word -> attribute of ast.LegacyStreamOptions (IGNORE EXPIRED/UPDATE apart)
 _LEGACY_OPTIONS = {
@@ -118,19 +118,22 @@ class StreamsParser(QueriesParser):
     def legacy_stream(self, s: TableName, ine: bool) -> ast.CreateStreamLegacy:
         """Legacy CREATE STREAM (seed 000, "Creating Stream Computing")."""
         opts = self.legacy_options()
-        if not self.accept("INTO"):
-            t = self.tok()
-            if t is not None and lexer.words(t) == ("AS",):
-                raise self.error("syntax error: expected INTO stb_name before AS", t)
-            if t is not None and lexer.is_word(t):
-                raise self.error(f"unexpected '{self.text_of(t)}': expected a stream option or INTO", t)
+        into: TableName | None = None
+        columns, tags, subtable = None, None, None
+        as_at = self.tok()
+        if self.accept("INTO"):
+            into = self.table_name("an output supertable name")
+            columns = self.output_columns() if self.is_type(L_PAREN) else None
+            tags = self.tag_defs(with_expr=False) if self.accept("TAGS") else None
+            if self.accept("SUBTABLE"):
+                subtable = self.paren_expression("SUBTABLE")
+        elif as_at is None or lexer.words(as_at) != ("AS",):
+            # seed 000's notification example has no INTO: AS directly after the options
+            if as_at is not None and lexer.is_word(as_at):
+                raise self.error(
+                    f"unexpected '{self.text_of(as_at)}': expected a stream option or INTO", as_at
+                )
             raise self.error("syntax error: expected INTO after the stream options")
-        into = self.table_name("an output supertable name")
-        columns = self.output_columns() if self.is_type(L_PAREN) else None
-        tags = self.tag_defs(with_expr=False) if self.accept("TAGS") else None
-        subtable = None
-        if self.accept("SUBTABLE"):
-            subtable = self.paren_expression("SUBTABLE")
         self.expect("AS", message="syntax error: expected AS subquery")
         q_lo = self.i
         implicit = self.implicit_select(q_lo)
@@ -142,6 +145,13 @@ class StreamsParser(QueriesParser):
             query.implicit_select = True
         self.i = q_hi
         notify = self.legacy_notify() if self.at("NOTIFY") else None
+        if into is None and notify is None:
+            assert as_at is not None
+            raise self.error(
+                "syntax error: expected INTO stb_name before AS (a stream without INTO only notifies: "
+                "it needs NOTIFY)",
+                as_at,
+            )
         return ast.CreateStreamLegacy(
             name=s.name,
             db=s.db,
