@@ -981,7 +981,8 @@ class _Output:
         """WINDOW_INVALIDATION (seed 000 / 002 "Fields for Window Invalidation"): a written window
         replaced by a re-segmentation is invalidated when it is gone, its bounds changed, or a
         changed row falls in it (its result is recalculated); windows after the change that come
-        back with the same bounds hold the same rows and are not."""
+        back with the same bounds hold the same rows and are not. (An unwritten window whose
+        WINDOW_OPEN was sent is invalidated only when it is gone: ``finish``.)"""
         wend = self.eng.wend(w)
         if ends.get((g, w.wstart)) != wend:
             return True
@@ -1038,7 +1039,11 @@ class _Output:
             for g, w in self.removed:
                 if w.written and (g, w.wstart) not in alive:
                     removals.append((st.gkeys[g], w.wstart))
-                if w.written and self._want("WINDOW_INVALIDATION") and self._invalidated(g, w, ends):
+                if not self._want("WINDOW_INVALIDATION"):
+                    continue
+                # a written window, or an opened one (WINDOW_OPEN was sent) that is gone
+                opened = eng.rules.notify_open and (g, w.wstart) not in ends
+                if (w.written and self._invalidated(g, w, ends)) or (not w.written and opened):
                     self._event("WINDOW_INVALIDATION", g, w)
         # partials of final windows are no longer needed once written
         done = [(g, w.wid) for (g, _), w in zip(keys, wins, strict=True) if w.final]

@@ -215,33 +215,39 @@ def test_period_trigger_sends_on_time_with_its_result(env) -> None:  # type: ign
 
 
 INVALIDATION_CASES = [
-    # trigger, trigger type, batches of rows (second, a, b), the invalidated (start s, end s)
+    # trigger, trigger type, batches of rows (second, a, b), the invalidated closed window (start s,
+    # end s), and the opened windows that vanish (start s, end s)
     (
         "interval(2s) sliding(2s) from st partition by tbname stream_options(ignore_nodata_trigger)",
         "Interval",
         [[(0, 1, 1), (1, 1, 1), (2, 1, 1), (5, 1, 1)], [(1, 1, 5)]],  # an update of a closed window
         (0, 2),
+        [],
     ),
     (
         "session(ts, 2s) from st partition by tbname",
         "Session",
         [[(0, 1, 1), (10, 1, 1)], [(2, 1, 1), (4, 1, 1), (6, 1, 1), (8, 1, 1)], [(20, 1, 1)]],  # merge
         (0, 0),
+        [(10, 10)],  # the open session at 10 s is merged into the one at 0 s
     ),
     (
         "state_window(a) from st partition by tbname",
         "State",
         [[(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 2, 1)], [(1, 2, 1)]],  # the state of 1 s changes
         (0, 1),
+        [(2, 3)],  # the open state-2 window now starts at 1 s
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("trigger", "ttype", "batches", "invalid"), INVALIDATION_CASES, ids=[c[1] for c in INVALIDATION_CASES]
+    ("trigger", "ttype", "batches", "invalid", "vanished"),
+    INVALIDATION_CASES,
+    ids=[c[1] for c in INVALIDATION_CASES],
 )
 def test_window_invalidation_is_delivered_and_window_open_is_never_resent(  # type: ignore[no-untyped-def]
-    env, trigger: str, ttype: str, batches, invalid: tuple[int, int]
+    env, trigger: str, ttype: str, batches, invalid: tuple[int, int], vanished: list[tuple[int, int]]
 ) -> None:
     """Seed 002 "Fields for Window Invalidation": a window already closed that a late row, an
     update or a merge recalculates is invalidated (windowStart, windowEnd: its old bounds) before
@@ -268,7 +274,10 @@ def test_window_invalidation_is_delivered_and_window_open_is_never_resent(  # ty
         time.sleep(0.02)
     time.sleep(0.1)
     events = [e for m in rec.messages for st in m["streams"] for e in st["events"]]
-    (inv,) = [e for e in events if e["eventType"] == "WINDOW_INVALIDATION"]
+    invs = [e for e in events if e["eventType"] == "WINDOW_INVALIDATION"]
+    bounds = sorted(((e["windowStart"] - T0) // 1000, (e["windowEnd"] - T0) // 1000) for e in invs)
+    assert bounds == sorted([invalid, *vanished])
+    (inv,) = [e for e in invs if e["windowStart"] == T0 + invalid[0] * 1000]
     assert set(inv) - {"windowId", "windowType"} == COMMON | {"windowStart", "windowEnd"}, inv
     assert (inv["windowStart"], inv["windowEnd"]) == (T0 + invalid[0] * 1000, T0 + invalid[1] * 1000)
     assert inv["tableName"] == "r_c1" and inv["triggerType"] == ttype
