@@ -961,3 +961,46 @@ def test_legacy_query_over_a_subquery_or_a_join_keeps_every_clause() -> None:
     sql, spans = field_spans(design_from_sql(LEGACY_CASES[-1]), "legacy")
     [span] = [sp for sp in spans if (sp.node, sp.field) == ("source", "from")]
     assert sql[span.start : span.end] == "d.t1 AS x JOIN d.t2 AS y ON x.ts = y.ts"
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "CREATE STREAM s PERIOD(5a) INTO o AS SELECT now, count(*) FROM t",
+            [("trigger", "period", "the period is within [10a, 3650d] (seed 002)")],
+        ),
+        (
+            "CREATE STREAM s PERIOD(1w) INTO o AS SELECT now, count(*) FROM t",
+            [("trigger", "period", "PERIOD takes the units a, s, m, h, d (seed 002), not w")],
+        ),
+        (
+            "CREATE STREAM s PERIOD(2d, 24h) INTO o AS SELECT cast(_tlocaltime / 1000000 AS TIMESTAMP), "
+            "count(*) FROM t",
+            [("trigger", "offset", "the PERIOD offset is below one day (seed 002)")],
+        ),
+        (
+            "CREATE STREAM s SLIDING(1h, 1d) FROM t INTO o AS SELECT _tcurrent_ts, count(*) FROM %%trows",
+            [("trigger", "sliding_offset", "SLIDING_OFFSET takes the units a, s, m, h (seed 002), not d")],
+        ),
+        (
+            "CREATE STREAM s STATE_WINDOW(a) FROM t STREAM_OPTIONS(EXPIRED_TIME(1w)) INTO o AS "
+            "SELECT _twstart, count(*) FROM %%trows",
+            [("options", "expired_time", "EXPIRED_TIME takes the units a, s, m, h, d (seed 002), not w")],
+        ),
+        (
+            "CREATE STREAM s STATE_WINDOW(a) FROM t INTO o (ws, n COMPOSITE KEY, m COMPOSITE KEY) AS "
+            "SELECT _twstart, count(*), max(b) FROM %%trows",
+            [
+                (
+                    "output",
+                    "columns[2].composite_key",
+                    "COMPOSITE KEY marks the second column, the key with the first (seed 000, seed 002)",
+                )
+            ],
+        ),
+    ],
+)
+def test_seed_002_units_ranges_and_composite_key(sql: str, expected: list[tuple[str, str, str]]) -> None:
+    issues = check_design(design_from_sql(sql))
+    assert [(i["node"], i["field"], i["message"]) for i in issues] == expected

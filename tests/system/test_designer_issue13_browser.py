@@ -12,6 +12,8 @@ a whole installation (web, worker, beat):
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.system.conftest import System, sign_in, wait_for
@@ -78,7 +80,7 @@ def rows_of(system: System, sql: str) -> list[list[object]]:
 def live_sql(page, syntax: str, expected: str) -> None:  # type: ignore[no-untyped-def]
     """Wait until the SQL tab shows ``expected`` in ``syntax``; fail showing what it shows."""
     try:
-        wait_for(lambda: shown(page, f"sql-{syntax}") == expected, 30, "the live SQL")
+        wait_for(lambda: shown(page, f"sql-{syntax}") == expected, 60, "the live SQL")
     except AssertionError:
         assert shown(page, f"sql-{syntax}") == expected
 
@@ -96,7 +98,7 @@ def paste(page, sql: str) -> None:  # type: ignore[no-untyped-def]
     page.fill("[data-testid=paste-sql]", sql)
     page.get_by_role("button", name="Build graph").click()
     page.wait_for_selector("[data-testid=node-computation]")
-    page.get_by_role("tab", name="SQL", exact=True).click()
+    page.get_by_role("tab", name=re.compile(r"^SQL")).click()  # "SQL 1" with a problem badge
 
 
 def test_fill_mode_designed_and_deployed(tables: System, browser) -> None:  # type: ignore[no-untyped-def]
@@ -177,7 +179,7 @@ def test_count_window_1_designed_and_deployed(tables: System, browser) -> None: 
     assert got == rows
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue13-vtables and issue13-options")
+@pytest.mark.xfail(strict=True, reason="needs issue13-vtables, issue13-options and issue13-engine")
 def test_virtual_supertable_force_output_notify_where(tables: System, browser) -> None:  # type: ignore[no-untyped-def]
     system = tables
     rest = system.rest()
@@ -212,7 +214,8 @@ def test_virtual_supertable_force_output_notify_where(tables: System, browser) -
     )
     live_sql(page, "3.3.7", expected)
     sid = deploy(page)
-    assert canonical(stream_of(page, system, sid)["sql"]) == expected
+    # the stream's SQL as the API shows it: the inbox key redacted
+    assert canonical(stream_of(page, system, sid)["sql"]) == re.sub(r"key=[^'&]+", "key=******", expected)
     running(page, system, sid)
 
     # d1001 (read through v1001), minutes 10-14 (later than the rows of the other test): minute 10

@@ -165,7 +165,7 @@ export const NOTIFY_EVENTS: Record<StreamSyntax, string[]> = {
 
 /** WINDOW_INVALIDATION is an event type of the messages, not of ON (seed 000/002 "Common Fields"). */
 export const INVALIDATION_NOTE =
-  "WINDOW_INVALIDATION messages (windowStart, windowEnd) come by themselves for windows already notified that late rows, updates or deletions remove or recompute; they are not an ON event.";
+  "WINDOW_INVALIDATION is not an ON event: a stream notifying WINDOW_OPEN or WINDOW_CLOSE also receives it (windowStart, windowEnd) for a generated window that late rows, updates or deletions remove or recompute.";
 
 /** The events the form offers: the syntax's, then any other the design has (to be unchecked). */
 export function notifyEventChoices(syntax: StreamSyntax, events: string[]): string[] {

@@ -85,8 +85,17 @@ def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
         found.run(read_expr, "prefilter", "condition", pre.get("condition"), True)
     _check_options(found, nodes.get("options") or {}, syntax)
     if syntax == V337:
-        for node, field, message in rules_337(nodes):
+        for node, field, message in rules_337(nodes) + duration_rules_337(nodes):
             found.add(node, field, message)
+    out_node = nodes.get("output")
+    if isinstance(out_node, dict):
+        for i, col in enumerate(out_node.get("columns") or []):
+            if i != 1 and isinstance(col, dict) and col.get("composite_key"):
+                found.add(
+                    "output",
+                    f"columns[{i}].composite_key",
+                    "COMPOSITE KEY marks the second column, the key with the first (seed 000, seed 002)",
+                )
     comp = nodes.get("computation")
     if isinstance(comp, dict):
         found.run(_check_fill, comp.get("query"), syntax, trig, nodes.get("options") or {})
@@ -196,6 +205,51 @@ def rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
             out.append(("output", "tags", "TAGS need a trigger grouping, PARTITION BY (seed 002)"))
     if nodes.get("notify") is not None and kind is not None:
         out.extend(_notify_events_337(_obj(nodes, "notify"), str(kind)))
+    return out
+
+
+# seed 002 units: PERIOD "milliseconds (a), seconds (s), minutes (m), hours (h), and days (d)",
+# its offset and a SLIDING offset "a, s, m, h", EXPIRED_TIME "a, s, m, h, d", MAX_DELAY "s, m, h, d"
+_UNITS_337 = {
+    ("trigger", "period"): ("a", "s", "m", "h", "d"),
+    ("trigger", "offset"): ("a", "s", "m", "h"),
+    ("trigger", "sliding_offset"): ("a", "s", "m", "h"),
+    ("options", "expired_time"): ("a", "s", "m", "h", "d"),
+    ("options", "max_delay"): ("s", "m", "h", "d"),
+}
+_DAY_NS = 86_400 * 10**9
+
+
+def duration_rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Seed 002's units and ranges of 3.3.7 durations, each as ``(node, field, message)``: PERIOD
+    within [10a, 3650d] with an offset below one day ("Scheduled Trigger"), the units of a PERIOD
+    or SLIDING offset, EXPIRED_TIME and MAX_DELAY ("Stream Processing Control Options")."""
+    out: list[tuple[str, str, str]] = []
+    trig = _obj(nodes, "trigger")
+    kind = trig.get("type")
+    values = {
+        ("trigger", "period"): trig.get("period") if kind == "period" else None,
+        ("trigger", "offset"): trig.get("offset") if kind == "period" else None,
+        ("trigger", "sliding_offset"): trig.get("sliding_offset") if kind == "sliding" else None,
+        ("options", "expired_time"): _obj(nodes, "options").get("expired_time"),
+        ("options", "max_delay"): _obj(nodes, "options").get("max_delay"),
+    }
+    for (node, field), text in values.items():
+        if not isinstance(text, str) or not text.strip():
+            continue
+        try:
+            d = Duration.parse(text)
+        except SqlError:
+            continue  # the field's own check reports it
+        units = _UNITS_337[(node, field)]
+        if d.unit not in units:
+            out.append(
+                (node, field, f"{field.upper()} takes the units {', '.join(units)} (seed 002), not {d.unit}")
+            )
+        elif field == "period" and not 10 * 10**6 <= d.ns <= 3650 * _DAY_NS:
+            out.append((node, field, "the period is within [10a, 3650d] (seed 002)"))
+        elif field == "offset" and d.ns >= _DAY_NS:
+            out.append((node, field, "the PERIOD offset is below one day (seed 002)"))
     return out
 
 

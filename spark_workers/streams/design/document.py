@@ -105,10 +105,9 @@ MAX_DELAY_MIN = {LEGACY: Duration(5, "s"), V337: Duration(3, "s")}  # ARCHITECTU
 # event types: EVENT_TYPE(...) and legacy NOTIFY ON (...); 3.3.7 NOTIFY ON (...) has ON_TIME too
 LEGACY_EVENTS = ("WINDOW_OPEN", "WINDOW_CLOSE")
 EVENTS_337 = ("WINDOW_OPEN", "WINDOW_CLOSE", "ON_TIME")
-# what a notification message's eventType can be (seed 000/002 "Common Fields"): WINDOW_INVALIDATION
-# is sent for a window already notified that out-of-order rows, updates or deletions remove or
-# recompute; it is no event type of ON (...), which lists LEGACY_EVENTS / EVENTS_337
-MESSAGE_EVENTS = ("WINDOW_OPEN", "WINDOW_CLOSE", "WINDOW_INVALIDATION", "ON_TIME")
+# a message's eventType may also be WINDOW_INVALIDATION (seed 000/002 "Common Fields"): it is sent to
+# a stream notifying WINDOW_OPEN or WINDOW_CLOSE for a generated window that out-of-order rows,
+# updates or deletions remove or recompute; it is no event type of ON (...)
 # FILL modes (TDengine's FILL clause) and those TRIGGER FORCE_WINDOW_CLOSE allows (seed 000
 # "Trigger Modes": "FILL only supports PREV, NULL, NONE, VALUE")
 FILL_MODES = ("NONE", "NULL", "NULL_F", "VALUE", "VALUE_F", "PREV", "NEXT", "LINEAR")

@@ -403,9 +403,9 @@ def build_notify(n: dict[str, Any] | None, syntax: str) -> ast.NotifyDef | None:
             raise DesignError(
                 "notify",
                 f"events[{i}]",
-                "WINDOW_INVALIDATION is not an ON event: it is the eventType of the messages sent "
-                "for windows already notified that out-of-order rows, updates or deletions change "
-                f"(seed 000/002); ON takes {', '.join(allowed)}",
+                "WINDOW_INVALIDATION is not an ON event: a stream notifying WINDOW_OPEN or "
+                "WINDOW_CLOSE also receives it for a generated window that out-of-order rows, "
+                f"updates or deletions remove or recompute (seed 000/002); ON takes {', '.join(allowed)}",
             )
         if e not in allowed:
             raise DesignError("notify", f"events[{i}]", f"unknown event {e}: use {', '.join(allowed)}")
