@@ -391,3 +391,23 @@ def test_seed_002_event_window_example_over_a_virtual_table(tmp_path: Path) -> N
             start = None
     assert len(want) == 1
     assert [[r[0], r[1]] for r in got] == [[w[0], pytest.approx(w[1], rel=1e-6)] for w in want]
+
+
+def test_tbname_placeholder_names_the_virtual_child_table(tmp_path: Path) -> None:
+    p = Pipeline(tmp_path / "lake")
+    for s in SETUP:
+        p.sql(s)
+    p.sql(
+        "create stream vs.s_tb state_window(a) from vs.vstb partition by tbname into vs.out_tb "
+        "output_subtable(concat('o_', tbname)) as "
+        "select _twstart, count(*) n, sum(b) sb from %%tbname where ts >= _twstart and ts <= _twend"
+    )
+    for sec, a, b in [(1, 1, 10), (2, 1, 20), (3, 2, 30), (4, 2, 40), (5, 3, 50)]:
+        p.sql(f"insert into vs.ct2 values ({BASE_MS + sec * 1000}, {b})")
+        p.sql(f"insert into vs.ct1 values ({BASE_MS + sec * 1000}, {a})")
+    # vct1's states of a (ct1) over [1..2] and [3..4]; %%tbname reads vct1, whose b is ct2's c
+    assert p.sql("select * from vs.o_vct1 order by 1") == [
+        [BASE_MS + 1000, 2, 30, "vct1"],
+        [BASE_MS + 3000, 2, 70, "vct1"],
+    ]
+    assert p.lake.catalog.table("vs", "o_vct2") is None  # ct3 has no rows
