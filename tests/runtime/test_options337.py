@@ -361,3 +361,19 @@ def test_delete_recalc_recalculates_when_a_subtable_is_dropped(tmp_path: Path) -
     assert env.rows("select ws, n from out order by ws") == [[T0, 3], [T0 + 10_000, 0]]
     env.write("drop table c2")
     assert env.rows("select ws, n from out order by ws") == [[T0, 2], [T0 + 10_000, 0]]
+
+
+def test_an_empty_window_whose_key_is_null_writes_nothing(tmp_path: Path) -> None:
+    # seed 002: "If a NULL value appears [in the first column] during execution, the corresponding
+    # computation result will be discarded": first(_c0) of a window without rows is NULL
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s interval(10s) sliding(10s) from c1 into out as "
+        "select first(_c0) f, count(*) n from %%trows"
+    )
+    write_rows(env)
+    want = per_window(SECONDS, 10).dropna()
+    firsts = {w: min(s for s in SECONDS if w <= s < w + 10) for w in want.index}
+    assert env.rows("select f, n from out order by f") == [
+        [T0 + firsts[w] * 1000, int(r["count"])] for w, r in want.iterrows()
+    ]
