@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from spark_workers.engine.shape import WindowShape
 from spark_workers.errors import SqlError
+from spark_workers.streams.compile import sliding_shape
 from tests.runtime.test_streams337 import T0, Env, ins
 
 SECONDS = [0, 4, 5, 36, 41, 77]  # rows of c1 (second, a = second + 1)
@@ -377,3 +379,21 @@ def test_an_empty_window_whose_key_is_null_writes_nothing(tmp_path: Path) -> Non
     assert env.rows("select f, n from out order by f") == [
         [T0 + firsts[w] * 1000, int(r["count"])] for w, r in want.iterrows()
     ]
+
+
+@pytest.mark.parametrize(
+    ("tz", "sliding", "want_offset_min"),
+    [
+        ("UTC", "330m", 1),  # 00:01 UTC
+        ("Asia/Shanghai", "330m", (1 - 8 * 60) % 1440),  # 00:01 in UTC+8 = 16:01 UTC
+        ("Asia/Shanghai", "5m", (1 - 8 * 60) % 5),  # divides a day: the same grid, modulo 5m
+    ],
+)
+def test_sliding_trigger_midnight_is_the_server_time_zones(
+    tz: str, sliding: str, want_offset_min: int
+) -> None:
+    # seed 002: SLIDING follows PERIOD's rules, whose base time is midnight (server time zone)
+    trigger = {"type": "sliding", "sliding": sliding, "sliding_offset": "1m"}
+    shape = sliding_shape(trigger, WindowShape("interval", 1, 1), "ms", tz)
+    assert shape.offset == want_offset_min * 60_000
+    assert bool(shape.day) == (sliding == "330m")
