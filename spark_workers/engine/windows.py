@@ -127,9 +127,10 @@ def _runs(first: np.ndarray, count: np.ndarray, step: int, limit: int) -> np.nda
 @dataclass(frozen=True)
 class DailyAssigner:
     """A 3.3.7 SLIDING trigger whose sliding does not divide a day (seed 002 "Sliding Trigger": its
-    trigger times follow PERIOD's rules with event time): trigger points at each midnight (UTC, as
-    every INTERVAL window of the engine) plus ``offset``, then every ``sliding``, reset at the next
-    midnight plus ``offset``; a window runs from one point to the next, so the last one of a day
+    trigger times follow PERIOD's rules with event time): trigger points at each midnight plus
+    ``offset`` (days counted from the epoch; ``offset`` also carries the server zone's distance to
+    UTC, ``streams.compile.sliding_shape``), then every ``sliding``, reset at the next midnight plus
+    ``offset``; a window runs from one point to the next, so the last one of a day
     is shorter. E.g. ``SLIDING(5h30m)``: 00:00, 05:30, 11:00, 16:30, 22:00, then 00:00.
 
     Windows are numbered ``day * per_day + k`` (``per_day`` points a day), so they are a grid in

@@ -17,6 +17,7 @@ Partitioning", "Writing to an existing supertable", "Custom tag"; seed 001; seed
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -175,7 +176,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     if v337 and plan.shape.kind == "session":  # _twend: the session's last row (td-046)
         plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
     if v337 and spec.trigger.get("type") == "sliding":
-        plan = dataclasses.replace(plan, shape=_sliding_shape(spec, plan.shape, src.db.precision))
+        plan = dataclasses.replace(plan, shape=sliding_shape(spec.trigger, plan.shape, src.db.precision, tz))
     assert plan.shape is not None
     with DuckSession(lake) as duck:
         if is_tableless(src):
@@ -263,18 +264,22 @@ def _notify_where(spec: StreamSpec, columns: list[OutputColumnPlan]) -> exp.Expr
     return bind_notify_where(where, [c.name for c in columns], spec.sql)
 
 
-def _sliding_shape(spec: StreamSpec, shape: WindowShape | None, precision: str) -> WindowShape:
-    """A 3.3.7 SLIDING trigger's windows (seed 002 "Sliding Trigger": PERIOD's rules on event
-    time): a sliding below one day that does not divide it resets at every midnight plus the
-    offset (``DailyAssigner``); otherwise the grid from the epoch plus the offset, which is the
-    same trigger points."""
+def sliding_shape(trigger: dict[str, Any], shape: WindowShape | None, precision: str, tz: str) -> WindowShape:
+    """A 3.3.7 SLIDING trigger's windows (``trigger``: its ``trigger_json``; seed 002 "Sliding
+    Trigger": PERIOD's rules on event time, so midnight is the server time zone's, as for PERIOD):
+    a sliding below one day that does not divide it resets at every local midnight plus the offset
+    (``DailyAssigner``); otherwise the grid from the epoch's local midnight plus the offset, which
+    is the same trigger points. The zone's offset from UTC is taken now (exact for zones without
+    daylight saving time)."""
     assert shape is not None
     day = Duration(1, "d").in_precision(precision)
-    s = Duration.parse(str(spec.trigger["sliding"])).in_precision(precision)
-    off = spec.trigger.get("sliding_offset")
+    s = Duration.parse(str(trigger["sliding"])).in_precision(precision)
+    off = trigger.get("sliding_offset")
     o = Duration.parse(str(off)).in_precision(precision) if off else 0
+    utc = dt.datetime.now(timestamps.zone(tz)).utcoffset() or dt.timedelta(0)
+    o -= int(utc.total_seconds()) * Duration(1, "s").in_precision(precision)
     if s < day and day % s:
-        return dataclasses.replace(shape, offset=o, day=day)
+        return dataclasses.replace(shape, offset=o % day, day=day)
     return dataclasses.replace(shape, offset=o % s)
 
 

@@ -73,7 +73,7 @@ def _window(s: ast.CreateStream337) -> ast.Window | None:
     t = s.trigger
     if isinstance(t, ast.SlidingTrigger):
         if t.interval is None:  # trigger points every ``sliding``: the periods between them
-            # (an offset of a sliding and more, or a daily reset: compile._sliding_shape)
+            # (an offset of a sliding and more, or a daily reset: compile.sliding_shape)
             small = t.sliding_offset is not None and t.sliding_offset.ns < t.sliding.ns
             return ast.IntervalWindow(t.sliding, t.sliding_offset if small else None, t.sliding)
         # SLIDING(s, offset) after INTERVAL moves the windows' start like INTERVAL's offset (the
@@ -320,7 +320,7 @@ def _check_trigger(s: ast.CreateStream337, sql: str) -> None:
         return
     # seed 002: a SLIDING trigger's times follow PERIOD's rules on event time (units a, s, m, h,
     # d; an offset in a, s, m or h below one day); one that does not divide a day resets at every
-    # midnight (streams/compile._sliding_shape)
+    # midnight (streams/compile.sliding_shape)
     if t.interval is None and t.sliding.unit not in ("a", "s", "m", "h", "d"):
         raise SqlError(
             f"SLIDING({t.sliding}) of a SLIDING trigger takes units a, s, m, h or d (seed 002, "

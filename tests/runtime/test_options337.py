@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from spark_workers.engine.shape import WindowShape
 from spark_workers.errors import SqlError
+from spark_workers.streams.compile import sliding_shape
 from tests.runtime.test_streams337 import T0, Env, ins
 
 SECONDS = [0, 4, 5, 36, 41, 77]  # rows of c1 (second, a = second + 1)
@@ -361,3 +363,37 @@ def test_delete_recalc_recalculates_when_a_subtable_is_dropped(tmp_path: Path) -
     assert env.rows("select ws, n from out order by ws") == [[T0, 3], [T0 + 10_000, 0]]
     env.write("drop table c2")
     assert env.rows("select ws, n from out order by ws") == [[T0, 2], [T0 + 10_000, 0]]
+
+
+def test_an_empty_window_whose_key_is_null_writes_nothing(tmp_path: Path) -> None:
+    # seed 002: "If a NULL value appears [in the first column] during execution, the corresponding
+    # computation result will be discarded": first(_c0) of a window without rows is NULL
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s interval(10s) sliding(10s) from c1 into out as "
+        "select first(_c0) f, count(*) n from %%trows"
+    )
+    write_rows(env)
+    want = per_window(SECONDS, 10).dropna()
+    firsts = {w: min(s for s in SECONDS if w <= s < w + 10) for w in want.index}
+    assert env.rows("select f, n from out order by f") == [
+        [T0 + firsts[w] * 1000, int(r["count"])] for w, r in want.iterrows()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tz", "sliding", "want_offset_min"),
+    [
+        ("UTC", "330m", 1),  # 00:01 UTC
+        ("Asia/Shanghai", "330m", (1 - 8 * 60) % 1440),  # 00:01 in UTC+8 = 16:01 UTC
+        ("Asia/Shanghai", "5m", (1 - 8 * 60) % 5),  # divides a day: the same grid, modulo 5m
+    ],
+)
+def test_sliding_trigger_midnight_is_the_server_time_zones(
+    tz: str, sliding: str, want_offset_min: int
+) -> None:
+    # seed 002: SLIDING follows PERIOD's rules, whose base time is midnight (server time zone)
+    trigger = {"type": "sliding", "sliding": sliding, "sliding_offset": "1m"}
+    shape = sliding_shape(trigger, WindowShape("interval", 1, 1), "ms", tz)
+    assert shape.offset == want_offset_min * 60_000
+    assert bool(shape.day) == (sliding == "330m")

@@ -198,10 +198,7 @@ _CORRECTIONS: list[tuple[str, str]] = [
 
 # statements the parser of this branch cannot read yet because another issue-13 area adds it
 # (flipped by the lead after merging): fragment -> reason
-_NOT_YET: dict[str, str] = {
-    "avg_current_stream": "issue13 legacy branch: a legacy CREATE STREAM without INTO whose results "
-    "are only notified (seed 000, Stream Computing Event Notifications)",
-}
+_NOT_YET: dict[str, str] = {}
 
 
 def _parsed_here(sql: str) -> bool:

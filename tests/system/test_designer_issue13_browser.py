@@ -136,7 +136,6 @@ def test_fill_mode_designed_and_deployed(tables: System, browser) -> None:  # ty
     assert starts <= {T0 + i * MIN for i in range(5)}  # nothing before the rows or in the open window
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue13-options (COUNT_WINDOW(1), seed 002)")
 def test_count_window_1_designed_and_deployed(tables: System, browser) -> None:  # type: ignore[no-untyped-def]
     system = tables
     page = browser.new_page(viewport={"width": 1600, "height": 1100})
@@ -179,7 +178,6 @@ def test_count_window_1_designed_and_deployed(tables: System, browser) -> None: 
     assert got == rows
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue13-vtables, issue13-options and issue13-engine")
 def test_virtual_supertable_force_output_notify_where(tables: System, browser) -> None:  # type: ignore[no-untyped-def]
     system = tables
     rest = system.rest()
