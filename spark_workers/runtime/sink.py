@@ -432,7 +432,7 @@ class OutputSink:
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         for i, (g, w) in enumerate(zip(gkeys, ws, strict=True) if want_rows else ()):
             out_rows[(g, int(w))] = {n: v[i] for n, v in by_name.items()}
-        if data.num_columns > 1 and data.column(1).null_count:
+        if data is not None and data.num_columns > 1 and data.column(1).null_count:
             # a NULL key (e.g. first(_c0) of a window without rows) discards the row (seed 002)
             data = data.filter(pc.is_valid(data.column(1)))
         return data, out_rows
