@@ -1064,11 +1064,7 @@ def xfail(area: str, what: str) -> pytest.MarkDecorator:
 
 
 # what main cannot run yet, by the issue-13 area building it (the lead removes a mark on merging)
-MARKS: dict[str, pytest.MarkDecorator] = {
-    "s000-8": xfail("legacy", "the custom-tag example as printed ends with an unmatched ')'"),
-    "s001-6": xfail("legacy", "the custom-tag example as printed ends with an unmatched ')'"),
-    "s004-2": xfail("legacy", "the blog's select list without SELECT; INTEVAL as printed"),
-}
+MARKS: dict[str, pytest.MarkDecorator] = {}
 
 
 def test_every_seed_statement_has_a_case() -> None:
