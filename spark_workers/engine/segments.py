@@ -712,8 +712,7 @@ class SegmentEngine:
             expired |= (new | changed) & ~hist & (prev != I64_MIN) & (ts < prev - r.expired_time)
         if late.any() and r.mode != "AT_ONCE" and r.ignore_expired and not r.late_by_watermark:
             pos = np.flatnonzero(late & ~beyond)
-            ext = self._extras(batch, idx[pos])
-            final = [self._is_final_at(grp, int(ts[i]), int(prev[i]), ext, k) for k, i in enumerate(pos)]
+            final = [self._is_final_at(grp, int(ts[i]), int(prev[i])) for i in pos]
             expired[pos[np.asarray(final, bool)]] = True
         beyond |= expired
         stats["rows_expired"] = int(stats["rows_expired"] or 0) + int(((late & beyond) | expired).sum())
@@ -722,16 +721,16 @@ class SegmentEngine:
         if touching.any():
             lowest = int(ts[touching | fresh].min())
             anchor = self._anchor(grp, lowest)
-            first = int(np.argmin(np.where(touching | fresh, ts, np.iinfo(np.int64).max)))
             if (
                 anchor is not None
-                and anchor < lowest
-                and not (changed & touching).any()
                 and r.ignore_expired
                 and r.mode != "AT_ONCE"
-                and self._after_closed(grp, lowest, int(prev[first]) - r.watermark)
+                and not (changed & touching).any()
             ):
-                anchor = lowest  # late rows after every closed window: those keep their rows
+                # late inserts, none expired: closed windows keep their rows
+                first = int(np.argmin(np.where(touching | fresh, ts, np.iinfo(np.int64).max)))
+                floor = self._insert_floor(grp, lowest, int(prev[first]) - r.watermark)
+                anchor = anchor if floor is None else max(anchor, floor)
             if anchor is not None and recalc is not None:
                 out.changed[g] = (int(ts[touching].min()), int(ts[touching].max()))
                 self._recompute(state, g, grp, anchor, recalc, out, stats)
@@ -749,21 +748,21 @@ class SegmentEngine:
             )
             self._absorb(g, grp, batch, sel, seg, out, stats, lift_now=False)
 
-    def _is_final_at(self, grp: SegmentGroup, ts: int, prev_max: int, ext: dict[str, Any], k: int) -> bool:
+    def _is_final_at(self, grp: SegmentGroup, ts: int, prev_max: int) -> bool:
         """Is a late row at ``ts`` expired: does it fall into a window that was closed when it
         arrived (``T`` = ``prev_max`` − watermark)?
 
         Seed 000, "Stream Computing's Strategy for Handling Expired Data": "For windows that have
         closed, data that falls into these windows again is marked as expired data". A row falls
         into the closed window before it when it lies in its span or joins it -- session: within
-        ``[wstart, wlast + tolerance]``; state: within ``[wstart, wlast]`` or, before the next
-        window, with the window's state value; event: within ``[wstart, end row]``; count: before
+        ``[wstart, wlast + tolerance]``; state: before the row that changed the state (seed 000:
+        "When the value of col changes, the current window ends"; a row there either joins the
+        window or splits the closed sequence); event: within ``[wstart, end row]``; count: before
         the last row of a closed window (it would shift its rows). A late row after every closed
         window (the rows of s000-2 in ``test_seed_statements.py``) is not expired: it is
         segmented with its neighbours. A late row before the start of a closed window is expired
         too: re-segmenting from it would change that window (a row joining or reaching it, or the
-        expired rows the lake still holds in it). ``ext`` holds the late rows' extras
-        (``_extras``), ``k`` this row's position in them."""
+        expired rows the lake still holds in it)."""
         t_now = prev_max - self.rules.watermark
         known = grp.known()
         if any(w.wstart > ts and self._closed_at(w, t_now) for w in known):
@@ -771,9 +770,9 @@ class SegmentEngine:
         before = [w for w in known if w.wstart <= ts]
         if self.spec.kind in ("count", "ek_count"):
             return any(w.wlast >= ts and self._closed_at(w, t_now) for w in before)
-        return (
-            bool(before) and self._closed_at(before[-1], t_now) and self._falls_into(before[-1], ts, ext, k)
-        )
+        if self.spec.kind == "state":  # a state window lasts until the row that changed the state
+            return bool(before) and self._closed_at(before[-1], t_now)
+        return bool(before) and self._closed_at(before[-1], t_now) and self._falls_into(before[-1], ts)
 
     def _closed_at(self, w: Win, t_now: int) -> bool:
         """Was window ``w`` closed at ``T = t_now`` (final, or its close time reached: seed 000
@@ -785,25 +784,28 @@ class SegmentEngine:
             return (w.wlast + self.spec.gap if ct is None else ct) < t_now
         return ct is not None and ct <= t_now
 
-    def _falls_into(self, w: Win, ts: int, ext: dict[str, Any], k: int) -> bool:
+    def _falls_into(self, w: Win, ts: int) -> bool:
         """Does a row at ``ts`` (not before ``w`` starts, before the next window) fall into or
-        join window ``w``?"""
+        join session or event window ``w``?"""
         kind = self.spec.kind
         if ts <= w.wlast:
             return True
         if kind in ("session", "ek_session"):
             return ts <= w.wlast + self.spec.gap
-        if kind == "state":
-            vals, ok = ext["state"]
-            return bool(ok[k]) and ("state" not in w.info or _py(vals[k]) == w.info["state"])
         return w.close_time is None  # event: an open window takes every later row
 
-    def _after_closed(self, grp: SegmentGroup, ts: int, t_now: int) -> bool:
-        """Do the known windows starting at or before ``ts`` all close before it (at ``T =
-        t_now``)? Then a row at ``ts`` that is not expired starts a re-segmentation of its own
-        (the closed windows keep their rows)."""
+    def _insert_floor(self, grp: SegmentGroup, ts: int, t_now: int) -> int | None:
+        """The earliest start a re-segmentation for late inserts from ``ts`` (none expired, at
+        ``T = t_now``) may have: the first window starting at or before ``ts`` that is not closed,
+        else ``ts`` when every such window ends before it. Closed windows keep their rows (the
+        lake still holds the expired ones in them); None: no bound."""
         before = [w for w in grp.known() if w.wstart <= ts]
-        return bool(before) and all(self._closed_at(w, t_now) and w.wlast < ts for w in before)
+        unclosed = [w.wstart for w in before if not self._closed_at(w, t_now)]
+        if unclosed:
+            return unclosed[0]
+        if before and all(w.wlast < ts for w in before):
+            return ts
+        return None
 
     def _anchor(self, grp: SegmentGroup, ts: int) -> int | None:
         """Start of the earliest retained window a change at ``ts`` can touch; ``ts`` when no window

@@ -14,6 +14,7 @@ Two kinds of checks:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -728,23 +729,23 @@ def test_late_session_rows_outside_closed_sessions_are_not_expired():
     assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (50, 1, 4), (95, 2, 10)]  # by hand
 
 
-def test_late_state_rows_outside_closed_windows_are_not_expired():
+def test_late_state_rows_before_the_state_change_are_expired():
+    # a state window lasts until the row that changes the state (seed 000): a late row before that
+    # row falls into the closed window, whatever its state; a late row in the open window is not
     spec = SegmentSpec("state")
     extras = state_of("c")
     h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"), extras)
     h.feed([ins(0, a=1, c=1), ins(10, a=2, c=1), ins(20, a=3, c=2), ins(30, a=4, c=3), ins(40, a=5, c=3)])
     assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (20, 1, 3)]  # closed by the state changes
-    assert h.feed([ins(15, a=6, c=1)]).stats["rows_expired"] == 1  # extends the closed c=1 window
-    assert h.feed([ins(25, a=7, c=2)]).stats["rows_expired"] == 1  # extends the closed c=2 window
+    assert h.feed([ins(15, a=6, c=1)]).stats["rows_expired"] == 1  # would extend the closed c=1 window
+    assert h.feed([ins(25, a=7, c=5)]).stats["rows_expired"] == 1  # before the change at 30
     assert h.feed([ins(5, a=8, c=9)]).stats["rows_expired"] == 1  # inside the closed [0, 10]
-    assert h.feed([ins(16, a=9, c=5)]).stats["rows_expired"] == 1  # before the closed [20]
-    # after every closed window, a state of its own: a window [26], closed by the row at 30
-    assert h.feed([ins(26, a=10, c=5)]).stats["rows_expired"] == 0
-    assert h.feed([ins(35, a=11, c=3)]).stats["rows_expired"] == 0  # joins the open c=3 window
-    h.feed([ins(50, a=12, c=4)])  # closes the c=3 window
-    kept = [0, 10, 20, 30, 40, 26, 35, 50]
-    assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, extras, kept, [0, 20, 26, 30])
-    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (20, 1, 3), (26, 1, 10), (30, 3, 20)]  # by hand
+    assert h.feed([ins(35, a=9, c=3)]).stats["rows_expired"] == 0  # joins the open c=3 window
+    assert h.feed([ins(38, a=10, c=6)]).stats["rows_expired"] == 0  # splits the open c=3 window
+    h.feed([ins(50, a=11, c=4)])  # closes the last c=3 window
+    kept = [0, 10, 20, 30, 40, 35, 38, 50]
+    assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, extras, kept, [0, 20, 30, 38, 40])
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (20, 1, 3), (30, 2, 13), (38, 1, 10), (40, 1, 5)]
 
 
 def test_late_count_rows_after_the_closed_windows_are_not_expired():
@@ -757,3 +758,87 @@ def test_late_count_rows_after_the_closed_windows_are_not_expired():
     kept = [0, 10, 20, 30, 40, 35]
     assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, no_extras, kept, [0, 20, 35])
     assert h.rows("[]", "cnt", "sa") == [(0, 2, 1), (20, 2, 5), (35, 2, 11)]  # by hand
+
+
+def _windows_with_rows(spec: SegmentSpec, rows: list[tuple[int, Row]], extras: Extras) -> list[list[int]]:
+    """The windows of ``rows`` as lists of row times, from ``reference``'s definitions (re-cut
+    here by the same plain loops: a window is identified by its rows)."""
+    starts = reference(spec, rows, extras)
+    times = sorted(t for t, _ in rows)
+    out = []
+    for w0 in sorted(starts):
+        n = starts[w0]["cnt"]
+        if spec.kind == "state":
+            st = extras(dict(rows)[w0])["state"]
+            mine = [t for t in times if t >= w0]
+            run = []
+            for t in mine:
+                if extras(dict(rows)[t])["state"] != st:
+                    break
+                run.append(t)
+            out.append(run)
+        elif spec.kind == "event":
+            mine = [t for t in times if t >= w0][:n]
+            out.append(mine)
+        else:
+            out.append([t for t in times if t >= w0][:n])
+    return out
+
+
+def _closed(spec: SegmentSpec, wins: list[list[int]], rows: dict[int, Row], extras: Extras, t: int):
+    """Windows (row-time lists) closed at ``T = t`` by seed 000's rule: session once ``T`` passes
+    last row + tolerance; state once the next window's first row is at or before ``T``; event once
+    its end row is; count once full and its last row is."""
+    out = []
+    for i, w in enumerate(wins):
+        if spec.kind == "session":
+            ok = w[-1] + spec.gap < t
+        elif spec.kind == "state":
+            ok = i + 1 < len(wins) and wins[i + 1][0] <= t
+        elif spec.kind == "event":
+            ok = bool(extras(rows[w[-1]])["end"]) and w[-1] <= t
+        else:
+            ok = len(w) == spec.count and w[-1] <= t
+        if ok:
+            out.append(w)
+    return out
+
+
+@pytest.mark.parametrize(("name", "spec", "extras"), KIND_CASES, ids=[c[0] for c in KIND_CASES])
+def test_window_close_expires_exactly_the_rows_that_would_change_a_closed_window(name, spec, extras):
+    """WINDOW_CLOSE, IGNORE EXPIRED 1, rows arriving one at a time out of order: a row is expired
+    when, at its arrival, adding it would change a closed window (seed 000: it falls into one) or it
+    lies before a closed window's start; every other row is segmented. The output is the closed
+    windows of the rows kept, computed by plain loops."""
+    rng = random.Random(f"expiry-{name}")
+    for _ in range(15):
+        h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"), extras)
+        times = rng.sample(range(0, 400, 2), 40)
+        times.sort()
+        for i in range(len(times) - 1):  # local disorder
+            if rng.random() < 0.35:
+                times[i], times[i + 1] = times[i + 1], times[i]
+        if rng.random() < 0.5:
+            times.insert(rng.randrange(5, 40), rng.randrange(0, 400, 2) + 1)  # a row far behind
+        kept: dict[int, Row] = {}
+        latest = None
+        for t in times:
+            row = r(a=rng.randint(-5, 5), c=rng.choice([0, 1, 2]))
+            expected_expired = False
+            if latest is not None and t < latest:
+                closed = _closed(
+                    spec, _windows_with_rows(spec, list(kept.items()), extras), kept, extras, latest
+                )
+                with_row = _windows_with_rows(spec, [*kept.items(), (t, row)], extras)
+                expected_expired = any(w not in with_row for w in closed) or any(w[0] > t for w in closed)
+                if spec.kind == "state":  # a state window lasts until the next window's first row
+                    wins = _windows_with_rows(spec, list(kept.items()), extras)
+                    pairs = itertools.pairwise(wins)
+                    expected_expired |= any(w[0] <= t < n[0] for w, n in pairs if w in closed)
+            out = h.feed([ins(t, **row)])
+            assert out.stats["rows_expired"] == int(expected_expired), (name, times, t)
+            if not expected_expired:
+                kept[t] = row
+            latest = t if latest is None else max(latest, t)
+        final = _closed(spec, _windows_with_rows(spec, list(kept.items()), extras), kept, extras, latest)
+        assert {w: v["cnt"] for (_, w), v in h.table.items()} == {w[0]: len(w) for w in final}, (name, times)
