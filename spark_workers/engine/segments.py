@@ -13,8 +13,11 @@ One row can therefore merge, split or shift later windows, so:
   replace every window that started at or after the anchor (those that vanish are removed from
   the output). For these windows an update can never be "incremental data" (it may change a state
   or a condition), so IGNORE UPDATE does not apply (docs/decisions.md).
-- A late row whose window is already final is *expired*: AT_ONCE re-segments it while it is within
-  DELETE_MARK; the other modes drop it unless IGNORE EXPIRED is 0. With eKuiper's rule
+- A late row that falls into a window already closed when it arrives is *expired* (seed 000,
+  "Stream Computing's Strategy for Handling Expired Data"; a row before a closed window's start
+  counts as falling into it, a row after every closed window does not: ``_is_final_at``): AT_ONCE
+  re-segments it while it is within DELETE_MARK; the other modes drop it unless IGNORE EXPIRED
+  is 0. With eKuiper's rule
   (``StreamRules.late_by_watermark``) every row older than the watermark is dropped, whatever its
   window. Final windows stay known for anchoring: the last ``RETAIN_CLOSED`` in full, older ones as
   bare bounds (start, last row, count-window index; up to ``RETAIN_BOUNDS`` per group and within
@@ -718,6 +721,16 @@ class SegmentEngine:
         if touching.any():
             lowest = int(ts[touching | fresh].min())
             anchor = self._anchor(grp, lowest)
+            if (
+                anchor is not None
+                and r.ignore_expired
+                and r.mode != "AT_ONCE"
+                and not (changed & touching).any()
+            ):
+                # late inserts, none expired: closed windows keep their rows
+                first = int(np.argmin(np.where(touching | fresh, ts, np.iinfo(np.int64).max)))
+                floor = self._insert_floor(grp, lowest, int(prev[first]) - r.watermark)
+                anchor = anchor if floor is None else max(anchor, floor)
             if anchor is not None and recalc is not None:
                 out.changed[g] = (int(ts[touching].min()), int(ts[touching].max()))
                 self._recompute(state, g, grp, anchor, recalc, out, stats)
@@ -736,17 +749,63 @@ class SegmentEngine:
             self._absorb(g, grp, batch, sel, seg, out, stats, lift_now=False)
 
     def _is_final_at(self, grp: SegmentGroup, ts: int, prev_max: int) -> bool:
-        """Was the window a row at ``ts`` falls into (or would extend) final when it arrived?"""
+        """Is a late row at ``ts`` expired: does it fall into a window that was closed when it
+        arrived (``T`` = ``prev_max`` − watermark)?
+
+        Seed 000, "Stream Computing's Strategy for Handling Expired Data": "For windows that have
+        closed, data that falls into these windows again is marked as expired data". A row falls
+        into the closed window before it when it lies in its span or joins it -- session: within
+        ``[wstart, wlast + tolerance]``; state: before the row that changed the state (seed 000:
+        "When the value of col changes, the current window ends"; a row there either joins the
+        window or splits the closed sequence); event: within ``[wstart, end row]``; count: before
+        the last row of a closed window (it would shift its rows). A late row after every closed
+        window (the rows of s000-2 in ``test_seed_statements.py``) is not expired: it is
+        segmented with its neighbours. A late row before the start of a closed window is expired
+        too: re-segmenting from it would change that window (a row joining or reaching it, or the
+        expired rows the lake still holds in it)."""
         t_now = prev_max - self.rules.watermark
         known = grp.known()
+        if any(w.wstart > ts and self._closed_at(w, t_now) for w in known):
+            return True
         before = [w for w in known if w.wstart <= ts]
-        if not before:
-            return bool(known) and known[0].final
-        w = before[-1]
+        if self.spec.kind in ("count", "ek_count"):
+            return any(w.wlast >= ts and self._closed_at(w, t_now) for w in before)
+        if self.spec.kind == "state":  # a state window lasts until the row that changed the state
+            return bool(before) and self._closed_at(before[-1], t_now)
+        return bool(before) and self._closed_at(before[-1], t_now) and self._falls_into(before[-1], ts)
+
+    def _closed_at(self, w: Win, t_now: int) -> bool:
+        """Was window ``w`` closed at ``T = t_now`` (final, or its close time reached: seed 000
+        "Window Closure"; a session closes once ``T`` passes its last row + tolerance)?"""
         if w.final:
             return True
         ct = w.close_time
-        return ct is not None and ct < ts and ct <= t_now
+        if self.spec.kind == "session":
+            return (w.wlast + self.spec.gap if ct is None else ct) < t_now
+        return ct is not None and ct <= t_now
+
+    def _falls_into(self, w: Win, ts: int) -> bool:
+        """Does a row at ``ts`` (not before ``w`` starts, before the next window) fall into or
+        join session or event window ``w``?"""
+        kind = self.spec.kind
+        if ts <= w.wlast:
+            return True
+        if kind in ("session", "ek_session"):
+            return ts <= w.wlast + self.spec.gap
+        return w.close_time is None  # event: an open window takes every later row
+
+    def _insert_floor(self, grp: SegmentGroup, ts: int, t_now: int) -> int | None:
+        """The earliest start a re-segmentation for late inserts from ``ts`` (none expired, at
+        ``T = t_now``) may have: the first window starting at or before ``ts`` that is not closed,
+        else ``ts`` when every such window ends before it. Closed windows keep their rows (the
+        lake still holds the expired ones in them); None: no bound."""
+        before = [w for w in grp.known() if w.wstart <= ts]
+        unclosed = [w.wstart for w in before if not self._closed_at(w, t_now)]
+        if unclosed:
+            return unclosed[0]
+        if before and all(w.wlast < ts for w in before):
+            return ts
+        return None
 
     def _anchor(self, grp: SegmentGroup, ts: int) -> int | None:
         """Start of the earliest retained window a change at ``ts`` can touch; ``ts`` when no window

@@ -14,6 +14,7 @@ Two kinds of checks:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -670,3 +671,174 @@ def test_true_for_in_the_batch_query_and_on_event_windows():
     # windows [1 s, 3 s], [4 s, 5 s], [7 s, 10 s]; the 1 s one is shorter than 2 s
     assert list(plain.wstart) == [1000, 4000, 7000]
     assert list(held.wstart) == [1000, 7000] and list(held.wend) == [3000, 10_000]
+
+
+# --------------------------------------------------------------------------- expiry of late rows
+# Seed 000, "Stream Computing's Strategy for Handling Expired Data": "For windows that have closed,
+# data that falls into these windows again is marked as expired data" -- and only that data. A late
+# row in no closed window (after the last one, or in a gap) is segmented like any other row.
+
+
+def _closed_windows(h: Harness, spec: SegmentSpec, extras: Extras, kept: list[int], closed: list[int]):
+    """The expected output: the windows (computed by ``reference`` over the kept rows of the lake)
+    that start at the hand-checked ``closed`` starts."""
+    rows = [(t, row) for (_, t), row in h.lake.rows.items() if t in kept]
+    want = reference(spec, rows, extras)
+    assert set(closed) <= set(want), (closed, want)
+    return [(w, want[w]["cnt"], want[w]["sa"]) for w in sorted(closed)]
+
+
+def test_late_event_rows_outside_closed_windows_are_not_expired():
+    # s000-2's shape: start a < 0, end a > 9; the window [10, 20] closes, then rows at 50 and 70
+    # arrive after the row at 100: they fall in no closed window and make the window [50, 70]
+    spec = SegmentSpec("event", emit_open=False)
+    extras = event_on(lambda x: x["a"] < 0, lambda x: x["a"] > 9)
+    h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"), extras)
+    expired = 0
+    for t, a in [(10, -5), (20, 12), (100, 6), (50, -1), (70, 12), (300, 1)]:
+        expired += h.feed([ins(t, a=a)]).stats["rows_expired"]
+    assert expired == 0
+    assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, extras, [10, 20, 100, 50, 70, 300], [10, 50])
+    assert h.rows("[]", "cnt", "sa") == [(10, 2, 7), (50, 2, 11)]  # by hand
+    # a row inside the closed window [10, 20] is expired; so is one before the closed window
+    # [50, 70] (re-segmenting from it would change that window)
+    assert h.feed([ins(15, a=3)]).stats["rows_expired"] == 1
+    assert h.feed([ins(40, a=-2)]).stats["rows_expired"] == 1
+    assert h.rows("[]", "cnt", "sa") == [(10, 2, 7), (50, 2, 11)]
+    # after every closed window: a late start row and its end make a window
+    assert h.feed([ins(200, a=-3)]).stats["rows_expired"] == 0
+    assert h.feed([ins(250, a=20)]).stats["rows_expired"] == 0
+    assert h.rows("[]", "cnt", "sa") == [(10, 2, 7), (50, 2, 11), (200, 2, 17)]
+
+
+def test_late_session_rows_outside_closed_sessions_are_not_expired():
+    spec = SegmentSpec("session", gap=10)
+    h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"))
+    h.feed([ins(0, a=1), ins(5, a=2)])
+    h.feed([ins(100, a=3)])  # T = 100: [0, 5] (end 15) is closed
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3)]
+    out = h.feed([ins(50, a=4)])  # in no closed session, does not reach 100: its own session
+    assert out.stats["rows_expired"] == 0
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (50, 1, 4)]  # [50, 60] closed at once (T = 100)
+    assert h.feed([ins(12, a=5)]).stats["rows_expired"] == 1  # within [0, 5 + 10]: expired
+    assert h.feed([ins(42, a=6)]).stats["rows_expired"] == 1  # would extend the closed [50] back
+    assert h.feed([ins(95, a=7)]).stats["rows_expired"] == 0  # joins the open [100]
+    h.feed([ins(300, a=8)])
+    kept = [0, 5, 100, 50, 95, 300]
+    assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, no_extras, kept, [0, 50, 95])
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (50, 1, 4), (95, 2, 10)]  # by hand
+
+
+def test_late_state_rows_before_the_state_change_are_expired():
+    # a state window lasts until the row that changes the state (seed 000): a late row before that
+    # row falls into the closed window, whatever its state; a late row in the open window is not
+    spec = SegmentSpec("state")
+    extras = state_of("c")
+    h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"), extras)
+    h.feed([ins(0, a=1, c=1), ins(10, a=2, c=1), ins(20, a=3, c=2), ins(30, a=4, c=3), ins(40, a=5, c=3)])
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (20, 1, 3)]  # closed by the state changes
+    assert h.feed([ins(15, a=6, c=1)]).stats["rows_expired"] == 1  # would extend the closed c=1 window
+    assert h.feed([ins(25, a=7, c=5)]).stats["rows_expired"] == 1  # before the change at 30
+    assert h.feed([ins(5, a=8, c=9)]).stats["rows_expired"] == 1  # inside the closed [0, 10]
+    assert h.feed([ins(35, a=9, c=3)]).stats["rows_expired"] == 0  # joins the open c=3 window
+    assert h.feed([ins(38, a=10, c=6)]).stats["rows_expired"] == 0  # splits the open c=3 window
+    h.feed([ins(50, a=11, c=4)])  # closes the last c=3 window
+    kept = [0, 10, 20, 30, 40, 35, 38, 50]
+    assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, extras, kept, [0, 20, 30, 38, 40])
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 3), (20, 1, 3), (30, 2, 13), (38, 1, 10), (40, 1, 5)]
+
+
+def test_late_count_rows_after_the_closed_windows_are_not_expired():
+    spec = SegmentSpec("count", count=2)
+    h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"))
+    h.feed([ins(t, a=t // 10) for t in (0, 10, 20, 30, 40)])
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 1), (20, 2, 5)]
+    assert h.feed([ins(25, a=9)]).stats["rows_expired"] == 1  # would shift the closed [20, 30]
+    assert h.feed([ins(35, a=7)]).stats["rows_expired"] == 0  # after every closed window
+    kept = [0, 10, 20, 30, 40, 35]
+    assert h.rows("[]", "cnt", "sa") == _closed_windows(h, spec, no_extras, kept, [0, 20, 35])
+    assert h.rows("[]", "cnt", "sa") == [(0, 2, 1), (20, 2, 5), (35, 2, 11)]  # by hand
+
+
+def _windows_with_rows(spec: SegmentSpec, rows: list[tuple[int, Row]], extras: Extras) -> list[list[int]]:
+    """The windows of ``rows`` as lists of row times, from ``reference``'s definitions (re-cut
+    here by the same plain loops: a window is identified by its rows)."""
+    starts = reference(spec, rows, extras)
+    times = sorted(t for t, _ in rows)
+    out = []
+    for w0 in sorted(starts):
+        n = starts[w0]["cnt"]
+        if spec.kind == "state":
+            st = extras(dict(rows)[w0])["state"]
+            mine = [t for t in times if t >= w0]
+            run = []
+            for t in mine:
+                if extras(dict(rows)[t])["state"] != st:
+                    break
+                run.append(t)
+            out.append(run)
+        elif spec.kind == "event":
+            mine = [t for t in times if t >= w0][:n]
+            out.append(mine)
+        else:
+            out.append([t for t in times if t >= w0][:n])
+    return out
+
+
+def _closed(spec: SegmentSpec, wins: list[list[int]], rows: dict[int, Row], extras: Extras, t: int):
+    """Windows (row-time lists) closed at ``T = t`` by seed 000's rule: session once ``T`` passes
+    last row + tolerance; state once the next window's first row is at or before ``T``; event once
+    its end row is; count once full and its last row is."""
+    out = []
+    for i, w in enumerate(wins):
+        if spec.kind == "session":
+            ok = w[-1] + spec.gap < t
+        elif spec.kind == "state":
+            ok = i + 1 < len(wins) and wins[i + 1][0] <= t
+        elif spec.kind == "event":
+            ok = bool(extras(rows[w[-1]])["end"]) and w[-1] <= t
+        else:
+            ok = len(w) == spec.count and w[-1] <= t
+        if ok:
+            out.append(w)
+    return out
+
+
+@pytest.mark.parametrize(("name", "spec", "extras"), KIND_CASES, ids=[c[0] for c in KIND_CASES])
+def test_window_close_expires_exactly_the_rows_that_would_change_a_closed_window(name, spec, extras):
+    """WINDOW_CLOSE, IGNORE EXPIRED 1, rows arriving one at a time out of order: a row is expired
+    when, at its arrival, adding it would change a closed window (seed 000: it falls into one) or it
+    lies before a closed window's start; every other row is segmented. The output is the closed
+    windows of the rows kept, computed by plain loops."""
+    rng = random.Random(f"expiry-{name}")
+    for _ in range(15):
+        h = Harness(spec, StreamRules(mode="WINDOW_CLOSE"), extras)
+        times = rng.sample(range(0, 400, 2), 40)
+        times.sort()
+        for i in range(len(times) - 1):  # local disorder
+            if rng.random() < 0.35:
+                times[i], times[i + 1] = times[i + 1], times[i]
+        if rng.random() < 0.5:
+            times.insert(rng.randrange(5, 40), rng.randrange(0, 400, 2) + 1)  # a row far behind
+        kept: dict[int, Row] = {}
+        latest = None
+        for t in times:
+            row = r(a=rng.randint(-5, 5), c=rng.choice([0, 1, 2]))
+            expected_expired = False
+            if latest is not None and t < latest:
+                closed = _closed(
+                    spec, _windows_with_rows(spec, list(kept.items()), extras), kept, extras, latest
+                )
+                with_row = _windows_with_rows(spec, [*kept.items(), (t, row)], extras)
+                expected_expired = any(w not in with_row for w in closed) or any(w[0] > t for w in closed)
+                if spec.kind == "state":  # a state window lasts until the next window's first row
+                    wins = _windows_with_rows(spec, list(kept.items()), extras)
+                    pairs = itertools.pairwise(wins)
+                    expected_expired |= any(w[0] <= t < n[0] for w, n in pairs if w in closed)
+            out = h.feed([ins(t, **row)])
+            assert out.stats["rows_expired"] == int(expected_expired), (name, times, t)
+            if not expected_expired:
+                kept[t] = row
+            latest = t if latest is None else max(latest, t)
+        final = _closed(spec, _windows_with_rows(spec, list(kept.items()), extras), kept, extras, latest)
+        assert {w: v["cnt"] for (_, w), v in h.table.items()} == {w[0]: len(w) for w in final}, (name, times)

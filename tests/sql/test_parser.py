@@ -692,18 +692,72 @@ def test_legacy_stream_errors() -> None:
     assert error_of(sql).offset == at(sql, "ignore", 1)
     sql = "create stream s trigger at_once as select * from t"
     assert error_of(sql).offset == at(sql, "as") and "INTO" in error_of(sql).message
-    sql = (
-        "CREATE STREAM streams2 trigger at_once INTO st1 TAGS(cc varchar(100)) as select _wstart, count(*) "
-        "c1 "
-        "from st partition by concat('tag-', tbname) as cc interval(10s));"
-    )
-    e = error_of(sql)
-    assert e.message == "syntax error: unmatched ')'" and e.offset == at(sql, "));") + 1
     sql = "create stream s into o as select * from t notify ('ws://x') on ('WINDOW_OPENN')"
     assert error_of(sql).offset == at(sql, "'WINDOW_OPENN'")
     sql = "create stream s watermark 10x into o as select 1 from t"
     e = error_of(sql)
     assert e.message.startswith("invalid duration '10x'") and e.offset == at(sql, "10x")
+
+
+def test_legacy_stream_seed_stray_paren() -> None:
+    """Seed 000 "streams2" and seed 001 "output_tag" are printed with one ')' too many at the end
+    (``interval(10s));``): accepted as written, the same statement as without it; an unmatched ')'
+    anywhere else is still a syntax error at that ')'."""
+    meant = (
+        "CREATE STREAM streams2 trigger at_once INTO st1 TAGS(cc varchar(100)) as select _wstart, count(*) "
+        'c1 from st partition by concat("tag-", tbname) as cc interval(10s)'
+    )
+    for printed in (meant + ");", meant + ")", meant + " ) ;"):
+        s, t = parse_one(printed), parse_one(meant)
+        assert isinstance(s, ast.CreateStreamLegacy) and isinstance(t, ast.CreateStreamLegacy)
+        assert s.query == t.query and s.tags == t.tags and s.options == t.options and s.into == t.into
+        assert cut(printed, s.query.span).endswith("interval(10s)") and s.query.text == t.query.text
+    for bad, offset in (
+        (meant + "));", len(meant)),  # two: the first is an error
+        (meant + ") notify ('ws://x') on ('WINDOW_OPEN')", len(meant)),  # not the last token
+        (meant.replace(" as cc", ") as cc"), meant.index(" as cc")),
+        ("create stream s into o as select a from t) where a > 1", 41),
+    ):
+        e = error_of(bad)
+        assert e.message == "syntax error: unmatched ')'" and e.offset == offset and bad[offset] == ")", bad
+    # SELECT statements and 3.3.7 streams do not take it
+    assert error_of("select _wstart, count(*) from st interval(10s))").message.startswith("syntax error")
+    sql = "create stream s interval(1s) sliding(1s) from t into o as select _twstart, count(*) from %%trows)"
+    assert error_of(sql).offset == len(sql) - 1
+
+
+def test_seed_004_inteval() -> None:
+    """Seed 004's sliding-window stream writes ``INTEVAL (5s) SLIDING (1s)``: read as INTERVAL where
+    a query's window clause is, nowhere else (not a 3.3.7 trigger type, not a name elsewhere)."""
+    sql = (
+        "CREATE STREAM current_stream TRIGGER AT_ONCE INTO current_stream_output_stb AS "
+        "_wstart as start, _wend as end, max(current) as max_current FROM meters WHERE voltage <= 220 "
+        "INTEVAL (5s) SLIDING (1s);"
+    )
+    s = parse_one(sql)
+    assert isinstance(s, ast.CreateStreamLegacy) and s.query.implicit_select
+    w = s.query.window
+    assert w == ast.IntervalWindow(Duration(5, "s"), sliding=Duration(1, "s"), span=w.span)
+    assert cut(sql, w.span) == "INTEVAL (5s) SLIDING (1s)"
+    t = parse_one(sql.replace("INTEVAL", "INTERVAL"))
+    assert isinstance(t, ast.CreateStreamLegacy) and t.query.window is not None
+    assert (t.query.select, t.query.item_texts) == (s.query.select, s.query.item_texts)
+    assert (t.query.window.interval, t.query.window.sliding) == (w.interval, w.sliding)  # type: ignore[union-attr]
+    q = parse_one("select count(*) from t inteval(10s)")
+    assert isinstance(q, ast.Select) and q.query.window == ast.IntervalWindow(
+        Duration(10, "s"), span=q.query.window.span
+    )
+    sql = "create stream s inteval(1s) sliding(1s) from t into o as select _twstart, count(*) from %%trows"
+    assert "expected stream options, INTO or a trigger type" in error_of(sql).message
+    assert error_of(sql).offset == at(sql, "inteval")
+    sql = "select count(*) from t inteval 10s"
+    assert (error_of(sql).message, error_of(sql).offset) == ("unexpected 'inteval'", at(sql, "inteval"))
+    # before FROM (a select-list item) it is a name like any other: a function call here
+    q = parse_one("select inteval(a) from t")
+    assert isinstance(q, ast.Select) and q.query.window is None
+    assert isinstance(q.query.select.selects[0], exp.Anonymous)
+    sql = "select a from (select a from t inteval(5s))"
+    assert error_of(sql).code == Code.NOT_SUPPORTED and error_of(sql).offset == at(sql, "inteval")
 
 
 # --------------------------------------------------------------------------- 3.3.7 streams (seed 002)

@@ -1064,11 +1064,7 @@ def xfail(area: str, what: str) -> pytest.MarkDecorator:
 
 
 # what main cannot run yet, by the issue-13 area building it (the lead removes a mark on merging)
-MARKS: dict[str, pytest.MarkDecorator] = {
-    "s000-8": xfail("legacy", "the custom-tag example as printed ends with an unmatched ')'"),
-    "s001-6": xfail("legacy", "the custom-tag example as printed ends with an unmatched ')'"),
-    "s004-2": xfail("legacy", "the blog's select list without SELECT; INTEVAL as printed"),
-}
+MARKS: dict[str, pytest.MarkDecorator] = {}
 
 
 def test_every_seed_statement_has_a_case() -> None:
@@ -1093,17 +1089,12 @@ def test_seed_statement_runs_as_written(sid: str, tmp_path: Path, request: pytes
         case(STATEMENTS[sid], tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue13-wrong: out-of-order rows that fall in no closed event window are dropped as "
-    "expired when a closed window precedes them (seed 000: only data for closed windows is expired)",
-)
 def test_s000_2_late_rows_outside_closed_windows_are_not_expired(tmp_path: Path) -> None:
     """s000-2 as written, rows of one subtable arriving out of order: the window [1 s, 2 s] has
     closed; rows at 5 s and 7 s arrive after the row at 10 s but fall in no closed window, so they
     are not expired (seed 000, "Stream Computing's Strategy for Handling Expired Data") and make the
-    window [5 s, 7 s], as the same query over the table does. Main drops them (without the closed
-    window before them it keeps them)."""
+    window [5 s, 7 s], as the same query over the table does (they were dropped before issue 13's
+    fix; without the closed window before them they were kept)."""
     st = STATEMENTS["s000-2"]
     p = Pipeline(tmp_path, "power")
     meters_setup(p)

@@ -138,12 +138,13 @@ class StreamsParser(QueriesParser):
         q_lo = self.i
         implicit = self.implicit_select(q_lo)
         q_hi = self.scan(q_lo, lambda j: self.at_index(j, "NOTIFY"))
-        if q_hi < self.end and self.toks[q_hi].token_type == R_PAREN:
+        stray = self.seed_stray_paren(q_hi)
+        if q_hi < self.end and self.toks[q_hi].token_type == R_PAREN and not stray:
             raise self.err_at("syntax error: unmatched ')'", q_hi)
         query = self.query(q_lo, q_hi)
         if implicit:
             query.implicit_select = True
-        self.i = q_hi
+        self.i = q_hi + 1 if stray else q_hi
         notify = self.legacy_notify() if self.at("NOTIFY") else None
         if into is None and notify is None:
             assert as_at is not None
@@ -166,6 +167,18 @@ class StreamsParser(QueriesParser):
             text=self.sql,
             span=Span(0, len(self.sql)),
         )
+
+    def seed_stray_paren(self, j: int) -> bool:
+        """Whether token ``j``, where the scan of a legacy stream's AS query stopped, is the one
+        unmatched ``)`` seeds 000 and 001 print at the end of their custom-tag examples: seed 000
+        "streams2" and seed 001 "output_tag" ("Custom tag" sections) end with ``... interval(10s));``.
+
+        Tolerated only as the statement's very last token (the optional ``;`` is split off
+        before), so a statement printed so runs as written and means the same as without the
+        ``)``; the ``)`` is not part of the query (its span and text end before it, and a
+        rendered statement has no ``)``). An unmatched ``)`` anywhere else, or two of them,
+        stays a syntax error."""
+        return j == self.end - 1 and self.toks[j].token_type == R_PAREN
 
     def implicit_select(self, j: int) -> bool:
         """Seed 004 prints its streams' queries without the SELECT keyword (``CREATE STREAM
