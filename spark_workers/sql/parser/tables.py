@@ -118,12 +118,7 @@ class TablesParser(ParserBase):
         self.expect_type(R_PAREN, "syntax error: expected ')' after the virtual table's columns")
         if not self.accept("USING"):
             return ast.CreateVTable(table=table, columns=defs, if_not_exists=ine, span=Span(0, len(self.sql)))
-        using = self.table_name("a virtual supertable name")
-        tag_names: list[str] | None = None
-        if self.is_type(L_PAREN):
-            tag_names = self.name_list("tag name", "after tag names")
-        self.expect("TAGS", message="syntax error: expected TAGS (...) after USING")
-        values, _ = self.value_list("after tag values")
+        using, tag_names, values = self.using_tags("a virtual supertable name")
         return ast.CreateVTable(
             table=table,
             columns=defs,
@@ -193,15 +188,21 @@ class TablesParser(ParserBase):
             raise self.error("syntax error: expected USING after the subtable name")
         return self.subtable_rest(table, ine, start)
 
-    def subtable_rest(self, table: TableName, ine: bool, start: int) -> ast.SubtableDef:
-        """``USING stb [(tag, ...)] TAGS (v, ...)`` after a subtable name."""
-        self.expect("USING")
-        using = self.table_name("a supertable name")
+    def using_tags(self, what: str) -> tuple[TableName, list[str] | None, list[exp.Expr]]:
+        """``stb [(tag, ...)] TAGS (v, ...)`` after USING (a subtable's or a virtual child table's):
+        the supertable, the tag names given (None: all, in order) and the tag values."""
+        using = self.table_name(what)
         tag_names: list[str] | None = None
         if self.is_type(L_PAREN):
             tag_names = self.name_list("tag name", "after tag names")
         self.expect("TAGS", message="syntax error: expected TAGS (...) after USING")
         values, _ = self.value_list("after tag values")
+        return using, tag_names, values
+
+    def subtable_rest(self, table: TableName, ine: bool, start: int) -> ast.SubtableDef:
+        """``USING stb [(tag, ...)] TAGS (v, ...)`` after a subtable name."""
+        self.expect("USING")
+        using, tag_names, values = self.using_tags("a supertable name")
         return ast.SubtableDef(
             table=table,
             using=using,
