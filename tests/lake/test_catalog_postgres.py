@@ -267,3 +267,31 @@ def test_concurrent_ddl_from_two_processes_loses_nothing_and_duplicates_nothing(
         "select tbname, v from c.st order by tbname"
     )
     assert sorted(map(tuple, got.rows)) == sorted((f"{p}{k}", k) for p in ("t", "u") for k in range(N_TABLES))
+
+
+@pytest.mark.parametrize("case_id", ["td-001", "td-041", "td-046"])
+def test_streams_run_on_the_postgres_catalog(case_id: str, pg_url: str, tmp_path: Path) -> None:
+    """Shared acceptance cases (an INTERVAL stream, virtual tables, RECALCULATE) through the local
+    pipeline with the catalog in PostgreSQL: kernels and recalculation open the same catalog."""
+    from tests.runtime.test_local_acceptance import ACCEPTANCE, Pipeline, run_case
+
+    if not ACCEPTANCE.is_dir():
+        pytest.skip("../shared/acceptance is not on this machine")
+    _pg_reset(pg_url)
+    p = Pipeline(tmp_path / "lake", pg_url)
+    run_case(case_id, p)
+    assert p.lake.catalog.url == pg_url
+    assert not (tmp_path / "lake" / "_catalog.sqlite").exists()  # nothing fell back to SQLite
+
+
+def test_the_spark_source_options_carry_the_catalog(pg_url: str, tmp_path: Path) -> None:
+    """Executors open the lake from the source options: the catalog URL travels with them, not
+    only the lake root (the kernel's own config is covered by the td-041 case above)."""
+    pytest.importorskip("pyspark")
+    from spark_workers.lake.spark_source import _lake
+
+    _pg_reset(pg_url)
+    Catalog(tmp_path / "other", pg_url).create_database("seen_elsewhere")
+    lake = _lake({"lake": str(tmp_path / "lake"), "catalog": pg_url})
+    assert lake.catalog.database("seen_elsewhere") is not None
+    assert _lake({"lake": str(tmp_path / "lake"), "catalog": ""}).catalog.database("seen_elsewhere") is None
