@@ -167,6 +167,10 @@ class _Con:
             return self.raw.execute(text)
         return self.raw.execute(self._sql(text), args)
 
+    def executemany(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run one statement for every parameter tuple of ``rows``."""
+        self.raw.cursor().executemany(self._sql(text), rows)
+
 
 @dataclass(frozen=True)
 class Column:
@@ -519,34 +523,46 @@ class Catalog:
     def create_subtables(self, tables: list[Table], *, now_ms: int = 0) -> int:
         """Add many subtables in one transaction, skipping names that exist as subtables of the
         same supertable; returns how many were created. Used by ingestion with auto-create."""
-        created = 0
         with self._tx() as con:
+            known = self._kinds(con, [(t.db.lower(), t.name.lower()) for t in tables])
+            fresh: list[tuple[Any, ...]] = []
             for t in tables:
-                row = con.execute(
-                    "SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
-                    (t.db.lower(), t.name.lower()),
-                ).fetchone()
-                if row:
-                    if row[0] != "sub" or row[1] != (t.stable or "").lower():
+                key, skey = (t.db.lower(), t.name.lower()), (t.stable or "").lower()
+                row = known.get(key)
+                if row is not None:
+                    if row != ("sub", skey):
                         raise CatalogError(
                             f"table {t.name} already exists and is not a subtable of {t.stable}",
                             code=Code.TABLE_ALREADY_EXIST,
                         )
                     continue
-                con.execute(
+                known[key] = ("sub", skey)
+                fresh.append((*key, t.name, skey, json.dumps(t.tag_values, default=str), now_ms))
+            if fresh:  # one batch (psycopg pipelines it): two round trips for any number of tables
+                con.executemany(
                     f"INSERT INTO tables ({_TABLE_COLUMNS}) "
                     "VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?, 0, NULL)",
-                    (
-                        t.db.lower(),
-                        t.name.lower(),
-                        t.name,
-                        (t.stable or "").lower(),
-                        json.dumps(t.tag_values, default=str),
-                        now_ms,
-                    ),
+                    fresh,
                 )
-                created += 1
-        return created
+        return len(fresh)
+
+    @staticmethod
+    def _kinds(con: _Con, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """``(kind, stable key)`` of the existing tables among ``(db, key)`` pairs, in chunks of
+        500 names (inside the caller's transaction)."""
+        out: dict[tuple[str, str], tuple[str, str]] = {}
+        for db in {d for d, _ in keys}:
+            names = sorted({k for d, k in keys if d == db})
+            for i in range(0, len(names), 500):
+                chunk = names[i : i + 500]
+                rows = con.execute(
+                    "SELECT key, kind, stable_key FROM tables WHERE db = ? AND key IN ({})".format(
+                        ",".join("?" * len(chunk))
+                    ),
+                    [db, *chunk],
+                ).fetchall()
+                out.update({(db, r[0]): (r[1], r[2] or "") for r in rows})
+        return out
 
     def drop_table(self, db: str, name: str) -> Table | None:
         """Remove a table (a supertable with its subtables); returns what was removed."""

@@ -147,6 +147,15 @@ def test_create_subtables_skips_existing_and_refuses_a_foreign_name_atomically(c
     assert cat.table("d", "new1") is None  # the whole batch rolled back
     assert cat.version() == version
     assert [r[0] for r in cat.tables("d", kinds=("sub",))] == ["a", "b", "c"]
+    assert cat.create_subtables([sub("e", site="1"), sub("E", site="2")]) == 1  # first one wins
+    assert cat.require_table("d", "e").tag_values == {"site": "1"}
+    with pytest.raises(CatalogError, match="not a subtable of other"):
+        cat.create_subtables([sub("f"), sub("f", stable="other")])
+    assert cat.table("d", "f") is None
+    many = [sub(f"m{i}", n=i) for i in range(1203)]  # more names than one lookup chunk
+    assert cat.create_subtables(many[::2]) == 602
+    assert cat.create_subtables(many) == 601
+    assert len(cat.tables("d", stable="st")) == 4 + 1203
 
 
 def test_listing_filters_and_virtual_references_round_trip(cat: Catalog) -> None:
