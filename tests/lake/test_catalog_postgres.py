@@ -304,3 +304,39 @@ def test_the_spark_source_options_carry_the_catalog(pg_url: str, tmp_path: Path)
     lake = _lake({"lake": str(tmp_path / "lake"), "catalog": pg_url})
     assert lake.catalog.database("seen_elsewhere") is not None
     assert _lake({"lake": str(tmp_path / "lake"), "catalog": ""}).catalog.database("seen_elsewhere") is None
+
+
+@pytest.mark.spark
+def test_a_spark_stream_runs_on_the_postgres_catalog(pg_url: str, tmp_path: Path) -> None:
+    """An INTERVAL stream through Spark (tdlake source on executors, pre-merge, kernel, sink) with
+    the catalog in PostgreSQL: the windows equal the hand-computed ones and no SQLite catalog
+    appears in the lake."""
+    pytest.importorskip("pyspark")
+    from spark_workers.runtime.session import spark_session
+    from tests.spark.test_stream_query import SETUP, Env
+
+    _pg_reset(pg_url)
+    env = Env(tmp_path / "lake", pg_url)
+    try:
+        for q in SETUP:
+            env.sql(q, "d1")
+        t0 = 1_700_000_000_000  # a multiple of 10 s
+        env.sql("insert into a1 values " + " ".join(f"({t0 + i * 1000}, {i}, {i})" for i in range(30)), "d1")
+        env.sql(
+            "create stream s_pg trigger at_once fill_history 1 into out_pg as "
+            "select _wstart, count(*) as c, sum(v) as s from st interval(10s)",
+            "d1",
+        )
+        env.start(spark_session("local[2]"), "s_pg")
+        env.sql(f"insert into b1 values ({t0 + 25_500}, 100, 0)", "d1")
+        want = [(t0, 10, 45.0), (t0 + 10_000, 10, 145.0), (t0 + 20_000, 11, 345.0)]
+
+        def as_tuples(rows: list[list[Any]]) -> list[tuple[int, int, float]]:
+            ms = [r[0] if isinstance(r[0], int) else int(r[0].timestamp() * 1000) for r in rows]
+            return sorted((t, int(r[1]), float(r[2])) for t, r in zip(ms, rows, strict=True))
+
+        env.wait_rows("select _wstart, c, s from out_pg", "d1", lambda r: as_tuples(r) == want)
+    finally:
+        for q in env.queries:
+            q.stop()
+    assert not (tmp_path / "lake" / "_catalog.sqlite").exists()
