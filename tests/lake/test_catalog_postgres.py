@@ -282,13 +282,13 @@ def test_concurrent_ddl_from_two_processes_loses_nothing_and_duplicates_nothing(
 def test_streams_run_on_the_postgres_catalog(case_id: str, pg_url: str, tmp_path: Path) -> None:
     """Shared acceptance cases (an INTERVAL stream, virtual tables, RECALCULATE) through the local
     pipeline with the catalog in PostgreSQL: kernels and recalculation open the same catalog."""
-    from tests.runtime.test_local_acceptance import ACCEPTANCE, Pipeline, run_case
+    from tests.runtime.test_local_acceptance import ACCEPTANCE, Pipeline, _run_case
 
     if not ACCEPTANCE.is_dir():
         pytest.skip("../shared/acceptance is not on this machine")
     _pg_reset(pg_url)
     p = Pipeline(tmp_path / "lake", pg_url)
-    run_case(case_id, p)
+    _run_case(case_id, p)
     assert p.lake.catalog.url == pg_url
     assert not (tmp_path / "lake" / "_catalog.sqlite").exists()  # nothing fell back to SQLite
 

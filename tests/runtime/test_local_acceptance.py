@@ -60,7 +60,7 @@ def _runner_module():  # type: ignore[no-untyped-def]
 class Pipeline:
     """An executor plus one LocalRunner per created stream, polled after every statement."""
 
-    def __init__(self, root: Path, catalog_url: str | None = None) -> None:
+    def __init__(self, root: Path | str, catalog_url: str | None = None) -> None:
         self.lake = Lake(root, catalog_url)
         self.registry = MemoryRegistry()
         self.runners: dict[str, LocalRunner] = {}
@@ -79,11 +79,10 @@ class Pipeline:
 @pytest.mark.skipif(not ACCEPTANCE.is_dir(), reason="../shared/acceptance is not on this machine")
 @pytest.mark.parametrize("case_id", CASES)
 def test_acceptance_case_through_the_local_pipeline(case_id: str, tmp_path: Path) -> None:
-    run_case(case_id, Pipeline(tmp_path / "lake"))
+    _run_case(case_id, Pipeline(tmp_path / "lake"))
 
 
-def run_case(case_id: str, p: Pipeline) -> None:
-    """Run one shared acceptance case through ``p`` and check every step's query."""
+def _run_case(case_id: str, p: Pipeline) -> None:
     mod = _runner_module()
     case = json.loads((ACCEPTANCE / "cases" / f"{case_id}.json").read_text())
     db = None
