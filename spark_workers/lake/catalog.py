@@ -150,12 +150,17 @@ def _is_postgres_url(url: str) -> bool:
 
 class _Con:
     """One backend connection with ``?`` placeholders on both backends (PostgreSQL's are
-    rewritten to ``%s``); ``pid`` is the process that opened it."""
+    rewritten to ``%s``); ``pid`` is the process that opened it. A statement outside a
+    transaction that fails because the link broke (PostgreSQL restarted, connection killed) is
+    run once more on a new connection; inside a transaction the error propagates (nothing was
+    committed) and the next call reconnects."""
 
-    def __init__(self, raw: Any, sql: Any, pid: int) -> None:
-        self.raw = raw
+    def __init__(self, connect: Any, sql: Any, pid: int) -> None:
+        self._connect = connect
+        self.raw = connect()
         self._sql = sql
         self.pid = pid
+        self.in_tx = False
 
     @property
     def closed(self) -> bool:
@@ -163,6 +168,15 @@ class _Con:
 
     def execute(self, text: str, args: Any = ()) -> Any:
         """Run one statement; returns the cursor (``fetchone`` / ``fetchall`` give tuples)."""
+        try:
+            return self._run(text, args)
+        except Exception:
+            if self.in_tx or not self.closed:
+                raise
+        self.raw = self._connect()
+        return self._run(text, args)
+
+    def _run(self, text: str, args: Any) -> Any:
         if not args:
             return self.raw.execute(text)
         return self.raw.execute(self._sql(text), args)
@@ -357,7 +371,7 @@ class Catalog:
         pid = os.getpid()
         con: _Con | None = getattr(self._local, "con", None)
         if con is None or con.pid != pid or con.closed:
-            con = _Con(self._backend.connect(), self._backend.sql, pid)
+            con = _Con(self._backend.connect, self._backend.sql, pid)
             self._local.con = con
         return con
 
@@ -368,6 +382,7 @@ class Catalog:
         existence checks see all committed tables (SQLite: ``BEGIN IMMEDIATE`` besides)."""
         con = self._con()
         con.execute(self._backend.begin)
+        con.in_tx = True
         try:
             con.execute("UPDATE meta SET v = v + 1 WHERE k = 'version'")
             yield con
@@ -375,7 +390,10 @@ class Catalog:
             with contextlib.suppress(Exception):  # a broken link has rolled back already
                 con.execute("ROLLBACK")
             raise
-        con.execute("COMMIT")
+        else:
+            con.execute("COMMIT")
+        finally:
+            con.in_tx = False
 
     def version(self) -> int:
         """Monotonic counter bumped by every catalog change (for caches)."""

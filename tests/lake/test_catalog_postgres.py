@@ -212,6 +212,38 @@ def test_drops_remove_subtables_and_return_storage_tables(make_catalog: Any) -> 
     assert make_catalog().tables("d") == []
 
 
+def test_a_killed_postgres_connection_is_replaced(pg_url: str, tmp_path: Path) -> None:
+    """PostgreSQL restarted or the session killed: reads retry once on a new connection, the next
+    write too; a write whose link breaks inside its transaction fails and commits nothing."""
+    import psycopg
+
+    _pg_reset(pg_url)
+    cat = Catalog(tmp_path / "lake", pg_url)
+    with_schema(cat)
+
+    def kill_sessions() -> None:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+
+    kill_sessions()
+    assert cat.require_table("d", "st").kind == "super"
+    kill_sessions()
+    assert cat.create_table(sub("a", site="x"))
+    version = cat.version()
+    with pytest.raises(psycopg.OperationalError), cat._tx() as con:
+        kill_sessions()
+        con.execute(
+            "INSERT INTO databases (key, name, precision, options, created_ms) "
+            "VALUES ('z', 'z', 'ms', '{}', 0)"
+        )
+    assert cat.database("z") is None
+    assert cat.version() == version
+    assert [r[0] for r in cat.tables("d")] == ["a", "st"]
+
+
 def test_an_invalid_catalog_url_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="TDWEB_CATALOG_URL") as info:
         Catalog(tmp_path, "mysql://host/db")
