@@ -10,6 +10,7 @@ PostgreSQL cases are skipped, saying why, only when that server cannot be reache
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import uuid
@@ -90,7 +91,7 @@ def with_schema(cat: Catalog) -> None:
     cat.create_table(supertable(), now_ms=NOW_MS)
 
 
-def codes_of(fn: Any) -> Code:
+def codes_of(fn: Any) -> int:
     with pytest.raises(CatalogError) as info:
         fn()
     return info.value.code
@@ -272,39 +273,59 @@ def _ddl_worker(args: tuple[int, str, str, Any, Any]) -> None:
         errors.put(f"process {who}: {type(exc).__name__}: {exc}")
 
 
-def test_concurrent_ddl_from_two_processes_loses_nothing_and_duplicates_nothing(
-    pg_url: str, tmp_path: Path
-) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def catalog_url(request: pytest.FixtureRequest) -> str:
+    """ "" (SQLite in the lake) or a PostgreSQL database with an empty catalog schema."""
+    if request.param == "sqlite":
+        return ""
+    url: str = request.getfixturevalue("pg_url")
+    _pg_reset(url)
+    return url
+
+
+def _catalog_rows(root: str, url: str) -> list[tuple[str, int, str]]:
+    """``(key, rows with that key, tag values JSON)`` of database ``c``'s subtables, read from the
+    store itself (not through the catalog's cache)."""
+    query = "SELECT key, count(*), min(tag_values) FROM {}tables WHERE db = 'c' AND kind = 'sub' GROUP BY key"
+    if not url:
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(Path(root) / "_catalog.sqlite")) as con:
+            return con.execute(query.format("")).fetchall()
     import psycopg
 
+    with psycopg.connect(url) as con:
+        return con.execute(query.format(f"{PG_SCHEMA_NAME}.")).fetchall()  # type: ignore[arg-type]
+
+
+def test_concurrent_ddl_from_two_processes_loses_nothing_and_duplicates_nothing(
+    catalog_url: str, tmp_path: Path
+) -> None:
     from spark_workers.lake.store import Lake
     from spark_workers.statements.executor import Executor
     from spark_workers.streams.registry import MemoryRegistry
 
-    _pg_reset(pg_url)
     root = str(tmp_path / "lake")
-    ex = Executor(Lake(root, pg_url), MemoryRegistry())
+    ex = Executor(Lake(root, catalog_url), MemoryRegistry())
     ex.execute_one("create database c")
     ex.execute_one("create table c.st (ts timestamp, v int) tags (k int)")
     ctx = multiprocessing.get_context("spawn")
     barrier, errors = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_ddl_worker, args=((who, root, pg_url, barrier, errors),)) for who in (0, 1)]
+    procs = [
+        ctx.Process(target=_ddl_worker, args=((who, root, catalog_url, barrier, errors),)) for who in (0, 1)
+    ]
     for p in procs:
         p.start()
     for p in procs:
         p.join(timeout=240)
     assert [p.exitcode for p in procs] == [0, 0]
     assert errors.empty(), errors.get()
-    with psycopg.connect(pg_url) as con:
-        rows = con.execute(
-            f"SELECT key, count(*), min(tag_values) FROM {PG_SCHEMA_NAME}.tables "
-            "WHERE db = 'c' AND kind = 'sub' GROUP BY key"
-        ).fetchall()
+    rows = _catalog_rows(root, catalog_url)
     expected = {f"{p}{k}": k for p in ("t", "u") for k in range(N_TABLES)}
     expected |= {f"p{w}_{k}": 100 * (w + 1) + k for w in (0, 1) for k in range(N_TABLES)}
     assert {key: n for key, n, _ in rows} == dict.fromkeys(expected, 1)  # each once, none lost
     assert {key: int(tags.split(":")[1].strip(" }")) for key, _, tags in rows} == expected
-    got = Executor(Lake(root, pg_url), MemoryRegistry()).execute_one(
+    got = Executor(Lake(root, catalog_url), MemoryRegistry()).execute_one(
         "select tbname, v from c.st order by tbname"
     )
     assert sorted(map(tuple, got.rows)) == sorted((f"{p}{k}", k) for p in ("t", "u") for k in range(N_TABLES))
