@@ -2,6 +2,7 @@
 
 Environment variables (README "Configuration"): ``DATABASE_URL`` (default SQLite in var/),
 ``REDIS_URL`` (default redis://127.0.0.1:6379/0), ``TDWEB_LAKE`` (default var/lake),
+``TDWEB_CATALOG_URL`` (default "": SQLite in the lake; ``postgres://...`` for a shared catalog),
 ``SPARK_MASTER`` (default local[*]), ``TDWEB_TIMEZONE`` (default UTC), ``TDWEB_HOST`` /
 ``TDWEB_PORT`` (default 127.0.0.1:8000), ``TDWEB_ADMIN_PASSWORD`` (default taosdata),
 ``TDWEB_SECRET_KEY``, ``TDWEB_DEBUG``, ``TDWEB_STREAM_SLOTS`` (streams per worker, default 32),
@@ -156,6 +157,8 @@ DJANGO_VITE = {
 
 # ---------------------------------------------------------------- tdweb
 TDWEB_LAKE = env.str("TDWEB_LAKE", default=str(VAR_DIR / "lake"))
+# the catalog: "" = SQLite in the lake folder; postgres://... = shared (docs/operations.md)
+TDWEB_CATALOG_URL = env.str("TDWEB_CATALOG_URL", default="")
 TDWEB_TIMEZONE = env.str("TDWEB_TIMEZONE", default="UTC")
 SPARK_MASTER = env.str("SPARK_MASTER", default="local[*]")
 TDWEB_ADMIN_USER = "root"

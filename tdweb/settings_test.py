@@ -11,6 +11,7 @@ import uuid
 from tdweb.settings import *  # noqa: F403
 
 TDWEB_LAKE = os.environ.get("TDWEB_TEST_LAKE") or tempfile.mkdtemp(prefix="tdweb-test-lake-")
+TDWEB_CATALOG_URL = os.environ.get("TDWEB_TEST_CATALOG_URL", "")  # never a deployment's catalog
 REDIS_URL = os.environ.get("TDWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 CELERY_BROKER_URL = REDIS_URL
 CHANNEL_LAYERS = {

@@ -2,9 +2,12 @@
 
 TDengine's model (seed 000/001): a database holds supertables (columns + tags), subtables (a
 supertable's rows for one ``tbname``, carrying tag values) and normal tables; table names are
-unique inside a database. The catalog lives in the lake folder (``<lake>/_catalog.sqlite``) so
-``spark_workers`` never needs Django; SQLite gives multi-process transactions on one machine
-(see docs/decisions.md, "catalog").
+unique inside a database. The catalog lives in the lake folder (``<lake>/_catalog.sqlite``, the
+embedded default: SQLite gives multi-process transactions on one machine, see docs/decisions.md,
+"catalog") or, when a ``postgres://`` URL is given (``TDWEB_CATALOG_URL``), in PostgreSQL schema
+``tdweb_catalog`` that every host reaches (docs/operations.md, "Shared catalog"). Both backends run
+the same statements under the same transaction rule: every change serialises on the ``meta``
+version row, so concurrent DDL from several hosts loses no table and creates none twice.
 
 Names are case-insensitive (TDengine lower-cases unquoted identifiers); they are stored as
 written and compared lower-cased.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -50,6 +54,136 @@ CREATE TABLE IF NOT EXISTS tables (
     created_ms INTEGER NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT, PRIMARY KEY (db, key));
 CREATE INDEX IF NOT EXISTS tables_by_stable ON tables (db, stable_key);
 """
+PG_SCHEMA_NAME = "tdweb_catalog"
+_PG_LOCK_KEY = 0x7464_6362  # pg_advisory_xact_lock key serialising schema creation ("tdcb")
+_PG_SCHEMA = f"""
+CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA_NAME};
+CREATE TABLE IF NOT EXISTS {PG_SCHEMA_NAME}.meta (k TEXT PRIMARY KEY, v BIGINT NOT NULL);
+INSERT INTO {PG_SCHEMA_NAME}.meta (k, v) VALUES ('version', 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS {PG_SCHEMA_NAME}.databases (
+    key TEXT PRIMARY KEY, name TEXT NOT NULL, precision TEXT NOT NULL, options TEXT NOT NULL,
+    created_ms BIGINT NOT NULL, owner TEXT);
+CREATE TABLE IF NOT EXISTS {PG_SCHEMA_NAME}.tables (
+    db TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('super', 'sub', 'normal')),
+    stable_key TEXT, columns TEXT, tags TEXT, tag_values TEXT, comment TEXT,
+    created_ms BIGINT NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT, PRIMARY KEY (db, key));
+CREATE INDEX IF NOT EXISTS tables_by_stable ON {PG_SCHEMA_NAME}.tables (db, stable_key)
+"""
+
+
+class _SqliteBackend:
+    """The embedded catalog: ``<root>/_catalog.sqlite`` (WAL; writers take SQLite's write lock
+    with ``BEGIN IMMEDIATE``)."""
+
+    begin = "BEGIN IMMEDIATE"
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / "_catalog.sqlite"
+        self.url = ""
+
+    def connect(self) -> Any:
+        con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        return con
+
+    @staticmethod
+    def sql(text: str) -> str:
+        return text
+
+    def setup(self, con: Any) -> None:
+        """Create the tables (idempotent) and bring an older tdweb's catalog up to date."""
+        con.executescript(_SCHEMA)
+        cols = {r[1] for r in con.execute("PRAGMA table_info(databases)").fetchall()}
+        if "owner" not in cols:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                con.execute("ALTER TABLE databases ADD COLUMN owner TEXT")
+        tcols = {r[1] for r in con.execute("PRAGMA table_info(tables)").fetchall()}
+        for name, decl in (("virtual", "INTEGER NOT NULL DEFAULT 0"), ("refs", "TEXT")):
+            if name not in tcols:  # virtual tables (TDengine 3.3.6+)
+                with contextlib.suppress(sqlite3.OperationalError):
+                    con.execute(f"ALTER TABLE tables ADD COLUMN {name} {decl}")
+
+
+class _PostgresBackend:
+    """The shared catalog: schema ``tdweb_catalog`` of the PostgreSQL database at ``url``
+    (autocommit connections; a write transaction is READ COMMITTED and serialised by the row
+    lock its first statement takes on ``meta``)."""
+
+    begin = "BEGIN"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path = None
+
+    def connect(self) -> Any:
+        import psycopg  # only a deployment with a PostgreSQL catalog needs the driver
+
+        return psycopg.connect(
+            self.url, autocommit=True, connect_timeout=10, options=f"-c search_path={PG_SCHEMA_NAME}"
+        )
+
+    @staticmethod
+    def sql(text: str) -> str:
+        return text.replace("?", "%s")
+
+    def setup(self, con: Any) -> None:
+        """Create schema and tables once, even when several hosts start together (concurrent
+        ``CREATE ... IF NOT EXISTS`` can collide in PostgreSQL's own catalog: an advisory lock
+        serialises them)."""
+        con.execute("BEGIN")
+        try:
+            con.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_LOCK_KEY,))
+            for stmt in _PG_SCHEMA.split(";"):
+                con.execute(stmt)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
+def _is_postgres_url(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in ("postgres", "postgresql")
+
+
+class _Con:
+    """One backend connection with ``?`` placeholders on both backends (PostgreSQL's are
+    rewritten to ``%s``); ``pid`` is the process that opened it. A statement outside a
+    transaction that fails because the link broke (PostgreSQL restarted, connection killed) is
+    run once more on a new connection; inside a transaction the error propagates (nothing was
+    committed) and the next call reconnects."""
+
+    def __init__(self, connect: Any, sql: Any, pid: int) -> None:
+        self._connect = connect
+        self.raw = connect()
+        self._sql = sql
+        self.pid = pid
+        self.in_tx = False
+
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self.raw, "closed", False))
+
+    def execute(self, text: str, args: Any = ()) -> Any:
+        """Run one statement; returns the cursor (``fetchone`` / ``fetchall`` give tuples)."""
+        try:
+            return self._run(text, args)
+        except Exception:
+            if self.in_tx or not self.closed:
+                raise
+        self.raw = self._connect()
+        return self._run(text, args)
+
+    def _run(self, text: str, args: Any) -> Any:
+        if not args:
+            return self.raw.execute(text)
+        return self.raw.execute(self._sql(text), args)
+
+    def executemany(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run one statement for every parameter tuple of ``rows``."""
+        self.raw.cursor().executemany(self._sql(text), rows)
 
 
 @dataclass(frozen=True)
@@ -198,19 +332,33 @@ class Table:
 
 
 class Catalog:
-    """Catalog store over SQLite; safe for several processes and threads.
+    """Catalog store over SQLite (embedded) or PostgreSQL (shared); safe for several processes,
+    threads and hosts, with the same API and semantics on both backends.
 
     Args:
-        root: the lake folder; the catalog file is ``<root>/_catalog.sqlite``.
+        root: the lake folder; the SQLite catalog file is ``<root>/_catalog.sqlite``.
+        url: ``TDWEB_CATALOG_URL``: empty / None for the SQLite file, or a
+            ``postgres://user:password@host:port/dbname`` (``postgresql://``) URL; the schema
+            ``tdweb_catalog`` is created there on first use.
+
+    Raises:
+        CatalogError: INVALID_OPERATION when ``url`` is neither empty nor a PostgreSQL URL.
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, url: str | None = None) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.path = self.root / "_catalog.sqlite"
+        if url and not _is_postgres_url(url):
+            raise CatalogError(
+                "TDWEB_CATALOG_URL must be empty (SQLite in the lake) or a postgres:// URL",
+                code=Code.INVALID_OPERATION,
+            )
+        self._backend: _SqliteBackend | _PostgresBackend = (
+            _PostgresBackend(url) if url else _SqliteBackend(self.root)
+        )
+        self.path = self._backend.path
+        self.url = self._backend.url
         self._local = threading.local()
-        self._con().executescript(_SCHEMA)
-        self._migrate()
+        self._backend.setup(self._con().raw)
         self._cache_version = -1
         self._tables_cache: dict[tuple[str, str], Table | None] = {}
         self._db_cache: dict[str, Database | None] = {}
@@ -218,40 +366,34 @@ class Catalog:
         self._cache_lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
-    def _con(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
+    def _con(self) -> _Con:
+        """This thread's connection (a new one after a fork or a broken PostgreSQL link)."""
+        pid = os.getpid()
+        con: _Con | None = getattr(self._local, "con", None)
+        if con is None or con.pid != pid or con.closed:
+            con = _Con(self._backend.connect, self._backend.sql, pid)
             self._local.con = con
         return con
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> Iterator[_Con]:
+        """A write transaction. Its first statement bumps the version row, which locks it: every
+        catalog change, from any process or host, runs after the previous one committed, so its
+        existence checks see all committed tables (SQLite: ``BEGIN IMMEDIATE`` besides)."""
         con = self._con()
-        con.execute("BEGIN IMMEDIATE")
+        con.execute(self._backend.begin)
+        con.in_tx = True
         try:
+            con.execute("UPDATE meta SET v = v + 1 WHERE k = 'version'")
             yield con
         except BaseException:
-            con.execute("ROLLBACK")
+            with contextlib.suppress(Exception):  # a broken link has rolled back already
+                con.execute("ROLLBACK")
             raise
         else:
-            con.execute("UPDATE meta SET v = v + 1 WHERE k = 'version'")
             con.execute("COMMIT")
-
-    def _migrate(self) -> None:
-        """Bring a catalog written by an older tdweb up to the current schema."""
-        con = self._con()
-        cols = {r[1] for r in con.execute("PRAGMA table_info(databases)").fetchall()}
-        if "owner" not in cols:
-            with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
-                con.execute("ALTER TABLE databases ADD COLUMN owner TEXT")
-        tcols = {r[1] for r in con.execute("PRAGMA table_info(tables)").fetchall()}
-        for name, decl in (("virtual", "INTEGER NOT NULL DEFAULT 0"), ("refs", "TEXT")):
-            if name not in tcols:  # virtual tables (TDengine 3.3.6+)
-                with contextlib.suppress(sqlite3.OperationalError):
-                    con.execute(f"ALTER TABLE tables ADD COLUMN {name} {decl}")
+        finally:
+            con.in_tx = False
 
     def version(self) -> int:
         """Monotonic counter bumped by every catalog change (for caches)."""
@@ -399,34 +541,46 @@ class Catalog:
     def create_subtables(self, tables: list[Table], *, now_ms: int = 0) -> int:
         """Add many subtables in one transaction, skipping names that exist as subtables of the
         same supertable; returns how many were created. Used by ingestion with auto-create."""
-        created = 0
         with self._tx() as con:
+            known = self._kinds(con, [(t.db.lower(), t.name.lower()) for t in tables])
+            fresh: list[tuple[Any, ...]] = []
             for t in tables:
-                row = con.execute(
-                    "SELECT kind, stable_key FROM tables WHERE db = ? AND key = ?",
-                    (t.db.lower(), t.name.lower()),
-                ).fetchone()
-                if row:
-                    if row[0] != "sub" or row[1] != (t.stable or "").lower():
+                key, skey = (t.db.lower(), t.name.lower()), (t.stable or "").lower()
+                row = known.get(key)
+                if row is not None:
+                    if row != ("sub", skey):
                         raise CatalogError(
                             f"table {t.name} already exists and is not a subtable of {t.stable}",
                             code=Code.TABLE_ALREADY_EXIST,
                         )
                     continue
-                con.execute(
+                known[key] = ("sub", skey)
+                fresh.append((*key, t.name, skey, json.dumps(t.tag_values, default=str), now_ms))
+            if fresh:  # one batch (psycopg pipelines it): two round trips for any number of tables
+                con.executemany(
                     f"INSERT INTO tables ({_TABLE_COLUMNS}) "
                     "VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?, 0, NULL)",
-                    (
-                        t.db.lower(),
-                        t.name.lower(),
-                        t.name,
-                        (t.stable or "").lower(),
-                        json.dumps(t.tag_values, default=str),
-                        now_ms,
-                    ),
+                    fresh,
                 )
-                created += 1
-        return created
+        return len(fresh)
+
+    @staticmethod
+    def _kinds(con: _Con, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """``(kind, stable key)`` of the existing tables among ``(db, key)`` pairs, in chunks of
+        500 names (inside the caller's transaction)."""
+        out: dict[tuple[str, str], tuple[str, str]] = {}
+        for db in {d for d, _ in keys}:
+            names = sorted({k for d, k in keys if d == db})
+            for i in range(0, len(names), 500):
+                chunk = names[i : i + 500]
+                rows = con.execute(
+                    "SELECT key, kind, stable_key FROM tables WHERE db = ? AND key IN ({})".format(
+                        ",".join("?" * len(chunk))
+                    ),
+                    [db, *chunk],
+                ).fetchall()
+                out.update({(db, r[0]): (r[1], r[2] or "") for r in rows})
+        return out
 
     def drop_table(self, db: str, name: str) -> Table | None:
         """Remove a table (a supertable with its subtables); returns what was removed."""
@@ -441,7 +595,7 @@ class Catalog:
                 con.execute("DELETE FROM tables WHERE db = ? AND stable_key = ?", (db.lower(), name.lower()))
         return t
 
-    def _row_table(self, row: sqlite3.Row | tuple[Any, ...], stable: Table | None = None) -> Table:
+    def _row_table(self, row: tuple[Any, ...], stable: Table | None = None) -> Table:
         db, _key, name, kind, _stable_key, columns, tags, tag_values, comment, _created, virtual, refs = row
         ref_map = {k: ColumnRef.from_json(v) for k, v in json.loads(refs or "{}").items()}
         if kind == "sub":

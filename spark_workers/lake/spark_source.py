@@ -36,13 +36,16 @@ from spark_workers.lake.changes import (
 )
 from spark_workers.lake.store import Lake
 
-_LAKES: dict[str, Lake] = {}
+_LAKES: dict[tuple[str, str], Lake] = {}
 
 
-def _lake(root: str) -> Lake:
-    lake = _LAKES.get(root)
+def _lake(options: Any) -> Lake:
+    """The lake of the source options ``lake`` (root) and ``catalog`` (``TDWEB_CATALOG_URL``,
+    "" for the SQLite catalog in the lake), one per process (executors included)."""
+    key = (str(options["lake"]), str(options.get("catalog") or ""))
+    lake = _LAKES.get(key)
     if lake is None:
-        lake = _LAKES[root] = Lake(root)
+        lake = _LAKES[key] = Lake(key[0], key[1] or None)
     return lake
 
 
@@ -64,9 +67,7 @@ class TdLakeStreamReader(DataSourceStreamReader):
         self.transform = transform
 
     def _reader(self) -> ChangeReader:
-        return ChangeReader(
-            _lake(self.opts["lake"]), self.opts["db"], self.opts["table"], _members(self.opts)
-        )
+        return ChangeReader(_lake(self.opts), self.opts["db"], self.opts["table"], _members(self.opts))
 
     def initialOffset(self) -> dict[str, int]:
         hv = self.opts.get("history_version") or ""
@@ -120,7 +121,7 @@ class TdLakeSource(DataSource):
         if self.transform_schema is not None:
             return from_arrow_schema(self.transform_schema)
         reader = ChangeReader(
-            _lake(self.options["lake"]), self.options["db"], self.options["table"], _members(self.options)
+            _lake(self.options), self.options["db"], self.options["table"], _members(self.options)
         )
         return from_arrow_schema(reader.schema())
 

@@ -162,15 +162,17 @@ class Lake:
 
     Args:
         root: lake folder (``TDWEB_LAKE``); created if missing.
+        catalog_url: ``TDWEB_CATALOG_URL``: empty / None for the SQLite catalog in the lake
+            folder, or a ``postgres://`` URL of the shared catalog (``Catalog``).
 
     Thread-safe; several processes may use the same root (writes to one table are serialised
-    with a lock file; the catalog uses SQLite transactions).
+    with a lock file; the catalog uses SQLite or PostgreSQL transactions).
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, catalog_url: str | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(self.root)
+        self.catalog = Catalog(self.root, catalog_url)
         self._tables: dict[str, tuple[DeltaTable, tuple[int, int] | None]] = {}
         self._lock = threading.Lock()
         self._thread_locks: dict[str, threading.Lock] = {}

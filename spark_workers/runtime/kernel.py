@@ -50,6 +50,7 @@ class KernelConfig:
 
     Attributes:
         lake_root: the lake folder (recalculation reads snapshots from it).
+        catalog_url: the lake's catalog (``TDWEB_CATALOG_URL``; "" for SQLite in the lake).
         db, table: the source storage table; ``tbname_filter`` when the source is a subtable.
         tz: server time zone for the stage-1 SQL.
         precision: the source database's precision (ms, us, ns).
@@ -83,6 +84,7 @@ class KernelConfig:
     input_types: tuple[tuple[str, pa.DataType], ...]
     premerge: bool = False
     ignore_delete: bool = False
+    catalog_url: str = ""
 
     def engine(self) -> Engine:
         return make_engine(self.shape, list(self.aggs), self.rules)
@@ -152,7 +154,7 @@ class Kernel:
         if self._lake is None:
             from spark_workers.lake.store import Lake
 
-            self._lake = Lake(self.cfg.lake_root)
+            self._lake = Lake(self.cfg.lake_root, self.cfg.catalog_url or None)
         return self._lake
 
     def recalc_reader(self, version: int) -> Any:

@@ -17,8 +17,9 @@ from spark_workers.streams.spec import V337
 META = ("_ct", "_cv", "_seq", "_hist", "_bv", "_at")
 
 
-def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
-    """The picklable kernel settings of a compiled stream."""
+def kernel_config(c: CompiledStream, lake_root: str, tz: str, catalog_url: str = "") -> KernelConfig:
+    """The picklable kernel settings of a compiled stream (``catalog_url``: the lake's catalog,
+    ``TDWEB_CATALOG_URL``, "" for SQLite in the lake)."""
     groups = c.plan.groups
     by_tbname = (
         len(groups) == 1
@@ -27,6 +28,7 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str) -> KernelConfig:
     )
     cfg = KernelConfig(
         lake_root=str(lake_root),
+        catalog_url=catalog_url,
         db=c.source.db.name,
         table=c.source.storage.name,
         tbname_filter=c.source.tbname_filter,

@@ -106,15 +106,16 @@ def build_stream_frame(
     ignore_until: int | None = None,
     buckets: int = DEFAULT_BUCKETS,
     stream_key: str = "",
+    catalog_url: str = "",
 ) -> tuple[DataFrame, KernelConfig | None]:
     """The streaming DataFrame of kernel output rows, and the kernel config (the source is
     registered under the stream's own name when ``stream_key`` is given). A stream without a window
     has no kernel (config None): its frame is stage 1, which the sink writes as it is."""
     if c.plan.projection:
         return _source_frame(
-            spark, c, lake_root, tz, start_version, history_version, ignore_until, stream_key
+            spark, c, (lake_root, catalog_url), tz, start_version, history_version, ignore_until, stream_key
         ), None
-    cfg = kernel_config(c, lake_root, tz)
+    cfg = kernel_config(c, lake_root, tz, catalog_url)
     pipeline = None
     items: pa.Schema | None = None
     from spark_workers.lake.changes import ChangeReader
@@ -122,16 +123,19 @@ def build_stream_frame(
 
     # a virtual table's members are fixed when the task starts (seed 000: "sub-tables that are
     # added after the stream computing task starts will not participate")
-    members = task_members(Lake(lake_root), c)
+    lake = Lake(lake_root, catalog_url or None)
+    members = task_members(lake, c)
     if cfg.premerge:
         # stage 1 and partial aggregates where the rows are read: the JVM sees items only
         pipeline = SourcePipeline(cfg, stage1_duckdb(c, tz))
         reader = ChangeReader(
-            Lake(lake_root), c.source.db.name, c.source.table.name, members, align=not c.rules.ignore_update
+            lake, c.source.db.name, c.source.table.name, members, align=not c.rules.ignore_update
         )
         items = pipeline.schema(reader.schema())
     fmt = source_format(spark, stream_key or "default", pipeline, items)
-    src = _read_source(spark, fmt, c, lake_root, start_version, history_version, ignore_until, members)
+    src = _read_source(
+        spark, fmt, c, (lake_root, catalog_url), start_version, history_version, ignore_until, members
+    )
     if pipeline is None:
         cond, exprs = stage1_spark(c, tz)
         if cond is not None:
@@ -156,17 +160,19 @@ def _read_source(
     spark: SparkSession,
     fmt: str,
     c: CompiledStream,
-    lake_root: str,
+    lake: tuple[str, str],
     start_version: int,
     history_version: int | None,
     ignore_until: int | None,
     members: list[str] | None = None,
 ) -> DataFrame:
-    """The stream's rows from the ``tdlake`` source registered as ``fmt`` (``members``: the
-    virtual child tables of a virtual supertable source, ``task_members``)."""
+    """The stream's rows from the ``tdlake`` source registered as ``fmt`` (``lake``: root and
+    catalog URL; ``members``: the virtual child tables of a virtual supertable source,
+    ``task_members``)."""
     return (
         spark.readStream.format(fmt)
-        .option("lake", str(lake_root))
+        .option("lake", str(lake[0]))
+        .option("catalog", lake[1])
         .option("db", c.source.db.name)
         .option("table", c.source.table.name)
         .option("members", "" if members is None else ",".join(members))
@@ -181,7 +187,7 @@ def _read_source(
 def _source_frame(
     spark: SparkSession,
     c: CompiledStream,
-    lake_root: str,
+    lake: tuple[str, str],
     tz: str,
     start_version: int,
     history_version: int | None,
@@ -191,7 +197,7 @@ def _source_frame(
     """Stage 1 of a stream without a window in Spark SQL (WHERE, the select items ``_i<k>``, the
     partition values, ``_ts`` and the change-feed columns): what its sink writes."""
     fmt = source_format(spark, stream_key or "default")
-    src = _read_source(spark, fmt, c, lake_root, start_version, history_version, ignore_until)
+    src = _read_source(spark, fmt, c, lake, start_version, history_version, ignore_until)
     cond, exprs = stage1_spark(c, tz)
     if cond is not None:
         src = src.where(cond)
@@ -221,9 +227,11 @@ def start_query(
     ignore_until: int | None = None,
     buckets: int = DEFAULT_BUCKETS,
     trigger: str | None = None,
+    catalog_url: str = "",
 ) -> StreamingQuery:
     """Start the query; ``sink.process`` runs for every micro-batch (idempotent on batch id);
-    ``trigger`` is the processing-time trigger (default: :func:`trigger_interval`)."""
+    ``trigger`` is the processing-time trigger (default: :func:`trigger_interval`);
+    ``catalog_url`` is the lake's catalog (``TDWEB_CATALOG_URL``, "" for SQLite in the lake)."""
     frame, _cfg = build_stream_frame(
         spark,
         c,
@@ -234,6 +242,7 @@ def start_query(
         ignore_until=ignore_until,
         buckets=buckets,
         stream_key=stream_key,
+        catalog_url=catalog_url,
     )
 
     def each_batch(df: DataFrame, batch_id: int) -> None:

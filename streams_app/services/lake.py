@@ -12,13 +12,14 @@ from spark_workers.limits import Limits, configure_limits
 
 
 @lru_cache(maxsize=4)
-def _lake(root: str) -> Lake:
-    return Lake(root)
+def _lake(root: str, catalog_url: str) -> Lake:
+    return Lake(root, catalog_url)
 
 
 def lake_get() -> Lake:
-    """The lake at ``TDWEB_LAKE`` (one instance per process)."""
-    return _lake(str(settings.TDWEB_LAKE))
+    """The lake at ``TDWEB_LAKE`` with its catalog at ``TDWEB_CATALOG_URL`` (one instance per
+    process)."""
+    return _lake(str(settings.TDWEB_LAKE), str(settings.TDWEB_CATALOG_URL or ""))
 
 
 def sql_limits_configure() -> None:

@@ -162,6 +162,7 @@ def _run_once(
         history_version=stream.history_version,
         ignore_until=stream.ignore_until_version,
         buckets=settings.TDWEB_STREAM_BUCKETS,
+        catalog_url=lake.catalog.url,
     )
     catching_up = stream.history_version is not None and stream.last_batch_id is None
     stream_set_status(

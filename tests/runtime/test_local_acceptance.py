@@ -60,8 +60,8 @@ def _runner_module():  # type: ignore[no-untyped-def]
 class Pipeline:
     """An executor plus one LocalRunner per created stream, polled after every statement."""
 
-    def __init__(self, root: Path) -> None:
-        self.lake = Lake(root)
+    def __init__(self, root: Path | str, catalog_url: str | None = None) -> None:
+        self.lake = Lake(root, catalog_url)
         self.registry = MemoryRegistry()
         self.runners: dict[str, LocalRunner] = {}
 
@@ -79,9 +79,12 @@ class Pipeline:
 @pytest.mark.skipif(not ACCEPTANCE.is_dir(), reason="../shared/acceptance is not on this machine")
 @pytest.mark.parametrize("case_id", CASES)
 def test_acceptance_case_through_the_local_pipeline(case_id: str, tmp_path: Path) -> None:
+    _run_case(case_id, Pipeline(tmp_path / "lake"))
+
+
+def _run_case(case_id: str, p: Pipeline) -> None:
     mod = _runner_module()
     case = json.loads((ACCEPTANCE / "cases" / f"{case_id}.json").read_text())
-    p = Pipeline(tmp_path / "lake")
     db = None
     for stmt in case["setup"]:
         p.sql(stmt, db)

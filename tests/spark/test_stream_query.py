@@ -35,8 +35,8 @@ def spark():  # type: ignore[no-untyped-def]
 
 
 class Env:
-    def __init__(self, root: Path) -> None:
-        self.lake = Lake(root)
+    def __init__(self, root: Path, catalog_url: str | None = None) -> None:
+        self.lake = Lake(root, catalog_url)
         self.reg = MemoryRegistry()
         self.ex = Executor(self.lake, self.reg, tz="UTC")
         self.queries: list = []
@@ -63,6 +63,7 @@ class Env:
             history_version=hv,
             buckets=4,
             trigger="200 milliseconds",
+            catalog_url=self.lake.catalog.url,
         )
         self.queries.append(q)
         return q
