@@ -64,9 +64,7 @@ class LocalRunner:
         )
         self.offset = initial_offset(start_version, history_version)
         # a stream without a window runs no kernel: its stage-1 rows go to the sink
-        self.kernel = (
-            None if compiled.plan.projection else Kernel(kernel_config(compiled, str(lake.root), tz))
-        )
+        self.kernel = None if compiled.plan.projection else Kernel(kernel_config(compiled, lake.uri, tz))
         self.sink = OutputSink(compiled, lake, stream_key=stream_key, tz=tz, sender=sender, progress=progress)
         self.states: dict[int, bytes] = {}
         self.ignore_until = ignore_until
