@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
 
 from spark_workers.lake import location
@@ -153,3 +154,37 @@ def test_sql_statements_on_an_s3_lake(s3_server, tmp_path) -> None:
     assert [list(r) for r in rs.rows] == [["m1", 1000, 1, "n"], ["m1", 2000, 20, "n"], ["m2", 1000, 10, "s"]]
     sums = ex.execute_one("select site, sum(v) from m group by site order by site")
     assert sums.rows == [["n", 21], ["s", 10]]
+
+
+def test_a_commit_on_a_stale_snapshot_is_refused_on_s3(s3_server, tmp_path) -> None:
+    """The protocol the retries rely on: a writer whose snapshot is behind cannot create the
+    version another writer already created (conditional put of the log entry); it gets
+    CommitFailedError and the log keeps the winner's commit."""
+    from deltalake import CommitProperties, write_deltalake
+    from deltalake.exceptions import CommitFailedError
+
+    lake = Lake(s3_server.fresh_uri(), local_dir=tmp_path)
+    db, st = _make(lake)
+    uri, opts = lake.table_uri("d", "st"), lake.storage_options
+    stale, winner = DeltaTable(uri, storage_options=opts), DeltaTable(uri, storage_options=opts)
+    rows_a = _stored(lake, db, st, _batch(1, 0))
+    write_deltalake(winner, rows_a, mode="append", commit_properties=CommitProperties(max_commit_retries=0))
+    with pytest.raises(CommitFailedError):
+        write_deltalake(
+            stale,
+            _stored(lake, db, st, _batch(2, 0)),
+            mode="append",
+            commit_properties=CommitProperties(max_commit_retries=0),
+        )
+    after = DeltaTable(uri, storage_options=opts)
+    assert after.version() == 1
+    assert lake.read(db, st).num_rows == rows_a.num_rows
+    # through the lake, the loser's rows land on top of the winner's, once
+    assert lake.write(db, st, _batch(2, 0)).version == 2
+    assert lake.read(db, st).num_rows == 2 * (OWN_ROWS + SHARED_ROWS) - SHARED_ROWS
+
+
+def _stored(lake: Lake, db: Database, st: Table, data: pa.Table) -> pa.Table:
+    from spark_workers.lake.store import to_storage
+
+    return to_storage(lake._complete(db, st, data), db, st.columns)
