@@ -12,6 +12,7 @@ Environment variables (README "Configuration"): ``DATABASE_URL`` (default SQLite
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import environ
@@ -156,9 +157,13 @@ DJANGO_VITE = {
 }
 
 # ---------------------------------------------------------------- tdweb
+# a local folder or an object-store URL (s3://bucket/prefix, credentials from AWS_*); a remote lake
+# keeps its local parts (SQLite catalog, stream checkpoints) under TDWEB_VAR/lake-local, which the
+# lake code and Spark's Python workers find through the environment
 TDWEB_LAKE = env.str("TDWEB_LAKE", default=str(VAR_DIR / "lake"))
 # the catalog: "" = SQLite in the lake folder; postgres://... = shared (docs/operations.md)
 TDWEB_CATALOG_URL = env.str("TDWEB_CATALOG_URL", default="")
+os.environ.setdefault("TDWEB_VAR", str(VAR_DIR))
 TDWEB_TIMEZONE = env.str("TDWEB_TIMEZONE", default="UTC")
 SPARK_MASTER = env.str("SPARK_MASTER", default="local[*]")
 TDWEB_ADMIN_USER = "root"

@@ -233,7 +233,7 @@ class VirtualChangeReader(ChangeReader):
         sdb, st, _ = self.parts[part]
         dt = self.lake.delta(sdb.name, st.name)
         latest = int(dt.version())
-        key = (str(self.lake.root), sdb.name.lower(), st.name.lower())
+        key = (self.lake.uri, sdb.name.lower(), st.name.lower())
         known = _COMMITS.get(key, [])
         have = known[-1][0] if known else -1
         if latest < have:  # the table was dropped and created again

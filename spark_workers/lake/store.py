@@ -20,25 +20,28 @@ form"); in storage they are ``timestamp[us, UTC]`` (int64 ns for ns databases).
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
-import shutil
+import posixpath
+import random
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError
 
 from spark_workers.errors import Code, LakeError
+from spark_workers.lake import location
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.keys import key_column, row_key
 from spark_workers.lake.names import storage_key
@@ -48,6 +51,16 @@ log = logging.getLogger(__name__)
 CDF_CONFIG = {"delta.enableChangeDataFeed": "true"}
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _US_PER = {"ms": 1000, "us": 1}
+_FIRST_COMMIT = "00000000000000000000.json"
+_COMMIT_ATTEMPTS = 12
+_T = TypeVar("_T")
+
+
+def _lost_race(e: Exception) -> bool:
+    """True when a delta-rs error says another writer committed the version first (its text:
+    "version ... already exists" / "Transaction failed" / "concurrent")."""
+    text = str(e).lower()
+    return "already exists" in text or "concurrent" in text or "transaction failed" in text
 
 
 @dataclass(frozen=True)
@@ -158,79 +171,118 @@ def dedupe_last(data: pa.Table, ts_name: str, key_name: str | None = None) -> pa
 
 
 class Lake:
-    """The lake: catalog plus Delta tables under one root folder.
+    """The lake: catalog plus Delta tables under one root, a local folder or an object-store URL
+    (:mod:`spark_workers.lake.location`).
 
     Args:
-        root: lake folder (``TDWEB_LAKE``); created if missing.
-        catalog_url: ``TDWEB_CATALOG_URL``: empty / None for the SQLite catalog in the lake
-            folder, or a ``postgres://`` URL of the shared catalog (``Catalog``).
+        root: ``TDWEB_LAKE``: a folder (created if missing) or ``s3://bucket/prefix`` etc.
+        catalog_url: ``TDWEB_CATALOG_URL``: empty / None for the SQLite catalog in the lake's
+            local folder, or a ``postgres://`` URL of the shared catalog (``Catalog``).
+        local_dir: for a remote lake, the ``TDWEB_VAR`` folder under which its local folder
+            (SQLite catalog, stream checkpoints) lives; default ``$TDWEB_VAR``.
 
-    Thread-safe; several processes may use the same root (writes to one table are serialised
-    with a lock file; the catalog uses SQLite or PostgreSQL transactions).
+    Attributes:
+        uri: the lake's URI (absolute path for a local lake); tables are ``<uri>/<db>/<table>``.
+        root: the local folder: the lake folder itself, or ``location.local_root`` when remote.
+
+    Thread-safe; several processes on several hosts may write the same tables: a commit that
+    lost the race to another writer is retried on the new snapshot (Delta optimistic
+    concurrency, :meth:`_committing`); no lock files. The catalog uses SQLite or PostgreSQL transactions.
     """
 
-    def __init__(self, root: str | Path, catalog_url: str | None = None) -> None:
-        self.root = Path(root)
+    def __init__(
+        self, root: str | Path, catalog_url: str | None = None, *, local_dir: str | Path | None = None
+    ) -> None:
+        self.uri = location.normalize(root)
+        self.remote = location.is_remote(self.uri)
+        self.root = location.local_root(self.uri, local_dir)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.storage_options = location.storage_options(self.uri)
+        self.fs, self._fs_base = location.filesystem(self.uri)
         self.catalog = Catalog(self.root, catalog_url)
         self._tables: dict[str, tuple[DeltaTable, tuple[int, int] | None]] = {}
         self._lock = threading.Lock()
         self._thread_locks: dict[str, threading.Lock] = {}
+        self.commit_retries = 0  # commits retried after losing to another writer (all tables)
 
     # ------------------------------------------------------------------ paths and handles
-    def database_path(self, db: str) -> Path:
-        """Folder of a database's tables: ``<root>/<storage key of db>``.
+    def database_uri(self, db: str) -> str:
+        """Location of a database's tables: ``<uri>/<storage key of db>``.
 
         Raises:
-            LakeError: the path would not lie strictly under the lake root, or would be one of
-                the lake's own ``_`` entries (catalog, stream checkpoints); nothing is touched.
+            LakeError: the location would not lie strictly under the lake root, or would be one
+                of the lake's own ``_`` entries (catalog, stream checkpoints); nothing is touched.
         """
-        return self._contained(self._keyed(self.root, db))
+        return self._contained(self._keyed(self.uri, db))
+
+    def table_uri(self, db: str, storage: str) -> str:
+        """Location of the Delta table holding ``storage`` rows: ``<uri>/<db key>/<table key>``
+        (keys from :func:`spark_workers.lake.names.storage_key`; checked as ``database_uri``)."""
+        return self._contained(self._keyed(self.database_uri(db), storage))
+
+    def database_path(self, db: str) -> Path:
+        """:meth:`database_uri` as a Path (local lakes; used by tests and tools)."""
+        return Path(self.database_uri(db))
 
     def table_path(self, db: str, storage: str) -> Path:
-        """Folder of the Delta table holding ``storage`` rows: ``<root>/<db key>/<table key>``
-        (keys from :func:`spark_workers.lake.names.storage_key`; checked as ``database_path``)."""
-        return self._contained(self._keyed(self.database_path(db), storage))
+        """:meth:`table_uri` as a Path (local lakes; used by tests and tools)."""
+        return Path(self.table_uri(db, storage))
 
-    @staticmethod
-    def _keyed(parent: Path, name: str) -> Path:
+    def _fs_path(self, uri: str) -> str:
+        """A location under the lake -> its path in ``self.fs``."""
+        return self._fs_base + uri[len(self.uri) :]
+
+    def _is_dir(self, uri: str) -> bool:
+        return bool(self.fs.get_file_info(self._fs_path(uri)).type == pafs.FileType.Directory)
+
+    def _keyed(self, parent: str, name: str) -> str:
         """``parent/<storage key of name>``; a folder an older tdweb made under the lower-cased
         name itself is kept (no data is lost) when that name is a single, ordinary path component
         and no folder under the new key exists."""
-        path = parent / storage_key(name)
+        key = storage_key(name)
+        path = location.join(parent, key)
         legacy = name.lower()
         if (
-            path.name != legacy
-            and not path.exists()
+            key != legacy
             and legacy not in (".", "..")
             and "/" not in legacy
             and os.sep not in legacy
             and "\x00" not in legacy
-            and (parent / legacy).is_dir()
+            and not self._is_dir(path)
+            and self._is_dir(location.join(parent, legacy))
         ):
-            return parent / legacy
+            return location.join(parent, legacy)
         return path
 
-    def _contained(self, path: Path) -> Path:
-        """``path`` if it resolves strictly under the lake root and outside its ``_`` entries."""
-        root = os.path.realpath(self.root)
-        real = os.path.realpath(path)
-        rel = os.path.relpath(real, root)
-        if rel == "." or rel.startswith("..") or os.path.isabs(rel) or rel.split(os.sep)[0].startswith("_"):
-            log.error("refused storage path %s: outside the lake's data folders", path)
+    def _contained(self, path: str | Path) -> str:
+        """``path`` if it lies strictly under the lake root and outside its ``_`` entries (local
+        lakes: after resolving links)."""
+        text = str(path)
+        if self.remote:
+            inside = text.startswith(self.uri + "/")
+            rel = posixpath.normpath(text[len(self.uri) + 1 :]) if inside else ".."
+            sep = "/"
+        else:
+            rel = os.path.relpath(os.path.realpath(text), os.path.realpath(self.uri))
+            sep = os.sep
+        if rel == "." or rel.startswith("..") or os.path.isabs(rel) or rel.split(sep)[0].startswith("_"):
+            log.error("refused storage path %s: outside the lake's data folders", text)
             raise LakeError("the name does not map to a storage path inside the lake")
-        return path
+        return text
 
     def exists(self, db: str, storage: str) -> bool:
-        return (self.table_path(db, storage) / "_delta_log").is_dir()
+        return self._is_dir(location.join(self.table_uri(db, storage), "_delta_log"))
 
-    def _identity(self, path: str) -> tuple[int, int] | None:
-        """Identity of a Delta table's first commit file: changes when the table is re-created."""
-        try:
-            st = os.stat(os.path.join(path, "_delta_log", "00000000000000000000.json"))
-        except FileNotFoundError:
+    def _identity(self, uri: str) -> tuple[int, int] | None:
+        """Identity of a Delta table's first commit file (modification time in ns, size): changes
+        when the table is re-created."""
+        info = self.fs.get_file_info(self._fs_path(location.join(uri, "_delta_log", _FIRST_COMMIT)))
+        if info.type == pafs.FileType.NotFound:
             return None
-        return (st.st_ino, st.st_mtime_ns)
+        return (int(info.mtime_ns or 0), int(info.size or 0))
+
+    def _open(self, uri: str, version: int | None = None) -> DeltaTable:
+        return DeltaTable(uri, version=version, storage_options=self.storage_options or None)
 
     def delta(self, db: str, storage: str, *, refresh: bool = True) -> DeltaTable:
         """Cached ``DeltaTable`` handle, brought up to the latest version when ``refresh``.
@@ -238,26 +290,26 @@ class Lake:
         A table dropped and created again under the same name (DROP DATABASE, then CREATE) is
         detected by the identity of its first commit file, and the handle is reloaded.
         """
-        path = str(self.table_path(db, storage))
-        ident = self._identity(path)
+        uri = self.table_uri(db, storage)
+        ident = self._identity(uri)
         with self._lock:
-            cached = self._tables.get(path)
+            cached = self._tables.get(uri)
         dt = None
         if cached is not None and cached[1] == ident:
             dt = cached[0]
         if dt is None:
-            if not self.exists(db, storage):
+            if ident is None and not self.exists(db, storage):
                 raise LakeError(f"table {db}.{storage} has no data store")
-            dt = DeltaTable(path)
+            dt = self._open(uri)
             with self._lock:
-                self._tables[path] = (dt, ident)
+                self._tables[uri] = (dt, ident)
         elif refresh:
             try:
                 dt.update_incremental()
             except Exception:
-                dt = DeltaTable(path)
+                dt = self._open(uri)
                 with self._lock:
-                    self._tables[path] = (dt, ident)
+                    self._tables[uri] = (dt, ident)
         return dt
 
     def version(self, db: str, storage: str) -> int:
@@ -265,20 +317,32 @@ class Lake:
         return int(self.delta(db, storage).version())
 
     @contextmanager
-    def _write_lock(self, db: str, storage: str) -> Iterator[None]:
-        path = self.table_path(db, storage)
-        key = str(path)
+    def _thread_lock(self, db: str, storage: str) -> Iterator[None]:
+        """Serialise this process's writers of one table (other processes and hosts are kept
+        apart by Delta's optimistic concurrency, :meth:`_committing`)."""
+        key = self.table_uri(db, storage)
         with self._lock:
             tl = self._thread_locks.setdefault(key, threading.Lock())
         with tl:
-            lock_path = path.parent / f".{path.name}.lock"
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(lock_path, "a+") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(fh, fcntl.LOCK_UN)
+            yield
+
+    def _committing(self, what: str, attempt: Callable[[], _T]) -> _T:
+        """Run ``attempt`` (read the latest snapshot, decide, commit exactly on top of it) until
+        it commits; an attempt that lost the race to another writer's commit
+        (``CommitFailedError``) is run again on the new snapshot, at most ``_COMMIT_ATTEMPTS``
+        times, with a random back-off of up to 25 ms x 2^n.
+
+        Raises:
+            LakeError: every attempt lost (the table is written faster than it can commit).
+        """
+        for n in range(_COMMIT_ATTEMPTS):
+            try:
+                return attempt()
+            except CommitFailedError as e:
+                self.commit_retries += 1
+                log.info("%s lost a commit race (attempt %d): %s", what, n + 1, e)
+                time.sleep(random.uniform(0, 0.025 * (2 ** min(n, 6))))
+        raise LakeError(f"{what} failed: {_COMMIT_ATTEMPTS} commits in a row lost to concurrent writers")
 
     # ------------------------------------------------------------------ DDL
     def create_table(self, db: Database, table: Table, *, if_not_exists: bool = False) -> bool:
@@ -301,36 +365,37 @@ class Lake:
         return True
 
     def create_storage(self, db: Database, table: Table) -> None:
-        """Create the (empty) Delta table for a supertable or normal table."""
-        path = self.table_path(db.name, table.name)
-        if (path / "_delta_log").is_dir():
-            shutil.rmtree(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Create the (empty) Delta table for a supertable or normal table (a leftover table at
+        its location is removed first)."""
+        uri = self.table_uri(db.name, table.name)
+        if self._is_dir(location.join(uri, "_delta_log")):
+            self._remove(uri)
+        if not self.remote:
+            os.makedirs(os.path.dirname(uri), exist_ok=True)
         DeltaTable.create(
-            str(path),
+            uri,
             storage_schema(db, table.columns),
             partition_by=["_bucket"],
             configuration=CDF_CONFIG,
             name=table.name,
+            storage_options=self.storage_options or None,
         )
+
+    def _remove(self, uri: str) -> None:
+        """Delete everything at a location under the lake (missing is fine)."""
+        with self._lock:
+            for k in [k for k in self._tables if k == uri or k.startswith(uri + "/")]:
+                self._tables.pop(k, None)
+        with suppress(FileNotFoundError):
+            self.fs.delete_dir(self._fs_path(uri))
 
     def drop_storage(self, db: str, storage: str) -> None:
         """Remove a data table's files (after the catalog entry is gone)."""
-        path = self.table_path(db, storage)
-        with self._lock:
-            self._tables.pop(str(path), None)
-        shutil.rmtree(path, ignore_errors=True)
-        lock = path.parent / f".{path.name}.lock"
-        if lock.exists():
-            lock.unlink()
+        self._remove(self.table_uri(db, storage))
 
     def drop_database_storage(self, db: str) -> None:
-        """Remove a database's folder (after its catalog entry is gone)."""
-        path = self.database_path(db)
-        with self._lock:
-            for k in [k for k in self._tables if k.startswith(str(path) + os.sep)]:
-                self._tables.pop(k, None)
-        shutil.rmtree(path, ignore_errors=True)
+        """Remove a database's tables (after its catalog entry is gone)."""
+        self._remove(self.database_uri(db))
 
     # ------------------------------------------------------------------ writes
     def write(
@@ -376,37 +441,54 @@ class Lake:
             )
         data = dedupe_last(data, ts_name, key.physical if key is not None else None)
         stored = to_storage(data, db, table.columns)
-        commit = None
-        with self._write_lock(db.name, table.name):
-            dt = self.delta(db.name, table.name)
-            if txn is not None:
-                done = dt.transaction_version(txn[0])
-                if done is not None and done >= txn[1]:
-                    return WriteResult(None, data.num_rows, "noop")
-                commit = CommitProperties(app_transactions=[Transaction(app_id=txn[0], version=txn[1])])
-            try:
-                if self._append_safe(dt, stored, ts_name):
-                    write_deltalake(
-                        dt, stored, mode="append", partition_by=["_bucket"], commit_properties=commit
-                    )
-                    dt.update_incremental()
-                    return WriteResult(dt.version(), stored.num_rows, "append", inserted=stored.num_rows)
-                stale = self._stale_keys(db, table, data) if replace_times else None
-                metrics = self._merge(dt, stored, table, commit, stale)
-            except LakeError:
-                raise
-            except Exception as e:  # delta-rs raises its own error types; their text stays in the log
-                log.exception("write to %s.%s failed", db.name, table.name)
-                raise LakeError(f"write to {db.name}.{table.name} failed; nothing was written") from e
-            dt.update_incremental()
-            ins = int(metrics.get("num_target_rows_inserted", 0))
-            upd = int(metrics.get("num_target_rows_updated", 0))
-            dele = int(metrics.get("num_target_rows_deleted", 0))
-            if ins == 0 and upd == 0 and dele == 0 and txn is None:
-                return WriteResult(None, stored.num_rows, "noop")
-            return WriteResult(
-                dt.version(), stored.num_rows, "merge", inserted=ins, updated=upd, deleted=dele
+        with self._thread_lock(db.name, table.name):
+            return self._committing(
+                f"write to {db.name}.{table.name}",
+                lambda: self._write_once(db, table, data, stored, txn, replace_times),
             )
+
+    def _write_once(
+        self,
+        db: Database,
+        table: Table,
+        data: pa.Table,
+        stored: pa.Table,
+        txn: tuple[str, int] | None,
+        replace_times: bool,
+    ) -> WriteResult:
+        """One attempt of :meth:`write` on the latest snapshot ``v``: it commits version
+        ``v + 1`` or raises ``CommitFailedError`` (no silent rebase: the append-or-merge choice,
+        the stale keys and the ``txn`` check were made on ``v``)."""
+        dt = self.delta(db.name, table.name)
+        base = int(dt.version())
+        commit = CommitProperties(max_commit_retries=0)
+        if txn is not None:
+            done = dt.transaction_version(txn[0])
+            if done is not None and done >= txn[1]:
+                return WriteResult(None, data.num_rows, "noop")
+            commit = CommitProperties(
+                app_transactions=[Transaction(app_id=txn[0], version=txn[1])], max_commit_retries=0
+            )
+        ts_name = table.columns[0].physical
+        try:
+            if self._append_safe(dt, stored, ts_name):
+                write_deltalake(dt, stored, mode="append", partition_by=["_bucket"], commit_properties=commit)
+                return WriteResult(base + 1, stored.num_rows, "append", inserted=stored.num_rows)
+            stale = self._stale_keys(db, table, data, version=base) if replace_times else None
+            metrics = self._merge(dt, stored, table, commit, stale)
+        except (LakeError, CommitFailedError):
+            raise
+        except Exception as e:  # delta-rs raises its own error types; their text stays in the log
+            if _lost_race(e):
+                raise CommitFailedError(str(e)) from e
+            log.exception("write to %s.%s failed", db.name, table.name)
+            raise LakeError(f"write to {db.name}.{table.name} failed; nothing was written") from e
+        ins = int(metrics.get("num_target_rows_inserted", 0))
+        upd = int(metrics.get("num_target_rows_updated", 0))
+        dele = int(metrics.get("num_target_rows_deleted", 0))
+        if ins == 0 and upd == 0 and dele == 0 and txn is None:
+            return WriteResult(None, stored.num_rows, "noop")
+        return WriteResult(base + 1, stored.num_rows, "merge", inserted=ins, updated=upd, deleted=dele)
 
     def _merge(
         self,
@@ -447,7 +529,9 @@ class Lake:
             )
         return dict(merger.execute())
 
-    def _stale_keys(self, db: Database, table: Table, data: pa.Table) -> pa.Table | None:
+    def _stale_keys(
+        self, db: Database, table: Table, data: pa.Table, *, version: int | None = None
+    ) -> pa.Table | None:
         """Storage-form rows of ``table`` at a (tbname, ts) of ``data`` (engine form) whose
         composite key ``data`` does not hold: what a replacing write deletes. None without a
         composite key."""
@@ -460,6 +544,7 @@ class Lake:
         current = self.read(
             db,
             table,
+            version=version,
             tbnames=tbnames,
             ts_min=int(pc.min(ts).as_py()),
             ts_max=int(pc.max(ts).as_py()),
@@ -541,16 +626,27 @@ class Lake:
             quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in tbnames)
             conds.append(f"tbname IN ({quoted})")
         predicate = " AND ".join(conds) if conds else None
-        with self._write_lock(db.name, table.name):
-            dt = self.delta(db.name, table.name)
-            try:
-                metrics = dt.delete(predicate)
-            except Exception as e:
-                log.exception("delete from %s.%s failed", db.name, table.name)
-                raise LakeError(f"delete from {db.name}.{table.name} failed; nothing was deleted") from e
-            dt.update_incremental()
+        with self._thread_lock(db.name, table.name):
+            return self._committing(
+                f"delete from {db.name}.{table.name}", lambda: self._delete_once(db, table, predicate)
+            )
+
+    def _delete_once(self, db: Database, table: Table, predicate: str | None) -> WriteResult:
+        """One attempt of :meth:`delete` on the latest snapshot ``v``: commits ``v + 1`` or
+        raises ``CommitFailedError``."""
+        dt = self.delta(db.name, table.name)
+        base = int(dt.version())
+        try:
+            metrics = dt.delete(predicate, commit_properties=CommitProperties(max_commit_retries=0))
+        except CommitFailedError:
+            raise
+        except Exception as e:
+            if _lost_race(e):
+                raise CommitFailedError(str(e)) from e
+            log.exception("delete from %s.%s failed", db.name, table.name)
+            raise LakeError(f"delete from {db.name}.{table.name} failed; nothing was deleted") from e
         n = int(metrics.get("num_deleted_rows", 0))
-        return WriteResult(dt.version() if n else None, n, "delete" if n else "noop", deleted=n)
+        return WriteResult(base + 1 if n else None, n, "delete" if n else "noop", deleted=n)
 
     @staticmethod
     def _ts_literal(db: Database, value: int) -> str:
@@ -564,10 +660,20 @@ class Lake:
     def compact(self, db: str, storage: str) -> int:
         """Rewrite small files of a data table into bigger ones (OPTIMIZE; no change-feed rows).
         Returns the number of files before."""
-        with self._write_lock(db, storage):
-            dt = self.delta(db, storage)
-            before = len(dt.file_uris())
+        with self._thread_lock(db, storage):
+            return self._committing(f"compaction of {db}.{storage}", lambda: self._compact_once(db, storage))
+
+    def _compact_once(self, db: str, storage: str) -> int:
+        dt = self.delta(db, storage)
+        before = len(dt.file_uris())
+        try:
             dt.optimize.compact()
+        except CommitFailedError:
+            raise
+        except Exception as e:
+            if _lost_race(e):
+                raise CommitFailedError(str(e)) from e
+            raise
         return before
 
     # ------------------------------------------------------------------ reads
@@ -577,26 +683,24 @@ class Lake:
         Built from the snapshot's file list with the declared storage schema (delta-rs writes
         strings as ``string_view``; scans cast them back, so filter pushdown sees one type).
         """
-        dt = self.delta(db.name, table.name)
-        if version is not None and version != dt.version():
-            dt = DeltaTable(str(self.table_path(db.name, table.name)), version=version)
-        root = str(self.table_path(db.name, table.name))
+        ver, files = self.snapshot_files(db, table, version)
         ds = pads.dataset(
-            dt.file_uris(),
+            files,
             schema=storage_schema(db, table.columns),
             format="parquet",
+            filesystem=self.fs,
             partitioning=pads.partitioning(pa.schema([("_bucket", pa.int64())]), flavor="hive"),
-            partition_base_dir=root,
+            partition_base_dir=self._fs_path(self.table_uri(db.name, table.name)),
         )
-        return int(dt.version()), ds
+        return ver, ds
 
     def snapshot_files(self, db: Database, table: Table, version: int | None = None) -> tuple[int, list[str]]:
-        """``(version, Parquet file paths)`` of a snapshot (the latest for None)."""
+        """``(version, Parquet file paths in self.fs)`` of a snapshot (the latest for None); for a
+        local lake, ordinary file paths."""
         dt = self.delta(db.name, table.name)
         if version is not None and version != dt.version():
-            dt = DeltaTable(str(self.table_path(db.name, table.name)), version=version)
-        paths = [u[len("file://") :] if u.startswith("file://") else u for u in dt.file_uris()]
-        return int(dt.version()), paths
+            dt = self._open(self.table_uri(db.name, table.name), version)
+        return int(dt.version()), [location.file_path(u) for u in dt.file_uris()]
 
     def read(
         self,
@@ -675,14 +779,14 @@ class Lake:
 
     def commit_time_ms(self, db: str, storage: str, version: int) -> int:
         """Commit time of a table version (epoch milliseconds), from the Delta log."""
-        dt = DeltaTable(str(self.table_path(db, storage)), version=version)
+        dt = self._open(self.table_uri(db, storage), version)
         hist = dt.history(1)
         return int(hist[0]["timestamp"]) if hist else 0
 
     def buckets(self, db: str, storage: str, version: int) -> list[tuple[int, int]]:
         """``(bucket, rows)`` of a snapshot's ``_bucket`` values (DURATION-long time slices),
         ascending; rows from the Delta log's per-file record counts."""
-        dt = DeltaTable(str(self.table_path(db, storage)), version=version)
+        dt = self._open(self.table_uri(db, storage), version)
         actions = pa.table(dt.get_add_actions(flatten=True))
         if actions.num_rows == 0:
             return []

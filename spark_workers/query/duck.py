@@ -306,7 +306,9 @@ class DuckSession:
         db, storage = src.db, src.storage
         ver, files = self.lake.snapshot_files(db, storage, version)
         self.versions[f"{db.name}.{storage.name}"] = ver
-        if files:
+        if files and self.lake.remote:  # object storage: Arrow reads it, DuckDB scans the dataset
+            data = self.register_arrow(self.lake.dataset(db, storage, ver)[1])
+        elif files:
             data = self._name("p")
             listing = ", ".join(sql_string(f) for f in files)
             self.con.execute(

@@ -67,7 +67,7 @@ class LocalRunner:
         self.kernel = (
             None
             if compiled.plan.projection
-            else Kernel(kernel_config(compiled, str(lake.root), tz, lake.catalog.url))
+            else Kernel(kernel_config(compiled, lake.uri, tz, lake.catalog.url))
         )
         self.sink = OutputSink(compiled, lake, stream_key=stream_key, tz=tz, sender=sender, progress=progress)
         self.states: dict[int, bytes] = {}

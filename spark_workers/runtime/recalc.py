@@ -187,7 +187,7 @@ def recalculate(
         res.wend[idx],
         {k: (v[idx], m[idx]) for k, (v, m) in res.values.items()},
     )
-    kernel = Kernel(kernel_config(c, str(lake.root), tz, lake.catalog.url))
+    kernel = Kernel(kernel_config(c, lake.uri, tz, lake.catalog.url))
     table = kernel.to_table(0, StepOutput(picked, stats={"rows_in": 0}))
     # its own Delta transaction id: a recalculation never collides with the stream's micro-batches
     sink = OutputSink(c, lake, stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)

@@ -112,7 +112,7 @@ def stream_drop(*, stream: Stream) -> None:
     )
     stream.refresh_from_db()
     if not stream.worker:
-        checkpoint_remove(stream, str(lake_get().root))
+        checkpoint_remove(stream, lake_get().uri)
     stream_publish_status(stream=stream)
 
 

@@ -149,14 +149,14 @@ def _run_once(
         log_fields={"stream_id": stream_id, "stream": stream.name},
     )
     if spec.trigger.get("type") == "period":  # a scheduled task: no Spark query
-        _run_period(stream, compiled, sink, worker, str(lake.root))
+        _run_period(stream, compiled, sink, worker, lake.uri)
         return
     query = start_query(
         spark,
         compiled,
         sink,
         stream_key=stream.key,
-        lake_root=str(lake.root),
+        lake_root=lake.uri,
         tz=settings.TDWEB_TIMEZONE,
         start_version=stream.start_version,
         history_version=stream.history_version,
@@ -227,7 +227,7 @@ def _finish(stream_id: int, worker: str, run: StreamRun, lake: Lake) -> None:
     fields = {"worker": "", "heartbeat_at": None}
     if stream.status == Stream.Status.DROPPED:
         Stream.objects.filter(pk=stream_id).update(**fields)
-        checkpoint_remove(stream, str(lake.root))
+        checkpoint_remove(stream, lake.uri)
     elif SHUTDOWN.is_set():
         Stream.objects.filter(pk=stream_id, worker=worker).update(**fields)
     else:

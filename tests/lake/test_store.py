@@ -39,9 +39,13 @@ def rows(*tuples: tuple) -> pa.Table:
     )
 
 
-@pytest.fixture
-def lake(tmp_path) -> Lake:  # type: ignore[no-untyped-def]
-    return Lake(tmp_path / "lake")
+@pytest.fixture(params=["local", "s3"])
+def lake(request, tmp_path) -> Lake:  # type: ignore[no-untyped-def]
+    """The same tests on a local folder and on an S3 server (tests/lake/conftest.py)."""
+    if request.param == "local":
+        return Lake(tmp_path / "lake")
+    s3 = request.getfixturevalue("s3_server")
+    return Lake(s3.fresh_uri(), local_dir=tmp_path / "var")
 
 
 def test_physical_names_are_safe_and_unique():

@@ -19,6 +19,9 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
+from tests.s3_server import s3_server
+
+__all__ = ["s3_server"]
 
 CASES = (
     "td-001",
@@ -80,6 +83,16 @@ class Pipeline:
 @pytest.mark.parametrize("case_id", CASES)
 def test_acceptance_case_through_the_local_pipeline(case_id: str, tmp_path: Path) -> None:
     _run_case(case_id, Pipeline(tmp_path / "lake"))
+
+
+@pytest.mark.skipif(not ACCEPTANCE.is_dir(), reason="../shared/acceptance is not on this machine")
+@pytest.mark.parametrize("case_id", ["td-001", "td-016"])
+def test_acceptance_case_on_a_lake_in_an_s3_bucket(case_id: str, s3_server, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same pipeline with ``TDWEB_LAKE=s3://...`` (moto's server): ingest, updates, stream
+    output writes and recalculation all go through the object store; the lake's local parts
+    (catalog) are under ``TDWEB_VAR``, where every Lake opened from the URL finds them."""
+    monkeypatch.setenv("TDWEB_VAR", str(tmp_path))
+    _run_case(case_id, Pipeline(s3_server.fresh_uri()))
 
 
 def _run_case(case_id: str, p: Pipeline) -> None:
