@@ -5,6 +5,7 @@ the real Beijing readings by their local (Asia/Shanghai) month or year."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +187,30 @@ def test_legacy_stream_with_month_windows(air) -> None:  # type: ignore[no-untyp
     assert sorted(got.wstart.tolist()) == sorted(want.wstart.tolist())
     assert sorted(got.n.tolist()) == sorted(want.n.tolist())
     np.testing.assert_allclose(sorted(got.avg.astype(float)), sorted(want.avg.astype(float)), rtol=1e-9)
+
+
+def test_closing_windows_of_months_are_the_months_ending_in_the_range() -> None:
+    """``closing_windows`` (empty-period firing of a 3.3.7 INTERVAL(1n) trigger, seed 002): per
+    item, the calendar months that end after ``floor`` and at or before ``horizon``, from pandas'
+    month starts in the zone (independent of the assigner's own arithmetic)."""
+    tz = "Asia/Shanghai"
+    a = CalendarAssigner(1, tz=tz)
+    ms = lambda t: int(pd.Timestamp(t, tz=tz).timestamp() * 1000)  # noqa: E731
+    floors = np.array([ms("2024-01-15"), ms("2024-05-01"), ms("2024-03-10")], np.int64)
+    horizons = np.array([ms("2024-04-01"), ms("2024-05-20"), ms("2024-03-09")], np.int64)
+    count, starts = a.closing_windows(floors, horizons, 1000)
+    want: list[list[int]] = []
+    for lo, hi in zip(floors.tolist(), horizons.tolist(), strict=True):
+        months = pd.date_range("2023-12-01", "2024-07-01", freq="MS", tz=tz)
+        want.append(
+            [
+                int(s.timestamp() * 1000)
+                for s, e in itertools.pairwise(months)
+                if lo < e.timestamp() * 1000 <= hi
+            ]
+        )
+    assert count.tolist() == [len(w) for w in want] == [3, 0, 0]
+    assert starts.tolist() == [s for w in want for s in w]
+    # more windows than the limit: the counts only
+    count, starts = a.closing_windows(floors[:1], horizons[:1], 2)
+    assert count.tolist() == [3] and starts.size == 0
