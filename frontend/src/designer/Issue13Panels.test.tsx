@@ -240,3 +240,24 @@ describe("trigger palette", { timeout: 20_000 }, () => {
     await waitFor(() => expect(validations(m).at(-1)!.body.design.nodes.trigger).toEqual({ type: "event", start: null, end: null, true_for: null }));
   });
 });
+
+describe("notify form", { timeout: 20_000 }, () => {
+  it("My inbox resolving after a checkbox click keeps the click", async () => {
+    let release: (v: unknown) => void = () => {};
+    const me = new Promise((r) => (release = r));
+    const m = mockFetch({
+      "GET /api/v1/notifications/unread-count/": { count: 0 },
+      "GET /api/v1/designer/catalog/": { databases: [], functions: [], placeholders: {}, defaults: {} },
+      "GET /api/v1/designer/templates/": [],
+      "GET /api/v1/me/": () => me,
+      "POST /api/v1/designer/validate/": { valid: true, issues: [], sql: { "3.3.7": "x", legacy: null }, not_expressible: {}, placeholders: [] },
+    });
+    renderPage("designer");
+    fireEvent.click(screen.getByTestId("palette-notify"));
+    const props = await screen.findByTestId("props-notify");
+    fireEvent.click(within(props).getByRole("button", { name: "My inbox" }));
+    fireEvent.click(within(props).getByRole("checkbox", { name: "WINDOW_OPEN" }));
+    release({ username: "alice", is_staff: false, inboxes: [{ name: "alice", url: "ws://h/ws/notify/abc" }] });
+    await waitFor(() => expect(m.callsTo("POST", "/api/v1/designer/validate/").at(-1)!.body.design.nodes.notify).toMatchObject({ urls: ["ws://h/ws/notify/abc"], events: ["WINDOW_OPEN", "WINDOW_CLOSE"] }));
+  });
+});

@@ -788,7 +788,10 @@ const FORMS: Record<NodeKind, (p: FormProps) => ReactNode> = {
 export function PropertyPanel(props: PropertyPanelProps) {
   const { kind, design, issues } = props;
   const v = (design.nodes[kind] ?? {}) as NodeValue;
-  const set = (patch: NodeValue) => props.onChange({ ...v, ...patch });
+  // the node as last rendered: a patch applied after an await (My inbox) keeps later edits
+  const latest = useRef(v);
+  latest.current = v;
+  const set = (patch: NodeValue) => props.onChange({ ...latest.current, ...patch });
   const known = formFields(kind, v, design.syntax);
   const loose = issues.filter((i) => !i.field || !known.includes(fieldRoot(i.field)));
   const Form = FORMS[kind];
