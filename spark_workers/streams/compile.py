@@ -775,14 +775,11 @@ def ensure_output_table(c: CompiledStream, lake: Any, *, sql: str) -> bool:
                 sql=sql,
                 code=Code.INVALID_COLUMN,
             )
-    if len(existing.tags) != len(tags):
-        known = {t.name.lower() for t in existing.tags}
-        stray = [t.name for t in c.tags if t.name.lower() not in known and t.name != GROUP_ID_TAG]
-        if stray:
-            raise SqlError(
-                f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
-                f"defines {len(tags)}, and it has no tag {stray[0]}: name the supertable's tags",
-                sql=sql,
-                code=Code.COLUMN_COUNT_MISMATCH,
-            )
+    if len(existing.tags) != len(tags):  # a legacy stream's tags are matched by existing_tag_plan
+        raise SqlError(
+            f"output supertable {c.out_table} has {len(existing.tags)} tags but the stream "
+            f"defines {len(tags)}",
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
     return False
