@@ -68,6 +68,12 @@ def local_root(uri: str, var_dir: str | Path | None = None) -> Path:
     return base / "lake-local" / hashlib.sha256(uri.encode("utf-8")).hexdigest()[:16]
 
 
+def executor_variables() -> dict[str, str]:
+    """The object-store variables of this process that are set (``AWS_*`` credentials, endpoint,
+    region and commit-protocol choices): what another host needs to open the same lake."""
+    return {k: v for k in (*_AWS_VARS, *_S3_COMMIT_CHOICES) if (v := os.environ.get(k))}
+
+
 def storage_options(uri: str) -> dict[str, str]:
     """delta-rs ``storage_options`` for ``uri``: the AWS_* variables that are set, and for
     ``s3://`` the conditional put of commit files (module docstring). Empty for local lakes."""

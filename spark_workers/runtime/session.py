@@ -14,6 +14,19 @@ _session: SparkSession | None = None
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
+def executor_env(master: str) -> dict[str, str]:
+    """The environment a cluster's executors get from the driver (``spark.executorEnv.*``): the
+    object store's ``AWS_*`` variables the driver has (``lake/location.py``), so the ``tdlake``
+    source and the kernel on another host open the same lake with the same credentials and commit
+    protocol; ``PYSPARK_PYTHON`` travels with Spark itself. Empty for ``local[...]`` masters (the
+    executors are the driver's own threads). docs/operations.md "Spark cluster"."""
+    if master.startswith("local"):
+        return {}
+    from spark_workers.lake.location import executor_variables
+
+    return executor_variables()
+
+
 def spark_session(
     master: str | None = None,
     *,
@@ -56,6 +69,8 @@ def spark_session(
         )
         if ui_port is not None:
             builder = builder.config("spark.ui.port", str(ui_port))
+        for k, v in executor_env(master or os.environ.get("SPARK_MASTER", "local[*]")).items():
+            builder = builder.config(f"spark.executorEnv.{k}", v)
         for k, v in (extra or {}).items():
             builder = builder.config(k, v)
         spark = builder.getOrCreate()
