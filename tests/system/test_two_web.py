@@ -138,6 +138,7 @@ def test_two_web_processes_serve_the_same_data_and_live_updates(  # type: ignore
             page.goto(f"{web.url}/streams/{sid}/")
             page.wait_for_selector("[data-testid=stream-sql]")
             wait_for(lambda p=page: last_batch(p) >= 0, 30, "the progress facts")
+            page.wait_for_selector("[data-testid=live-indicator].live-live")  # /ws/streams/<id>/ is open
         first = {"a": last_batch(page_a), "b": last_batch(page_b)}
 
         def sockets_up() -> bool:  # the stream page's inbox socket answered (its "unread" frame)
