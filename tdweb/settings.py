@@ -190,10 +190,19 @@ TDWEB_SQL_CONCURRENCY = env.int("TDWEB_SQL_CONCURRENCY", default=2)
 
 # ---------------------------------------------------------------- Redis: Celery, Channels
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+# the channel layer's Redis reads wait up to 30 s: redis-py 8 made 5 s the default socket timeout,
+# which aborts channels_redis's blocking 5 s BZPOPMIN on a quiet socket, so every WebSocket was torn
+# down every 5-10 s and a message sent while the browser reconnected was lost (channels_redis#422)
+CHANNEL_REDIS_SOCKET_TIMEOUT_S = 30.0
+# every web and worker process must share REDIS_URL and TDWEB_CHANNEL_PREFIX: the groups stream.<id>
+# and inbox.<user_id> are the same on all of them (docs/operations.md)
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env.str("TDWEB_CHANNEL_PREFIX", default="tdweb:asgi")},
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT_S}],
+            "prefix": env.str("TDWEB_CHANNEL_PREFIX", default="tdweb:asgi"),
+        },
     }
 }
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
