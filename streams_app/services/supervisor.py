@@ -38,7 +38,7 @@ from spark_workers.streams.spec import StreamSpec
 from spark_workers.streams.stored import stream_compiled
 from streams_app.models import Stream, StreamRun
 from streams_app.services.access import principal_for
-from streams_app.services.lake import lake_get
+from streams_app.services.lake import deployment_problems, lake_get
 from streams_app.services.stream_control import (
     checkpoint_remove,
     stream_delivery_record,
@@ -135,6 +135,9 @@ def _run_once(
     from spark_workers.runtime.session import spark_session
 
     stream = Stream.objects.select_related("owner").get(pk=stream_id)
+    problems = deployment_problems()
+    if problems:  # a cluster that would lose state between hosts: the stream fails, saying why
+        raise RuntimeError("; ".join(problems))
     spark = spark_session(settings.SPARK_MASTER)
     spec = StreamSpec.from_json(stream.spec)
     if stream.owner is not None:  # the stream runs with its owner's privileges

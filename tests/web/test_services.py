@@ -660,3 +660,29 @@ def test_counters_cannot_go_negative(power, admin) -> None:
     s = _create(admin)
     with pytest.raises(IntegrityError):
         Stream.objects.filter(pk=s.pk).update(rows_in=-1)
+
+
+def test_a_cluster_without_shared_catalog_and_checkpoints_fails_the_system_check(settings) -> None:
+    """``manage.py check`` (and every stream start) refuses a Spark cluster whose lake is on object
+    storage while the catalog or the checkpoints would stay on one host (runtime/deployment.py)."""
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    from streams_app.services.lake import deployment_check
+
+    settings.SPARK_MASTER, settings.TDWEB_LAKE = "spark://spark-master:7077", "s3://bucket/lake"
+    settings.TDWEB_CATALOG_URL, settings.TDWEB_CHECKPOINTS = "", ""
+    errors = deployment_check()
+    assert [e.id for e in errors] == ["tdweb.E001", "tdweb.E002"]
+    assert "TDWEB_CATALOG_URL" in errors[0].msg and "TDWEB_CHECKPOINTS" in errors[1].msg
+    with pytest.raises(SystemCheckError):
+        call_command("check")
+    settings.TDWEB_CATALOG_URL = "postgres://pg/tdweb"
+    assert [e.id for e in deployment_check()] == ["tdweb.E002"]  # the checkpoints still missing
+    settings.TDWEB_CHECKPOINTS = "s3a://bucket/checkpoints"
+    assert deployment_check() == []
+    settings.TDWEB_CATALOG_URL, settings.TDWEB_CHECKPOINTS = "", ""
+    settings.SPARK_MASTER = "local[2]"  # one host: the embedded defaults are fine
+    assert deployment_check() == []
+    settings.SPARK_MASTER, settings.TDWEB_LAKE = "spark://spark-master:7077", "/shared/lake"
+    assert deployment_check() == []  # a lake folder every host mounts carries catalog and checkpoints
