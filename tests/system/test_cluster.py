@@ -151,11 +151,14 @@ class Receiver:
         self.messages: dict[str, list[dict[str, Any]]] = {}
         self.lock = threading.Lock()
 
+        from websockets.exceptions import ConnectionClosed
+
         def handler(ws) -> None:  # type: ignore[no-untyped-def]
             path = ws.request.path.split("?")[0].strip("/")
-            for msg in ws:
-                with self.lock:
-                    self.messages.setdefault(path, []).append(json.loads(msg))
+            with contextlib.suppress(ConnectionClosed):  # a killed worker drops its connection
+                for msg in ws:
+                    with self.lock:
+                        self.messages.setdefault(path, []).append(json.loads(msg))
 
         self.server = serve(handler, "127.0.0.1", 0)
         self.port = self.server.socket.getsockname()[1]
