@@ -15,7 +15,7 @@ from spark_workers import access
 from spark_workers.access import Principal
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Database, Table
-from spark_workers.lake.names import SYSTEM_DB
+from spark_workers.lake.names import SYSTEM_DATABASES, SYSTEM_DB
 from spark_workers.lake.store import Lake
 from spark_workers.lake.virtual import storages
 from spark_workers.sql import ast
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 
 def is_system(name: ast.TableName, default_db: str | None) -> bool:
-    """Does ``[db.]name`` refer to the ``information_schema`` database?"""
-    return (name.db or default_db or "").lower() == SYSTEM_DB
+    """Does ``[db.]name`` refer to a system database (``information_schema``,
+    ``performance_schema``)?"""
+    return (name.db or default_db or "").lower() in SYSTEM_DATABASES
 
 
 class QueryContext:

@@ -224,7 +224,10 @@ class Show:
     ``create_table`` (SHOW CREATE TABLE t), ``create_stable``, ``create_database``,
     ``create_stream`` (``target`` the stream), ``tags``, ``users``, ``user_privileges``,
     ``vtables`` (``SHOW [NORMAL | CHILD] [db.]VTABLES``, ``vkind`` ``normal``/``child``/None),
-    ``create_vtable``.
+    ``create_vtable``, ``dnodes``, ``functions``, ``variables`` (SHOW [CLUSTER] VARIABLES),
+    ``local_variables``, ``dnode_variables`` (``dnode`` its id), ``connections``, ``queries``,
+    ``apps``, ``consumers``, ``transactions``, ``table_tags`` (SHOW TABLE TAGS [items] FROM t:
+    ``items`` the ``(name, alias, offset)`` written, None for tbname and every tag).
     """
 
     what: str
@@ -232,6 +235,8 @@ class Show:
     like: str | None = None
     target: TableName | None = None
     vkind: str | None = None
+    items: list[tuple[str, str | None, int | None]] | None = None
+    dnode: int | None = None
 
 
 @dataclass

@@ -16,7 +16,7 @@ from spark_workers.duration import PRECISIONS, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
 from spark_workers.lake.keys import check_composite_key
-from spark_workers.lake.names import check_name
+from spark_workers.lake.names import SYSTEM_DATABASES, check_name
 from spark_workers.lake.virtual import storages
 from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
@@ -86,6 +86,9 @@ def drop_database(ex: Session, s: ast.DropDatabase, sql: str) -> ResultSet:
 
 
 def use_database(ex: Session, s: ast.UseDatabase, sql: str) -> ResultSet:
+    if s.name.lower() in SYSTEM_DATABASES:  # TDengine: USE information_schema / performance_schema
+        ex.default_db = s.name.lower()
+        return ResultSet.affected(0)
     ex.default_db = ex.visible_database(s.name).name
     return ResultSet.affected(0)
 

@@ -15,7 +15,7 @@ from spark_workers.lake.catalog import Column, Table
 from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.sql import ast
 from spark_workers.statements.session import Session
-from spark_workers.statements.sysinfo import TABLES
+from spark_workers.statements.sysinfo import PERF_TABLES, TABLES, variables
 from spark_workers.tdtypes import INT, varchar
 
 
@@ -84,6 +84,28 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))],
             [[1, ex.visible_database(s.db).name]],
         )
+    if w in _SYSTEM_SHOWS:
+        return system_rows(ex, _SYSTEM_SHOWS[w], s.like)
+    if w == "local_variables":
+        return ResultSet(
+            [
+                ResultColumn("name", varchar(64)),
+                ResultColumn("value", varchar(4096)),
+                ResultColumn("scope", varchar(8)),
+                ResultColumn("category", varchar(8)),
+                ResultColumn("info", varchar(64)),
+            ],
+            like([[n, v, scope, "local", info] for n, v, scope, info in variables(ex)], s.like),
+        )
+    if w == "dnode_variables":  # TDengine: ins_dnode_variables WHERE dnode_id = n [AND name LIKE p]
+        res = system_rows(ex, "ins_dnode_variables", None)
+        names = {r[0] for r in like([r[1:] for r in res.rows], s.like)}
+        return ResultSet(res.columns, [r for r in res.rows if r[0] == s.dnode and r[1] in names])
+    if w in _PERF_SHOWS:
+        st = PERF_TABLES[_PERF_SHOWS[w]]
+        return ResultSet([ResultColumn(n, t) for n, t in st.columns], st.rows(ex))
+    if w == "table_tags" and s.target is not None:
+        return table_tags(ex, s, sql)
     if w == "users":
         return system_rows(ex, "ins_users", None)
     if w == "user_privileges":
@@ -95,6 +117,63 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             [[info.name, access.redact_secrets(info.sql)]],
         )
     raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
+
+
+# SHOW statements answered by an ``information_schema`` table, filtered by LIKE on its first column
+_SYSTEM_SHOWS = {"dnodes": "ins_dnodes", "functions": "ins_functions", "variables": "ins_configs"}
+# SHOW statements answered by a ``performance_schema`` table
+_PERF_SHOWS = {
+    "connections": "perf_connections",
+    "queries": "perf_queries",
+    "apps": "perf_apps",
+    "consumers": "perf_consumers",
+    "transactions": "perf_trans",
+}
+
+
+def table_tags(ex: Session, s: ast.Show, sql: str) -> ResultSet:
+    """``SHOW TABLE TAGS [items] FROM [db.]tb``: one row per subtable of supertable ``tb`` (the
+    subtable itself when ``tb`` is one), ``tbname`` and every tag, or the items written (TBNAME or
+    tag names, with their aliases), by subtable name.
+
+    Raises:
+        SqlError / CatalogError: TABLE_NOT_EXIST, PERMISSION_DENIED without READ on the
+            supertable, INVALID_COLUMN (positioned at it) for an item that is no tag,
+            INVALID_OPERATION for a normal table (it has no tags).
+    """
+    assert s.target is not None
+    dbname = ex.db_name(s.target.db)
+    db = ex.catalog.require_database(dbname)
+    t = ex.catalog.require_table(dbname, s.target.name)
+    ex.require_storage(READ, db, t, sql=sql, span=s.target.span)
+    if t.kind == "normal":
+        raise SqlError(f"{t.name} is a normal table: it has no tags", sql=sql, code=Code.INVALID_OPERATION)
+    tags = {g.name.lower(): g for g in t.tags}
+    items = s.items or [("tbname", None, None), *((g.name, None, None) for g in t.tags)]
+    columns: list[ResultColumn] = []
+    keys: list[str | None] = []  # lower-case tag name; None: tbname
+    for name, alias, offset in items:
+        low = name.lower()
+        if low == "tbname":
+            columns.append(ResultColumn(alias or "tbname", varchar(192)))
+            keys.append(None)
+        elif low in tags:
+            columns.append(ResultColumn(alias or tags[low].name, tags[low].type))
+            keys.append(low)
+        else:  # TDengine reads the items as a SELECT list of the supertable
+            raise SqlError(
+                f"Invalid column name: {name} is not a tag of {t.name}",
+                sql=sql,
+                offset=offset,
+                code=Code.INVALID_COLUMN,
+            )
+    if t.kind == "sub":
+        subs = [t]
+    else:
+        names = ex.catalog.tables(dbname, kinds=("sub",), stable=t.name)
+        subs = [ex.catalog.require_table(dbname, n) for n, *_ in names]
+    rows = [[c.name if k is None else c.tag_values.get(k) for k in keys] for c in subs]
+    return ResultSet(columns, rows)
 
 
 def table_names(ex: Session, s: ast.Show) -> ResultSet:

@@ -9,10 +9,20 @@ aggregates and joins work on them as on data tables. Column names and types foll
 (reference manual, "Information_Schema Database"; seed 000/002 query ``ins_streams``); columns
 tdweb has no value for (``uid``, ``vgroup_id``, ``ttl``) hold what a single-node TDengine reports
 for a table without them (0 / 1 / 0).
+
+``performance_schema`` holds TDengine's ``perf_*`` tables with their columns; tdweb answers the ones
+whose rows it cannot know truthfully (a REST request is not a connection; tdweb keeps no list of
+running statements or client applications) with no rows, never with invented ones.
+
+Which tables a SYSINFO 0 user may not read follows TDengine's ``systable.c`` (the tables marked
+``sysInfo = true``: ``ins_dnodes``, ``ins_users``, ``ins_user_privileges``,
+``ins_dnode_variables``); every other table lists only what the client may see.
 """
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,12 +33,22 @@ from spark_workers.access import Principal, UserDirectory, redact_secrets, requi
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.names import SYSTEM_DB
+from spark_workers.limits import current_limits
 from spark_workers.query.planner import Source
 from spark_workers.sql import ast
 from spark_workers.streams.registry import StreamInfo, StreamRegistry
 from spark_workers.tdtypes import BIGINT, BOOL, INT, TIMESTAMP, TdType, varchar
 
 SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
+PERF_DB = "performance_schema"
+PERF_DATABASE = Database(PERF_DB, "ms", {})
+SERVER_VERSION = "3.3.7.0"
+"""What ``server_version()`` / ``client_version()`` answer: the TDengine release whose SQL and REST
+protocol tdweb speaks (the streams of seed 002 are 3.3.7's)."""
+STARTED_MS = int(time.time() * 1000)
+"""When this process started (epoch ms): ``ins_dnodes.reboot_time``."""
+SMALLINT = TdType("SMALLINT")
+TINYINT = TdType("TINYINT")
 
 
 class SystemView(Protocol):
@@ -41,6 +61,8 @@ class SystemView(Protocol):
     principal: Principal
     registry: StreamRegistry
     users: UserDirectory | None
+    tz: str
+    default_db: str | None
 
 
 @dataclass(frozen=True)
@@ -73,7 +95,10 @@ def _visible_tables(
 
 
 def _databases(ex: SystemView) -> list[list[Any]]:
-    out: list[list[Any]] = [[SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready"]]
+    out: list[list[Any]] = [
+        [SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready"],
+        [PERF_DB, None, 0, len(PERF_TABLES), "ms", None, None, "ready"],
+    ]
     for db, created in _visible_databases(ex):
         ntables = len(ex.catalog.tables(db.name, kinds=("sub", "normal")))
         out.append(
@@ -205,6 +230,61 @@ def _user_privileges(ex: SystemView) -> list[list[Any]]:
     return out
 
 
+def _columns(ex: SystemView) -> list[list[Any]]:
+    """``ins_columns``: one row per column (not tag: those are ``ins_tags``) of every supertable,
+    subtable and normal table the client may know of, in the tables' column order; ``col_source``
+    is where a virtual table's column takes its values."""
+    out: list[list[Any]] = []
+    for db, name, _kind, _stable, _created in _visible_tables(ex, ("super", "sub", "normal")):
+        t = ex.catalog.require_table(db.name, name)
+        for i, c in enumerate(t.columns):
+            ref = t.refs.get(c.name.lower()) if t.virtual else None
+            nullable = 0 if i == 0 or c.composite_key else 1  # the primary key columns hold no NULL
+            out.append(
+                [name, db.name, t.type_name, c.name, c.type.sql, c.type.byte_length, 0, 0, nullable,
+                 ref.text if ref else None]
+            )  # fmt: skip
+    return out
+
+
+def _dnodes(ex: SystemView) -> list[list[Any]]:
+    """``ins_dnodes`` (SYSINFO 1 only): one dnode, this server process; its vnodes are the
+    databases' vgroups as SHOW VGROUPS lists them (one each)."""
+    require_sysinfo(ex.principal, "information_schema.ins_dnodes")
+    vnodes = len(ex.catalog.databases())
+    return [[1, socket.gethostname(), vnodes, None, "ready", None, STARTED_MS, ""]]
+
+
+def _configs(ex: SystemView) -> list[list[Any]]:
+    """``ins_configs`` (SHOW [CLUSTER] VARIABLES): the settings of this server a TDengine client
+    asks for, with their real values: the time zone literals are read in (``TDWEB_TIMEZONE``),
+    the character set of every string (UTF-8) and the longest SQL text accepted
+    (``TDWEB_SQL_MAX_LENGTH``)."""
+    return [[n, v] for n, v, _scope, _info in variables(ex)]
+
+
+def variables(ex: SystemView) -> list[tuple[str, str, str, str]]:
+    """``(name, value, scope, info)`` of the server settings SHOW VARIABLES reports, by name."""
+    tz = ex.tz
+    return [
+        ("charset", "UTF-8", "both", "character set of every string"),
+        ("maxSQLLength", str(current_limits().max_sql_chars), "both", "characters of one request's SQL"),
+        ("timezone", tz, "both", "time zone of timestamps written without one"),
+    ]
+
+
+def _dnode_variables(ex: SystemView) -> list[list[Any]]:
+    """``ins_dnode_variables`` (SYSINFO 1 only): :func:`variables` of dnode 1."""
+    require_sysinfo(ex.principal, "information_schema.ins_dnode_variables")
+    return [[1, n, v, scope] for n, v, scope, _info in variables(ex)]
+
+
+def _none(_ex: SystemView) -> list[list[Any]]:
+    """No rows: user-defined functions (tdweb has none), and the ``performance_schema`` tables
+    whose rows tdweb does not keep."""
+    return []
+
+
 _NAME = varchar(192)
 TABLES: dict[str, SystemTable] = {
     t.name: t
@@ -327,8 +407,160 @@ TABLES: dict[str, SystemTable] = {
             ),
             _user_privileges,
         ),
+        SystemTable(
+            "ins_columns",
+            (
+                ("table_name", _NAME),
+                ("db_name", varchar(64)),
+                ("table_type", varchar(21)),
+                ("col_name", varchar(64)),
+                ("col_type", varchar(32)),
+                ("col_length", INT),
+                ("col_precision", INT),
+                ("col_scale", INT),
+                ("col_nullable", INT),
+                ("col_source", varchar(576)),
+            ),
+            _columns,
+        ),
+        SystemTable(
+            "ins_dnodes",
+            (
+                ("id", INT),
+                ("endpoint", varchar(134)),
+                ("vnodes", SMALLINT),
+                ("support_vnodes", SMALLINT),
+                ("status", varchar(10)),
+                ("create_time", TIMESTAMP),
+                ("reboot_time", TIMESTAMP),
+                ("note", varchar(256)),
+            ),
+            _dnodes,
+        ),
+        SystemTable(
+            "ins_functions",
+            (
+                ("name", varchar(64)),
+                ("comment", varchar(255)),
+                ("aggregate", INT),
+                ("output_type", varchar(31)),
+                ("create_time", TIMESTAMP),
+                ("code_len", INT),
+                ("bufsize", INT),
+                ("func_language", varchar(31)),
+                ("func_body", varchar(16384)),
+                ("func_version", INT),
+            ),
+            _none,
+        ),
+        SystemTable("ins_configs", (("name", varchar(64)), ("value", varchar(64))), _configs),
+        SystemTable(
+            "ins_dnode_variables",
+            (("dnode_id", INT), ("name", varchar(64)), ("value", varchar(4096)), ("scope", varchar(8))),
+            _dnode_variables,
+        ),
     )
 }
+
+_IP = varchar(22)
+_APP = varchar(24)
+PERF_TABLES: dict[str, SystemTable] = {
+    t.name: t
+    for t in (
+        SystemTable(
+            "perf_connections",
+            (
+                ("conn_id", INT),
+                ("user", varchar(24)),
+                ("app", _APP),
+                ("pid", INT),
+                ("end_point", varchar(134)),
+                ("login_time", TIMESTAMP),
+                ("last_access", TIMESTAMP),
+                ("user_app", _APP),
+                ("user_ip", _IP),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "perf_queries",
+            (
+                ("kill_id", varchar(64)),
+                ("query_id", BIGINT),
+                ("conn_id", INT),
+                ("app", _APP),
+                ("pid", INT),
+                ("user", varchar(24)),
+                ("end_point", _IP),
+                ("create_time", TIMESTAMP),
+                ("exec_usec", BIGINT),
+                ("stable_query", BOOL),
+                ("sub_query", BOOL),
+                ("sub_num", INT),
+                ("sub_status", varchar(1000)),
+                ("sql", varchar(1024)),
+                ("user_app", _APP),
+                ("user_ip", _IP),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "perf_apps",
+            (
+                ("app_id", BIGINT),
+                ("ip", varchar(16)),
+                ("pid", INT),
+                ("name", _APP),
+                ("start_time", TIMESTAMP),
+                ("insert_req", BIGINT),
+                ("insert_row", BIGINT),
+                ("insert_time", BIGINT),
+                ("insert_bytes", BIGINT),
+                ("fetch_bytes", BIGINT),
+                ("query_time", BIGINT),
+                ("slow_query", BIGINT),
+                ("total_req", BIGINT),
+                ("current_req", BIGINT),
+                ("last_access", TIMESTAMP),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "perf_consumers",
+            (
+                ("consumer_id", varchar(32)),
+                ("consumer_group", varchar(192)),
+                ("client_id", varchar(256)),
+                ("user", varchar(24)),
+                ("fqdn", varchar(128)),
+                ("status", varchar(20)),
+                ("topics", varchar(204)),
+                ("up_time", TIMESTAMP),
+                ("subscribe_time", TIMESTAMP),
+                ("rebalance_time", TIMESTAMP),
+                ("parameters", varchar(256)),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "perf_trans",
+            (
+                ("id", INT),
+                ("create_time", TIMESTAMP),
+                ("stage", varchar(12)),
+                ("oper", varchar(16)),
+                ("db", varchar(64)),
+                ("stable", _NAME),
+                ("failed_times", INT),
+                ("last_exec_time", TIMESTAMP),
+                ("last_action_info", varchar(512)),
+            ),
+            _none,
+        ),
+    )
+}
+SYSTEM_TABLES: dict[str, dict[str, SystemTable]] = {SYSTEM_DB: TABLES, PERF_DB: PERF_TABLES}
+"""System database name -> its tables."""
 
 
 def system_source(ex: SystemView, name: ast.TableName, sql: str) -> tuple[Source, pa.Table]:
@@ -338,16 +570,18 @@ def system_source(ex: SystemView, name: ast.TableName, sql: str) -> tuple[Source
     Raises:
         SqlError: TABLE_NOT_EXIST for an unknown system table, positioned at its name when known.
     """
-    st = TABLES.get(name.name.lower())
+    dbname = PERF_DB if (name.db or ex.default_db or "").lower() == PERF_DB else SYSTEM_DB
+    tables = SYSTEM_TABLES[dbname]
+    st = tables.get(name.name.lower())
     if st is None:
         raise SqlError(
-            f"table {SYSTEM_DB}.{name.name} does not exist (system tables: {', '.join(sorted(TABLES))})",
+            f"table {dbname}.{name.name} does not exist (system tables: {', '.join(sorted(tables))})",
             sql=sql or None,
             offset=name.span.start if name.span else None,
             code=Code.TABLE_NOT_EXIST,
         )
     cols = tuple(Column(n, t, n) for n, t in st.columns)
-    table = Table(SYSTEM_DB, st.name, "normal", cols)
+    table = Table(dbname, st.name, "normal", cols)
     rows = st.rows(ex)
     arrays = []
     for i, (_n, t) in enumerate(st.columns):
@@ -358,4 +592,5 @@ def system_source(ex: SystemView, name: ast.TableName, sql: str) -> tuple[Source
             arrays.append(pa.array(values, t.arrow("ms")))
     data = pa.Table.from_arrays(arrays, names=[n for n, _ in st.columns])
     columns = {n.lower(): (n, t) for n, t in st.columns}
-    return Source(SYSTEM_DATABASE, table, table, columns), data
+    db = PERF_DATABASE if dbname == PERF_DB else SYSTEM_DATABASE
+    return Source(db, table, table, columns), data

@@ -18,6 +18,18 @@ _SHOW_KINDS = {
 }
 
 
+# SHOW statements without arguments beyond their words (TDengine's sql.y)
+_SHOW_FIXED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("DNODES",), "dnodes"),
+    (("FUNCTIONS",), "functions"),
+    (("CONNECTIONS",), "connections"),
+    (("QUERIES",), "queries"),
+    (("APPS",), "apps"),
+    (("CONSUMERS",), "consumers"),
+    (("TRANSACTIONS",), "transactions"),
+)
+
+
 class IntrospectionParser(ParserBase):
     """SHOW and DESCRIBE."""
 
@@ -46,6 +58,19 @@ class IntrospectionParser(ParserBase):
             if self.accept("VTABLE"):
                 return ast.Show(what="create_vtable", target=self.table_name())
             raise self.error("syntax error: expected TABLE, STABLE, VTABLE or DATABASE after SHOW CREATE")
+        for words, what in _SHOW_FIXED:
+            if self.accept(*words):
+                return ast.Show(what=what)
+        if self.accept("LOCAL", "VARIABLES"):
+            return ast.Show(what="local_variables", like=self._like())
+        if self.accept("CLUSTER", "VARIABLES") or self.accept("VARIABLES"):
+            return ast.Show(what="variables", like=self._like())
+        if self.accept("DNODE"):
+            t = self.expect_type(TokenType.NUMBER, "syntax error: expected a dnode id after SHOW DNODE")
+            self.expect("VARIABLES", message="syntax error: expected VARIABLES after SHOW DNODE <id>")
+            return ast.Show(what="dnode_variables", dnode=int(t.text), like=self._like())
+        if self.accept("TABLE", "TAGS"):
+            return self._table_tags()
         if self.accept("TAGS"):
             self.expect("FROM", message="syntax error: expected FROM after SHOW TAGS")
             target = self.table_name()
@@ -74,3 +99,25 @@ class IntrospectionParser(ParserBase):
         if what in ("stables", "tables", "vtables") and self.accept("LIKE"):
             like = self.string("a LIKE pattern")
         return ast.Show(what=what, db=db, like=like, vkind=vkind)
+
+    def _like(self) -> str | None:
+        """An optional ``LIKE 'pattern'``."""
+        return self.string("a LIKE pattern") if self.accept("LIKE") else None
+
+    def _table_tags(self) -> ast.Show:
+        """``SHOW TABLE TAGS [tag_item, ...] FROM [db.]tb [FROM db]`` (after TABLE TAGS); a
+        tag item is TBNAME or a tag name, with an optional ``[AS] alias``."""
+        items: list[tuple[str, str | None, int | None]] = []
+        while not self.at("FROM"):
+            name, tok = self.name("TBNAME or a tag name")
+            alias = None
+            if self.accept("AS") or (not self.at("FROM") and not self.is_type(TokenType.COMMA)):
+                alias = self.name("an alias")[0]
+            items.append((name, alias, tok.start))
+            if not self.accept_type(TokenType.COMMA):
+                break
+        self.expect("FROM", message="syntax error: expected FROM after SHOW TABLE TAGS")
+        target = self.table_name()
+        if self.accept("FROM"):
+            target = TableName(name=target.name, db=self.name("a database name")[0], span=target.span)
+        return ast.Show(what="table_tags", target=target, db=target.db, items=items or None)
