@@ -52,6 +52,7 @@ from spark_workers.query.planner import (
 )
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.query.subquery import merge_subquery
+from spark_workers.query.system_functions import fold_system_functions
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
@@ -139,12 +140,14 @@ def _anchored(e: SqlError, sql: str) -> SqlError:
 
 
 def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
-    """Execute a query for an executor (REST / shell).
+    """Execute a query for an executor (REST / shell); the system functions (``DATABASE()``...)
+    are the session's constants (:mod:`spark_workers.query.system_functions`).
 
     Raises:
         SqlError: not TDengine SQL (the sandbox), unknown names, and the statement limits:
             ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
     """
+    q = fold_system_functions(q, database=ex.default_db, user=ex.principal.name)
     check_select(q, sql)
     if q.fill is not None and q.window is None:
         raise SqlError(

@@ -42,9 +42,6 @@ from spark_workers.tdtypes import BIGINT, BOOL, INT, TIMESTAMP, TdType, varchar
 SYSTEM_DATABASE = Database(SYSTEM_DB, "ms", {})
 PERF_DB = "performance_schema"
 PERF_DATABASE = Database(PERF_DB, "ms", {})
-SERVER_VERSION = "3.3.7.0"
-"""What ``server_version()`` / ``client_version()`` answer: the TDengine release whose SQL and REST
-protocol tdweb speaks (the streams of seed 002 are 3.3.7's)."""
 STARTED_MS = int(time.time() * 1000)
 """When this process started (epoch ms): ``ins_dnodes.reboot_time``."""
 SMALLINT = TdType("SMALLINT")
