@@ -65,7 +65,11 @@ def test_dotted_names_are_refused_and_nothing_outside_the_lake_is_touched(root, 
         with pytest.raises(taosrest.Error):
             root.sql(drop)
     assert _tree(victim) == before and (victim / "precious.txt").read_text() == "keep me"
-    assert [r[0] for r in root.sql("SHOW DATABASES")["data"]] == ["information_schema", "db"]
+    assert [r[0] for r in root.sql("SHOW DATABASES")["data"]] == [
+        "information_schema",
+        "performance_schema",
+        "db",
+    ]
 
 
 def test_system_names_are_reserved_and_checkpoints_survive(root, lake) -> None:

@@ -10,6 +10,7 @@ import pytest
 from spark_workers.errors import SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.statements.executor import Executor
+from spark_workers.statements.sysinfo import PERF_TABLES, TABLES
 from spark_workers.streams.registry import MemoryRegistry
 
 
@@ -57,9 +58,19 @@ def test_ins_stables_ins_tags_and_ins_databases(ex: Executor) -> None:
     dbs = {
         r[0]: r[1:] for r in rows(ex, "select name, precision, ntables from information_schema.ins_databases")
     }
-    assert dbs == {"information_schema": ["ms", 8], "d1": ["ms", 3], "d2": ["us", 1]}
+    assert dbs == {
+        "information_schema": ["ms", len(TABLES)],
+        "performance_schema": ["ms", len(PERF_TABLES)],
+        "d1": ["ms", 3],
+        "d2": ["us", 1],
+    }
     # SHOW DATABASES is the same table, as in TDengine
-    assert sorted(r[0] for r in ex.execute_one("show databases").rows) == ["d1", "d2", "information_schema"]
+    assert sorted(r[0] for r in ex.execute_one("show databases").rows) == [
+        "d1",
+        "d2",
+        "information_schema",
+        "performance_schema",
+    ]
 
 
 def test_system_tables_join_and_use_as_current_database(tmp_path: Path, ex: Executor) -> None:

@@ -81,8 +81,9 @@ def test_taosrest_show_and_describe_shapes(live_server, meters) -> None:
         "duration",
         "status",
     ]
-    assert [r[0] for r in dbs["data"]] == ["information_schema", "power"]  # system database first
-    row = dbs["data"][1]
+    # the system databases first
+    assert [r[0] for r in dbs["data"]] == ["information_schema", "performance_schema", "power"]
+    row = dbs["data"][2]
     assert row[0] == "power" and row[3] == 2 and row[4] == "ms"
     assert isinstance(row[1], datetime) and row[1].tzinfo is not None
 

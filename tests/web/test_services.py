@@ -163,6 +163,7 @@ def test_drop_database_refuses_a_stream_source_unless_forced(power, admin) -> No
     assert "s1" in err.value.desc
     assert [d[0] for d in sql_execute(sql="SHOW DATABASES", user=admin).rows] == [
         "information_schema",
+        "performance_schema",
         "power",
     ]
 

@@ -1,0 +1,222 @@
+"""The metadata a TDengine client or BI tool asks for: ``information_schema.ins_columns`` /
+``ins_dnodes`` / ``ins_functions`` / ``ins_configs``, ``performance_schema``, SHOW VARIABLES /
+LOCAL VARIABLES / DNODES / FUNCTIONS / TABLE TAGS, and the system functions (``DATABASE()``...),
+each filtered by the client's privileges as TDengine does."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from spark_workers.access import Grant, Principal
+from spark_workers.errors import Code, TdError
+from spark_workers.lake.store import Lake
+from spark_workers.query.system_functions import SERVER_VERSION
+from spark_workers.statements.executor import Executor
+from spark_workers.statements.sysinfo import PERF_TABLES
+from spark_workers.streams.registry import MemoryRegistry
+
+ST_COLUMNS = [("ts", "TIMESTAMP", 8), ("v", "INT", 4), ("w", "DOUBLE", 8), ("note", "VARCHAR(20)", 20)]
+ST_TAGS = {"res_a": (1, "x"), "res_b": (2, None), "other": (3, "z")}
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    return Lake(tmp_path)
+
+
+@pytest.fixture
+def ex(lake: Lake) -> Executor:
+    e = Executor(lake, MemoryRegistry(), tz="Asia/Shanghai")
+    cols = ", ".join(f"{n} {t}" for n, t, _ in ST_COLUMNS)
+    e.execute(
+        f"create database d1; create database d2; create stable d1.st ({cols}) tags (site int, nm varchar(8))"
+    )
+    for name, (site, nm) in ST_TAGS.items():
+        e.execute_one(
+            f"create table d1.{name} using d1.st tags ({site}, {'null' if nm is None else repr(nm)})"
+        )
+    e.execute("create table d1.secret (ts timestamp, pin int); create table d2.n (ts timestamp, k bigint)")
+    return e
+
+
+def as_user(lake: Lake, principal: Principal, **kw: object) -> Executor:
+    return Executor(lake, MemoryRegistry(), tz="UTC", principal=principal, **kw)  # type: ignore[arg-type]
+
+
+ALICE = Principal("alice", grants=(Grant("d1", "st", read=True),))  # READ on one supertable only
+
+
+def rows(ex: Executor, sql: str) -> list[list[object]]:
+    return [list(r) for r in ex.execute_one(sql).rows]
+
+
+def error(ex: Executor, sql: str) -> TdError:
+    with pytest.raises(TdError) as info:
+        ex.execute_one(sql)
+    return info.value
+
+
+# ---------------------------------------------------------------------- ins_columns
+
+
+def test_ins_columns_lists_every_column_of_every_table_but_no_tag(ex: Executor) -> None:
+    got = rows(
+        ex,
+        "select table_type, col_name, col_type, col_length, col_nullable from information_schema.ins_columns "
+        "where db_name = 'd1' and table_name = 'st'",
+    )
+    assert got == [["SUPER_TABLE", n, t, length, int(i > 0)] for i, (n, t, length) in enumerate(ST_COLUMNS)]
+    # a subtable has its supertable's columns; tags are ins_tags', not ins_columns' (TDengine)
+    sub = rows(
+        ex, "select col_name, table_type from information_schema.ins_columns where table_name = 'res_b'"
+    )
+    assert sub == [[n, "CHILD_TABLE"] for n, _t, _l in ST_COLUMNS]
+    per_table = dict(
+        rows(ex, "select table_name, count(*) from information_schema.ins_columns group by table_name")
+    )
+    assert per_table == {"st": 4, "res_a": 4, "res_b": 4, "other": 4, "secret": 2, "n": 2}
+    assert rows(ex, "select col_type from information_schema.ins_columns where col_name = 'k'") == [
+        ["BIGINT"]
+    ]
+
+
+def test_ins_columns_and_tags_show_a_user_only_the_tables_they_may_read(lake: Lake, ex: Executor) -> None:
+    alice = as_user(lake, ALICE)
+    tables = {r[0] for r in rows(alice, "select distinct table_name from information_schema.ins_columns")}
+    assert tables == {"st", *ST_TAGS}  # not d1.secret, nothing of d2
+    assert rows(
+        alice, "select count(*) from information_schema.ins_columns where col_name in ('pin', 'k')"
+    ) == [[0]]
+    assert {r[0] for r in rows(alice, "select distinct db_name from information_schema.ins_tags")} == {"d1"}
+    # a user without any grant sees no table of anyone
+    nobody = as_user(lake, Principal("bob"))
+    assert rows(nobody, "select count(*) from information_schema.ins_columns") == [[0]]
+    assert rows(nobody, "select count(*) from information_schema.ins_tags") == [[0]]
+    # the owner of a database sees its tables, and only them
+    carol = as_user(lake, Principal("carol", createdb=True))
+    carol.execute("create database c1; create table c1.mine (ts timestamp, secret_col int)")
+    assert {r[0] for r in rows(carol, "select distinct table_name from information_schema.ins_columns")} == {
+        "mine"
+    }
+    assert "mine" not in {r[0] for r in rows(alice, "select table_name from information_schema.ins_columns")}
+
+
+# ---------------------------------------------------------------------- SHOW TABLE TAGS
+
+
+def test_show_table_tags_lists_each_subtable_with_its_tags(ex: Executor) -> None:
+    res = ex.execute_one("show table tags from d1.st")
+    assert [c.name for c in res.columns] == ["tbname", "site", "nm"]
+    assert [c.type.sql for c in res.columns] == ["VARCHAR(192)", "INT", "VARCHAR(8)"]
+    assert sorted(map(list, res.rows)) == sorted([n, s, v] for n, (s, v) in ST_TAGS.items())
+    picked = ex.execute_one("show table tags nm as label, tbname from st from d1")
+    assert [c.name for c in picked.columns] == ["label", "tbname"]
+    assert list(map(list, picked.rows)) == [[ST_TAGS[n][1], n] for n in sorted(ST_TAGS)]  # by name
+    assert rows(ex, "show table tags from d1.res_a") == [["res_a", 1, "x"]]  # a subtable: its own row
+
+
+def test_show_table_tags_errors_in_tdengine_words(lake: Lake, ex: Executor) -> None:
+    sql = "show table tags tbname, nope from d1.st"
+    e = error(ex, sql)
+    assert e.code == Code.INVALID_COLUMN and "nope" in e.desc
+    assert getattr(e, "offset", None) == sql.index("nope")
+    assert error(ex, "show table tags from d1.secret").code == Code.INVALID_OPERATION
+    assert error(ex, "show table tags from d1.missing").code == Code.TABLE_NOT_EXIST
+    bob = as_user(lake, Principal("bob", grants=(Grant("d1", "secret", read=True),)))
+    assert error(bob, "show table tags from d1.st").code == Code.PERMISSION_DENIED
+    assert rows(as_user(lake, ALICE), "show table tags site from d1.st") == [
+        [ST_TAGS[n][0]] for n in sorted(ST_TAGS)
+    ]
+
+
+# ---------------------------------------------------------------------- SYSINFO
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from information_schema.ins_dnodes",
+        "show dnodes",
+        "select * from information_schema.ins_dnode_variables",
+        "show dnode 1 variables",
+        "show users",
+        "select * from information_schema.ins_users",
+    ],
+)
+def test_sysinfo_0_users_are_refused_system_information(lake: Lake, sql: str) -> None:
+    hidden = as_user(lake, Principal("dave", sysinfo=False))
+    e = error(hidden, sql)
+    assert e.code == Code.NO_RIGHTS and "SYSINFO" in e.desc
+    assert as_user(lake, Principal("erin", sysinfo=True)).execute_one(sql).columns  # SYSINFO 1 may
+
+
+def test_ins_dnodes_is_this_server(ex: Executor) -> None:
+    res = ex.execute_one("show dnodes")
+    assert [c.name for c in res.columns] == [
+        "id", "endpoint", "vnodes", "support_vnodes", "status", "create_time", "reboot_time", "note"
+    ]  # fmt: skip
+    (row,) = res.rows
+    assert row[0] == 1 and row[1] == socket.gethostname() and row[4] == "ready"
+    assert row[2] == len(rows(ex, "show d1.vgroups")) * 2  # one vgroup per database: d1, d2
+
+
+# ---------------------------------------------------------------------- variables, functions
+
+
+def test_show_variables_are_the_servers_real_settings(ex: Executor) -> None:
+    got = dict(rows(ex, "show variables"))
+    assert got["timezone"] == "Asia/Shanghai" and got["charset"] == "UTF-8"
+    assert dict(rows(ex, "show cluster variables like 'time%'")) == {"timezone": "Asia/Shanghai"}
+    assert rows(ex, "select value from information_schema.ins_configs where name = 'charset'") == [["UTF-8"]]
+    local = ex.execute_one("show local variables like '%zone'")
+    assert [c.name for c in local.columns] == ["name", "value", "scope", "category", "info"]
+    assert [r[:2] for r in local.rows] == [["timezone", "Asia/Shanghai"]]
+    assert [r[1:3] for r in rows(ex, "show dnode 1 variables like 'charset'")] == [["charset", "UTF-8"]]
+    assert rows(ex, "show dnode 2 variables") == []
+
+
+def test_no_user_defined_functions_and_empty_performance_schema(ex: Executor) -> None:
+    funcs = ex.execute_one("show functions")
+    assert funcs.rows == [] and [c.name for c in funcs.columns][:4] == [
+        "name",
+        "comment",
+        "aggregate",
+        "output_type",
+    ]
+    assert rows(ex, "select count(*) from information_schema.ins_functions") == [[0]]
+    for table in PERF_TABLES:  # tdweb keeps no connections, running queries or apps: no rows, never invented
+        assert rows(ex, f"select count(*) from performance_schema.{table}") == [[0]]
+    conns = ex.execute_one("show connections")
+    assert [c.name for c in conns.columns][:3] == ["conn_id", "user", "app"] and conns.rows == []
+    assert ex.execute_one("show queries").columns[0].name == "kill_id"
+    sql = "select * from performance_schema.perf_nothing"
+    e = error(ex, sql)
+    assert e.code == Code.TABLE_NOT_EXIST and "perf_queries" in e.desc
+    ex.execute_one("use performance_schema")
+    assert rows(ex, "select count(*) from perf_apps") == [[0]]
+
+
+# ---------------------------------------------------------------------- system functions
+
+
+def test_system_functions_are_the_sessions_constants(lake: Lake, ex: Executor) -> None:
+    res = ex.execute_one("select database(), server_version(), client_version(), current_user()")
+    assert [c.name for c in res.columns] == [
+        "database()",
+        "server_version()",
+        "client_version()",
+        "current_user()",
+    ]
+    assert res.rows[0][0] is None  # no current database yet
+    assert res.rows[0][1:] == [SERVER_VERSION, SERVER_VERSION, f"root@{socket.gethostname()}"]
+    ex.execute_one("use d2")
+    assert rows(ex, "select database() as db") == [["d2"]]
+    assert rows(ex, "select table_name from information_schema.ins_tables where db_name = database()") == [
+        ["n"]
+    ]
+    alice = as_user(lake, ALICE, default_db="d1")
+    assert rows(alice, "select user(), database()") == [[f"alice@{socket.gethostname()}", "d1"]]
+    assert rows(alice, "select count(*) from (select database() d) where d = 'd1'") == [[1]]
