@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from spark_workers.access import Grant, Principal
-from spark_workers.errors import Code, TdError
+from spark_workers.errors import Code, SqlError, TdError
 from spark_workers.lake.store import Lake
 from spark_workers.query.system_functions import SERVER_VERSION
+from spark_workers.sql import ast
+from spark_workers.sql.parser import parse
 from spark_workers.statements.executor import Executor
 from spark_workers.statements.sysinfo import PERF_TABLES
 from spark_workers.streams.registry import MemoryRegistry
@@ -220,3 +222,61 @@ def test_system_functions_are_the_sessions_constants(lake: Lake, ex: Executor) -
     alice = as_user(lake, ALICE, default_db="d1")
     assert rows(alice, "select user(), database()") == [[f"alice@{socket.gethostname()}", "d1"]]
     assert rows(alice, "select count(*) from (select database() d) where d = 'd1'") == [[1]]
+
+
+# ---------------------------------------------------------------------- parsing (TDengine's sql.y)
+
+
+@pytest.mark.parametrize(
+    ("sql", "want"),
+    [
+        ("show variables", ast.Show(what="variables")),
+        ("SHOW CLUSTER VARIABLES LIKE 'time%'", ast.Show(what="variables", like="time%")),
+        ("show local variables", ast.Show(what="local_variables")),
+        ("show dnode 1 variables like 'c%'", ast.Show(what="dnode_variables", dnode=1, like="c%")),
+        ("show dnodes", ast.Show(what="dnodes")),
+        ("show functions", ast.Show(what="functions")),
+        ("show connections", ast.Show(what="connections")),
+        ("show queries", ast.Show(what="queries")),
+        ("show apps", ast.Show(what="apps")),
+        (
+            "show table tags from st from d1",
+            ast.Show(what="table_tags", db="d1", target=ast.TableName("st", "d1")),
+        ),
+        (
+            "show table tags tbname, site s, nm as n from d1.st",
+            ast.Show(
+                what="table_tags",
+                db="d1",
+                target=ast.TableName("st", "d1"),
+                items=[("tbname", None, 16), ("site", "s", 24), ("nm", "n", 32)],
+            ),
+        ),
+    ],
+)
+def test_show_statements_parse(sql: str, want: ast.Show) -> None:
+    (got,) = parse(sql)
+    assert isinstance(got, ast.Show)
+    assert (got.what, got.db, got.like, got.dnode, got.items) == (
+        want.what,
+        want.db,
+        want.like,
+        want.dnode,
+        want.items,
+    )
+    if want.target is not None:
+        assert got.target is not None and (got.target.name, got.target.db) == (
+            want.target.name,
+            want.target.db,
+        )
+
+
+@pytest.mark.parametrize(
+    ("sql", "token"),
+    [("show dnode x variables", "x"), ("show table tags site", ""), ("show everything", "everything")],
+)
+def test_bad_show_statements_are_positioned_syntax_errors(sql: str, token: str) -> None:
+    with pytest.raises(SqlError) as info:
+        parse(sql)
+    assert info.value.code in (Code.SYNTAX_ERROR, Code.INCOMPLETE_SQL), info.value.message
+    assert info.value.offset == (sql.index(token) if token else len(sql))

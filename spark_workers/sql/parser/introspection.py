@@ -90,8 +90,9 @@ class IntrospectionParser(ParserBase):
             raise self.error(
                 "syntax error: expected VTABLES after SHOW NORMAL / SHOW CHILD"
                 if vkind
-                else "syntax error: expected DATABASES, STABLES, TABLES, VTABLES, STREAMS or VGROUPS "
-                "after SHOW"
+                else "syntax error: expected DATABASES, STABLES, TABLES, VTABLES, STREAMS, VGROUPS, TAGS, "
+                "TABLE TAGS, CREATE ..., USERS, DNODES, FUNCTIONS, VARIABLES, LOCAL VARIABLES, CONNECTIONS, "
+                "QUERIES or APPS after SHOW"
             )
         self.i += 1
         what = _SHOW_KINDS[w[0]]
@@ -111,7 +112,7 @@ class IntrospectionParser(ParserBase):
         while not self.at("FROM"):
             name, tok = self.name("TBNAME or a tag name")
             alias = None
-            if self.accept("AS") or (not self.at("FROM") and not self.is_type(TokenType.COMMA)):
+            if self.accept("AS") or not (self.done() or self.at("FROM") or self.is_type(TokenType.COMMA)):
                 alias = self.name("an alias")[0]
             items.append((name, alias, tok.start))
             if not self.accept_type(TokenType.COMMA):
