@@ -50,7 +50,7 @@ from sqlglot import exp
 from spark_workers.access import ROOT, Principal
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Database, Table
-from spark_workers.lake.names import SYSTEM_DB
+from spark_workers.lake.names import SYSTEM_DATABASES
 from spark_workers.lake.store import Lake
 from spark_workers.lake.virtual import members, origins
 from spark_workers.lake.virtual import plan as virtual_plan
@@ -280,7 +280,7 @@ def _referenced(lake: Lake, spec: StreamSpec, db: Database, table: Table) -> lis
                     continue
                 if name.lower() in (TROWS, TBNAME) or (name.lower() in ctes and not t.db):
                     continue
-                if (t.db or home).lower() == SYSTEM_DB:
+                if (t.db or home).lower() in SYSTEM_DATABASES:
                     continue
                 src = resolve(lake.catalog, ast.TableName(name, t.db or None), home)
                 refs.append((src.db, src.table))
