@@ -15,7 +15,7 @@ from spark_workers.lake.catalog import Column, Table
 from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.sql import ast
 from spark_workers.statements.session import Session
-from spark_workers.statements.sysinfo import PERF_TABLES, TABLES, variables
+from spark_workers.statements.sysinfo import PERF_TABLES, SYSTEM_TABLES, TABLES, variables
 from spark_workers.tdtypes import INT, varchar
 
 
@@ -251,7 +251,32 @@ def _create_virtual_sql(t: Table) -> str:
     return f"CREATE VTABLE `{t.name}` ({cols})"
 
 
+_DESCRIBE_COLUMNS = [
+    ResultColumn("field", varchar(64)),
+    ResultColumn("type", varchar(32)),
+    ResultColumn("length", INT),
+    ResultColumn("note", varchar(16)),
+]
+
+
 def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
+    """DESCRIBE [db.]t: one row per column and tag (``field``, ``type``, ``length``, ``note``),
+    plus ``ref`` for virtual tables; the tables of the system databases describe their columns.
+
+    Raises:
+        SqlError / CatalogError: TABLE_NOT_EXIST (positioned), PERMISSION_DENIED.
+    """
+    system = SYSTEM_TABLES.get((s.table.db or ex.default_db or "").lower())
+    if system is not None:
+        st = system.get(s.table.name.lower())
+        if st is None:
+            raise SqlError(
+                f"table {s.table.db or ex.default_db}.{s.table.name} does not exist",
+                sql=sql,
+                offset=s.table.span.start if s.table.span else None,
+                code=Code.TABLE_NOT_EXIST,
+            )
+        return ResultSet(_DESCRIBE_COLUMNS, [[n, t.meta_name, t.byte_length, ""] for n, t in st.columns])
     dbname = ex.db_name(s.table.db)
     t = ex.catalog.table(dbname, s.table.name)
     if t is None:
@@ -271,12 +296,7 @@ def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
         for c in t.columns
     ]
     rows += [[g.name, g.type.meta_name, g.type.byte_length, "TAG"] for g in t.tags]
-    columns = [
-        ResultColumn("field", varchar(64)),
-        ResultColumn("type", varchar(32)),
-        ResultColumn("length", INT),
-        ResultColumn("note", varchar(16)),
-    ]
+    columns = list(_DESCRIBE_COLUMNS)
     if t.virtual and t.kind != "super":  # where each column takes its values
         columns.append(ResultColumn("ref", varchar(576)))
         for r in rows:

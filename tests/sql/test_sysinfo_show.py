@@ -201,6 +201,18 @@ def test_no_user_defined_functions_and_empty_performance_schema(ex: Executor) ->
     assert rows(ex, "select count(*) from perf_apps") == [[0]]
 
 
+def test_describe_a_system_table(ex: Executor) -> None:
+    got = rows(ex, "describe information_schema.ins_columns")
+    assert [r[:3] for r in got[:2]] == [["table_name", "VARCHAR", 192], ["db_name", "VARCHAR", 64]]
+    cols = ex.execute_one("select * from information_schema.ins_columns limit 1").columns
+    assert [r[0] for r in got] == [c.name for c in cols]  # what DESCRIBE says is what SELECT * returns
+    ex.execute_one("use performance_schema")
+    assert [r[0] for r in rows(ex, "desc perf_connections")][:2] == ["conn_id", "user"]
+    sql = "describe information_schema.ins_nothing"
+    e = error(ex, sql)
+    assert e.code == Code.TABLE_NOT_EXIST and getattr(e, "offset", None) == sql.index("information_schema")
+
+
 # ---------------------------------------------------------------------- system functions
 
 
