@@ -226,8 +226,10 @@ class Show:
     ``vtables`` (``SHOW [NORMAL | CHILD] [db.]VTABLES``, ``vkind`` ``normal``/``child``/None),
     ``create_vtable``, ``dnodes``, ``functions``, ``variables`` (SHOW [CLUSTER] VARIABLES),
     ``local_variables``, ``dnode_variables`` (``dnode`` its id), ``connections``, ``queries``,
-    ``apps``, ``consumers``, ``transactions``, ``table_tags`` (SHOW TABLE TAGS [items] FROM t:
-    ``items`` the ``(name, alias, offset)`` written, None for tbname and every tag).
+    ``apps``, ``consumers``, ``transactions``, ``alive`` (SHOW CLUSTER ALIVE, SHOW db.ALIVE),
+    ``databases`` with ``vkind`` ``user`` / ``system`` (SHOW USER | SYSTEM DATABASES),
+    ``table_tags`` (SHOW TABLE TAGS [items] FROM t: ``items`` the ``(name, alias, offset)``
+    written, None for tbname and every tag).
     """
 
     what: str

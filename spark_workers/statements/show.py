@@ -21,8 +21,16 @@ from spark_workers.tdtypes import INT, varchar
 
 def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     w = s.what
-    if w == "databases":  # TDengine lists information_schema too
-        return system_rows(ex, "ins_databases", s.like)
+    if w == "databases":  # TDengine lists information_schema and performance_schema too
+        res = system_rows(ex, "ins_databases", s.like)
+        if s.vkind is not None:  # SHOW USER | SYSTEM DATABASES
+            system = s.vkind == "system"
+            res = ResultSet(res.columns, [r for r in res.rows if (r[0] in SYSTEM_TABLES) == system])
+        return res
+    if w == "alive":  # SHOW CLUSTER ALIVE / SHOW db.ALIVE: 1 = available (this server answers)
+        if s.db is not None:
+            ex.visible_database(s.db)
+        return ResultSet([ResultColumn("status", INT)], [[1]])
     if w in ("stables", "tables", "vtables"):
         return table_names(ex, s)
     if w == "streams":

@@ -201,6 +201,16 @@ def test_no_user_defined_functions_and_empty_performance_schema(ex: Executor) ->
     assert rows(ex, "select count(*) from perf_apps") == [[0]]
 
 
+def test_show_user_and_system_databases_and_alive(lake: Lake, ex: Executor) -> None:
+    assert [r[0] for r in rows(ex, "show user databases")] == ["d1", "d2"]
+    assert [r[0] for r in rows(ex, "show system databases")] == ["information_schema", "performance_schema"]
+    assert [r[0] for r in rows(as_user(lake, ALICE), "show user databases")] == ["d1"]
+    alive = ex.execute_one("show cluster alive")
+    assert [c.name for c in alive.columns] == ["status"] and alive.rows == [[1]]
+    assert rows(ex, "show d1.alive") == [[1]]
+    assert error(as_user(lake, Principal("bob")), "show d1.alive").code == Code.PERMISSION_DENIED
+
+
 def test_describe_a_system_table(ex: Executor) -> None:
     got = rows(ex, "describe information_schema.ins_columns")
     assert [r[:3] for r in got[:2]] == [["table_name", "VARCHAR", 192], ["db_name", "VARCHAR", 64]]

@@ -42,6 +42,15 @@ class IntrospectionParser(ParserBase):
         self.expect("SHOW")
         if self.accept("DATABASES"):
             return ast.Show(what="databases")
+        for kind in ("USER", "SYSTEM"):  # SHOW USER | SYSTEM DATABASES: only those databases
+            if self.accept(kind, "DATABASES"):
+                return ast.Show(what="databases", vkind=kind.lower())
+        if self.accept("CLUSTER", "ALIVE"):
+            return ast.Show(what="alive")
+        if self.is_type(TokenType.DOT, 1) and self.at_index(self.i + 2, "ALIVE"):
+            db = self.name("a database name")[0]
+            self.i += 2
+            return ast.Show(what="alive", db=db)
         if self.accept("USERS"):
             return ast.Show(what="users")
         if self.accept("USER", "PRIVILEGES"):
