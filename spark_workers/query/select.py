@@ -147,7 +147,7 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         SqlError: not TDengine SQL (the sandbox), unknown names, and the statement limits:
             ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
     """
-    q = fold_system_functions(q, database=ex.default_db, user=ex.principal.name)
+    q = fold_system_functions(q, database=ex.default_db, user=ex.principal.name, sql=sql)
     check_select(q, sql)
     if q.fill is not None and q.window is None:
         raise SqlError(

@@ -17,7 +17,9 @@ import socket
 
 from sqlglot import exp
 
+from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
+from spark_workers.sql.ast import offset_of
 
 SERVER_VERSION = "3.3.7.0"
 """What ``SERVER_VERSION()`` and ``CLIENT_VERSION()`` answer: the TDengine release whose SQL and
@@ -30,18 +32,31 @@ SYSTEM_FUNCTIONS = frozenset(
 """Lower-case names of the system functions (all take no argument)."""
 
 
-def _system_name(node: exp.Expr) -> str | None:
+def _system_name(node: exp.Expr, sql: str | None) -> str | None:
     """The system function a call node is (``sqlglot`` reads ``DATABASE()`` as ``CurrentSchema``
-    and ``CURRENT_USER()`` as ``CurrentUser``), or None; calls with arguments are not folded
-    (the allow-list refuses them)."""
-    if isinstance(node, exp.CurrentSchema) and not node.args.get("this"):
-        return "database"
-    if isinstance(node, exp.CurrentUser) and not node.args.get("this"):
-        return "current_user"
-    if isinstance(node, exp.Anonymous) and not node.expressions:
-        name = str(node.name).lower()
-        return name if name in SYSTEM_FUNCTIONS else None
-    return None
+    and ``CURRENT_USER()`` as ``CurrentUser``), or None.
+
+    Raises:
+        SqlError: INVALID_FUNCTION, positioned at the call, when it is given arguments.
+    """
+    name: str | None = None
+    args: list[exp.Expr] = []
+    if isinstance(node, exp.CurrentSchema):
+        name, this = "database", node.args.get("this")
+        args = [this] if isinstance(this, exp.Expr) else []
+    elif isinstance(node, exp.CurrentUser):
+        name, this = "current_user", node.args.get("this")
+        args = [this] if isinstance(this, exp.Expr) else []
+    elif isinstance(node, exp.Anonymous) and str(node.name).lower() in SYSTEM_FUNCTIONS:
+        name, args = str(node.name).lower(), list(node.expressions)
+    if name is not None and args:
+        raise SqlError(
+            f"function {name} expects no arguments, got {len(args)}",
+            sql=sql,
+            offset=offset_of(node),
+            code=Code.INVALID_FUNCTION,
+        )
+    return name
 
 
 def system_values(*, database: str | None, user: str) -> dict[str, str | int | None]:
@@ -62,19 +77,24 @@ def system_values(*, database: str | None, user: str) -> dict[str, str | int | N
     }
 
 
-def fold_system_functions(q: ast.SelectQuery, *, database: str | None, user: str) -> ast.SelectQuery:
+def fold_system_functions(
+    q: ast.SelectQuery, *, database: str | None, user: str, sql: str | None = None
+) -> ast.SelectQuery:
     """``q`` with every system function call of its SELECT tree (subqueries included) replaced
     by its constant (:func:`system_values`): a string literal, the integer 1, or
     ``CAST(NULL AS VARCHAR(64))`` for ``DATABASE()`` without a current database. Output column
     names are unchanged (they are the items as written). ``q`` itself is not modified; it is
     returned as is when it calls none.
+
+    Raises:
+        SqlError: INVALID_FUNCTION for a system function given arguments (positioned in ``sql``).
     """
     values = system_values(database=database, user=user)
     found = False
 
     def visit(node: exp.Expr) -> exp.Expr:
         nonlocal found
-        name = _system_name(node)
+        name = _system_name(node, sql)
         if name is None:
             return node
         found = True

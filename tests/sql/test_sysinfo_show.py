@@ -302,3 +302,10 @@ def test_bad_show_statements_are_positioned_syntax_errors(sql: str, token: str) 
         parse(sql)
     assert info.value.code in (Code.SYNTAX_ERROR, Code.INCOMPLETE_SQL), info.value.message
     assert info.value.offset == (sql.index(token) if token else len(sql))
+
+
+def test_a_system_function_takes_no_argument(ex: Executor) -> None:
+    sql = "select 1, database('d1')"
+    e = error(ex, sql)
+    assert e.code == Code.INVALID_FUNCTION and "database expects no arguments" in e.desc
+    assert getattr(e, "offset", None) == sql.index("database")

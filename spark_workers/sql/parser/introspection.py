@@ -48,9 +48,9 @@ class IntrospectionParser(ParserBase):
         if self.accept("CLUSTER", "ALIVE"):
             return ast.Show(what="alive")
         if self.is_type(TokenType.DOT, 1) and self.at_index(self.i + 2, "ALIVE"):
-            db = self.name("a database name")[0]
+            alive_db = self.name("a database name")[0]
             self.i += 2
-            return ast.Show(what="alive", db=db)
+            return ast.Show(what="alive", db=alive_db)
         if self.accept("USERS"):
             return ast.Show(what="users")
         if self.accept("USER", "PRIVILEGES"):
