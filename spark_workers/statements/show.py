@@ -15,7 +15,7 @@ from spark_workers.lake.catalog import Column, Table
 from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.sql import ast
 from spark_workers.statements.session import Session
-from spark_workers.statements.sysinfo import PERF_TABLES, SYSTEM_TABLES, TABLES, variables
+from spark_workers.statements.sysinfo import PERF_TABLES, SYSTEM_TABLES, TABLES, SystemTable, variables
 from spark_workers.tdtypes import INT, varchar
 
 
@@ -187,6 +187,9 @@ def table_tags(ex: Session, s: ast.Show, sql: str) -> ResultSet:
 def table_names(ex: Session, s: ast.Show) -> ResultSet:
     """SHOW [db.]STABLES / TABLES / [NORMAL | CHILD] VTABLES [LIKE 'pattern']: one name a row."""
     w = s.what
+    system = SYSTEM_TABLES.get((s.db or ex.default_db or "").lower())
+    if system is not None:
+        return _system_table_names(ex, s, system)
     # SHOW TABLES lists no virtual table, SHOW VTABLES only them, SHOW STABLES virtual
     # supertables too (TDengine SQL manual, "Virtual Tables": SHOW [NORMAL | CHILD] VTABLES)
     db = ex.visible_database(s.db)
@@ -203,6 +206,17 @@ def table_names(ex: Session, s: ast.Show) -> ResultSet:
     ]
     rows = like(rows, s.like)
     col = "stable_name" if w == "stables" else "table_name"
+    return ResultSet([ResultColumn(col, varchar(192))], rows)
+
+
+def _system_table_names(ex: Session, s: ast.Show, tables: dict[str, SystemTable]) -> ResultSet:
+    """SHOW TABLES of a system database: its tables (those for SYSINFO 1 only to such users, as
+    TDengine's ``getVisibleInfosTablesNum``); it has no supertable and no virtual table."""
+    sees_all = ex.principal.super or ex.principal.sysinfo
+    rows: list[list[Any]] = []
+    if s.what == "tables" and s.vkind != "child":
+        rows = like([[n] for n, st in sorted(tables.items()) if sees_all or not st.sysinfo], s.like)
+    col = "stable_name" if s.what == "stables" else "table_name"
     return ResultSet([ResultColumn(col, varchar(192))], rows)
 
 

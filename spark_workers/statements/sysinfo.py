@@ -64,11 +64,13 @@ class SystemView(Protocol):
 
 @dataclass(frozen=True)
 class SystemTable:
-    """One system table: its columns and the function producing its rows."""
+    """One system table: its columns, the function producing its rows, and whether only SYSINFO 1
+    users may read it (TDengine's ``systable.c``; its row function refuses the others)."""
 
     name: str
     columns: tuple[tuple[str, TdType], ...]
     rows: Callable[[SystemView], list[list[Any]]]
+    sysinfo: bool = False
 
 
 def _visible_databases(ex: SystemView) -> list[tuple[Database, int]]:
@@ -392,6 +394,7 @@ TABLES: dict[str, SystemTable] = {
                 ("allowed_host", varchar(49152)),
             ),
             _users,
+            sysinfo=True,
         ),
         SystemTable(
             "ins_user_privileges",
@@ -403,6 +406,7 @@ TABLES: dict[str, SystemTable] = {
                 ("condition", varchar(49152)),
             ),
             _user_privileges,
+            sysinfo=True,
         ),
         SystemTable(
             "ins_columns",
@@ -433,6 +437,7 @@ TABLES: dict[str, SystemTable] = {
                 ("note", varchar(256)),
             ),
             _dnodes,
+            sysinfo=True,
         ),
         SystemTable(
             "ins_functions",
@@ -455,6 +460,7 @@ TABLES: dict[str, SystemTable] = {
             "ins_dnode_variables",
             (("dnode_id", INT), ("name", varchar(64)), ("value", varchar(4096)), ("scope", varchar(8))),
             _dnode_variables,
+            sysinfo=True,
         ),
     )
 }

@@ -309,3 +309,13 @@ def test_a_system_function_takes_no_argument(ex: Executor) -> None:
     e = error(ex, sql)
     assert e.code == Code.INVALID_FUNCTION and "database expects no arguments" in e.desc
     assert getattr(e, "offset", None) == sql.index("database")
+
+
+def test_show_tables_of_a_system_database(lake: Lake, ex: Executor) -> None:
+    names = {r[0] for r in rows(ex, "show information_schema.tables")}
+    assert {"ins_columns", "ins_dnodes", "ins_users", "ins_tables"} <= names
+    assert rows(ex, "show information_schema.stables") == []
+    hidden = as_user(lake, Principal("dave", sysinfo=False), default_db="information_schema")
+    visible = {r[0] for r in rows(hidden, "show tables")}
+    assert "ins_columns" in visible and not visible & {"ins_dnodes", "ins_users", "ins_user_privileges"}
+    assert {r[0] for r in rows(ex, "show performance_schema.tables like 'perf_q%'")} == {"perf_queries"}
