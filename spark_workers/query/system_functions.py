@@ -20,15 +20,14 @@ from sqlglot import exp
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
+from spark_workers.sql.sandbox import SESSION_FUNCTIONS
 
 SERVER_VERSION = "3.3.7.0"
 """What ``SERVER_VERSION()`` and ``CLIENT_VERSION()`` answer: the TDengine release whose SQL and
 REST protocol tdweb speaks (the stream syntax of seed 002 is 3.3.7's). Over REST the client that
 parses the statement is the server itself, as with taosAdapter, so the two are the same."""
 
-SYSTEM_FUNCTIONS = frozenset(
-    {"database", "client_version", "server_version", "server_status", "current_user", "user"}
-)
+SYSTEM_FUNCTIONS = SESSION_FUNCTIONS
 """Lower-case names of the system functions (all take no argument)."""
 
 

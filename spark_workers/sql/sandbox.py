@@ -101,6 +101,12 @@ TDENGINE_NOT_IMPLEMENTED = frozenset(
     }
 )
 
+# TDengine's system functions: a client's query replaces them by the session's constants before
+# this check (spark_workers.query.system_functions); anywhere else (streams) they have no value
+SESSION_FUNCTIONS = frozenset(
+    {"database", "client_version", "server_version", "server_status", "current_user", "user"}
+)
+
 # Allowed node types -> the arguments they may carry (None: any; their child nodes are checked).
 _STRUCTURE: dict[type[exp.Expr], frozenset[str] | None] = {
     exp.Select: frozenset(
@@ -416,6 +422,14 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
             node,
             sql,
             Code.INVALID_FUNCTION,
+        )
+    if low in SESSION_FUNCTIONS:  # queries fold them first (query/system_functions.py)
+        raise _error(
+            f"function {low} answers about a client's session: it is allowed in a query, not in a stream "
+            "computation",
+            node,
+            sql,
+            Code.NOT_SUPPORTED,
         )
     if low in TDENGINE_NOT_IMPLEMENTED or low in STREAM_FORBIDDEN:
         raise _error(f"function {low} is not supported yet", node, sql, Code.NOT_SUPPORTED)

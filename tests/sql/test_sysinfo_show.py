@@ -319,3 +319,13 @@ def test_show_tables_of_a_system_database(lake: Lake, ex: Executor) -> None:
     visible = {r[0] for r in rows(hidden, "show tables")}
     assert "ins_columns" in visible and not visible & {"ins_dnodes", "ins_users", "ins_user_privileges"}
     assert {r[0] for r in rows(ex, "show performance_schema.tables like 'perf_q%'")} == {"perf_queries"}
+
+
+def test_a_stream_computation_cannot_use_a_system_function(ex: Executor) -> None:
+    sql = (
+        "create stream s1 trigger at_once into d1.out as select _wstart, database() from d1.st interval(10s)"
+    )
+    e = error(ex, sql)
+    assert e.code == Code.NOT_SUPPORTED and "session" in e.desc
+    assert getattr(e, "offset", None) == sql.index("database")
+    assert ex.registry.list() == []
