@@ -142,13 +142,35 @@ def pg_transactions(url: str) -> int:
     return int(row[0]) if row else 0
 
 
+def count_statements() -> list[int]:
+    """Count the SQL statements this process sends through psycopg from now on (the catalog's
+    round trips; an ``executemany``, which psycopg pipelines, counts once); returns a one-item
+    list holding the count."""
+    import psycopg
+
+    counter = [0]
+    execute, executemany = psycopg.Cursor.execute, psycopg.Cursor.executemany
+
+    def counted(self: Any, *a: Any, **k: Any) -> Any:
+        counter[0] += 1
+        return execute(self, *a, **k)
+
+    def counted_many(self: Any, *a: Any, **k: Any) -> Any:
+        counter[0] += 1
+        return executemany(self, *a, **k)
+
+    psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    psycopg.Cursor.executemany = counted_many  # type: ignore[method-assign]
+    return counter
+
+
 # ---------------------------------------------------------------- one measured process
 
 
 def child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     """Warm-up and measured INTERVAL run in this process; ``mode`` is one of :data:`MODES` (the
     environment carries SPARK_MASTER and, for a lake on S3, the AWS_* variables)."""
-    from bench.stream_bench import run_tdweb
+    from bench.stream_bench import run_tdweb, setup_devices, writer
     from spark_workers.lake.store import Lake
     from spark_workers.runtime.session import spark_session
 
@@ -175,12 +197,15 @@ def child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     endpoint = os.environ.get("AWS_ENDPOINT_URL", "")
     marks: list[int] = []
 
+    statements = count_statements()
+
     def before_write() -> None:
         # the setup (1,000 subtables, the stream's DDL) is done: count from here
         if catalog_url:
             time.sleep(11)  # the setup's catalog statistics reach pg_stat_database
             marks.append(pg_transactions(catalog_url))
             s3_counts(endpoint, reset=True)
+            marks.append(statements[0])
 
     if catalog_url:
         pg_reset(catalog_url)
@@ -204,9 +229,15 @@ def child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             name: lake.table_uri("b", lake.catalog.require_table("b", name).storage) for name in ("m", "o")
         }
         r["s3"] = classify(raw, uri, tables)
+        r["catalog_statements_driver"] = statements[0] - marks[2]
         time.sleep(11)
         r["catalog_transactions_setup"] = marks[1] - marks[0]
         r["catalog_transactions"] = pg_transactions(catalog_url) - marks[1]
+        # the writer's share of the S3 requests: the same commits with no stream reading them
+        wlake, _reg, _ex = setup_devices(lake_uri(), args.devices)  # SQLite catalog: no S3 requests
+        s3_counts(endpoint, reset=True)
+        writer(wlake, args.devices, args.rows, args.rows_per_commit, {})
+        r["s3_writer_alone"] = classify(s3_counts(endpoint), wlake.uri, {"m": wlake.table_uri("b", "m")})
     spark.stop()
     return r
 
@@ -342,6 +373,18 @@ def main() -> None:
         print("\n".join(per_batch(c["s3"], c["triggers"])))
         total = sum(c["s3"].values())
         print(f"  {'total':<34} {total:>7,}  {total / c['triggers']:8.1f} per micro-batch")
+        w = c["s3_writer_alone"]
+        wtotal = sum(w.values())
+        print(
+            f"  the writer alone (same {c['commits']} commits, no stream): {wtotal:,} requests = "
+            f"{wtotal / c['commits']:.1f} per commit ({', '.join(f'{k} {n}' for k, n in w.items())}); "
+            f"so the stream made about {total - wtotal:,} = {(total - wtotal) / c['triggers']:.1f} "
+            "per micro-batch"
+        )
+        print(
+            f"{mode}: catalog statements sent by the driver (sink, writer) while streaming: "
+            f"{c['catalog_statements_driver']:,}"
+        )
         print(
             f"{mode}: catalog transactions: setup (database, supertable, {args.devices:,} subtables, "
             f"stream) {c['catalog_transactions_setup']:,}; while streaming {c['catalog_transactions']:,} "
