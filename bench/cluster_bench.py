@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -344,12 +345,16 @@ def main() -> None:
                 mode, args, {**env, **(cluster.env() if on_cluster and cluster else {})}
             )
             print(f"{mode}: {results[mode]['rows_per_s']:,.0f} rows/s", flush=True)
+    except BaseException:
+        print(f"logs kept in {work}", file=sys.stderr)
+        raise
     finally:
         if cluster is not None:
             cluster.stop()
         if s3 is not None:
             s3.terminate()
             s3.wait(timeout=10)
+    shutil.rmtree(work, ignore_errors=True)
 
     print()
     print(f"INTERVAL(1m), {args.devices:,} devices, {args.rows:,} rows, {args.rows_per_commit:,} per commit")
