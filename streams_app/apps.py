@@ -9,6 +9,10 @@ class StreamsAppConfig(AppConfig):
     verbose_name = "tdweb streams"
 
     def ready(self) -> None:
+        from django.core import checks
+
+        from streams_app.services.lake import deployment_check
         from streams_app.signals import signals_connect
 
         signals_connect()
+        checks.register(deployment_check, "tdweb")

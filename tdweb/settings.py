@@ -3,6 +3,7 @@
 Environment variables (README "Configuration"): ``DATABASE_URL`` (default SQLite in var/),
 ``REDIS_URL`` (default redis://127.0.0.1:6379/0), ``TDWEB_LAKE`` (default var/lake),
 ``TDWEB_CATALOG_URL`` (default "": SQLite in the lake; ``postgres://...`` for a shared catalog),
+``TDWEB_CHECKPOINTS`` (default "": streams' checkpoints in the lake's local folder),
 ``SPARK_MASTER`` (default local[*]), ``TDWEB_TIMEZONE`` (default UTC), ``TDWEB_HOST`` /
 ``TDWEB_PORT`` (default 127.0.0.1:8000), ``TDWEB_ADMIN_PASSWORD`` (default taosdata),
 ``TDWEB_SECRET_KEY``, ``TDWEB_DEBUG``, ``TDWEB_STREAM_SLOTS`` (streams per worker, default 32),
@@ -163,6 +164,9 @@ DJANGO_VITE = {
 TDWEB_LAKE = env.str("TDWEB_LAKE", default=str(VAR_DIR / "lake"))
 # the catalog: "" = SQLite in the lake folder; postgres://... = shared (docs/operations.md)
 TDWEB_CATALOG_URL = env.str("TDWEB_CATALOG_URL", default="")
+# streams' checkpoints: "" = <lake's local folder>/_streams; a shared path or a Hadoop URI
+# (s3a://, hdfs://) when workers and Spark run on several hosts (docs/operations.md)
+TDWEB_CHECKPOINTS = env.str("TDWEB_CHECKPOINTS", default="")
 os.environ.setdefault("TDWEB_VAR", str(VAR_DIR))
 TDWEB_TIMEZONE = env.str("TDWEB_TIMEZONE", default="UTC")
 SPARK_MASTER = env.str("SPARK_MASTER", default="local[*]")
@@ -170,8 +174,8 @@ TDWEB_ADMIN_USER = "root"
 TDWEB_ADMIN_PASSWORD = env.str("TDWEB_ADMIN_PASSWORD", default="taosdata")
 TDWEB_STREAM_SLOTS = env.int("TDWEB_STREAM_SLOTS", default=32)
 TDWEB_STREAM_BUCKETS = env.int("TDWEB_STREAM_BUCKETS", default=8)
-TDWEB_HEARTBEAT_S = env.float("TDWEB_HEARTBEAT_S", default=5.0)
-TDWEB_STALE_AFTER_S = env.float("TDWEB_STALE_AFTER_S", default=30.0)
+TDWEB_HEARTBEAT_S = env.float("TDWEB_HEARTBEAT_S", default=3.0)
+TDWEB_STALE_AFTER_S = env.float("TDWEB_STALE_AFTER_S", default=15.0)
 TDWEB_PROGRESS_KEEP = env.int("TDWEB_PROGRESS_KEEP", default=2000)
 # SQL statement limits (spark_workers/limits.py; docs/decisions.md "SQL sandbox and limits")
 TDWEB_SQL_MEMORY_LIMIT = env.str("TDWEB_SQL_MEMORY_LIMIT", default="")  # "" = min(4 GiB, 25 % RAM)
@@ -186,10 +190,19 @@ TDWEB_SQL_CONCURRENCY = env.int("TDWEB_SQL_CONCURRENCY", default=2)
 
 # ---------------------------------------------------------------- Redis: Celery, Channels
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+# the channel layer's Redis reads wait up to 30 s: redis-py 8 made 5 s the default socket timeout,
+# which aborts channels_redis's blocking 5 s BZPOPMIN on a quiet socket, so every WebSocket was torn
+# down every 5-10 s and a message sent while the browser reconnected was lost (channels_redis#422)
+CHANNEL_REDIS_SOCKET_TIMEOUT_S = 30.0
+# every web and worker process must share REDIS_URL and TDWEB_CHANNEL_PREFIX: the groups stream.<id>
+# and inbox.<user_id> are the same on all of them (docs/operations.md)
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env.str("TDWEB_CHANNEL_PREFIX", default="tdweb:asgi")},
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT_S}],
+            "prefix": env.str("TDWEB_CHANNEL_PREFIX", default="tdweb:asgi"),
+        },
     }
 }
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
@@ -203,7 +216,7 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULE = {
     "streams-reconcile": {
         "task": "streams.reconcile",
-        "schedule": env.float("TDWEB_RECONCILE_S", default=10.0),
+        "schedule": env.float("TDWEB_RECONCILE_S", default=5.0),
     },
     "lake-compact": {"task": "lake.compact", "schedule": 3600.0},
 }

@@ -17,7 +17,10 @@ CELERY_BROKER_URL = REDIS_URL
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"tdweb-test-{uuid.uuid4().hex[:8]}"},
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_REDIS_SOCKET_TIMEOUT_S}],  # noqa: F405
+            "prefix": f"tdweb-test-{uuid.uuid4().hex[:8]}",
+        },
     }
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

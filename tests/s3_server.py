@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import pytest
 
-S3_PORT = 18810
 BUCKET = "tdweb-lake"
 
 
@@ -30,6 +29,13 @@ class S3Server:
         return f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
 
 
+def _free_port() -> int:
+    """A port the OS says is free on 127.0.0.1 (so parallel runs do not meet on one server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     """moto's S3 server in a child process (delta-rs holds the GIL in some calls, so a server
@@ -37,12 +43,13 @@ def s3_server() -> Iterator[S3Server]:
     session (the lake reads them as on a real deployment) and restored afterwards."""
     boto3 = pytest.importorskip("boto3")
     pytest.importorskip("moto.server")
+    port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(S3_PORT)],
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    endpoint = f"http://127.0.0.1:{S3_PORT}"
+    endpoint = f"http://127.0.0.1:{port}"
     env = {
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_REGION": "us-east-1",
@@ -53,7 +60,7 @@ def s3_server() -> Iterator[S3Server]:
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        _wait_port(S3_PORT, proc)
+        _wait_port(port, proc)
         boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
         yield S3Server(endpoint, env)
     finally:

@@ -118,6 +118,8 @@ class ChangeReader:
     def _changes_out(self, t: pa.Table, start: int, end: int) -> pa.Table:
         """Engine-form change rows -> logical rows with their meta fields (module docstring)."""
         n = t.num_rows
+        if n > 1:
+            t = t.take(self._arrival_order(t))
         ct = (
             np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8)
             if n
@@ -148,6 +150,23 @@ class ChangeReader:
         }
         drop = [c for c in t.column_names if c in ("_change_type", "_commit_version", "_commit_timestamp")]
         return self._logical(t.drop_columns(drop), meta)
+
+    def _arrival_order(self, t: pa.Table) -> pa.Array:
+        """Indices putting change rows in arrival order: by commit (version, or commit time when
+        several tables are read), then, inside one commit, by time, subtable and composite key,
+        an update's pre-image before its post-image.
+
+        A commit's rows come back from the change feed file by file, and one write's files
+        (one per ``_bucket``) come in no fixed order: without this, the rows of a later time bucket
+        could reach the engine before the earlier ones of the same INSERT, and the windows of the
+        earlier rows would be taken as expired (IGNORE EXPIRED, seed 000) and lost. Inside one
+        write request TDengine orders a subtable's rows by timestamp, as this does."""
+        keys = row_key(self.storage)
+        clock = self.clock and "_commit_timestamp" in t.column_names
+        by = "_commit_timestamp" if clock else "_commit_version"
+        codes = pa.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], pa.int8())
+        sort = t.select([by, keys[0], "tbname", *keys[1:]]).append_column("_ct", codes)
+        return pc.sort_indices(sort, sort_keys=[(c, "ascending") for c in sort.column_names])
 
     def _logical(self, t: pa.Table, meta: dict[str, np.ndarray]) -> pa.Table:
         """Engine-form rows -> logical schema: names, timestamps, tags joined."""

@@ -9,8 +9,9 @@ commit times, read from the change feed), writes the results through
 the stream's ``OutputSink`` (one Delta commit per trigger, recorded as the txn ``(stream, trigger
 time)``, so a repeated trigger never duplicates rows) and sends ``ON_TIME`` notifications. Its
 state (the last trigger time and the source version it read up to) lives in
-``<lake>/_streams/<key>/period.json``, beside the Spark checkpoints of the other streams, so a
-restarted worker continues where it stopped. The decision is in docs/decisions.md.
+``<checkpoint root>/<key>/period.json`` (``runtime/paths.py``: ``TDWEB_CHECKPOINTS`` or the lake's
+local folder), beside the Spark checkpoints of the other streams, so a worker restarted on this or
+another host continues where it stopped. The decision is in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -33,11 +33,13 @@ from spark_workers.lake.store import Lake
 from spark_workers.notify.messages import Event
 from spark_workers.query.compute import TriggerEvent, group_context
 from spark_workers.query.duck import DuckSession
+from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.sink import BatchReport, OutputSink
 from spark_workers.streams.compile import CompiledStream, group_id
 
 DAY_MS = 86_400_000
 MAX_CATCH_UP = 1000  # missed triggers fired after a restart, at most
+STATE_FILE = "period.json"
 
 
 def period_next(after_ms: int, created_ms: int, period: Duration, offset: Duration | None, tz: str) -> int:
@@ -102,7 +104,8 @@ class PeriodRunner:
         created_ms: the stream's creation time (base of periods of a day or more).
         start_version: the trigger table's version at CREATE STREAM (rows after it are read).
         tz: server time zone.
-        state_path: where the runner's state is kept (None: in memory only).
+        state: the stream's state folder (``runtime/paths.StreamState``), where the runner keeps
+            ``period.json`` (None: in memory only).
     """
 
     def __init__(
@@ -114,7 +117,7 @@ class PeriodRunner:
         created_ms: int,
         start_version: int,
         tz: str = "UTC",
-        state_path: Path | None = None,
+        state: StreamState | None = None,
     ) -> None:
         self.c = compiled
         self.lake = lake
@@ -125,10 +128,11 @@ class PeriodRunner:
         self.period = Duration.parse(str(trig["period"]))
         self.offset = Duration.parse(str(trig["offset"])) if trig.get("offset") else None
         self.has_table = bool(trig.get("from", True))
-        self.state_path = state_path
+        self.state_files = state
         self.state: dict[str, Any] = {"last_trigger_ms": None, "version": start_version}
-        if state_path is not None and state_path.exists():
-            self.state.update(json.loads(state_path.read_text()))
+        saved = state.read_text(STATE_FILE) if state is not None else None
+        if saved is not None:
+            self.state.update(json.loads(saved))
 
     def next_due(self, now_ms: int | None = None) -> int:
         """The next trigger time (epoch ms): the one after the last trigger fired, or after the
@@ -145,11 +149,8 @@ class PeriodRunner:
         return t
 
     def _save(self) -> None:
-        if self.state_path is not None:
-            self.state_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.state))
-            tmp.replace(self.state_path)
+        if self.state_files is not None:
+            self.state_files.write_text(STATE_FILE, json.dumps(self.state))
 
     def _groups(self) -> list[list[Any]]:
         """One value list per trigger group: the PARTITION BY values of every subtable (tbname

@@ -26,7 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
-from spark_workers.runtime.paths import checkpoint_dir
+from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
 from spark_workers.runtime.sink import OutputSink
@@ -228,10 +228,13 @@ def start_query(
     buckets: int = DEFAULT_BUCKETS,
     trigger: str | None = None,
     catalog_url: str = "",
+    checkpoints: str = "",
 ) -> StreamingQuery:
     """Start the query; ``sink.process`` runs for every micro-batch (idempotent on batch id);
     ``trigger`` is the processing-time trigger (default: :func:`trigger_interval`);
-    ``catalog_url`` is the lake's catalog (``TDWEB_CATALOG_URL``, "" for SQLite in the lake)."""
+    ``catalog_url`` is the lake's catalog (``TDWEB_CATALOG_URL``, "" for SQLite in the lake);
+    ``checkpoints`` the checkpoint root (``TDWEB_CHECKPOINTS``, "" for the lake's local folder;
+    ``runtime/paths.py``)."""
     frame, _cfg = build_stream_frame(
         spark,
         c,
@@ -264,11 +267,11 @@ def start_query(
         )
         sink.process(table, int(batch_id), phase=phase, started=t0)
 
-    ck = checkpoint_dir(lake_root, stream_key)
-    ck.parent.mkdir(parents=True, exist_ok=True)
+    state = StreamState(lake_root, stream_key, checkpoints)
+    state.make_parent()
     return (
         frame.writeStream.foreachBatch(each_batch)
-        .option("checkpointLocation", str(ck))
+        .option("checkpointLocation", state.checkpoint)
         .queryName(f"tdweb_{stream_key}")
         .trigger(processingTime=trigger or trigger_interval(c))
         .start()

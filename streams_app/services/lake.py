@@ -4,11 +4,14 @@ statements run in are ``services/sql.executor_for``)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
+from django.core import checks
 
 from spark_workers.lake.store import Lake
 from spark_workers.limits import Limits, configure_limits
+from spark_workers.runtime.deployment import cluster_problems
 
 
 @lru_cache(maxsize=4)
@@ -42,3 +45,28 @@ def sql_limits_configure() -> None:
             concurrency=settings.TDWEB_SQL_CONCURRENCY,
         )
     )
+
+
+def deployment_problems() -> list[str]:
+    """What this deployment's settings lack for its Spark master (``runtime/deployment.py``):
+    ``SPARK_MASTER`` on a cluster with the lake on object storage needs ``TDWEB_CATALOG_URL`` and
+    ``TDWEB_CHECKPOINTS``. Each problem is a sentence naming the setting."""
+    return cluster_problems(
+        master=str(settings.SPARK_MASTER),
+        lake=str(settings.TDWEB_LAKE),
+        catalog_url=str(settings.TDWEB_CATALOG_URL or ""),
+        checkpoints=str(settings.TDWEB_CHECKPOINTS or ""),
+    )
+
+
+def deployment_check(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Django system check (``manage.py check``, every ``manage.py`` command): one error per
+    :func:`deployment_problems` entry: ``tdweb.E001`` the catalog, ``tdweb.E002`` the checkpoints."""
+    return [
+        checks.Error(
+            p,
+            id="tdweb.E001" if "TDWEB_CATALOG_URL" in p else "tdweb.E002",
+            hint="docs/operations.md, Spark cluster",
+        )
+        for p in deployment_problems()
+    ]

@@ -141,7 +141,9 @@ def inbox_users(inbox: Inbox) -> list[int]:
 
 
 def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> None:
-    """Send new notifications (and the new unread counts) to the users' browser sockets."""
+    """Send new or changed notifications (and the new unread counts) to the users' browser sockets,
+    through the channel layer: every web process's browsers get them, whichever process stored or
+    acknowledged them."""
     layer = get_channel_layer()
     if layer is None:
         return
@@ -151,21 +153,47 @@ def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> No
                 async_to_sync(layer.group_send)(
                     f"inbox.{uid}", {"type": "inbox.notification", "notification": notification_json(n)}
                 )
+        except Exception as e:  # live push is best effort; the inbox keeps the truth
+            log.warning("push to inbox.%s failed: %s", uid, e)
+    unread_push(user_ids=inbox_users(inbox))
+
+
+def unread_push(*, user_ids: list[int]) -> None:
+    """Send each user's unread count (``{"type": "unread", "count": n}`` on ``/ws/inbox/``) to their
+    browsers on every web process (best effort: a failed push is logged)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    for uid in user_ids:
+        try:
             async_to_sync(layer.group_send)(
                 f"inbox.{uid}", {"type": "inbox.unread", "count": notification_unread_count(user_id=uid)}
             )
-        except Exception as e:  # live push is best effort; the inbox keeps the truth
+        except Exception as e:
             log.warning("push to inbox.%s failed: %s", uid, e)
 
 
 def notification_ack(*, notification: Notification) -> Notification:
-    """Mark one notification acknowledged."""
+    """Mark one notification acknowledged. The change is pushed (after commit) to the browsers of
+    the inbox's users, the notification and their new unread counts, so the badge and the inbox
+    page of a browser connected to another web process follow (issue 14)."""
     if not notification.acknowledged:
         notification.acknowledged = True
         notification.save(update_fields=["acknowledged"])
+        inbox = notification.inbox
+        transaction.on_commit(lambda: notifications_push(inbox=inbox, notifications=[notification]))
     return notification
 
 
 def notification_ack_all(*, user: Any) -> int:
-    """Acknowledge every notification the user sees; returns how many changed."""
-    return notifications_visible(user=user).filter(acknowledged=False).update(acknowledged=True)
+    """Acknowledge every notification the user sees; returns how many changed. The new unread
+    counts of the users of the inboxes concerned are pushed to their browsers (after commit)."""
+    unread = notifications_visible(user=user).filter(acknowledged=False)
+    inbox_ids = set(unread.order_by().values_list("inbox_id", flat=True).distinct())
+    changed = unread.update(acknowledged=True)
+    if changed:
+        users = sorted(
+            {uid for inbox in Inbox.objects.filter(pk__in=inbox_ids) for uid in inbox_users(inbox)}
+        )
+        transaction.on_commit(lambda: unread_push(user_ids=users))
+    return changed

@@ -8,7 +8,6 @@ Live updates go to the Channels groups ``streams`` (all streams) and ``stream.<i
 from __future__ import annotations
 
 import logging
-import shutil
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -21,7 +20,7 @@ from django.utils import timezone
 
 from spark_workers.errors import CatalogError, Code
 from spark_workers.notify.sender import Attempt
-from spark_workers.runtime.paths import checkpoint_dir
+from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.sink import BatchReport
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Delivery, Stream, StreamProgress
@@ -117,8 +116,9 @@ def stream_drop(*, stream: Stream) -> None:
 
 
 def checkpoint_remove(stream: Stream, lake_root: str) -> None:
-    """Delete a dropped stream's checkpoint folder (its output data stays, seed 000)."""
-    shutil.rmtree(checkpoint_dir(lake_root, stream.key).parent, ignore_errors=True)
+    """Delete a dropped stream's state folder, checkpoint included, wherever ``TDWEB_CHECKPOINTS``
+    puts it (its output data stays, seed 000)."""
+    StreamState(lake_root, stream.key, settings.TDWEB_CHECKPOINTS).remove()
 
 
 def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProgress:

@@ -7,7 +7,9 @@ micro-batch boundary), and restarts the query with exponential back-off after a 
 start checks that the stream's owner may still read its tables and write its output
 (``streams.check_stream_access``): a revoked grant fails the stream until it is granted again. A
 worker that dies (even ``kill -9``) stops beating; ``streams.reconcile`` (beat) hands the stream to
-a live worker, which resumes from the checkpoint.
+a live worker, which resumes from the checkpoint (``TDWEB_CHECKPOINTS``, shared by every worker
+host). A worker that finds the stream claimed by another (it was judged dead while it was only
+slow) stops its query at once: a stream runs on one worker at any time.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from django.utils import timezone
 
 from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
-from spark_workers.runtime.paths import checkpoint_dir
+from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.query import committed_version, start_query
 from spark_workers.runtime.sink import OutputSink
 from spark_workers.streams.compile import CompiledStream
@@ -36,7 +38,7 @@ from spark_workers.streams.spec import StreamSpec
 from spark_workers.streams.stored import stream_compiled
 from streams_app.models import Stream, StreamRun
 from streams_app.services.access import principal_for
-from streams_app.services.lake import lake_get
+from streams_app.services.lake import deployment_problems, lake_get
 from streams_app.services.stream_control import (
     checkpoint_remove,
     stream_delivery_record,
@@ -88,12 +90,15 @@ def stream_supervise(*, stream_id: int, worker: str) -> None:
         close_old_connections()
 
 
-def _should_run(stream_id: int) -> bool:
-    s = Stream.objects.filter(pk=stream_id).values("desired_state", "status").first()
+def _should_run(stream_id: int, worker: str) -> bool:
+    """True while the stream should run and is still ``worker``'s (another worker may have taken
+    it over when this one's heartbeats stopped reaching the database)."""
+    s = Stream.objects.filter(pk=stream_id).values("desired_state", "status", "worker").first()
     return (
         s is not None
         and s["desired_state"] == Stream.Desired.RUNNING
         and s["status"] != Stream.Status.DROPPED
+        and s["worker"] == worker
         and not SHUTDOWN.is_set()
     )
 
@@ -107,13 +112,13 @@ def _supervise(stream_id: int, worker: str) -> None:
     stop_flag = threading.Event()
     structlog.contextvars.bind_contextvars(stream_id=stream_id, worker=worker)
     try:
-        while _should_run(stream_id):
+        while _should_run(stream_id, worker):
             try:
                 _run_once(stream_id, worker, lake, stop_flag, backoff)
-                if not _should_run(stream_id):
+                if not _should_run(stream_id, worker):
                     break
             except Exception as e:  # any failure: record it, back off, try again
-                if not _should_run(stream_id):  # stopping (shutdown, pause, drop): not a failure
+                if not _should_run(stream_id, worker):  # stopping (shutdown, pause, drop): not a failure
                     break
                 backoff[0] = _after_failure(stream_id, worker, run, e, backoff[0])
     finally:
@@ -130,6 +135,9 @@ def _run_once(
     from spark_workers.runtime.session import spark_session
 
     stream = Stream.objects.select_related("owner").get(pk=stream_id)
+    problems = deployment_problems()
+    if problems:  # a cluster that would lose state between hosts: the stream fails, saying why
+        raise RuntimeError("; ".join(problems))
     spark = spark_session(settings.SPARK_MASTER)
     spec = StreamSpec.from_json(stream.spec)
     if stream.owner is not None:  # the stream runs with its owner's privileges
@@ -163,6 +171,7 @@ def _run_once(
         ignore_until=stream.ignore_until_version,
         buckets=settings.TDWEB_STREAM_BUCKETS,
         catalog_url=lake.catalog.url,
+        checkpoints=settings.TDWEB_CHECKPOINTS,
     )
     catching_up = stream.history_version is not None and stream.last_batch_id is None
     stream_set_status(
@@ -187,7 +196,7 @@ def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, 
     while True:
         if query.awaitTermination(settings.TDWEB_HEARTBEAT_S):
             exc = query.exception()
-            if exc is not None and _should_run(stream_id):
+            if exc is not None and _should_run(stream_id, worker):
                 raise RuntimeError(str(exc).split("\n")[0][:2000])
             return
         beat: dict[str, object] = {"heartbeat_at": timezone.now()}
@@ -195,7 +204,7 @@ def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, 
         if committed is not None:
             beat["processed_version"] = committed
         Stream.objects.filter(pk=stream_id, worker=worker).update(**beat)
-        if not _should_run(stream_id):
+        if not _should_run(stream_id, worker):
             stop_flag.set()
             query.stop()
             return
@@ -212,7 +221,7 @@ def _after_failure(stream_id: int, worker: str, run: StreamRun, e: Exception, ba
     run.save(update_fields=["restarts", "error", "updated_at"])
     stream_set_status(stream_id=stream_id, status=Stream.Status.FAILED, error=str(e))
     deadline = time.monotonic() + backoff * random.uniform(0.75, 1.25)
-    while time.monotonic() < deadline and _should_run(stream_id):
+    while time.monotonic() < deadline and _should_run(stream_id, worker):
         Stream.objects.filter(pk=stream_id, worker=worker).update(heartbeat_at=timezone.now())
         time.sleep(min(1.0, backoff))
     return min(backoff * 2, BACKOFF_MAX_S)
@@ -255,7 +264,7 @@ def _run_period(
         created_ms=int(stream.created_at.timestamp() * 1000),
         start_version=stream.start_version,
         tz=settings.TDWEB_TIMEZONE,
-        state_path=checkpoint_dir(lake_root, stream.key).parent / "period.json",
+        state=StreamState(lake_root, stream.key, settings.TDWEB_CHECKPOINTS),
     )
     stream_set_status(stream_id=stream.pk, status=Stream.Status.RUNNING, error="")
 
@@ -264,7 +273,7 @@ def _run_period(
             heartbeat_at=timezone.now(), processed_version=version
         )
 
-    runner.run(lambda: _should_run(stream.pk), beat)
+    runner.run(lambda: _should_run(stream.pk, worker), beat)
 
 
 def _discard(_value: object) -> None:

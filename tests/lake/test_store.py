@@ -170,3 +170,24 @@ def test_subtable_reader_sees_only_its_rows(lake):
     reader = ChangeReader(lake, "d", "b")
     got = read_range(reader, {"v": v, "h": -1}, {"v": v + 1, "h": -1})
     assert got.column("tbname").to_pylist() == ["b"] and got.column("v").to_pylist() == [2]
+
+
+def test_one_writes_rows_reach_the_stream_in_time_order_across_buckets(lake):
+    """One INSERT spanning 30 time buckets is one commit of 30 data files, which the change feed
+    returns in no fixed order: the rows still come out in time order per subtable (arrival order
+    ``_seq`` increasing with time), else a stream's engine would take the earlier windows for
+    expired ones (seed 000, IGNORE EXPIRED) and lose them."""
+    db, st = make(lake, duration="1d")  # one bucket per day
+    day = 86_400_000
+    v = lake.version("d", "st")
+    lake.write(
+        db, st, rows(*[(s, d * day + h * 3_600_000, d) for d in range(30) for h in (0, 12) for s in "ab"])
+    )
+    got = read_range(ChangeReader(lake, "d", "st"), {"v": v, "h": -1}, {"v": v + 1, "h": -1})
+    assert got.num_rows == 120
+    seq = got.column("_seq").to_pylist()
+    in_arrival = got.take(pa.array(sorted(range(got.num_rows), key=seq.__getitem__)))
+    for s in "ab":
+        ts = in_arrival.filter(pa.compute.equal(in_arrival.column("tbname"), s)).column("ts")
+        ms = [t.timestamp() * 1000 for t in ts.to_pylist()]
+        assert ms == sorted(ms) and len(ms) == 60

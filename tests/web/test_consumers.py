@@ -12,7 +12,7 @@ from django.test import Client
 
 from spark_workers.runtime.sink import BatchReport
 from streams_app.models import Notification, Stream
-from streams_app.services.notifications import inbox_get_or_create
+from streams_app.services.notifications import inbox_get_or_create, notification_ack, notification_ack_all
 from streams_app.services.sql import sql_execute
 from streams_app.services.stream_control import stream_progress_record
 
@@ -171,6 +171,57 @@ async def test_unread_count_on_connect(admin, inbox) -> None:
     await producer.disconnect()
     browser = await _connect("/ws/inbox/", admin)
     assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 1}
+    await browser.disconnect()
+
+
+async def test_acknowledgements_reach_the_other_browsers(admin, alice, inbox) -> None:
+    """An acknowledgement (made through any web process) is pushed to every browser of the inbox's
+    users: the changed notification and the new unread count (issue 14, several web hosts)."""
+    producer = await _connect(f"/ws/notify/{inbox.name}?key={inbox.key}")
+    await producer.send_to(text_data=json.dumps(SEED_MESSAGE))
+    await producer.send_to(
+        text_data=json.dumps(
+            {
+                **SEED_MESSAGE,
+                "messageId": "m2",
+                "streams": [
+                    {
+                        **SEED_MESSAGE["streams"][0],
+                        "events": [{**SEED_MESSAGE["streams"][0]["events"][0], "windowId": "w2"}],
+                    }
+                ],
+            }
+        )
+    )
+    await producer.disconnect()
+    browser = await _connect("/ws/inbox/", admin)
+    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 2}
+    first = await database_sync_to_async(Notification.objects.order_by("id").first)()
+    await database_sync_to_async(notification_ack)(notification=first)
+    frame = await browser.receive_json_from(timeout=5)
+    assert frame["type"] == "notification"
+    assert (frame["notification"]["id"], frame["notification"]["acknowledged"]) == (first.pk, True)
+    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 1}
+    await database_sync_to_async(notification_ack)(notification=first)  # already acknowledged
+    assert await browser.receive_nothing(timeout=QUIET_S)
+    assert await database_sync_to_async(notification_ack_all)(user=admin) == 1
+    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 0}
+    await browser.disconnect()
+
+
+async def test_a_quiet_socket_stays_subscribed(admin) -> None:
+    """Nothing arrives for longer than the channel layer's blocking receive and redis-py's default
+    socket timeout together; the socket must still be connected and get the next message (redis-py 8
+    tore it down: channels_redis#422; settings ``CHANNEL_REDIS_SOCKET_TIMEOUT_S``). Cost: ~11 s."""
+    from channels.layers import get_channel_layer
+    from redis._defaults import DEFAULT_SOCKET_TIMEOUT
+
+    layer = get_channel_layer()
+    browser = await _connect("/ws/inbox/", admin)
+    assert (await browser.receive_json_from(timeout=5))["type"] == "unread"
+    assert await browser.receive_nothing(timeout=layer.brpop_timeout + DEFAULT_SOCKET_TIMEOUT + 1)
+    await layer.group_send(f"inbox.{admin.pk}", {"type": "inbox.unread", "count": 42})
+    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 42}
     await browser.disconnect()
 
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from spark_workers.errors import Code, TdError
-from spark_workers.runtime.paths import checkpoint_dir
+from spark_workers.runtime.paths import checkpoint_location
 from streams_app.api import designer as designer_api
 from streams_app.models import Stream, StreamDraft, StreamVersion
 from streams_app.services.api_tokens import api_token_create
@@ -464,7 +464,7 @@ def test_redeploy_rolls_back_when_create_fails(air, admin) -> None:
     sql_execute(sql=EPISODES, user=admin)
     sql_execute(sql=LEGACY, user=admin)
     old = Stream.objects.get(name="episodes")
-    ck = checkpoint_dir(str(air.root), old.key)
+    ck = Path(checkpoint_location(str(air.root), old.key))
     ck.mkdir(parents=True)
     (ck / "offsets").write_text("0")
     # the new statement writes into pm25_daily's output table: CREATE STREAM refuses it

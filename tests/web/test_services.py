@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.notify.sender import Attempt
-from spark_workers.runtime.paths import checkpoint_dir
+from spark_workers.runtime.paths import checkpoint_location
 from spark_workers.runtime.sink import BatchReport
 from streams_app.models import Delivery, Inbox, Notification, Stream, StreamProgress
 from streams_app.services import supervisor
@@ -214,7 +215,7 @@ def test_stream_action_errors(power, admin) -> None:
 
 def test_drop_removes_the_checkpoint_when_no_worker_runs_it(power, admin) -> None:
     s = _create(admin)
-    ck = checkpoint_dir(power.root, s.key)
+    ck = Path(checkpoint_location(power.root, s.key))
     ck.mkdir(parents=True)
     (ck / "offsets").write_text("0")
     stream_drop(stream=s)
@@ -223,10 +224,23 @@ def test_drop_removes_the_checkpoint_when_no_worker_runs_it(power, admin) -> Non
     assert (s.status, s.desired_state) == ("dropped", "stopped")
 
 
+def test_drop_removes_the_checkpoint_under_tdweb_checkpoints(power, admin, settings, tmp_path) -> None:
+    settings.TDWEB_CHECKPOINTS = str(tmp_path / "shared-checkpoints")
+    s = _create(admin)
+    ck = Path(checkpoint_location(power.root, s.key, settings.TDWEB_CHECKPOINTS))
+    assert ck == tmp_path / "shared-checkpoints" / s.key / "checkpoint"
+    ck.mkdir(parents=True)
+    (ck / "offsets").write_text("0")
+    other = tmp_path / "shared-checkpoints" / "another-stream"
+    other.mkdir()
+    stream_drop(stream=s)
+    assert not ck.parent.exists() and other.exists()  # only the dropped stream's folder goes
+
+
 def test_drop_leaves_the_checkpoint_to_a_running_worker(power, admin) -> None:
     s = _create(admin)
     Stream.objects.filter(pk=s.pk).update(worker="w1")
-    ck = checkpoint_dir(power.root, s.key)
+    ck = Path(checkpoint_location(power.root, s.key))
     ck.mkdir(parents=True)
     stream_drop(stream=s)
     assert ck.exists()  # the worker removes it when its query has stopped
@@ -338,6 +352,49 @@ def test_claim_reconcile_and_recover(power, admin, broker, settings) -> None:
     assert supervisor.worker_recover(worker="w2") == [a.pk]  # w2 restarted: takes a back at once
     assert Stream.objects.get(pk=a.pk).worker == ""
     assert _queued(broker) == [("streams.run", [a.pk])]
+
+
+class _Query:
+    """A running query as ``_watch`` sees it: it records ``stop`` and ends by itself after 20
+    heartbeats (a watch that never stops it returns with ``stopped == 0``)."""
+
+    def __init__(self) -> None:
+        self.stopped = 0
+        self.beats = 0
+        self.lastProgress = None
+        self.recentProgress: list[object] = []
+
+    def awaitTermination(self, timeout: float) -> bool:
+        self.beats += 1
+        return self.stopped > 0 or self.beats > 20
+
+    def exception(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_a_worker_that_lost_its_stream_stops_its_query(power, admin, broker, settings) -> None:
+    """w1 was judged dead (no heartbeat for longer than TDWEB_STALE_AFTER_S) and w2 took the stream:
+    when w1 beats again it finds the stream is w2's and stops its own query, so the stream does not
+    run twice; w2's heartbeat is left alone."""
+    settings.TDWEB_STALE_AFTER_S = 15
+    settings.TDWEB_HEARTBEAT_S = 0.01
+    a = _create(admin, "a", "oa")
+    assert supervisor.stream_claim(stream_id=a.pk, worker="w1") is True
+    Stream.objects.filter(pk=a.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=60))
+    assert supervisor.stream_claim(stream_id=a.pk, worker="w2") is True
+    w2_beat = Stream.objects.get(pk=a.pk).heartbeat_at
+    q = _Query()
+    supervisor._watch(q, a.pk, "w1", threading.Event(), [1.0])
+    assert q.stopped == 1
+    s = Stream.objects.get(pk=a.pk)
+    assert (s.worker, s.heartbeat_at) == ("w2", w2_beat)
+    q2 = _Query()  # the owner's own watch keeps running (stopped here by pausing the stream)
+    stream_action(stream=s, action="pause")
+    supervisor._watch(q2, a.pk, "w2", threading.Event(), [1.0])
+    assert q2.stopped == 1 and Stream.objects.get(pk=a.pk).worker == "w2"
 
 
 # ---------------------------------------------------------------------- notifications
@@ -603,3 +660,29 @@ def test_counters_cannot_go_negative(power, admin) -> None:
     s = _create(admin)
     with pytest.raises(IntegrityError):
         Stream.objects.filter(pk=s.pk).update(rows_in=-1)
+
+
+def test_a_cluster_without_shared_catalog_and_checkpoints_fails_the_system_check(settings) -> None:
+    """``manage.py check`` (and every stream start) refuses a Spark cluster whose lake is on object
+    storage while the catalog or the checkpoints would stay on one host (runtime/deployment.py)."""
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    from streams_app.services.lake import deployment_check
+
+    settings.SPARK_MASTER, settings.TDWEB_LAKE = "spark://spark-master:7077", "s3://bucket/lake"
+    settings.TDWEB_CATALOG_URL, settings.TDWEB_CHECKPOINTS = "", ""
+    errors = deployment_check()
+    assert [e.id for e in errors] == ["tdweb.E001", "tdweb.E002"]
+    assert "TDWEB_CATALOG_URL" in errors[0].msg and "TDWEB_CHECKPOINTS" in errors[1].msg
+    with pytest.raises(SystemCheckError):
+        call_command("check")
+    settings.TDWEB_CATALOG_URL = "postgres://pg/tdweb"
+    assert [e.id for e in deployment_check()] == ["tdweb.E002"]  # the checkpoints still missing
+    settings.TDWEB_CHECKPOINTS = "s3a://bucket/checkpoints"
+    assert deployment_check() == []
+    settings.TDWEB_CATALOG_URL, settings.TDWEB_CHECKPOINTS = "", ""
+    settings.SPARK_MASTER = "local[2]"  # one host: the embedded defaults are fine
+    assert deployment_check() == []
+    settings.SPARK_MASTER, settings.TDWEB_LAKE = "spark://spark-master:7077", "/shared/lake"
+    assert deployment_check() == []  # a lake folder every host mounts carries catalog and checkpoints

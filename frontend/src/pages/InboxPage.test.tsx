@@ -78,12 +78,26 @@ describe("InboxPage", () => {
     renderPage("inbox");
     const row = await screen.findByTestId("notification-2");
     await waitFor(() => expect(screen.getByTestId("inbox-badge")).toHaveTextContent("2"));
+    m.on("GET /api/v1/notifications/unread-count/", { count: 1 });
     fireEvent.click(within(row).getByRole("button", { name: "Acknowledge" }));
     await waitFor(() => expect(within(row).getByText("acknowledged")).toBeInTheDocument());
     expect(m.callsTo("POST", "/api/v1/notifications/2/ack/")[0].headers["X-CSRFToken"]).toBe("tok123");
-    expect(screen.getByTestId("inbox-badge")).toHaveTextContent("1");
+    await waitFor(() => expect(screen.getByTestId("inbox-badge")).toHaveTextContent("1"));
     // expanding did not happen through the button click
     expect(screen.queryByTestId("payload-2")).toBeNull();
+  });
+
+  it("does not count an acknowledgement twice when the server pushed the new count first", async () => {
+    const m = setup();
+    renderPage("inbox");
+    const row = await screen.findByTestId("notification-2");
+    await waitFor(() => expect(screen.getByTestId("inbox-badge")).toHaveTextContent("2"));
+    m.on("GET /api/v1/notifications/unread-count/", { count: 1 });
+    serverPush("/ws/inbox/", { type: "unread", count: 1 }); // the push of this ack, before its answer
+    fireEvent.click(within(row).getByRole("button", { name: "Acknowledge" }));
+    await waitFor(() => expect(within(row).getByText("acknowledged")).toBeInTheDocument());
+    await waitFor(() => expect(m.callsTo("GET", "/api/v1/notifications/unread-count/").length).toBeGreaterThan(1));
+    await waitFor(() => expect(screen.getByTestId("inbox-badge")).toHaveTextContent("1"));
   });
 
   it("acknowledges all after confirmation", async () => {

@@ -96,7 +96,9 @@ export function InboxPage() {
       try {
         const updated = await ackNotification(n.id);
         setItems((l) => (l ? l.map((x) => (x.id === n.id ? { ...x, ...updated, acknowledged: true } : x)) : l));
-        if (!n.acknowledged) inbox.setUnread((c) => c - 1);
+        // The server pushes the new count to every browser (this one too, maybe before this
+        // answer): ask for it instead of decrementing a count that may already include the ack.
+        if (!n.acknowledged) inbox.refreshUnread();
       } catch (e) {
         setError(`Could not acknowledge: ${errorText(e)}`);
       }
