@@ -178,6 +178,8 @@ def constant(node: exp.Expr, precision: str, tz: str, now: Now) -> Any:
         return ("ts", now.at(precision) // day * day)
     if isinstance(node, exp.Cast):
         return _cast(node, precision, tz, now)
+    if isinstance(node, _FOLDED_FUNCS):
+        return _function(node, precision, tz, now)
     if isinstance(node, exp.Add | exp.Sub):
         dur = _duration_of(node.expression)
         if dur is None and isinstance(node, exp.Add):
@@ -205,7 +207,71 @@ def constant(node: exp.Expr, precision: str, tz: str, now: Now) -> Any:
         left = constant(node.this, precision, tz, now)
         right = constant(node.expression, precision, tz, now)
         return _arith(node, left, right)
-    raise SqlError(f"not a constant: {node.sql()}", code=Code.WRONG_VALUE_TYPE)
+    raise SqlError(f"not a constant: {_describe(node)}", code=Code.WRONG_VALUE_TYPE)
+
+
+_FOLDED_FUNCS = (
+    exp.Abs,
+    exp.Ceil,
+    exp.Floor,
+    exp.Round,
+    exp.Sqrt,
+    exp.Pow,
+    exp.Lower,
+    exp.Upper,
+    exp.Concat,
+)
+
+
+def _function(node: exp.Func, precision: str, tz: str, now: Now) -> Any:
+    """A scalar function of constants, folded as TDengine folds it (TDengine SQL manual,
+    "Functions": ABS keeps its argument's type; CEIL/FLOOR/ROUND keep integers and round halves
+    away from zero; SQRT/POW are DOUBLE, SQRT of a negative number is NULL; LOWER/UPPER/CONCAT
+    on strings; any NULL argument gives NULL)."""
+    args = [node.this, *([node.expression] if node.args.get("expression") is not None else [])]
+    if isinstance(node, exp.Concat):
+        args = list(node.expressions)
+    vals = [constant(a, precision, tz, now) for a in args]
+    if any(v is None for v in vals):
+        return None
+    name = node.sql_name().lower()
+    if isinstance(node, exp.Lower | exp.Upper | exp.Concat):
+        if not all(isinstance(v, str) for v in vals):
+            raise SqlError(f"Invalid parameter data type : {name}", code=Code.WRONG_VALUE_TYPE)
+        if isinstance(node, exp.Concat):
+            return "".join(vals)
+        return vals[0].lower() if isinstance(node, exp.Lower) else vals[0].upper()
+    if not all(_number(v) for v in vals):
+        raise SqlError(f"Invalid parameter data type : {name}", code=Code.WRONG_VALUE_TYPE)
+    x = vals[0]
+    if isinstance(node, exp.Abs):
+        return abs(x)
+    if isinstance(node, exp.Ceil | exp.Floor | exp.Round):
+        if isinstance(x, int):
+            return x
+        if isinstance(node, exp.Ceil):
+            return float(math.ceil(x))
+        if isinstance(node, exp.Floor):
+            return float(math.floor(x))
+        return float(math.copysign(math.floor(abs(x) + 0.5), x))
+    if isinstance(node, exp.Sqrt):
+        return None if x < 0 else math.sqrt(x)
+    try:
+        return float(math.pow(x, vals[1]))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _describe(node: exp.Expr) -> str:
+    """What a non-constant is, in the user's terms (never ``sqlglot``'s rendering)."""
+    if isinstance(node, exp.Column):
+        return f"column {node.name} (a value must be a constant)"
+    if _duration_of(node) is not None:
+        return "a duration can only be added to or subtracted from a timestamp"
+    if isinstance(node, exp.Func):
+        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        return f"function {name.lower()}() is not folded to a constant here"
+    return "the expression is not a constant (literals, now, cast(), arithmetic and durations are)"
 
 
 def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:

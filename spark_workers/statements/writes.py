@@ -471,7 +471,10 @@ def delete_bounds(
 
     def value(node: exp.Expr, c: exp.Expr) -> int:
         what = f"column {table.columns[0].name} TIMESTAMP"
-        v = ex.value(node, TIMESTAMP, precision, now, what, sql=sql, offset=offset_of(node))
+        off = offset_of(node)
+        v = ex.value(
+            node, TIMESTAMP, precision, now, what, sql=sql, offset=off if off is not None else offset_of(c)
+        )
         if v is None:
             raise refuse(c, "a bound of the timestamp is NULL")
         return int(v)

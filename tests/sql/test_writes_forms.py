@@ -186,6 +186,20 @@ def test_insert_values_fold_constants(ex: Executor) -> None:
     ]
 
 
+def test_insert_values_fold_scalar_functions_of_constants(ex: Executor) -> None:
+    ex.execute_one(
+        "insert into w.copy values "
+        f"({BASE_MS}, abs(-3), round(-2.5), concat('a', upper('b'))) "
+        f"({BASE_MS + 1}, ceil(1) + floor(2.7), sqrt(-1), lower('XY')) "
+        f"({BASE_MS + 2}, round(2.5), pow(2, 10), concat('a', null))"
+    )
+    # TDengine: ROUND rounds halves away from zero, SQRT(-1) and CONCAT with NULL are NULL
+    assert rows(ex, "select a, b, s from w.copy") == [[3, -3.0, "aB"], [3, None, "xy"], [3, 1024.0, None]]
+    e = error(ex, f"insert into w.copy values ({BASE_MS + 3}, abs('x'), 1, 'y')")
+    assert e.code == Code.WRONG_VALUE_TYPE and "abs" in e.message
+    assert rows(ex, "select count(*) from w.copy") == [[3]]
+
+
 def _ms(text: str) -> int:
     return int(dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp() * 1000)
 
