@@ -42,7 +42,10 @@ def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
     that does not exist is created with the listed tags, the others NULL; an existing one keeps
     its tags); ``INSERT INTO tb|stb [(cols)] subquery``: the query runs with the client's
     privileges (READ on its sources) and its rows, cast to the target's column types, are written
-    in one commit.
+    in one commit. Differences: the query's rows are held in memory, so they are bounded by the
+    statement limits (``TDWEB_SQL_MAX_ROWS``: a larger result is refused with RESULT_TOO_LARGE and
+    nothing is written); ``tbname`` may stand anywhere in a supertable's column list, where
+    TDengine wants it first for a subquery.
 
     Raises:
         SqlError: TABLE_NOT_EXIST, INVALID_OPERATION (a supertable without ``tbname`` in its
