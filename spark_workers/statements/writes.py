@@ -382,7 +382,7 @@ def _stb_subtable(
 
 
 def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[str, list[Any]]]) -> None:
-    """Write the rows of ``parts`` (``_insert_rows`` results) to ``storage`` in one Delta commit."""
+    """Write the rows of ``parts`` (``_rows_data`` results) to ``storage`` in one Delta commit."""
     db = ex.catalog.require_database(dbname)
     schema = engine_schema(db, storage.columns)
     tables = []
