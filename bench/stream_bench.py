@@ -72,8 +72,12 @@ WORKLOADS: dict[str, tuple[str, str | None]] = {
 }
 
 
-def setup_devices(root: Path, devices: int) -> tuple[Lake, MemoryRegistry, Executor]:
-    lake = Lake(root)
+def setup_devices(
+    root: Path | str, devices: int, catalog_url: str = ""
+) -> tuple[Lake, MemoryRegistry, Executor]:
+    """A lake at ``root`` (folder or ``s3://`` URL; catalog: SQLite, or ``catalog_url``) with
+    database ``b``, supertable ``m`` and ``devices`` subtables ``d0..``."""
+    lake = Lake(root, catalog_url or None)
     reg = MemoryRegistry()
     ex = Executor(lake, reg, default_db="b")
     ex.execute_one("create database b")
@@ -128,10 +132,26 @@ def _wait(q, version: int) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter()
 
 
-def run_tdweb(spark, kind: str, devices: int, rows: int, rows_per_commit: int) -> dict:  # type: ignore[no-untyped-def]
+def run_tdweb(  # type: ignore[no-untyped-def]
+    spark,
+    kind: str,
+    devices: int,
+    rows: int,
+    rows_per_commit: int,
+    *,
+    lake_uri: str = "",
+    catalog_url: str = "",
+    before_write=None,
+) -> dict:
+    """One tdweb stream of window type ``kind`` under a writer (module docstring); the lake is a
+    temporary folder unless ``lake_uri`` (``s3://...``) is given, the catalog SQLite unless
+    ``catalog_url``; ``before_write()`` is called once the query runs, just before the writer
+    starts (a bench counting requests resets its counters there). Returns the figures
+    (``rows_per_s``, ``batches`` with input, ``triggers`` = all micro-batches, ``commits`` = writer
+    commits, ...)."""
     root = Path(tempfile.mkdtemp(prefix=f"tdweb-bench-{kind}-"))
     try:
-        lake, reg, ex = setup_devices(root / "lake", devices)
+        lake, reg, ex = setup_devices(lake_uri or root / "lake", devices, catalog_url)
         ex.execute_one(f"create stream s into o as {WORKLOADS[kind][0]}")
         info = reg.get("s", None)
         assert info is not None
@@ -144,12 +164,15 @@ def run_tdweb(spark, kind: str, devices: int, rows: int, rows_per_commit: int) -
             c,
             sink,
             stream_key=f"bench_{kind}",
-            lake_root=str(lake.root),
+            lake_root=lake.uri,
             tz="UTC",
             start_version=sv,
             history_version=hv,
+            catalog_url=catalog_url,
         )
         time.sleep(3)  # the query is started (its first, empty, trigger is not measured)
+        if before_write is not None:
+            before_write()
         out: dict = {}
         writer(lake, devices, rows, rows_per_commit, out)
         done = _wait(q, out["last_version"])
@@ -162,6 +185,8 @@ def run_tdweb(spark, kind: str, devices: int, rows: int, rows_per_commit: int) -
             "rows_per_s": out["rows"] / (done - out["start"]),
             "write_rows_per_s": out["rows"] / (out["write_done"] - out["start"]),
             "batches": len(durations),
+            "triggers": len(reports),
+            "commits": out["last_version"] - sv,
             "batch_ms_median": statistics.median(durations) if durations else None,
             "batch_ms_p95": float(np.percentile(durations, 95)) if durations else None,
             "windows_out": windows,

@@ -53,6 +53,8 @@ class Code:
     STB_NOT_EXIST = 0x0362
     TABLE_ALREADY_EXIST = 0x0613
     INVALID_TAG_VALUE = 0x2609
+    INVALID_COLUMNS_NUM = 0x263F  # TSDB_CODE_PAR_INVALID_COLUMNS_NUM "Illegal number of columns"
+    INVALID_DELETE_WHERE = 0x2655  # "The DELETE statement must have a definite time window range"
     COLUMN_COUNT_MISMATCH = 0x260A
     VALUE_OUT_OF_RANGE = 0x260B
     STREAM_ALREADY_EXIST = 0x03F0

@@ -172,6 +172,11 @@ class SparkCluster:
             "SPARK_CONF_DIR": str(self.workdir / "conf"),  # empty: no stray spark-defaults.conf
             "SPARK_WORKER_DIR": str(self.workdir / "work"),
             "SPARK_LOCAL_DIRS": str(self.workdir / "scratch"),
+            # exactly the ports asked for: Spark would otherwise move to the next port if one is
+            # taken, and the web UI polled for readiness would be another process's
+            "SPARK_DAEMON_JAVA_OPTS": (
+                os.environ.get("SPARK_DAEMON_JAVA_OPTS", "") + " -Dspark.port.maxRetries=0"
+            ).strip(),
             **extra_env,
         }
         env.pop("SPARK_MASTER", None)

@@ -161,6 +161,7 @@ class OutputSink:
         self.progress = progress or (lambda r: None)
         self.bucket_stats: dict[int, dict[str, Any]] = {}
         self._subtables: dict[str, str] = {}
+        self._verified: set[str] = set()  # groups whose subtable the catalog confirmed this batch
         self._forced: Computation | None = None  # FORCE_OUTPUT's query, built on first use
         self.precision = compiled.precision
         self._per_us = {"ms": 1000, "us": 1, "ns": None}[self.precision]
@@ -187,6 +188,7 @@ class OutputSink:
         wall clock in precision units (default: the system clock) for FORCE_WINDOW_CLOSE's FILL."""
         t0 = started if started is not None else time.perf_counter()
         rep = BatchReport(batch_id, phase=phase)
+        self._verified.clear()  # a subtable dropped since the last batch is created again
         if self.c.plan.projection:  # no window: ``batch`` is stage-1 rows (runtime/projection.py)
             self._project(batch, batch_id, rep)
             return self._report(rep, t0)
@@ -307,7 +309,9 @@ class OutputSink:
         db = self.lake.catalog.require_database(self.c.out_db)
         if len(upserts):
             take = pa.array(upserts)
-            names = [self._subtable(g) for g in gkeys[upserts].tolist()]
+            groups = gkeys[upserts].tolist()
+            subtables = self._subtables_of(groups)
+            names = [subtables[g] for g in groups]
             data = pa.table(
                 {"tbname": pa.array(names, pa.string()), **{k: v.take(take) for k, v in arrays.items()}}
             )
@@ -413,7 +417,7 @@ class OutputSink:
         ws = out.column("_ws").to_pylist()
         cols: dict[str, Any] = {}
         if table is not None:
-            subtables = {g: self._subtable(g) for g in dict.fromkeys(gkeys)}  # once per group
+            subtables = self._subtables_of(gkeys)
             cols["tbname"] = pa.array([subtables[g] for g in gkeys], pa.string())
         by_name: dict[str, list[Any]] = {}
         targets = output_targets(self.c, table) if table is not None else [(p, None) for p in self.c.columns]
@@ -604,7 +608,7 @@ class OutputSink:
         if not self.writes_output:
             return pa.table({"tbname": pa.array([], pa.string())}), out_rows
         table = self.output_table()
-        subtables = {keys[i][0]: self._subtable(keys[i][0]) for i in dict.fromkeys(ev_idx)}
+        subtables = self._subtables_of([keys[i][0] for i in ev_idx])
         cols: dict[str, Any] = {"tbname": pa.array([subtables[keys[i][0]] for i in ev_idx], pa.string())}
         for col_plan, phys in output_targets(self.c, table):
             arr = res.column(col_plan.source + 1)
@@ -694,17 +698,35 @@ class OutputSink:
         return pc.divide(ints, want // per_unit)
 
     def _subtable(self, gkey: str) -> str:
-        """Output subtable of a group, created in the catalog with its tags on first use."""
+        """Output subtable of a group (see :meth:`_subtables_of`)."""
+        return self._subtables_of([gkey])[gkey]
+
+    def _subtables_of(self, gkeys: list[str]) -> dict[str, str]:
+        """``{group key: output subtable}`` for the groups of ``gkeys`` (repeats allowed). The
+        catalog is asked about the groups not yet confirmed in this micro-batch in one call
+        (``Catalog.existing``: one version round trip, one query for names not cached), and the
+        missing subtables are created with their tags in one transaction: a batch of N groups costs
+        a few catalog round trips, not N (docs/operations.md, "Scaling out")."""
         if self.c.normal_output:  # 3.3.7 without grouping: rows go to the normal table itself
-            return self.c.out_table
-        name = self._subtables.get(gkey)
-        if name is not None and self.lake.catalog.table(self.c.out_db, name) is not None:
-            return name
+            return dict.fromkeys(gkeys, self.c.out_table)
+        pending = [g for g in dict.fromkeys(gkeys) if g not in self._verified]
+        if pending:
+            for g in pending:
+                if g not in self._subtables:
+                    self._subtables[g] = output_subtable_name(self.c, g, self.tz)
+            present = self.lake.catalog.existing(self.c.out_db, [self._subtables[g] for g in pending])
+            missing = [g for g in pending if self._subtables[g].lower() not in present]
+            if missing:
+                db = self.lake.catalog.require_database(self.c.out_db)
+                stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
+                self.lake.catalog.create_subtables([self._new_subtable(g, db, stable) for g in missing])
+            self._verified.update(pending)
+        return {g: self._subtables[g] for g in gkeys}
+
+    def _new_subtable(self, gkey: str, db: Any, stable: Table) -> Table:
+        """The catalog entry of group ``gkey``'s output subtable with its tag values."""
         values = json.loads(gkey)
         gid = group_id(gkey)
-        name = output_subtable_name(self.c, gkey, self.tz)
-        db = self.lake.catalog.require_database(self.c.out_db)
-        stable = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
         tags = {}
         exprs = [tp.expr for tp in self.c.tags if tp.expr is not None]
         computed = iter(group_expr_values(self.c, gkey, exprs, self.tz) if exprs else [])
@@ -723,9 +745,7 @@ class OutputSink:
                 tags[tag.name.lower()] = coerce(v, tag.type, db.precision, self.tz, f"tag {tag.name}")
             except Exception:
                 tags[tag.name.lower()] = None
-        self.lake.catalog.create_subtables([Table(db.name, name, "sub", (), (), stable.name, tags)])
-        self._subtables[gkey] = name
-        return name
+        return Table(db.name, self._subtables[gkey], "sub", (), (), stable.name, tags)
 
     def _remove(self, removals: pa.Table, table: Table) -> int:
         """Delete the output rows of windows that lost all their rows."""

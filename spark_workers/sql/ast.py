@@ -190,6 +190,9 @@ class InsertTarget:
     ``rows`` holds one list of value expressions per ``(...)`` group, constants only
     (literals, NULL, TRUE/FALSE, ``now``, ``now + 1s``, signed numbers).
     ``row_spans`` gives each value's span for error messages (same shape as ``rows``).
+    ``query`` is the subquery of ``INSERT INTO t [(cols)] subquery`` (then ``rows`` is empty).
+    ``columns`` may name ``tbname`` and tags when ``table`` is a supertable (TDengine SQL manual,
+    "Insert", supertable syntax).
     """
 
     table: TableName
@@ -198,6 +201,7 @@ class InsertTarget:
     using: SubtableDef | None = None
     row_spans: list[list[Span]] = field(default_factory=list)
     span: Span | None = None
+    query: SelectQuery | None = None
 
 
 @dataclass

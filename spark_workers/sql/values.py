@@ -1,12 +1,16 @@
 """Constant expressions in INSERT values, tag values and DELETE bounds.
 
 A whitelisted evaluator over sqlglot nodes (STYLE.md rule 6: never ``eval``): literals, NULL,
-TRUE/FALSE, unary minus, ``now`` / ``today()``, and ``+``/``-`` of a timestamp and a duration.
-Values are checked against the target column's TDengine type.
+TRUE/FALSE, unary minus, ``now`` / ``now()`` / ``today()``, ``+``/``-`` of a timestamp (``now``, a
+timestamp string, ``cast(... as timestamp)``) and a duration, arithmetic ``+ - * / %`` on numbers,
+and ``cast(x AS type)``: the constant folding TDengine does for INSERT values and DELETE bounds
+(``DELETE ... WHERE ts = cast(1668073288214 as timestamp)``; TDengine SQL manual, "Operators",
+"Functions: CAST"). Values are checked against the target column's TDengine type.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sqlglot import exp
@@ -14,7 +18,28 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import NS_PER_PRECISION, Duration
 from spark_workers.errors import Code, SqlError
-from spark_workers.tdtypes import TdType
+from spark_workers.tdtypes import TIMESTAMP, TdType
+
+# sqlglot's type names -> TDengine's, for ``cast(x AS type)`` in constants.
+_CAST_TYPES = {
+    "TIMESTAMP": ("TIMESTAMP", False),
+    "BOOLEAN": ("BOOL", False),
+    "TINYINT": ("TINYINT", False),
+    "SMALLINT": ("SMALLINT", False),
+    "INT": ("INT", False),
+    "BIGINT": ("BIGINT", False),
+    "UTINYINT": ("TINYINT", True),
+    "USMALLINT": ("SMALLINT", True),
+    "UINT": ("INT", True),
+    "UBIGINT": ("BIGINT", True),
+    "FLOAT": ("FLOAT", False),
+    "DOUBLE": ("DOUBLE", False),
+    "VARCHAR": ("VARCHAR", False),
+    "CHAR": ("VARCHAR", False),
+    "BINARY": ("VARCHAR", False),
+    "NCHAR": ("NCHAR", False),
+    "TEXT": ("VARCHAR", False),
+}
 
 
 class Now:
@@ -35,9 +60,96 @@ def _duration_of(node: exp.Expr) -> Duration | None:
     return None
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _cast_type(to: exp.DataType) -> TdType:
+    """TDengine type of a ``cast`` target (VARCHAR/NCHAR keep their declared length)."""
+    name = to.this.name if hasattr(to.this, "name") else str(to.this)
+    mapped = _CAST_TYPES.get(name)
+    if mapped is None:
+        raise SqlError(f"Invalid cast to {to.sql()}", code=Code.WRONG_VALUE_TYPE)
+    td, unsigned = mapped
+    length = None
+    if td in ("VARCHAR", "NCHAR"):
+        params = to.expressions
+        if params and isinstance(params[0].this, exp.Literal) and not params[0].this.is_string:
+            length = int(params[0].this.this)
+        else:
+            length = 65517 if td == "VARCHAR" else 16382
+    return TdType.parse(td, length, unsigned)
+
+
+def _cast(node: exp.Cast, precision: str, tz: str, now: Now) -> Any:
+    """``cast(x AS type)`` of a constant (TDengine SQL manual, "Functions: CAST")."""
+    v = constant(node.this, precision, tz, now)
+    if v is None:
+        return None
+    t = _cast_type(node.args["to"])
+    what = f"cast to {t.sql}"
+    if t.name == "TIMESTAMP":
+        return ("ts", coerce(v, TIMESTAMP, precision, tz, what))
+    if isinstance(v, tuple) and t.is_string:
+        v = str(v[1])
+    if t.is_integer and isinstance(v, float):
+        v = math.trunc(v)
+    return coerce(v, t, precision, tz, what)
+
+
+def _arith(node: exp.Expr, left: Any, right: Any) -> Any:
+    """``left op right`` for numbers and a timestamp with a number: ``+ - *`` keep integers exact
+    (epoch values), ``/`` is a DOUBLE, ``%`` has C's sign (``fmod``), a zero divisor gives NULL
+    (TDengine SQL manual, "Operators": arithmetic on constants)."""
+    if left is None or right is None:
+        return None
+    lts, rts = isinstance(left, tuple), isinstance(right, tuple)
+    a = left[1] if lts else left
+    b = right[1] if rts else right
+    for side in (a, b):
+        if isinstance(side, str):
+            try:
+                float(side)
+            except ValueError:
+                raise SqlError(
+                    f"invalid operand {side!r} for arithmetic", code=Code.WRONG_VALUE_TYPE
+                ) from None
+    a = _to_number(a)
+    b = _to_number(b)
+    if not (_number(a) and _number(b)):
+        raise SqlError("arithmetic applies to numbers and timestamps only", code=Code.WRONG_VALUE_TYPE)
+    if isinstance(node, exp.Add):
+        out = a + b
+    elif isinstance(node, exp.Sub):
+        out = a - b
+    elif isinstance(node, exp.Mul):
+        out = a * b
+    elif isinstance(node, exp.Div):
+        return None if b == 0 else a / b
+    else:  # exp.Mod
+        return None if b == 0 else math.fmod(a, b)
+    if isinstance(node, exp.Add | exp.Sub) and lts != rts and not (isinstance(node, exp.Sub) and rts):
+        return ("ts", out)  # timestamp +/- number of precision units
+    return out
+
+
+def _to_number(v: Any) -> Any:
+    if isinstance(v, str):
+        f = float(v)
+        return int(f) if f.is_integer() and "." not in v and "e" not in v.lower() else f
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
 def constant(node: exp.Expr, precision: str, tz: str, now: Now) -> Any:
     """Python value of a constant expression; timestamps stay as ``("ts", epoch)`` tuples only when
-    produced by ``now``/arithmetic, so the column type decides how plain literals are read."""
+    produced by ``now``/``cast``/arithmetic, so the column type decides how plain literals are read.
+
+    Raises:
+        SqlError: WRONG_VALUE_TYPE for an expression that is not a constant TDengine folds
+            (a column, a duration alone, a function other than ``now``/``today``/``cast``).
+    """
     if isinstance(node, exp.Paren):
         return constant(node.this, precision, tz, now)
     if isinstance(node, exp.Null):
@@ -54,32 +166,112 @@ def constant(node: exp.Expr, precision: str, tz: str, now: Now) -> Any:
             return float(text)
     if isinstance(node, exp.Neg):
         v = constant(node.this, precision, tz, now)
-        if isinstance(v, int | float) and not isinstance(v, bool):
+        if _number(v):
             return -v
         raise SqlError("minus applies to numbers only", code=Code.WRONG_VALUE_TYPE)
-    if isinstance(node, exp.CurrentTimestamp):
+    if isinstance(node, exp.CurrentTimestamp) or (
+        isinstance(node, exp.Anonymous) and str(node.name).lower() == "now" and not node.expressions
+    ):
         return ("ts", now.at(precision))
-    if isinstance(node, exp.Anonymous) and str(node.name).lower() == "today":
+    if isinstance(node, exp.Anonymous) and str(node.name).lower() == "today" and not node.expressions:
         day = 86_400 * 1_000_000_000 // NS_PER_PRECISION[precision]
         return ("ts", now.at(precision) // day * day)
+    if isinstance(node, exp.Cast):
+        return _cast(node, precision, tz, now)
+    if isinstance(node, _FOLDED_FUNCS):
+        return _function(node, precision, tz, now)
     if isinstance(node, exp.Add | exp.Sub):
-        left = constant(node.this, precision, tz, now)
         dur = _duration_of(node.expression)
+        if dur is None and isinstance(node, exp.Add):
+            dur_left = _duration_of(node.this)
+            if dur_left is not None:  # 1d + now
+                node = exp.Add(this=node.expression, expression=node.this)
+                dur = dur_left
+        left = constant(node.this, precision, tz, now)
         if dur is None:
             right = constant(node.expression, precision, tz, now)
-            if isinstance(left, int | float) and isinstance(right, int | float):
-                return left + right if isinstance(node, exp.Add) else left - right
-            raise SqlError(
-                "only a timestamp plus or minus a duration is allowed here", code=Code.WRONG_VALUE_TYPE
-            )
+            return _arith(node, left, right)
+        if left is None:
+            return None
         base = left[1] if isinstance(left, tuple) else left
         if isinstance(base, str):
             base = timestamps.parse_literal(base, precision, tz)
-        if not isinstance(base, int):
+        if not isinstance(base, int) or isinstance(base, bool):
             raise SqlError("a duration can only be added to a timestamp", code=Code.WRONG_VALUE_TYPE)
         delta = dur.in_precision(precision)
         return ("ts", base + delta if isinstance(node, exp.Add) else base - delta)
-    raise SqlError(f"not a constant: {node.sql()}", code=Code.WRONG_VALUE_TYPE)
+    if isinstance(node, exp.Mul | exp.Div | exp.Mod):
+        if _duration_of(node.this) is not None or _duration_of(node.expression) is not None:
+            raise SqlError("a duration can only be added to or subtracted from a timestamp",
+                           code=Code.WRONG_VALUE_TYPE)  # fmt: skip
+        left = constant(node.this, precision, tz, now)
+        right = constant(node.expression, precision, tz, now)
+        return _arith(node, left, right)
+    raise SqlError(f"not a constant: {_describe(node)}", code=Code.WRONG_VALUE_TYPE)
+
+
+_FOLDED_FUNCS = (
+    exp.Abs,
+    exp.Ceil,
+    exp.Floor,
+    exp.Round,
+    exp.Sqrt,
+    exp.Pow,
+    exp.Lower,
+    exp.Upper,
+    exp.Concat,
+)
+
+
+def _function(node: exp.Func, precision: str, tz: str, now: Now) -> Any:
+    """A scalar function of constants, folded as TDengine folds it (TDengine SQL manual,
+    "Functions": ABS keeps its argument's type; CEIL/FLOOR/ROUND keep integers and round halves
+    away from zero; SQRT/POW are DOUBLE, SQRT of a negative number is NULL; LOWER/UPPER/CONCAT
+    on strings; any NULL argument gives NULL)."""
+    args = [node.this, *([node.expression] if node.args.get("expression") is not None else [])]
+    if isinstance(node, exp.Concat):
+        args = list(node.expressions)
+    vals = [constant(a, precision, tz, now) for a in args]
+    if any(v is None for v in vals):
+        return None
+    name = node.sql_name().lower()
+    if isinstance(node, exp.Lower | exp.Upper | exp.Concat):
+        if not all(isinstance(v, str) for v in vals):
+            raise SqlError(f"Invalid parameter data type : {name}", code=Code.WRONG_VALUE_TYPE)
+        if isinstance(node, exp.Concat):
+            return "".join(vals)
+        return vals[0].lower() if isinstance(node, exp.Lower) else vals[0].upper()
+    if not all(_number(v) for v in vals):
+        raise SqlError(f"Invalid parameter data type : {name}", code=Code.WRONG_VALUE_TYPE)
+    x = vals[0]
+    if isinstance(node, exp.Abs):
+        return abs(x)
+    if isinstance(node, exp.Ceil | exp.Floor | exp.Round):
+        if isinstance(x, int):
+            return x
+        if isinstance(node, exp.Ceil):
+            return float(math.ceil(x))
+        if isinstance(node, exp.Floor):
+            return float(math.floor(x))
+        return float(math.copysign(math.floor(abs(x) + 0.5), x))
+    if isinstance(node, exp.Sqrt):
+        return None if x < 0 else math.sqrt(x)
+    try:
+        return float(math.pow(x, vals[1]))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _describe(node: exp.Expr) -> str:
+    """What a non-constant is, in the user's terms (never ``sqlglot``'s rendering)."""
+    if isinstance(node, exp.Column):
+        return f"column {node.name} (a value must be a constant)"
+    if _duration_of(node) is not None:
+        return "a duration can only be added to or subtracted from a timestamp"
+    if isinstance(node, exp.Func):
+        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        return f"function {name.lower()}() is not folded to a constant here"
+    return "the expression is not a constant (literals, now, cast(), arithmetic and durations are)"
 
 
 def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:

@@ -5,37 +5,54 @@ multi-table INSERT is one Delta commit per storage table.
 
 from __future__ import annotations
 
+import decimal
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
 
 from spark_workers.access import WRITE
+from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Column, Database, Table
 from spark_workers.lake.keys import key_column
+from spark_workers.lake.names import check_name
 from spark_workers.lake.store import engine_schema
-from spark_workers.query.results import ResultSet
+from spark_workers.query.results import ResultColumn, ResultSet
+from spark_workers.query.select import run_select
 from spark_workers.sql import ast
-from spark_workers.sql.ast import offset_of
-from spark_workers.sql.values import Now, constant
+from spark_workers.sql.ast import Span, offset_of
+from spark_workers.sql.values import Now, coerce, constant
 from spark_workers.statements.ddl import subtable
 from spark_workers.statements.session import Session
 from spark_workers.statements.vtables import refuse_write
-from spark_workers.tdtypes import TIMESTAMP
+from spark_workers.tdtypes import TIMESTAMP, TdType, varchar
 
 
 def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
-    """Run an INSERT: every row of every target is checked, then the ``USING ... TAGS`` subtables
-    are created and the rows written, one Delta commit per storage table.
+    """Run an INSERT: every row of every target is checked, then the subtables it creates
+    (``USING ... TAGS``, or a new ``tbname`` written through its supertable) are created and the
+    rows written, one Delta commit per storage table.
+
+    Forms (TDengine SQL manual, "Insert"): ``INSERT INTO tb [USING stb TAGS (...)] [(cols)] VALUES
+    ...`` for several tables; ``INSERT INTO stb (tbname, [tags,] cols) VALUES ...`` (a subtable
+    that does not exist is created with the listed tags, the others NULL; an existing one keeps
+    its tags); ``INSERT INTO tb|stb [(cols)] subquery``: the query runs with the client's
+    privileges (READ on its sources) and its rows, cast to the target's column types, are written
+    in one commit. Differences: the query's rows are held in memory, so they are bounded by the
+    statement limits (``TDWEB_SQL_MAX_ROWS``: a larger result is refused with RESULT_TOO_LARGE and
+    nothing is written); ``tbname`` may stand anywhere in a supertable's column list, where
+    TDengine wants it first for a subquery.
 
     Raises:
-        SqlError: TABLE_NOT_EXIST, INVALID_OPERATION (a supertable target), INVALID_COLUMN (column
-            list), COLUMN_COUNT_MISMATCH, a value that does not convert or a NULL timestamp,
-            positioned where the statement has spans; PERMISSION_DENIED without WRITE on a storage
-            table.
+        SqlError: TABLE_NOT_EXIST, INVALID_OPERATION (a supertable without ``tbname`` in its
+            column list), INVALID_COLUMN (column list), COLUMN_COUNT_MISMATCH (VALUES),
+            INVALID_COLUMNS_NUM (a subquery's column count), a value that does not convert or a
+            NULL timestamp, positioned where the statement has spans; PERMISSION_DENIED without
+            WRITE on a storage table or READ on a subquery's source.
         CatalogError: a missing database.
     """
     now = Now()
@@ -46,9 +63,13 @@ def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
     for target in s.targets:
         dbname, db, table, storage = _insert_target(ex, target, sql, to_create)
         storages[(dbname, storage.name)] = storage
-        cols = _insert_columns(table, target.columns, sql)
-        data = _insert_rows(ex, target, table, cols, db.precision, now, sql)
-        total += len(target.rows)
+        layout = _Layout.of(table, target.columns, sql, target.table.span)
+        if target.query is not None:
+            cells, offsets = _select_cells(ex, target, table, layout, db.precision, sql)
+        else:
+            cells, offsets = _value_cells(ex, target, table, layout, db.precision, now, sql)
+        data = _rows_data(ex, table, layout, cells, offsets, sql, to_create)
+        total += len(cells)
         batches[(dbname, storage.name)].append(data)
     if to_create:
         ex.catalog.create_subtables(to_create, now_ms=int(time.time() * 1000))
@@ -69,16 +90,17 @@ def _insert_target(
         to_create.append(table)
     if table is None:
         raise SqlError(
-            f"table {dbname}.{target.table.name} does not exist",
+            f"Table does not exist: {dbname}.{target.table.name}",
             sql=sql,
             offset=target.table.span.start if target.table.span else None,
             code=Code.TABLE_NOT_EXIST,
         )
     refuse_write(table, "INSERT", sql=sql, span=target.table.span)
-    if table.kind == "super":
+    if table.kind == "super" and not any(c.lower() == "tbname" for c in target.columns or []):
         raise SqlError(
-            f"{table.name} is a supertable: insert into its subtables "
-            f"(INSERT INTO t USING {table.name} TAGS (...) VALUES ...)",
+            f"tbname must be specified in the column list when inserting into supertable {table.name}: "
+            f"INSERT INTO {table.name} (tbname, ...) VALUES ..., or INSERT INTO t USING {table.name} "
+            "TAGS (...) VALUES ...",
             sql=sql,
             offset=target.table.span.start if target.table.span else None,
             code=Code.INVALID_OPERATION,
@@ -86,98 +108,281 @@ def _insert_target(
     db = ex.catalog.require_database(dbname)
     storage = (
         table
-        if table.kind == "normal"
+        if table.kind in ("normal", "super")
         else (ex.catalog.table(dbname, table.storage) or ex.catalog.require_table(dbname, table.storage))
     )
     ex.require(WRITE, db, storage.name, sql=sql, span=target.table.span)
     return dbname, db, table, storage
 
 
-def _insert_columns(table: Table, names: list[str] | None, sql: str) -> list[Column]:
-    """The columns an INSERT writes: all of the table's, or those listed (known, each once, the
-    timestamp column among them)."""
-    if names is None:
-        return list(table.columns)
-    picked: list[Column] = []
-    for name in names:
-        c = table.column(name)
-        if c is None:
-            raise SqlError(f"invalid column name {name} in {table.name}", sql=sql, code=Code.INVALID_COLUMN)
-        if c in picked:
-            raise SqlError(f"column {name} is listed twice", sql=sql, code=Code.INVALID_COLUMN)
-        picked.append(c)
-    if table.columns[0] not in picked:
-        raise SqlError(
-            f"the timestamp column {table.columns[0].name} must be written",
-            sql=sql,
-            code=Code.INVALID_COLUMN,
-        )
-    key = key_column(table)
-    if key is not None and key not in picked:
-        raise SqlError(
-            f"the composite key column {key.name} must be written (it is part of the row key)",
-            sql=sql,
-            code=Code.PRIMARY_KEY_IS_NULL,
-        )
-    return picked
+TBNAME_TYPE = varchar(192)  # a subtable name: TDengine's TSDB_TABLE_NAME_LEN - 1 bytes
 
 
-def _insert_rows(
+@dataclass(frozen=True)
+class _Layout:
+    """What each position of an INSERT's column list writes: ``columns[i]`` is a data column,
+    ``tags[i]`` a tag (supertable targets), ``tbname`` the position of ``tbname`` (or None).
+
+    Attributes:
+        types: the TDengine type of each position (``tbname`` is VARCHAR(192)).
+        names: each position's name as the table spells it (for messages).
+    """
+
+    columns: dict[int, Column]
+    tags: dict[int, Column]
+    tbname: int | None
+    types: list[TdType]
+    names: list[str]
+
+    @classmethod
+    def of(cls, table: Table, names: list[str] | None, sql: str, span: Span | None) -> _Layout:
+        """The layout of ``names`` (None: every data column, in order) for ``table``.
+
+        Raises:
+            SqlError: INVALID_COLUMN (unknown, listed twice, the timestamp missing; a tag or
+                ``tbname`` outside a supertable target), PRIMARY_KEY_IS_NULL (composite key
+                missing).
+        """
+        if names is None:
+            cols = list(table.columns)
+            return cls(dict(enumerate(cols)), {}, None, [c.type for c in cols], [c.name for c in cols])
+        columns: dict[int, Column] = {}
+        tags: dict[int, Column] = {}
+        tbname: int | None = None
+        types: list[TdType] = []
+        out_names: list[str] = []
+        seen: set[str] = set()
+        for i, name in enumerate(names):
+            low = name.lower()
+            if low in seen:
+                raise SqlError(f"Duplicated column names: {name}", sql=sql, code=Code.INVALID_COLUMN)
+            seen.add(low)
+            c = table.column(name)
+            if c is not None:
+                columns[i] = c
+                types.append(c.type)
+                out_names.append(c.name)
+                continue
+            if table.kind == "super" and low == "tbname":
+                tbname = i
+                types.append(TBNAME_TYPE)
+                out_names.append("tbname")
+                continue
+            tag = table.tag(name) if table.kind == "super" else None
+            if tag is None:
+                raise SqlError(
+                    f"Invalid column name: {name} is not a column of {table.name}"
+                    + (" (tags are set through its supertable)" if table.tag(name) is not None else ""),
+                    sql=sql,
+                    offset=span.start if span else None,
+                    code=Code.INVALID_COLUMN,
+                )
+            tags[i] = tag
+            types.append(tag.type)
+            out_names.append(tag.name)
+        if table.columns[0] not in columns.values():
+            raise SqlError(
+                f"Primary timestamp column should not be null: the timestamp column "
+                f"{table.columns[0].name} must be written",
+                sql=sql,
+                offset=span.start if span else None,
+                code=Code.INVALID_COLUMN,
+            )
+        key = key_column(table)
+        if key is not None and key not in columns.values():
+            raise SqlError(
+                f"Primary key column should not be null: the composite key column {key.name} must be "
+                "written (it is part of the row key)",
+                sql=sql,
+                offset=span.start if span else None,
+                code=Code.PRIMARY_KEY_IS_NULL,
+            )
+        return cls(columns, tags, tbname, types, out_names)
+
+
+def _value_cells(
     ex: Session,
     target: ast.InsertTarget,
     table: Table,
-    cols: list[Column],
+    layout: _Layout,
     precision: str,
     now: Now,
     sql: str,
-) -> dict[str, list[Any]]:
-    """A target's rows as column lists keyed by physical name, plus ``tbname``: each value
-    converted to its column's type, the timestamp never NULL (errors positioned at the value)."""
-    data: dict[str, list[Any]] = {"tbname": []}
-    key = key_column(table)
-    for c in cols:
-        data[c.physical] = []
+) -> tuple[list[list[Any]], list[list[int | None]]]:
+    """The VALUES rows of a target, each value converted to its position's type (constants folded,
+    ``sql/values.py``), with each value's offset in ``sql``."""
+    rows: list[list[Any]] = []
+    offsets: list[list[int | None]] = []
+    n = len(layout.types)
     for r, row in enumerate(target.rows):
         spans = target.row_spans[r] if r < len(target.row_spans) else []
-        if len(row) != len(cols):
-            off = spans[0].start if spans else (target.span.start if target.span else None)
+        offs: list[int | None] = [spans[i].start if i < len(spans) else None for i in range(len(row))]
+        if len(row) != n:
+            off = offs[0] if offs else (target.span.start if target.span else None)
             raise SqlError(
-                f"{len(row)} values for {len(cols)} columns of {table.name}",
+                f"Illegal number of columns: {len(row)} values for {n} columns of {table.name}",
                 sql=sql,
                 offset=off,
                 code=Code.COLUMN_COUNT_MISMATCH,
             )
-        for i, (c, node) in enumerate(zip(cols, row, strict=True)):
-            v = ex.value(
-                node,
-                c.type,
-                precision,
-                now,
-                f"column {c.name} {c.type.sql}",
-                sql=sql,
-                offset=spans[i].start if i < len(spans) else None,
-            )
-            if i == 0 and v is None:
+        out = []
+        for i, node in enumerate(row):
+            t = layout.types[i]
+            what = f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
+            out.append(ex.value(node, t, precision, now, what, sql=sql, offset=offs[i]))
+        rows.append(out)
+        offsets.append(offs)
+    return rows, offsets
+
+
+def _select_cells(
+    ex: Session, target: ast.InsertTarget, table: Table, layout: _Layout, precision: str, sql: str
+) -> tuple[list[list[Any]], list[list[int | None]]]:
+    """The rows of an ``INSERT ... subquery``: the query runs with the client's privileges, then
+    each result column is cast to its position's type, as TDengine casts a projection whose type
+    differs from the column's (a value that does not convert is an error, not a silent NULL).
+
+    Raises:
+        SqlError: INVALID_COLUMNS_NUM (``Illegal number of columns``) when the query's column
+            count differs from the column list's; the query's own errors; WRONG_VALUE_TYPE /
+            VALUE_OUT_OF_RANGE for a value that does not fit.
+    """
+    assert target.query is not None
+    q_off = target.query.span.start if target.query.span else None
+    result = run_select(ex, target.query, sql)
+    n = len(layout.types)
+    if len(result.columns) != n:
+        raise SqlError(
+            f"Illegal number of columns: the query returns {len(result.columns)} columns, "
+            f"{table.name} is written {n}",
+            sql=sql,
+            offset=q_off,
+            code=Code.INVALID_COLUMNS_NUM,
+        )
+    rows: list[list[Any]] = []
+    for row in result.rows:
+        out = []
+        for i, (rc, v) in enumerate(zip(result.columns, row, strict=True)):
+            t = layout.types[i]
+            what = f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
+            try:
+                out.append(_result_value(v, rc, t, precision, ex.tz, what))
+            except SqlError as e:
+                raise SqlError(e.message, sql=sql, offset=q_off, code=e.code) from None
+        rows.append(out)
+    return rows, [[q_off] * n for _ in rows]
+
+
+def _result_value(v: Any, rc: ResultColumn, t: TdType, precision: str, tz: str, what: str) -> Any:
+    """One query result cell converted for a column of type ``t`` in a database of
+    ``precision``: a TIMESTAMP cell is moved from its source's precision; DECIMAL results (DuckDB
+    sums) become numbers first."""
+    if v is None:
+        return None
+    if isinstance(v, decimal.Decimal):
+        v = int(v) if v == v.to_integral_value() else float(v)
+    if rc.type.name == "TIMESTAMP" and isinstance(v, int):
+        v = ("ts", v * NS_PER_PRECISION[rc.precision] // NS_PER_PRECISION[precision])
+    return coerce(v, t, precision, tz, what)
+
+
+def _rows_data(
+    ex: Session,
+    table: Table,
+    layout: _Layout,
+    cells: list[list[Any]],
+    offsets: list[list[int | None]],
+    sql: str,
+    to_create: list[Table],
+) -> dict[str, list[Any]]:
+    """A target's converted rows as column lists keyed by physical name, plus ``tbname``: the
+    timestamp (and composite key) never NULL; for a supertable target, each row's ``tbname`` names
+    an existing subtable of it or one to create with that row's tags (appended to ``to_create``)."""
+    data: dict[str, list[Any]] = {"tbname": []}
+    key = key_column(table)
+    for c in layout.columns.values():
+        data[c.physical] = []
+    ts_col = table.columns[0]
+    names: dict[str, str] = {}  # lower-case tbname -> the name rows are stored under
+    for row, offs in zip(cells, offsets, strict=True):
+        for i, c in layout.columns.items():
+            v = row[i]
+            if v is None and c == ts_col:
                 raise SqlError(
+                    "Primary timestamp column should not be null: "
                     f"the timestamp column {c.name} cannot be NULL",
                     sql=sql,
-                    offset=spans[i].start if i < len(spans) else None,
+                    offset=offs[i],
                     code=Code.WRONG_VALUE_TYPE,
                 )
             if v is None and c == key:
                 raise SqlError(
+                    "Primary key column should not be null: "
                     f"the composite key column {c.name} cannot be NULL",
                     sql=sql,
-                    offset=spans[i].start if i < len(spans) else None,
+                    offset=offs[i],
                     code=Code.PRIMARY_KEY_IS_NULL,
                 )
             data[c.physical].append(v)
-        data["tbname"].append(table.name)
+        if layout.tbname is None:
+            data["tbname"].append(table.name)
+            continue
+        name = row[layout.tbname]
+        off = offs[layout.tbname]
+        if name is None or not str(name):
+            raise SqlError("tbname should not be null", sql=sql, offset=off, code=Code.INVALID_OPERATION)
+        name = str(name)
+        stored = names.get(name.lower())
+        if stored is None:
+            stored = _stb_subtable(ex, table, name, layout, row, sql, off, to_create)
+            names[name.lower()] = stored
+        data["tbname"].append(stored)
     return data
 
 
+def _stb_subtable(
+    ex: Session,
+    stable: Table,
+    name: str,
+    layout: _Layout,
+    row: list[Any],
+    sql: str,
+    offset: int | None,
+    to_create: list[Table],
+) -> str:
+    """The name rows for subtable ``name`` of ``stable`` are stored under: an existing subtable
+    keeps its tags (TDengine: "specifying tag values will not trigger a modification"); a new one
+    is created with ``row``'s tags, unlisted tags NULL."""
+    existing = ex.catalog.table(stable.db, name)
+    if existing is not None:
+        if existing.kind != "sub" or (existing.stable or "").lower() != stable.name.lower():
+            raise SqlError(
+                f"Table already exists in other stables: {name} is not a subtable of {stable.name}",
+                sql=sql,
+                offset=offset,
+                code=Code.TABLE_ALREADY_EXIST,
+            )
+        return existing.name
+    for t in to_create:
+        if t.name.lower() == name.lower() and t.db.lower() == stable.db.lower():
+            if (t.stable or "").lower() != stable.name.lower():
+                raise SqlError(
+                    f"Table already exists in other stables: {name} is created under {t.stable}",
+                    sql=sql,
+                    offset=offset,
+                    code=Code.TABLE_ALREADY_EXIST,
+                )
+            return t.name
+    check_name(name, "table", sql=sql, offset=offset)
+    tag_values: dict[str, Any] = {tag.name.lower(): None for tag in stable.tags}
+    for i, tag in layout.tags.items():
+        tag_values[tag.name.lower()] = row[i]
+    to_create.append(Table(stable.db, name, "sub", stable.columns, stable.tags, stable.name, tag_values))
+    return name
+
+
 def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[str, list[Any]]]) -> None:
-    """Write the rows of ``parts`` (``_insert_rows`` results) to ``storage`` in one Delta commit."""
+    """Write the rows of ``parts`` (``_rows_data`` results) to ``storage`` in one Delta commit."""
     db = ex.catalog.require_database(dbname)
     schema = engine_schema(db, storage.columns)
     tables = []
@@ -193,12 +398,19 @@ def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[st
 
 
 def delete(ex: Session, s: ast.Delete, sql: str) -> ResultSet:
+    """``DELETE FROM [db.]tb [WHERE condition]``: delete the rows of a normal table, subtable or
+    supertable in the time range the WHERE gives (TDengine SQL manual, "Delete Data").
+
+    Raises:
+        SqlError: TABLE_NOT_EXIST; INVALID_DELETE_WHERE for a condition that does not bound the
+            primary timestamp (see :func:`delete_bounds`); PERMISSION_DENIED without WRITE.
+    """
     dbname = ex.db_name(s.table.db)
     db = ex.catalog.require_database(dbname)
     table = ex.catalog.table(dbname, s.table.name)
     if table is None:
         raise SqlError(
-            f"table {dbname}.{s.table.name} does not exist",
+            f"Table does not exist: {dbname}.{s.table.name}",
             sql=sql,
             offset=s.table.span.start if s.table.span else None,
             code=Code.TABLE_NOT_EXIST,
@@ -208,16 +420,33 @@ def delete(ex: Session, s: ast.Delete, sql: str) -> ResultSet:
     ex.require(WRITE, db, storage.name, sql=sql, span=s.table.span)
     lo, hi, tbnames = delete_bounds(ex, s.where, table, db.precision, sql)
     if table.kind == "sub":
-        tbnames = [table.name]
+        tbnames = (
+            [table.name] if tbnames is None or table.name.lower() in {t.lower() for t in tbnames} else []
+        )
     res = ex.lake.delete(db, storage, ts_min=lo, ts_max=hi, tbnames=tbnames)
     return ResultSet.affected(res.deleted)
+
+
+_DELETE_WHERE = "The DELETE statement must have a definite time window range"
 
 
 def delete_bounds(
     ex: Session, where: exp.Expr | None, table: Table, precision: str, sql: str
 ) -> tuple[int | None, int | None, list[str] | None]:
-    """Inclusive [lo, hi] on the timestamp column from a DELETE's WHERE (TDengine allows
-    conditions on the primary timestamp, joined by AND), plus ``tbname = 'x'`` / IN."""
+    """Inclusive ``[lo, hi]`` on the timestamp column from a DELETE's WHERE, and the subtables it
+    names, None for all.
+
+    TDengine accepts conditions on the primary timestamp (``= < <= > >= BETWEEN``) joined by AND,
+    and on a supertable also ``tbname`` / tag conditions (``=``, ``IN``) that pick subtables
+    (TDengine's parser tests: ``DELETE FROM st1 WHERE ts > now - 2d and ts < now - 1d AND tag1 =
+    10``). Bounds are constants TDengine folds (``sql/values.py``): ``cast(1668073288214 as
+    timestamp)``, ``now - 1h``, ``'2022-01-01' + 1d``, arithmetic.
+
+    Raises:
+        SqlError: INVALID_DELETE_WHERE ("The DELETE statement must have a definite time window
+            range") for OR, NOT, ``<>``, a condition on a data column, a NULL bound; WRONG_VALUE_TYPE
+            for a bound that is not a constant; positioned at the condition.
+    """
     lo: int | None = None
     hi: int | None = None
     tbnames: list[str] | None = None
@@ -238,41 +467,77 @@ def delete_bounds(
 
     flatten(where)
 
-    def value(node: exp.Expr) -> int:
+    def refuse(c: exp.Expr, why: str) -> SqlError:
+        return SqlError(
+            f"{_DELETE_WHERE}: {why}", sql=sql, offset=offset_of(c), code=Code.INVALID_DELETE_WHERE
+        )
+
+    def value(node: exp.Expr, c: exp.Expr) -> int:
         what = f"column {table.columns[0].name} TIMESTAMP"
-        return int(ex.value(node, TIMESTAMP, precision, now, what, sql=sql, offset=offset_of(node)))
+        off = offset_of(node)
+        v = ex.value(
+            node, TIMESTAMP, precision, now, what, sql=sql, offset=off if off is not None else offset_of(c)
+        )
+        if v is None:
+            raise refuse(c, "a bound of the timestamp is NULL")
+        return int(v)
+
+    def pick(names: list[str]) -> None:
+        nonlocal tbnames
+        low = {n.lower() for n in names}
+        tbnames = names if tbnames is None else [t for t in tbnames if t.lower() in low]
 
     for c in conds:
-        col = c.this if hasattr(c, "this") else None
-        if isinstance(c, exp.EQ | exp.In) and isinstance(col, exp.Column) and col.name.lower() == "tbname":
+        col = c.this if isinstance(c, exp.Binary | exp.In | exp.Between) else None
+        cname = col.name.lower() if isinstance(col, exp.Column) else None
+        if isinstance(c, exp.EQ | exp.In) and cname == "tbname":
             items = [c.expression] if isinstance(c, exp.EQ) else list(c.expressions)
-            tbnames = [str(constant(i, precision, ex.tz, now)) for i in items]
+            pick([str(constant(i, precision, ex.tz, now)) for i in items])
             continue
-        if not (isinstance(col, exp.Column) and col.name.lower() in (ts_name, "_c0", "_rowts")):
-            raise SqlError(
-                "DELETE only accepts conditions on the primary timestamp column "
-                f"{table.columns[0].name} (and tbname)",
-                sql=sql,
-                offset=offset_of(c),
-                code=Code.INVALID_OPERATION,
+        tag = table.tag(cname) if cname is not None and table.kind == "super" else None
+        if tag is not None:
+            if not isinstance(c, exp.EQ | exp.In):
+                raise refuse(c, f"a tag condition on {tag.name} must be = or IN")
+            items = [c.expression] if isinstance(c, exp.EQ) else list(c.expressions)
+            pick(_subtables_with_tag(ex, table, tag, items, precision, now, sql))
+            continue
+        if cname not in (ts_name, "_c0", "_rowts"):
+            raise refuse(
+                c,
+                f"only conditions on the primary timestamp {table.columns[0].name}"
+                + (", tbname and tags" if table.kind == "super" else "")
+                + ", joined by AND, are allowed",
             )
         if isinstance(c, exp.Between):
-            a, b = value(c.args["low"]), value(c.args["high"])
+            a, b = value(c.args["low"], c), value(c.args["high"], c)
             lo, hi = max(lo, a) if lo is not None else a, min(hi, b) if hi is not None else b
         elif isinstance(c, exp.EQ):
-            v = value(c.expression)
+            v = value(c.expression, c)
             lo, hi = max(lo, v) if lo is not None else v, min(hi, v) if hi is not None else v
         elif isinstance(c, exp.GTE | exp.GT):
-            v = value(c.expression) + (1 if isinstance(c, exp.GT) else 0)
+            v = value(c.expression, c) + (1 if isinstance(c, exp.GT) else 0)
             lo = max(lo, v) if lo is not None else v
         elif isinstance(c, exp.LTE | exp.LT):
-            v = value(c.expression) - (1 if isinstance(c, exp.LT) else 0)
+            v = value(c.expression, c) - (1 if isinstance(c, exp.LT) else 0)
             hi = min(hi, v) if hi is not None else v
         else:
-            raise SqlError(
-                "unsupported DELETE condition: use =, <, <=, >, >=, BETWEEN on the timestamp",
-                sql=sql,
-                offset=offset_of(c),
-                code=Code.INVALID_OPERATION,
-            )
+            raise refuse(c, "use =, <, <=, >, >= or BETWEEN on the timestamp")
     return lo, hi, tbnames
+
+
+def _subtables_with_tag(
+    ex: Session, stable: Table, tag: Column, items: list[exp.Expr], precision: str, now: Now, sql: str
+) -> list[str]:
+    """Names of the subtables of ``stable`` whose ``tag`` equals one of the constants ``items``."""
+    wanted = []
+    for node in items:
+        v = ex.value(node, tag.type, precision, now, f"tag {tag.name} {tag.type.sql}", sql=sql,
+                     offset=offset_of(node))  # fmt: skip
+        if v is not None:  # tag = NULL is never true
+            wanted.append(v)
+    out = []
+    for name, _kind, _st, _created in ex.catalog.tables(stable.db, kinds=("sub",), stable=stable.name):
+        sub = ex.catalog.table(stable.db, name)
+        if sub is not None and sub.tag_values.get(tag.name.lower()) in wanted:
+            out.append(sub.name)
+    return out

@@ -484,34 +484,53 @@ def _until_equal(c: Cluster, want: dict[str, list[tuple]], timeout: float, what:
         raise AssertionError(f"{what}: {state['diff']}\n{logs}") from None
 
 
-def test_cluster_runs_the_demo_streams_like_the_embedded_mode_and_survives_kill_9(
-    cluster: Cluster, tmp_path: Path
-) -> None:
-    data = demo_slice()
-    receiver = Receiver()
+@dataclass
+class Reference:
+    """The statements of the test and what the embedded mode computed from them."""
+
+    receiver: Receiver
+    schema: list[str]
+    history: list[str]
+    live1: list[str]
+    live2: list[str]
+    want: list[dict[str, list[tuple]]]  # the output tables after history, live1, live2
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory) -> Iterator[Reference]:  # type: ignore[no-untyped-def]
+    """The embedded reference, phase by phase; computed before the cluster starts (the test asks
+    for this fixture first), so the two do not compete for the machine."""
     from streams_app.services.demo import schema_sql
 
-    schema = schema_sql(data)
+    data = demo_slice()
+    receiver = Receiver()
+    base = tmp_path_factory.mktemp("embedded")
     history, live1, live2 = (inserts(between(data, d)) for d in (HISTORY, LIVE1, LIVE2))
     assert history and live1 and live2
-
-    # the embedded reference, phase by phase
-    emb = Embedded(tmp_path / "lake", receiver.url("embedded"))
+    ref = Reference(receiver, schema_sql(data), history, live1, live2, [])
+    emb = Embedded(base / "lake", receiver.url("embedded"))
     try:
-        for q in schema + history:
+        for q in ref.schema + history:
             emb.sql(q)
-        emb.start_streams(tmp_path / "checkpoints")
-        want = [emb.settle()]
-        for q in live1:
-            emb.sql(q)
-        want.append(emb.settle())
-        for q in live2:
-            emb.sql(q)
-        want.append(emb.settle())
+        emb.start_streams(base / "checkpoints")
+        ref.want.append(emb.settle())
+        for step in (live1, live2):
+            for q in step:
+                emb.sql(q)
+            ref.want.append(emb.settle())
         time.sleep(2)  # the last notifications are in flight
     finally:
         emb.stop()
-    assert all(want[-1][n] for n in OUTPUTS), "the slice must give rows in every output table"
+    assert all(ref.want[-1][n] for n in OUTPUTS), "the slice must give rows in every output table"
+    yield ref
+    receiver.server.shutdown()
+
+
+def test_cluster_runs_the_demo_streams_like_the_embedded_mode_and_survives_kill_9(
+    embedded: Reference, cluster: Cluster
+) -> None:
+    receiver, want = embedded.receiver, embedded.want
+    schema, history, live1, live2 = embedded.schema, embedded.history, embedded.live1, embedded.live2
 
     # the cluster: schema and history through web A, streams and live rows through web B
     a, b = cluster.rest("web-a"), cluster.rest("web-b")
@@ -567,4 +586,3 @@ def test_cluster_runs_the_demo_streams_like_the_embedded_mode_and_survives_kill_
         lost = [e for e in embedded_events if e not in got][:3]
         extra = [e for e in got if e not in embedded_events][:3]
         raise AssertionError(f"lost {lost}; extra {extra}") from None
-    receiver.server.shutdown()

@@ -431,3 +431,43 @@ def test_requests_leave_no_database_connection_open(meters: Rest) -> None:
     for _ in range(5):
         meters.ok("SELECT count(*) FROM power.meters")
     assert sessions() <= before
+
+
+# ---------------------------------------------------------------------- INSERT and DELETE forms
+
+
+def test_rest_insert_into_supertable_by_tbname_insert_select_and_folded_delete(meters: Rest) -> None:
+    """The forms of tests/sql/test_writes_forms.py over ``/rest/sql``: TDengine's REST shape,
+    codes and positions."""
+    body = meters.ok(
+        "INSERT INTO power.meters (tbname, location, groupid, ts, current, voltage, phase) VALUES "
+        "('d3001', 'California.SanJose', 7, '2024-01-01 00:01:00', 1.5, 100, 0.1) "
+        "('d3001', 'California.SanJose', 7, '2024-01-01 00:01:00' + 5s, 2.5, 101, 0.1)"
+    )
+    assert body["data"] == [[2]] and body["column_meta"] == [["affected_rows", "INT", 4]]
+    got = meters.ok("SELECT ts, voltage, location FROM power.meters WHERE tbname = 'd3001'")["data"]
+    assert got == [
+        ["2024-01-01T00:01:00.000Z", 100, "California.SanJose"],
+        ["2024-01-01T00:01:05.000Z", 101, "California.SanJose"],
+    ]
+    # INSERT ... SELECT into a normal table: the fixture's six rows with voltage > 220
+    meters.ok("CREATE TABLE power.high (ts TIMESTAMP, v BIGINT)")
+    assert meters.ok(
+        "INSERT INTO power.high SELECT ts, voltage FROM power.meters WHERE voltage > 220 AND groupid < 7"
+    )["data"] == [[4]]
+    high = meters.ok("SELECT v FROM power.high")["data"]
+    assert sorted(r[0] for r in high) == [221, 230, 231, 232]
+    # DELETE with a bound TDengine folds: 2024-01-01 00:00:06 UTC is 1704067206000
+    assert meters.ok("DELETE FROM power.high WHERE ts = cast(1704067200000 + 6000 as timestamp)")["data"] == [
+        [1]
+    ]
+    assert sorted(r[0] for r in meters.ok("SELECT v FROM power.high")["data"]) == [221, 230, 232]
+    # a condition on a data column is refused in TDengine's words, nothing deleted
+    sql = "DELETE FROM power.high WHERE v > 0"
+    bad = meters.fails(sql)
+    assert bad["code"] == Code.INVALID_DELETE_WHERE
+    _assert_positioned(bad, sql, "v > 0", "The DELETE statement must have a definite time window range")
+    assert len(meters.ok("SELECT v FROM power.high")["data"]) == 3
+    # a column count mismatch of INSERT ... SELECT
+    bad = meters.fails("INSERT INTO power.high SELECT ts, voltage, current FROM power.meters")
+    assert bad["code"] == Code.INVALID_COLUMNS_NUM and "Illegal number of columns" in bad["desc"]
