@@ -140,6 +140,10 @@ def test_nested_aggregates_do_not_support_nesting(ex: Executor, sql: str) -> Non
     [
         ("SELECT _wstart, count(*) FROM p.d1 INTERVAL(5s) WHERE voltage > 1", "WHERE"),
         ("SELECT count(*) FROM p.d1 WHERE ORDER BY ts", "ORDER BY"),
+        ("SELECT count(*) FROM p.d1 LIMIT 3 WHERE voltage > 1", "WHERE"),  # sqlglot alone accepts it
+        ("SELECT * FROM p.d1 LIMIT 3 ORDER BY ts", "ORDER BY"),
+        ("SELECT * FROM p.d1 ORDER BY ts WHERE voltage > 1", "WHERE"),
+        ("SELECT count(*) FROM p.meters HAVING count(*) > 1 PARTITION BY tbname", "PARTITION BY"),
         ("SELECT _wstart, count(*) FROM p.d1 INTERVAL(5s) LIMIT 'it''s'", "'it''s'"),
         ("SELECT _wstart, count(*) FROM p.d1 INTERVAL(5s) LIMIT 2 OFFSET 'a'", "'a'"),
     ],
@@ -151,6 +155,15 @@ def test_misplaced_clause_or_bad_limit_is_a_syntax_error_at_the_token(
     assert e.code == Code.SYNTAX_ERROR == 0x2600
     assert e.message.startswith("syntax error near") or "unexpected" in e.message
     at(e, sql, token)
+
+
+def test_clauses_in_tdengine_order_still_run(ex: Executor) -> None:
+    got = ex.execute_one(
+        "SELECT _wstart, count(*) FROM p.meters WHERE ts >= 1704067200000 AND ts < 1704067210000 "
+        "PARTITION BY tbname INTERVAL(5s) "
+        "FILL(NULL) HAVING count(*) > 0 ORDER BY _wstart LIMIT 5 OFFSET 0"
+    ).rows
+    assert [list(r)[1] for r in got] == [2, 1]
 
 
 def test_unknown_function_is_invalid_function_name_at_the_call(ex: Executor) -> None:
