@@ -529,6 +529,8 @@ def _check(rest: Rest, sql: str, problems: list[str]) -> dict[str, Any] | None:
     if r.status_code >= 500:
         problems.append(f"HTTP {r.status_code} for {sql!r}")
         return None
+    if r.status_code != 200:  # e.g. 401: the statement was never run
+        problems.append(f"HTTP {r.status_code} for {sql!r}: {r.content[:200]!r}")
     body = json.loads(r.content)
     if body.get("code") == 0:
         with _STATS_LOCK:
@@ -586,7 +588,8 @@ def _client(rest: Rest) -> Rest:
 
 def _fuzz(rest: Rest, lake: Any, family: st.SearchStrategy[list[tuple[str, str]]], name: str) -> None:
     """Run ``EXAMPLES[name]`` (times ``SCALE``) Hypothesis examples of ``PER_EXAMPLE`` statements
-    each, collecting every problem (no shrinking: the list names each offending statement), then fail listing them."""
+    each, collecting every problem (no shrinking: the list names each offending statement),
+    then fail listing them."""
     sent_before = STATS["sent"]
     problems: list[str] = []
     examples = max(1, int(EXAMPLES[name] * SCALE))
@@ -602,7 +605,10 @@ def _fuzz(rest: Rest, lake: Any, family: st.SearchStrategy[list[tuple[str, str]]
     def run(statements: list[tuple[str, str]]) -> None:
         _run(rest, lake, statements, problems)
 
+    ok_before = STATS["ok"]
     run()
+    # the statements reached the SQL layer: a family that generates valid statements had some run
+    assert name in ("invalid", "soup") or STATS["ok"] - ok_before >= examples, dict(STATS)
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:60])
     assert STATS["sent"] - sent_before >= examples * PER_EXAMPLE
 
