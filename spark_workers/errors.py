@@ -8,6 +8,7 @@ designer can point at it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -70,6 +71,14 @@ class Code:
     VTABLE_NOT_VIRTUAL_STABLE = 0x6203  # "Create virtual child table must use virtual super table"
     VTABLE_NO_DECIMAL = 0x6204  # "Virtual table not support decimal type"
     VTABLE_NOT_SUPPORT_STMT = 0x6205  # "Virtual table not support in STMT query and STMT insert"
+    # parser and function errors of TDengine's error table (taoserror.h, terror.c; the parser's
+    # function messages are "Invalid parameter data type : <function>" and "Invalid number of
+    # parameters : <function>", builtins.c)
+    ILLEGAL_USE_AGG_FUNCTION = 0x2608  # TSDB_CODE_PAR_ILLEGAL_USE_AGG_FUNCTION "There mustn't be aggregation"
+    AGG_FUNC_NESTING = 0x2627  # TSDB_CODE_PAR_AGG_FUNC_NESTING "Aggregate functions do not support nesting"
+    FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"
+    FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
+    FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
     INTERNAL = 0x0101
 
 
@@ -160,3 +169,20 @@ class ValidationError(SqlError):
 
 class LakeError(TdError):
     """The lake could not complete a read or write; nothing was changed."""
+
+
+def para_type_error(function: str, *, sql: str | None = None, offset: int | None = None) -> SqlError:
+    """TDengine's answer to a function given an argument of a type it does not take:
+    ``0x2802`` (TSDB_CODE_FUNC_FUNTION_PARA_TYPE) with the parser's words "Invalid parameter data
+    type : <function>" (TDengine ``builtins.c``, ``invaildFuncParaTypeErrMsg``), positioned at the
+    call when ``sql`` and ``offset`` are given."""
+    return SqlError(
+        f"Invalid parameter data type : {function}", sql=sql, offset=offset, code=Code.FUNC_PARA_TYPE
+    )
+
+
+def function_offset(sql: str, function: str) -> int | None:
+    """0-based offset of the first call ``function(`` in ``sql`` (case-insensitive), or None: the
+    position of an error found after planning, when only the function's name is known."""
+    m = re.search(rf"(?<![\w.]){re.escape(function)}\s*\(", sql, re.IGNORECASE)
+    return m.start() if m else None

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from spark_workers import limits as sql_limits
-from spark_workers.errors import Code, SqlError
+from spark_workers.errors import Code, SqlError, para_type_error
 from spark_workers.lake.catalog import Table
 from spark_workers.lake.keys import key_column, row_key
 from spark_workers.lake.store import Lake, storage_schema
@@ -495,6 +495,20 @@ _GROUP_BY = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
 _AMBIGUOUS = re.compile(r'Ambiguous reference to column name "([^"]+)"')
 _CONVERT = re.compile(r"Could not convert string '([^']{0,64})' to (\w+)")
 _FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (\w+) does not exist")
+_NO_MATCH = re.compile(r"No function matches the given name and argument types '(\w+)\(")
+# DuckDB's names of the functions tdweb renders TDengine calls into, back to TDengine's names
+_TD_FUNCTION = {"stddev_pop": "stddev", "stddev_samp": "stddev", "ceiling": "ceil", "pow": "pow"}
+
+
+def _td_function_names() -> frozenset[str]:
+    """TDengine functions tdweb knows (scalar catalogue and engine aggregates): the names an
+    error may quote back."""
+    from spark_workers.engine.aggregates import AGGREGATES
+    from spark_workers.sql.functions import FUNCTIONS
+
+    return frozenset(FUNCTIONS) | frozenset(AGGREGATES)
+
+
 _DUCK_TYPES = {
     "INT8": "TINYINT",
     "INT16": "SMALLINT",
@@ -519,8 +533,10 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
 
     Mapping: out of memory -> ``0x073A``; interrupted -> ``0x012C``; permission -> ``0x2644``;
     conversion -> ``0x2605`` wrong value type; out of range -> ``0x260B``; binder errors about a
-    column -> ``0x2602`` / ``0x2604``; unknown function -> ``0x264D``; anything else ->
-    ``0x0200`` invalid operation.
+    column -> ``0x2602`` / ``0x2604``; unknown function -> ``0x264D``; a TDengine function given
+    an argument type it does not take -> ``0x2802`` "Invalid parameter data type : f"; nested
+    aggregates -> ``0x2627``; aggregates in WHERE -> ``0x2608``; anything else -> ``0x0200``
+    invalid operation. Positions are added by the caller (``query.select._anchored``).
     """
     limits = limits or sql_limits.current_limits()
     text = str(e)
@@ -552,11 +568,18 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
     if m := _AMBIGUOUS.search(text):
         return SqlError(f"ambiguous column name {m.group(1)}", code=Code.AMBIGUOUS_COLUMN)
     if "cannot be nested" in text:
-        return SqlError("aggregate functions cannot be nested", code=Code.INVALID_FUNCTION)
+        return SqlError("Aggregate functions do not support nesting", code=Code.AGG_FUNC_NESTING)
     if "WHERE clause cannot contain aggregates" in text:
-        return SqlError("aggregate functions are not allowed in WHERE", code=Code.INVALID_FUNCTION)
+        return SqlError(
+            "There mustn't be aggregation: aggregate functions are not allowed in WHERE",
+            code=Code.ILLEGAL_USE_AGG_FUNCTION,
+        )
     if m := _FUNCTION.search(text):
         return SqlError(f"Invalid function name: {m.group(1)}", code=Code.INVALID_FUNCTION_NAME)
+    if (m := _NO_MATCH.search(text)) and (
+        name := _TD_FUNCTION.get(m.group(1).lower(), m.group(1).lower())
+    ) in (_td_function_names()):
+        return para_type_error(name)  # positioned at the call by the caller (query.select._anchored)
     if "No function matches" in text or "Cannot compare values" in text or "Cannot mix values" in text:
         return SqlError(
             "wrong value type: an operator or function got a value of a type it does not take",

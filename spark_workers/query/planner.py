@@ -485,7 +485,7 @@ def plan_window(
     ]
     if row_mode:
         stage3.aggs = [AggSpec(ROWS, None, "_rows", columns=tuple(stage3.inputs))]
-    limit, offset = _limit(sel)
+    limit, offset = _limit(sel, sql)
     return WindowPlan(
         source,
         sql,
@@ -690,7 +690,12 @@ def _where_filter(sel: exp.Select, source: Source, sql: str) -> exp.Expr | None:
     if flt is not None:
         _check_columns(flt, source, sql)
         if any(aggregate_call(n) for n in flt.walk()):
-            raise positioned("aggregate functions are not allowed in WHERE", flt, sql, Code.INVALID_FUNCTION)
+            raise positioned(
+                "There mustn't be aggregation: aggregate functions are not allowed in WHERE",
+                next((n for n in flt.walk() if aggregate_call(n)), flt),
+                sql,
+                Code.ILLEGAL_USE_AGG_FUNCTION,
+            )
     return flt
 
 
@@ -700,7 +705,10 @@ def _check_extras(extras: dict[str, exp.Expr], source: Source, sql: str) -> None
         _check_columns(e, source, sql)
         if any(aggregate_call(n) for n in e.walk()):
             raise positioned(
-                "aggregate functions are not allowed in a window condition", e, sql, Code.INVALID_FUNCTION
+                "There mustn't be aggregation: aggregate functions are not allowed in a window condition",
+                e,
+                sql,
+                Code.ILLEGAL_USE_AGG_FUNCTION,
             )
 
 
@@ -788,7 +796,9 @@ class _Stage3:
         """An aggregate call -> its result column ``_a<i>`` (one per distinct call)."""
         if arg is not None:
             if any(aggregate_call(x) for x in arg.walk()):
-                raise positioned("aggregate functions cannot be nested", n, self.sql, Code.INVALID_FUNCTION)
+                raise positioned(
+                    "Aggregate functions do not support nesting", n, self.sql, Code.AGG_FUNC_NESTING
+                )
             _check_columns(arg, self.source, self.sql)
         key = f"{fname}:{arg.sql() if arg is not None else '*'}"
         if key not in self._agg_by_key:
@@ -851,12 +861,26 @@ def _output_items(q: ast.SelectQuery, sel: exp.Select, stage3: _Stage3) -> list[
     return items
 
 
-def _limit(sel: exp.Select) -> tuple[int | None, int]:
-    limit = sel.args.get("limit")
-    off = sel.args.get("offset")
-    lv = int(limit.expression.this) if limit is not None and limit.expression is not None else None
-    ov = int(off.expression.this) if off is not None and off.expression is not None else 0
-    return lv, ov
+def _limit(sel: exp.Select, sql: str = "") -> tuple[int | None, int]:
+    """``(LIMIT, OFFSET)`` of a window query; a value that is not a non-negative integer is
+    TDengine's syntax error at the value (``LIMIT 'a'``, ``LIMIT -1``)."""
+
+    def value(clause: exp.Expr | None) -> int | None:
+        if clause is None or clause.expression is None:
+            return None
+        node = clause.expression
+        if isinstance(node, exp.Literal) and not node.is_string and str(node.this).isdigit():
+            return int(node.this)
+        raise SqlError(
+            f"syntax error near '{node.sql()}': LIMIT and OFFSET take a non-negative integer",
+            sql=sql or None,
+            offset=offset_of(node) if sql else None,
+            code=Code.SYNTAX_ERROR,
+        )
+
+    lv = value(sel.args.get("limit"))
+    ov = value(sel.args.get("offset"))
+    return lv, ov or 0
 
 
 def output_type(name: str, arrow_type: object, plan: WindowPlan) -> TdType:

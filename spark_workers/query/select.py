@@ -14,6 +14,7 @@ stages, capped results and a capped window-engine input.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from spark_workers.access import READ
-from spark_workers.engine.aggregates import AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.aggregates import AGGREGATES, AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
-from spark_workers.errors import Code, SqlError
+from spark_workers.errors import Code, SqlError, function_offset, para_type_error
 from spark_workers.lake.catalog import Column, Table
 from spark_workers.lake.keys import key_column
 from spark_workers.limits import active_budget, statement_budget
@@ -133,10 +134,46 @@ def query_scope(sources: list[Source], tz: str) -> Scope:
 
 
 def _anchored(e: SqlError, sql: str) -> SqlError:
-    """A session's error (no text) anchored in the statement."""
+    """A session's error (no text) anchored in the statement; an error naming a function
+    (:func:`~spark_workers.query.duck.duck_error`'s "Invalid parameter data type : f",
+    "Invalid function name: f") points at that function's call."""
     if e.sql is not None:
         return e
-    return SqlError(e.message, sql=sql, offset=e.offset, code=e.code)
+    offset = e.offset
+    if offset is None and (m := _NAMED_FUNCTION.match(e.message)):
+        name = m.group(1).lower()
+        offset = function_offset(sql, name)
+        if offset is None and name in _SPELLINGS:  # DuckDB's spelling of the call the user wrote
+            offset = function_offset(sql, _SPELLINGS[name])
+    elif offset is None and e.code == Code.AGG_FUNC_NESTING and (m := _NESTED_AGG.search(sql)):
+        offset = m.start()
+    elif offset is None and e.code == Code.ILLEGAL_USE_AGG_FUNCTION and (w := _WHERE.search(sql)):
+        offset = m.start() + w.end() if (m := _AGG_CALL.search(sql[w.end() :])) else w.start()
+    return SqlError(e.message, sql=sql, offset=offset, code=e.code)
+
+
+_AGG_NAMES = "|".join(AGGREGATES)
+_AGG_CALL = re.compile(rf"(?<![\w.])(?:{_AGG_NAMES})\s*\(", re.IGNORECASE)
+_NESTED_AGG = re.compile(rf"(?<![\w.])(?:{_AGG_NAMES})\s*\(\s*(?:{_AGG_NAMES})\s*\(", re.IGNORECASE)
+_SPELLINGS = {"power": "pow", "pow": "power", "ceil": "ceiling", "substr": "substring"}
+_WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
+_NAMED_FUNCTION = re.compile(r"(?:Invalid parameter data type|Invalid function name) ?: ?(\w+)")
+# aggregates of the engine that take numbers only (TDengine's function reference: sum, avg and
+# stddev take numeric columns; spread numeric and timestamp ones), by the input kinds they refuse
+_AGG_REFUSED_KINDS = {
+    "sum": ("str", "ts"),
+    "avg": ("str", "ts"),
+    "stddev": ("str", "ts"),
+    "spread": ("str",),
+}
+
+
+def _check_agg_types(aggs: list[AggSpec], sql: str) -> None:
+    """Refuse an engine aggregate over an input kind it does not take, in TDengine's words
+    (``0x2802`` "Invalid parameter data type : sum", at the call), before the engine sees it."""
+    for a in aggs:
+        if a.kind in _AGG_REFUSED_KINDS.get(a.func, ()):
+            raise para_type_error(a.func, sql=sql, offset=function_offset(sql, a.func))
 
 
 def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
@@ -476,6 +513,7 @@ def _window_result(
         budget.check(sql)
     _check_window_work(plan.shape, t1.num_rows, duck.limits.max_window_rows, sql)
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
+    _check_agg_types(aggs, sql)
     res = batch_windows(plan.shape, aggs, rows)
     if budget is not None:
         budget.check(sql)

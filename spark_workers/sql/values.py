@@ -286,11 +286,11 @@ def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:
         return None
     name = t.name
     if isinstance(value, tuple):  # ("ts", epoch) from now/arithmetic
-        if name != "TIMESTAMP":
-            if t.is_integer:
-                return value[1]
+        if name == "TIMESTAMP":
+            return value[1]
+        if not t.is_integer:
             raise SqlError(f"a timestamp does not fit {what}", code=Code.WRONG_VALUE_TYPE)
-        return value[1]
+        value = value[1]  # an epoch into an integer column: range-checked below (now() into INT)
     if name == "TIMESTAMP":
         if isinstance(value, bool):
             raise SqlError(f"invalid timestamp {value!r} for {what}", code=Code.WRONG_VALUE_TYPE)

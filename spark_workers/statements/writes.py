@@ -390,7 +390,14 @@ def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[st
         arrays, names = [], []
         for f in schema:
             if f.name in data:
-                arrays.append(pa.array(data[f.name], f.type))
+                try:
+                    arrays.append(pa.array(data[f.name], f.type))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                    # a value the checks let through that its column cannot hold: TDengine's
+                    # "value out of range", never Arrow's words (nothing has been written yet)
+                    raise SqlError(
+                        f"value out of range for column {f.name}", code=Code.VALUE_OUT_OF_RANGE
+                    ) from None
                 names.append(f.name)
         tables.append(pa.Table.from_arrays(arrays, names=names))
     merged = pa.concat_tables(tables, promote_options="default")

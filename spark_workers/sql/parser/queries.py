@@ -69,6 +69,29 @@ _QUERY_STOP = frozenset(
 _FILL_MODES = frozenset({"NONE", "NULL", "PREV", "NEXT", "LINEAR", "VALUE", "NULL_F", "VALUE_F"})
 
 
+# the order of a query's clauses in TDengine's SELECT grammar (sql.y: from, where, partition by,
+# window and fill, group by, having, order by, slimit and limit); equal ranks may come in any order
+_CLAUSE_RANK = {
+    "FROM": 1,
+    "WHERE": 2,
+    "PARTITION": 3,
+    "INTERVAL": 4,
+    "SESSION": 4,
+    "STATE_WINDOW": 4,
+    "EVENT_WINDOW": 4,
+    "COUNT_WINDOW": 4,
+    "SLIDING": 4,
+    "FILL": 4,
+    "GROUP": 5,
+    "HAVING": 6,
+    "ORDER": 7,
+    "SLIMIT": 8,
+    "SOFFSET": 8,
+    "LIMIT": 8,
+    "OFFSET": 8,
+}
+
+
 @dataclass
 class _Clauses:
     """TDengine clauses found at depth 0 of a query.
@@ -222,6 +245,7 @@ class QueriesParser(ParserBase):
         """The TDengine clauses at parenthesis depth 0 of the query in tokens ``[lo, hi)``
         (PARTITION BY, the window clause, FILL), parsed, with the token ranges they cover."""
         clauses = _Clauses()
+        rank = 0  # of the last depth-0 clause keyword seen (_CLAUSE_RANK)
         with self.bounded(hi):
             depth = 0
             j = lo
@@ -234,6 +258,7 @@ class QueriesParser(ParserBase):
                     if depth < 0:
                         raise self.err_at("syntax error: unmatched ')'", j)
                 elif depth == 0:
+                    rank = self.clause_order(j, rank, clauses)
                     self.i = j
                     self.td_clause_at(j, clauses)
                     if self.i > j:
@@ -242,6 +267,25 @@ class QueriesParser(ParserBase):
                         continue
                 j += 1
         return clauses
+
+    def clause_order(self, j: int, rank: int, clauses: _Clauses) -> int:
+        """The clause rank after depth-0 token ``j``; a clause keyword written after one that
+        must follow it (``LIMIT 3 WHERE ...``, ``ORDER BY ts PARTITION BY ...``) is TDengine's
+        syntax error at the keyword (TDengine's SELECT grammar orders FROM, WHERE, PARTITION BY,
+        the window clause and FILL, GROUP BY, HAVING, ORDER BY, SLIMIT/LIMIT)."""
+        w = lexer.words(self.toks[j])
+        if not w:
+            return rank
+        if w[0] in ("UNION", "INTERSECT", "EXCEPT"):
+            return 0
+        r = _CLAUSE_RANK.get(w[0])
+        if r is None:
+            return rank
+        if r < rank and not (clauses.removed and w[0] in ("FROM", "WHERE")):  # td_clause_at says it
+            raise self.err_at(
+                f"syntax error near '{self.text_of(self.toks[j])}': the clause is out of place", j
+            )
+        return max(rank, r)
 
     def td_clause_at(self, j: int, clauses: _Clauses) -> None:
         """Parse the TDengine clause starting at depth-0 token ``j`` (the cursor) into ``clauses``;
