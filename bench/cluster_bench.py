@@ -41,10 +41,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.spark_cluster import SparkCluster
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from tests.spark_cluster import SparkCluster  # noqa: E402 (after the repository root is on the path)
 
 BUCKET = "tdweb-bench"
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/tdweb_bench_cluster"
