@@ -44,41 +44,9 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             res = ResultSet(res.columns, [r for r in res.rows if r[0] in keep])
         return res
     if w == "tags" and s.target is not None:
-        dbname = ex.db_name(s.target.db)
-        t = ex.catalog.require_table(dbname, s.target.name)
-        ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
-        if t.kind != "sub":
-            raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
-        rows = [
-            [t.name, dbname, t.stable, tag.name, tag.type.sql, t.tag_values.get(tag.name.lower())]
-            for tag in t.tags
-        ]
-        return ResultSet(
-            [
-                ResultColumn("table_name", varchar(192)),
-                ResultColumn("db_name", varchar(64)),
-                ResultColumn("stable_name", varchar(192)),
-                ResultColumn("tag_name", varchar(64)),
-                ResultColumn("tag_type", varchar(64)),
-                ResultColumn("tag_value", varchar(256)),
-            ],
-            [[*r[:5], None if r[5] is None else str(r[5])] for r in rows],
-        )
+        return subtable_tags(ex, s.target, sql)
     if w in ("create_table", "create_stable", "create_vtable") and s.target is not None:
-        dbname = ex.db_name(s.target.db)
-        t = ex.catalog.require_table(dbname, s.target.name)
-        if w == "create_vtable" and (not t.virtual or t.kind == "super"):
-            raise SqlError(
-                f"Invalid table type: {dbname}.{t.name} is not a virtual normal or child table",
-                sql=sql,
-                offset=s.target.span.start if s.target.span else None,
-                code=Code.INVALID_TABLE_TYPE,
-            )
-        ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
-        return ResultSet(
-            [ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
-            [[t.name, create_sql(t)]],
-        )
+        return show_create_table(ex, s.target, sql, virtual=w == "create_vtable")
     if w == "create_database" and s.db:
         db = ex.visible_database(s.db)
         opts = " ".join(f"{k} {v}" for k, v in db.options.items() if k != "PRECISION")
@@ -95,16 +63,7 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     if w in _SYSTEM_SHOWS:
         return system_rows(ex, _SYSTEM_SHOWS[w], s.like)
     if w == "local_variables":
-        return ResultSet(
-            [
-                ResultColumn("name", varchar(64)),
-                ResultColumn("value", varchar(4096)),
-                ResultColumn("scope", varchar(8)),
-                ResultColumn("category", varchar(8)),
-                ResultColumn("info", varchar(64)),
-            ],
-            like([[n, v, scope, "local", info] for n, v, scope, info in variables(ex)], s.like),
-        )
+        return local_variables(ex, s.like)
     if w == "dnode_variables":  # TDengine: ins_dnode_variables WHERE dnode_id = n [AND name LIKE p]
         res = system_rows(ex, "ins_dnode_variables", None)
         names = {r[0] for r in like([r[1:] for r in res.rows], s.like)}
@@ -125,6 +84,67 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             [[info.name, access.redact_secrets(info.sql)]],
         )
     raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
+
+
+def subtable_tags(ex: Session, target: ast.TableName, sql: str) -> ResultSet:
+    """SHOW TAGS FROM subtable: one row per tag (``table_name, db_name, stable_name, tag_name,
+    tag_type, tag_value``); READ on the table is required; a table that is not a subtable is
+    refused (INVALID_OPERATION)."""
+    dbname = ex.db_name(target.db)
+    t = ex.catalog.require_table(dbname, target.name)
+    ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=target.span)
+    if t.kind != "sub":
+        raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
+    rows = [
+        [t.name, dbname, t.stable, tag.name, tag.type.sql, t.tag_values.get(tag.name.lower())]
+        for tag in t.tags
+    ]
+    return ResultSet(
+        [
+            ResultColumn("table_name", varchar(192)),
+            ResultColumn("db_name", varchar(64)),
+            ResultColumn("stable_name", varchar(192)),
+            ResultColumn("tag_name", varchar(64)),
+            ResultColumn("tag_type", varchar(64)),
+            ResultColumn("tag_value", varchar(256)),
+        ],
+        [[*r[:5], None if r[5] is None else str(r[5])] for r in rows],
+    )
+
+
+def show_create_table(ex: Session, target: ast.TableName, sql: str, *, virtual: bool) -> ResultSet:
+    """SHOW CREATE TABLE / STABLE / VTABLE: ``(Table, Create Table)``; READ on the table is
+    required; SHOW CREATE VTABLE of a table that is not a virtual normal or child table is refused
+    (INVALID_TABLE_TYPE)."""
+    dbname = ex.db_name(target.db)
+    t = ex.catalog.require_table(dbname, target.name)
+    if virtual and (not t.virtual or t.kind == "super"):
+        raise SqlError(
+            f"Invalid table type: {dbname}.{t.name} is not a virtual normal or child table",
+            sql=sql,
+            offset=target.span.start if target.span else None,
+            code=Code.INVALID_TABLE_TYPE,
+        )
+    ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=target.span)
+    return ResultSet(
+        [ResultColumn("Table", varchar(192)), ResultColumn("Create Table", varchar(4096))],
+        [[t.name, create_sql(t)]],
+    )
+
+
+def local_variables(ex: Session, pattern: str | None) -> ResultSet:
+    """SHOW LOCAL VARIABLES [LIKE p]: ``name, value, scope, category, info`` of this server's
+    client-facing settings (``sysinfo.variables``)."""
+    return ResultSet(
+        [
+            ResultColumn("name", varchar(64)),
+            ResultColumn("value", varchar(4096)),
+            ResultColumn("scope", varchar(8)),
+            ResultColumn("category", varchar(8)),
+            ResultColumn("info", varchar(64)),
+        ],
+        like([[n, v, scope, "local", info] for n, v, scope, info in variables(ex)], pattern),
+    )
 
 
 # SHOW statements answered by an ``information_schema`` table, filtered by LIKE on its first column

@@ -8,6 +8,7 @@ from __future__ import annotations
 import decimal
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -461,18 +462,7 @@ def delete_bounds(
         return lo, hi, tbnames
     ts_name = table.columns[0].name.lower()
     now = Now()
-    conds: list[exp.Expr] = []
-
-    def flatten(e: exp.Expr) -> None:
-        if isinstance(e, exp.And):
-            flatten(e.this)
-            flatten(e.expression)
-        elif isinstance(e, exp.Paren):
-            flatten(e.this)
-        else:
-            conds.append(e)
-
-    flatten(where)
+    conds = _and_terms(where)
 
     def refuse(c: exp.Expr, why: str) -> SqlError:
         return SqlError(
@@ -515,21 +505,41 @@ def delete_bounds(
                 + (", tbname and tags" if table.kind == "super" else "")
                 + ", joined by AND, are allowed",
             )
-        if isinstance(c, exp.Between):
-            a, b = value(c.args["low"], c), value(c.args["high"], c)
-            lo, hi = max(lo, a) if lo is not None else a, min(hi, b) if hi is not None else b
-        elif isinstance(c, exp.EQ):
-            v = value(c.expression, c)
-            lo, hi = max(lo, v) if lo is not None else v, min(hi, v) if hi is not None else v
-        elif isinstance(c, exp.GTE | exp.GT):
-            v = value(c.expression, c) + (1 if isinstance(c, exp.GT) else 0)
-            lo = max(lo, v) if lo is not None else v
-        elif isinstance(c, exp.LTE | exp.LT):
-            v = value(c.expression, c) - (1 if isinstance(c, exp.LT) else 0)
-            hi = min(hi, v) if hi is not None else v
-        else:
+        if not isinstance(c, exp.Between | exp.EQ | exp.GTE | exp.GT | exp.LTE | exp.LT):
             raise refuse(c, "use =, <, <=, >, >= or BETWEEN on the timestamp")
+        lo, hi = _narrow(lo, hi, c, value)
     return lo, hi, tbnames
+
+
+def _and_terms(where: exp.Expr) -> list[exp.Expr]:
+    """The conditions of a WHERE joined by AND (parentheses dropped), in order."""
+    if isinstance(where, exp.And):
+        return [*_and_terms(where.this), *_and_terms(where.expression)]
+    if isinstance(where, exp.Paren):
+        return _and_terms(where.this)
+    return [where]
+
+
+def _narrow(
+    lo: int | None, hi: int | None, c: exp.Expr, value: Callable[[exp.Expr, exp.Expr], int]
+) -> tuple[int | None, int | None]:
+    """``[lo, hi]`` (inclusive, None = open) narrowed by timestamp condition ``c`` (``BETWEEN``,
+    ``=``, ``>=``, ``>``, ``<=``, ``<``); ``value(node, c)`` folds a bound."""
+    a: int | None = None
+    b: int | None = None
+    if isinstance(c, exp.Between):
+        a, b = value(c.args["low"], c), value(c.args["high"], c)
+    elif isinstance(c, exp.EQ):
+        a = b = value(c.expression, c)
+    elif isinstance(c, exp.GTE | exp.GT):
+        a = value(c.expression, c) + (1 if isinstance(c, exp.GT) else 0)
+    else:  # <= or <
+        b = value(c.expression, c) - (1 if isinstance(c, exp.LT) else 0)
+    if a is not None:
+        lo = max(lo, a) if lo is not None else a
+    if b is not None:
+        hi = min(hi, b) if hi is not None else b
+    return lo, hi
 
 
 def _subtables_with_tag(
