@@ -24,19 +24,20 @@ def is_cluster(master: str) -> bool:
     return not master.strip().startswith("local")
 
 
-def cluster_problems(*, master: str, lake: str, catalog_url: str, checkpoints: str) -> list[str]:
-    """The settings a deployment lacks for ``master`` (module docstring), each as a sentence naming
-    the setting; empty when nothing is missing or the master is local."""
+def cluster_problems(*, master: str, lake: str, catalog_url: str, checkpoints: str) -> dict[str, str]:
+    """``{missing setting: sentence naming it}`` for what a deployment lacks for ``master``
+    (module docstring), in the order catalog, checkpoints; empty when nothing is missing or the
+    master is local."""
     if not is_cluster(master) or not is_remote(lake):
-        return []
-    problems = []
+        return {}
+    problems = {}
     if not catalog_url:
-        problems.append(
+        problems["TDWEB_CATALOG_URL"] = (
             f"SPARK_MASTER={master} with the lake on object storage needs TDWEB_CATALOG_URL "
             "(a PostgreSQL catalog every host reaches): the SQLite catalog is a file of this host"
         )
     if not checkpoints:
-        problems.append(
+        problems["TDWEB_CHECKPOINTS"] = (
             f"SPARK_MASTER={master} with the lake on object storage needs TDWEB_CHECKPOINTS "
             "(a shared path or an s3a:// or hdfs:// location): checkpoints would stay on this host"
         )

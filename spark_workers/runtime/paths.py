@@ -61,7 +61,7 @@ class StreamState:
     def __init__(self, lake_root: str | Path, stream_key: str, checkpoints: str = "") -> None:
         self.location = stream_state_location(lake_root, stream_key, checkpoints)
         self.checkpoint = checkpoint_location(lake_root, stream_key, checkpoints)
-        self._fs, self._path = _fs_for(self.location)
+        self._fs, self._path = filesystem(self.location)  # s3a:// is S3 there too
 
     def read_text(self, name: str) -> str | None:
         """The text of file ``name`` of the folder, or None when there is none."""
@@ -93,10 +93,3 @@ class StreamState:
         """Delete the folder with everything in it (a dropped stream); nothing there is fine."""
         with contextlib.suppress(FileNotFoundError, OSError):
             self._fs.delete_dir(self._path)
-
-
-def _fs_for(location: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow file system of a state location; ``s3a://`` is S3 (``location.filesystem``)."""
-    if not is_remote(location):
-        return pafs.LocalFileSystem(), location
-    return filesystem(location)

@@ -47,10 +47,10 @@ def sql_limits_configure() -> None:
     )
 
 
-def deployment_problems() -> list[str]:
+def deployment_problems() -> dict[str, str]:
     """What this deployment's settings lack for its Spark master (``runtime/deployment.py``):
     ``SPARK_MASTER`` on a cluster with the lake on object storage needs ``TDWEB_CATALOG_URL`` and
-    ``TDWEB_CHECKPOINTS``. Each problem is a sentence naming the setting."""
+    ``TDWEB_CHECKPOINTS``: ``{setting: sentence naming it}``."""
     return cluster_problems(
         master=str(settings.SPARK_MASTER),
         lake=str(settings.TDWEB_LAKE),
@@ -62,11 +62,8 @@ def deployment_problems() -> list[str]:
 def deployment_check(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Django system check (``manage.py check``, every ``manage.py`` command): one error per
     :func:`deployment_problems` entry: ``tdweb.E001`` the catalog, ``tdweb.E002`` the checkpoints."""
+    ids = {"TDWEB_CATALOG_URL": "tdweb.E001", "TDWEB_CHECKPOINTS": "tdweb.E002"}
     return [
-        checks.Error(
-            p,
-            id="tdweb.E001" if "TDWEB_CATALOG_URL" in p else "tdweb.E002",
-            hint="docs/operations.md, Spark cluster",
-        )
-        for p in deployment_problems()
+        checks.Error(text, id=ids[setting], hint="docs/operations.md, Spark cluster")
+        for setting, text in deployment_problems().items()
     ]

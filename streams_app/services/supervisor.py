@@ -137,7 +137,7 @@ def _run_once(
     stream = Stream.objects.select_related("owner").get(pk=stream_id)
     problems = deployment_problems()
     if problems:  # a cluster that would lose state between hosts: the stream fails, saying why
-        raise RuntimeError("; ".join(problems))
+        raise RuntimeError("; ".join(problems.values()))
     spark = spark_session(settings.SPARK_MASTER)
     spec = StreamSpec.from_json(stream.spec)
     if stream.owner is not None:  # the stream runs with its owner's privileges
