@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 
 class Code:
-    """TDengine error codes used by tdweb (``taoserror.h``; hex values as TDengine prints them)."""
+    """TDengine error codes used by tdweb: every value is the one TDengine 3.x defines in
+    ``include/util/taoserror.h`` for the same condition (hex values as TDengine prints them);
+    ``tests/test_error_codes.py`` checks each against that table."""
 
     INVALID_OPERATION = 0x0200
     SYNTAX_ERROR = 0x2600
@@ -22,11 +24,11 @@ class Code:
     TABLE_NOT_EXIST = 0x2603
     AMBIGUOUS_COLUMN = 0x2604
     WRONG_VALUE_TYPE = 0x2605
-    INVALID_FUNCTION = 0x2606
-    NOT_SUPPORTED = 0x2607
+    INVALID_FUNCTION = 0x2800  # TSDB_CODE_FUNC_FUNTION_ERROR "Function error" (a function used against its rules)
+    NOT_SUPPORTED = 0x0100  # TSDB_CODE_OPS_NOT_SUPPORT "Operation not supported"
     DB_NOT_SPECIFIED = 0x2616
-    INVALID_WINDOW = 0x2618
-    INVALID_STREAM_QUERY = 0x2640
+    INVALID_WINDOW = 0x2650  # TSDB_CODE_PAR_NOT_ALLOWED_WIN_QUERY "Window query not supported"
+    INVALID_STREAM_QUERY = 0x2645  # TSDB_CODE_PAR_INVALID_STREAM_QUERY "Invalid stream query"
     PRIMARY_KEY_IS_NULL = 0x267B  # TSDB_CODE_PAR_PRIMARY_KEY_IS_NULL "Primary key column should not be null"
     # TSDB_CODE_PAR_INVALID_FILL_TIME_RANGE "Start(end) time of query range required or time range too large"
     INVALID_FILL_TIME_RANGE = 0x263B
@@ -49,15 +51,15 @@ class Code:
     INVALID_PASS_FORMAT = 0x0353  # TSDB_CODE_MND_INVALID_PASS_FORMAT
     INVALID_ALTER_OPER = 0x0356  # TSDB_CODE_MND_INVALID_ALTER_OPER
     DB_NOT_EXIST = 0x0388
-    DB_ALREADY_EXIST = 0x0396
+    DB_ALREADY_EXIST = 0x0381  # TSDB_CODE_MND_DB_ALREADY_EXIST "Database already exists"
     STB_ALREADY_EXIST = 0x0360
     STB_NOT_EXIST = 0x0362
     TABLE_ALREADY_EXIST = 0x0613
-    INVALID_TAG_VALUE = 0x2609
+    INVALID_TAG_VALUE = 0x2605  # TSDB_CODE_PAR_WRONG_VALUE_TYPE "Invalid value type" (a tag value that does not convert)
     INVALID_COLUMNS_NUM = 0x263F  # TSDB_CODE_PAR_INVALID_COLUMNS_NUM "Illegal number of columns"
     INVALID_DELETE_WHERE = 0x2655  # "The DELETE statement must have a definite time window range"
-    COLUMN_COUNT_MISMATCH = 0x260A
-    VALUE_OUT_OF_RANGE = 0x260B
+    COLUMN_COUNT_MISMATCH = 0x263F  # TSDB_CODE_PAR_INVALID_COLUMNS_NUM "Illegal number of columns"
+    VALUE_OUT_OF_RANGE = 0x0224  # TSDB_CODE_TSC_VALUE_OUT_OF_RANGE "Value out of range"
     STREAM_ALREADY_EXIST = 0x03F0
     STREAM_NOT_EXIST = 0x03F1
     STREAM_OUTPUT_CONFLICT = 0x03F2
@@ -79,7 +81,7 @@ class Code:
     FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
-    INTERNAL = 0x0101
+    INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
 
 
 class TdError(Exception):

@@ -51,7 +51,7 @@ def internal_error_answer(exc: BaseException | None = None, *, where: str = "") 
     """Log ``exc`` with its traceback under the current request id; return the TDengine answer.
 
     Returns:
-        ``{"code": 257, "desc": "internal error (request id <id>)"}``; the id is the one in the
+        ``{"code": 312, "desc": "internal error (request id <id>)"}``; the id is the one in the
         ``X-Request-ID`` answer header and in the server log line.
     """
     rid = request_id_get()

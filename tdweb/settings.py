@@ -233,7 +233,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    # unexpected exceptions: HTTP 500 {"code": 257, "desc": "internal error (request id ...)"}
+    # unexpected exceptions: HTTP 500 {"code": 312, "desc": "internal error (request id ...)"}
     "EXCEPTION_HANDLER": "streams_app.api.errors.api_exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # ?limit=&offset= (default 50, at most 500): the API's one pagination

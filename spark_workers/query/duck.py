@@ -532,7 +532,7 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
     names, internal function names, file paths) is logged, never returned.
 
     Mapping: out of memory -> ``0x073A``; interrupted -> ``0x012C``; permission -> ``0x2644``;
-    conversion -> ``0x2605`` wrong value type; out of range -> ``0x260B``; binder errors about a
+    conversion -> ``0x2605`` wrong value type; out of range -> ``0x0224``; binder errors about a
     column -> ``0x2602`` / ``0x2604``; unknown function -> ``0x264D``; a TDengine function given
     an argument type it does not take -> ``0x2802`` "Invalid parameter data type : f"; nested
     aggregates -> ``0x2627``; aggregates in WHERE -> ``0x2608``; anything else -> ``0x0200``

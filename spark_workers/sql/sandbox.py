@@ -242,7 +242,7 @@ def check_query(
 
     Raises:
         SqlError: positioned at the first offending node: ``0x264D`` unknown function,
-            ``0x2607`` TDengine function not implemented, ``0x2644`` table function or string
+            ``0x0100`` TDengine function not implemented, ``0x2644`` table function or string
             used as a table, ``0x2600`` construct that is not TDengine SQL.
     """
     for root in (tree, *also):

@@ -14,7 +14,7 @@
     "impact"}``, ``VersionNotFound`` HTTP 404 ``{"detail"}``.
   - DRF's own handling for its exceptions, ``Http404`` and ``PermissionDenied``; a too-large body
     is HTTP 413 and another ``SuspiciousOperation`` HTTP 400 (``{"detail"}``); anything else is
-    logged with its traceback under the request id and answered HTTP 500 ``{"code": 257, "desc":
+    logged with its traceback under the request id and answered HTTP 500 ``{"code": 312, "desc":
     "internal error (request id <id>)"}`` (TDengine's ``TSDB_CODE_APP_ERROR`` 0x0101,
     ``Code.INTERNAL``).
 

@@ -52,7 +52,7 @@ def sql_execute_rest(*, sql: str, db: str | None = None, user: Any = None) -> di
 
     Never raises: a ``TdError`` is answered with its code and message; anything else (a bug,
     ``RecursionError``, ``MemoryError``) is logged with its traceback under the request id and
-    answered ``{"code": 257, "desc": "internal error (request id <id>)"}``, so no exception text,
+    answered ``{"code": 312, "desc": "internal error (request id <id>)"}``, so no exception text,
     path or type reaches the client.
     """
     try:

@@ -87,7 +87,7 @@ def test_unexpected_api_exception_is_a_json_500_with_the_request_id(alice, monke
     r = c.get("/api/v1/notifications/unread-count/")
     assert r.status_code == 500 and r["Content-Type"] == "application/json"
     body = r.json()
-    assert body["code"] == Code.INTERNAL == 257 and set(body) == {"code", "desc"}
+    assert body["code"] == Code.INTERNAL == 0x0138 and set(body) == {"code", "desc"}
     m = INTERNAL.fullmatch(body["desc"])
     assert m and m.group(1) == r["X-Request-ID"]
     assert "secret" not in r.content.decode() and "KeyError" not in r.content.decode()
@@ -122,7 +122,7 @@ def test_rest_sql_internal_errors_are_answered_with_a_request_id_only(
     monkeypatch.setattr(sql_service, "sql_execute", broken)
     status, r = _rest(client, b"SELECT 1")
     body = json.loads(r.content)
-    assert status == 200 and body["code"] == 257 and set(body) == {"code", "desc"}
+    assert status == 200 and body["code"] == Code.INTERNAL and set(body) == {"code", "desc"}
     m = INTERNAL.fullmatch(body["desc"])
     assert m and m.group(1) == r["X-Request-ID"], body
     assert type(exc).__name__ not in body["desc"]
@@ -131,7 +131,7 @@ def test_rest_sql_internal_errors_are_answered_with_a_request_id_only(
 @pytest.mark.django_db(transaction=True)  # /rest/sql checks passwords in a pool thread
 def test_rest_sql_keeps_tdengine_errors(client, admin, lake) -> None:
     body = json.loads(_rest(client, b"SELECT * FROM nosuchdb.t")[1].content)
-    assert body["code"] != 0 and body["code"] != 257 and "internal" not in body["desc"]
+    assert body["code"] != 0 and body["code"] != Code.INTERNAL and "internal" not in body["desc"]
 
 
 # ---------------------------------------------------------------------- sizes
@@ -242,7 +242,7 @@ def test_taosrest_parses_every_error_answer(live_server, admin, lake, settings, 
 
     monkeypatch.setattr(sql_service, "sql_execute", broken)
     kind, errno, msg = _taos_error(rest, "SELECT 1")
-    assert (kind, errno) == ("ConnectError", 257) and INTERNAL.fullmatch(msg)
+    assert (kind, errno) == ("ConnectError", Code.INTERNAL) and INTERNAL.fullmatch(msg)
 
     wrong = RestClient(live_server.url, user="root", password="wrong", timeout=30)
     assert _taos_error(wrong, "SHOW DATABASES")[:2] == ("HTTPError", 401)

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from spark_workers.errors import SqlError
+from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.query.duck import DuckSession
 from spark_workers.query.planner import resolve
@@ -34,7 +34,7 @@ from spark_workers.streams.registry import MemoryRegistry
 INVALID_FUNCTION_NAME = 0x264D  # TSDB_CODE_PAR_INVALID_FUNCTION_NAME
 PERMISSION_DENIED = 0x2644  # TSDB_CODE_PAR_PERMISSION_DENIED
 SYNTAX_ERROR = 0x2600  # TSDB_CODE_PAR_SYNTAX_ERROR
-NOT_SUPPORTED = 0x2607
+NOT_SUPPORTED = Code.NOT_SUPPORTED
 TABLE_NOT_EXIST = 0x2603
 WRONG_VALUE_TYPE = 0x2605
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
