@@ -24,7 +24,7 @@ class Code:
     TABLE_NOT_EXIST = 0x2603
     AMBIGUOUS_COLUMN = 0x2604
     WRONG_VALUE_TYPE = 0x2605
-    INVALID_FUNCTION = 0x2800  # TSDB_CODE_FUNC_FUNTION_ERROR "Function error" (a function used against its rules)
+    INVALID_FUNCTION = 0x2800  # TSDB_CODE_FUNC_FUNTION_ERROR "Function error"
     NOT_SUPPORTED = 0x0100  # TSDB_CODE_OPS_NOT_SUPPORT "Operation not supported"
     DB_NOT_SPECIFIED = 0x2616
     INVALID_WINDOW = 0x2650  # TSDB_CODE_PAR_NOT_ALLOWED_WIN_QUERY "Window query not supported"
@@ -55,7 +55,7 @@ class Code:
     STB_ALREADY_EXIST = 0x0360
     STB_NOT_EXIST = 0x0362
     TABLE_ALREADY_EXIST = 0x0613
-    INVALID_TAG_VALUE = 0x2605  # TSDB_CODE_PAR_WRONG_VALUE_TYPE "Invalid value type" (a tag value that does not convert)
+    INVALID_TAG_VALUE = 0x2605  # TSDB_CODE_PAR_WRONG_VALUE_TYPE (a tag value)
     INVALID_COLUMNS_NUM = 0x263F  # TSDB_CODE_PAR_INVALID_COLUMNS_NUM "Illegal number of columns"
     INVALID_DELETE_WHERE = 0x2655  # "The DELETE statement must have a definite time window range"
     COLUMN_COUNT_MISMATCH = 0x263F  # TSDB_CODE_PAR_INVALID_COLUMNS_NUM "Illegal number of columns"
