@@ -82,6 +82,17 @@ class Code:
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # ALTER DATABASE / STABLE / TABLE (TDengine SQL manual "Manage Databases", "Manage Supertables",
+    # "Manage Tables"; statements/alter.py)
+    INVALID_ALTER_TABLE = 0x2649  # TSDB_CODE_PAR_INVALID_ALTER_TABLE "Invalid alter table statement"
+    CANNOT_DROP_PRIMARY_KEY = 0x264A  # TSDB_CODE_PAR_CANNOT_DROP_PRIMARY_KEY
+    INVALID_MODIFY_COL = 0x264B  # TSDB_CODE_PAR_INVALID_MODIFY_COL "Only ... length could be modified"
+    INVALID_DROP_COL = 0x2651  # TSDB_CODE_PAR_INVALID_DROP_COL "No columns can be dropped"
+    TAG_ALREADY_EXIST = 0x0369  # TSDB_CODE_MND_TAG_ALREADY_EXIST "Tag already exists"
+    TAG_NOT_EXIST = 0x036A  # TSDB_CODE_MND_TAG_NOT_EXIST "Tag does not exist"
+    COLUMN_ALREADY_EXIST = 0x036B  # TSDB_CODE_MND_COLUMN_ALREADY_EXIST "Column already exists"
+    COLUMN_NOT_EXIST = 0x036C  # TSDB_CODE_MND_COLUMN_NOT_EXIST "Column does not exist"
+    DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
 
 
 class TdError(Exception):
