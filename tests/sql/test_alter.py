@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from spark_workers.access import Grant, Principal
@@ -415,6 +416,11 @@ def test_stream_over_an_altered_trigger_table_follows_seed_002(lake: Lake) -> No
     assert rows(p.ex, "select distinct loc from a") == [["n"]]
     p.run("alter table a set tag gid = 7")  # a tag it does not group by: allowed
     assert rows(p.ex, "select distinct gid from a") == [[7]]
+    # dropping a tag it does not group by and adding one: ignored too
+    p.run("alter stable st drop tag gid", "alter stable st add tag site int")
+    for k in range(30, 50, 7):
+        write("a", k, ", 0.5")
+        write("b", k + 1)
 
     df = pd.DataFrame(written, columns=["tb", "ts", "v"])
     df["loc"] = df.tb.map({"a": "n", "b": "s"})
@@ -432,3 +438,20 @@ def test_stream_over_an_altered_trigger_table_follows_seed_002(lake: Lake) -> No
     p.ex.execute_one("drop stream s")
     p.ex.execute_one("alter table a set tag loc = 's'")
     assert rows(p.ex, "select distinct loc from a") == [["s"]]
+
+
+def test_conform_keeps_the_schema_a_stream_began_with() -> None:
+    """``lake.changes.conform``: by name, missing fields NULL, extra fields left out, cast."""
+    from spark_workers.lake.changes import conform
+
+    began = pa.schema([("tbname", pa.string()), ("ts", pa.int64()), ("x", pa.int32()), ("s", pa.string())])
+    now = pa.table(
+        {"tbname": ["a", "b"], "w": [1.5, 2.5], "ts": [1, 2], "s": pa.array(["p", "q"], pa.large_string())}
+    )
+    out = conform(now, began)
+    assert out.schema.equals(began)
+    assert out.to_pylist() == [
+        {"tbname": "a", "ts": 1, "x": None, "s": "p"},
+        {"tbname": "b", "ts": 2, "x": None, "s": "q"},
+    ]
+    assert conform(out, began) is out
