@@ -772,14 +772,23 @@ class Catalog:
                 raise CatalogError(f"database {name} does not exist", code=Code.DB_NOT_EXIST)
             con.execute("UPDATE databases SET options = ? WHERE key = ?", (json.dumps(options), name.lower()))
 
-    def alter_table(self, table: Table, *, tag_renames: dict[str, str | None] | None = None) -> None:
+    def alter_table(
+        self,
+        table: Table,
+        *,
+        tag_renames: dict[str, str | None] | None = None,
+        column_rename: tuple[str, str] | None = None,
+    ) -> None:
         """Store the new definition of an existing table (ALTER STABLE / ALTER TABLE, TDengine SQL
         manual "Manage Supertables", "Manage Tables"): a supertable's or normal table's ``columns``,
         ``tags`` and ``comment``; a subtable's ``comment`` and ``tag_values``.
 
         ``tag_renames`` maps lower-case tag names to their new lower-case name (RENAME TAG) or None
         (DROP TAG): every subtable's stored value moves or goes in the same transaction, so a tag
-        added later under a dropped name reads NULL, never the old values.
+        added later under a dropped name reads NULL, never the old values. ``column_rename``
+        ``(old, new)`` (RENAME COLUMN of a normal table) moves the column references of every
+        virtual table that reads it (``col FROM db.table.old``) to the new name, in the same
+        transaction.
 
         Raises:
             CatalogError: TABLE_NOT_EXIST when the table is gone.
@@ -805,6 +814,26 @@ class Catalog:
             )
             if tag_renames:
                 self._move_tag_values(con, key, tag_renames)
+            if column_rename:
+                self._move_column_refs(con, key, column_rename)
+
+    @staticmethod
+    def _move_column_refs(con: _Con, table: tuple[str, str], rename: tuple[str, str]) -> None:
+        """Point the virtual tables' references to column ``rename[0]`` of ``table`` (lower-case
+        db, name) at ``rename[1]``."""
+        changed = []
+        for vdb, vkey, raw in con.execute(
+            "SELECT db, key, refs FROM tables WHERE refs IS NOT NULL"
+        ).fetchall():
+            refs = json.loads(raw or "{}")
+            hit = False
+            for ref in refs.values():  # [db, table, column] as written
+                if (ref[0].lower(), ref[1].lower()) == table and ref[2].lower() == rename[0].lower():
+                    ref[2], hit = rename[1], True
+            if hit:
+                changed.append((json.dumps(refs), vdb, vkey))
+        if changed:
+            con.executemany("UPDATE tables SET refs = ? WHERE db = ? AND key = ?", changed)
 
     @staticmethod
     def _move_tag_values(con: _Con, stable: tuple[str, str], renames: dict[str, str | None]) -> None:

@@ -316,6 +316,9 @@ def _alter_column(ex: Session, s: ast.AlterTable, sql: str, db: Database, t: Tab
         assert s.new_name is not None
         _check_new_name(s.new_name, t, "column", sql, s.clause)
         cols[i] = replace(old, name=s.new_name)
+        # virtual tables reading it follow the new name; one dropped reads NULL (lake/virtual.py)
+        ex.catalog.alter_table(replace(t, columns=tuple(cols)), column_rename=(old.name, s.new_name))
+        return ResultSet.affected(0)
     ex.catalog.alter_table(replace(t, columns=tuple(cols)))
     return ResultSet.affected(0)
 

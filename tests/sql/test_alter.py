@@ -455,3 +455,22 @@ def test_conform_keeps_the_schema_a_stream_began_with() -> None:
         {"tbname": "b", "ts": 2, "x": None, "s": "q"},
     ]
     assert conform(out, began) is out
+
+
+def test_virtual_tables_follow_a_renamed_column_and_read_null_for_a_dropped_one(ex: Executor) -> None:
+    ex.execute(
+        "create database d; create table t1 (ts timestamp, a int, b int, c int);"
+        "create vtable v1 (ts timestamp, va int from t1.a, vb int from t1.b, vc int from t1.c);"
+        f"insert into t1 values ({T0}, 1, 2, 3) ({T0 + 1000}, 4, 5, 6)"
+    )
+    ex.execute_one("alter table t1 rename column a aa")
+    assert rows(ex, "select * from v1 order by ts") == [[T0, 1, 2, 3], [T0 + 1000, 4, 5, 6]]
+    assert "`va` INT FROM `d`.`t1`.`aa`" in rows(ex, "show create vtable v1")[0][1]
+    # a dropped column reads NULL through the virtual table, as a dropped table does
+    ex.execute_one("alter table t1 drop column b")
+    assert rows(ex, "select * from v1 order by ts") == [[T0, 1, None, 3], [T0 + 1000, 4, None, 6]]
+    # references are by name (SHOW CREATE VTABLE shows `t1`.`b`): a new column b is read, and
+    # the rows written before it read NULL, never the dropped column's values
+    ex.execute_one("alter table t1 add column b int")
+    ex.execute_one(f"insert into t1 values ({T0 + 2000}, 7, 8, 9)")  # ts, aa, c, b
+    assert rows(ex, "select vb, vc from v1 order by ts") == [[None, 3], [None, 6], [9, 8]]
