@@ -474,3 +474,25 @@ def test_virtual_tables_follow_a_renamed_column_and_read_null_for_a_dropped_one(
     ex.execute_one("alter table t1 add column b int")
     ex.execute_one(f"insert into t1 values ({T0 + 2000}, 7, 8, 9)")  # ts, aa, c, b
     assert rows(ex, "select vb, vc from v1 order by ts") == [[None, 3], [None, 6], [9, 8]]
+
+
+def test_a_stream_refuses_to_write_an_output_table_altered_to_another_shape(lake: Lake) -> None:
+    """Seed 002: "User modifies or deletes an output table: ignored; (if a schema mismatch is
+    detected at write time, an error is raised)"."""
+    p = Pipeline(lake)
+    p.ex.execute("create database d; create table t (ts timestamp, v int)")
+    p.stream(
+        "create stream s trigger at_once into out as "
+        "select _wstart, count(*) c, sum(v) sv from t interval(10s)",
+        "s",
+    )
+    p.run(f"insert into t values ({T0}, 3)")
+    p.run("alter table out comment 'results'")  # not the shape: the stream goes on
+    p.run(f"insert into t values ({T0 + 1000}, 4)")
+    assert rows(p.ex, "select c, sv from out") == [[2, 7]]
+    p.ex.execute_one("alter stable out drop column sv")
+    p.ex.execute_one(f"insert into t values ({T0 + 2000}, 5)")
+    with pytest.raises(TdError) as info:
+        p.runners[0].run()
+    assert "2 columns" in info.value.message and "produces 3" in info.value.message
+    assert rows(p.ex, "select c from out") == [[2]]  # nothing of the refused batch written
