@@ -27,6 +27,8 @@ from spark_workers.errors import Code, TdError
 from spark_workers.lake.catalog import PG_SCHEMA_NAME
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
+from spark_workers.sql import parse_one, render
+from spark_workers.sql.ast import Span
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 
@@ -496,3 +498,45 @@ def test_a_stream_refuses_to_write_an_output_table_altered_to_another_shape(lake
         p.runners[0].run()
     assert "2 columns" in info.value.message and "produces 3" in info.value.message
     assert rows(p.ex, "select c from out") == [[2]]  # nothing of the refused batch written
+
+
+def _plain(value: Any) -> Any:
+    """A comparable form of a parsed statement: positions (spans) left out."""
+    import dataclasses
+
+    if isinstance(value, Span):
+        return None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (
+            type(value).__name__,
+            {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        )
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "ALTER DATABASE d KEEP 3650 CACHEMODEL 'last_row'",
+        "alter stable d.st add column `w x` varchar(20) comment 'c'",
+        "ALTER TABLE t DROP COLUMN v",
+        "alter table t modify column s nchar(30)",
+        "alter table t rename column a b",
+        "alter stable st add tag g int",
+        "alter stable st drop tag g",
+        "alter stable st modify tag g varchar(9)",
+        "alter stable st rename tag g h",
+        "alter table a set tag g = -3, h = 'x', t = now + 1s",
+        "alter table t comment 'it''s' ttl 3",
+    ],
+)
+def test_alter_statements_render_and_parse_back(sql: str) -> None:
+    stmt = parse_one(sql)
+    text = render(stmt)
+    again = parse_one(text)
+    assert _plain(again) == _plain(stmt), text
+    assert render(again) == text
