@@ -525,6 +525,7 @@ class Lake:
                 write_deltalake(dt, stored, mode="append", partition_by=["_bucket"], commit_properties=commit)
                 return WriteResult(base + 1, stored.num_rows, "append", inserted=stored.num_rows)
             stale = self._stale_keys(db, table, data, version=base) if replace_times else None
+            stale = _delta_shaped(dt, stale) if stale is not None else None
             metrics = self._merge(dt, stored, table, commit, stale)
         except (LakeError, CommitFailedError):
             raise
