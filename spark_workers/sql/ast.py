@@ -131,6 +131,7 @@ class AlterTable:
     options: dict[str, Any] = field(default_factory=dict)
     name_span: Span | None = None
     clause: Span | None = None
+    option_spans: dict[str, Span] = field(default_factory=dict)
 
 
 @dataclass

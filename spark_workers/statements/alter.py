@@ -47,6 +47,7 @@ from spark_workers.statements.session import Session
 from spark_workers.tdtypes import VAR_TYPES
 
 MAX_COLUMNS = 4096
+MAX_COMMENT_BYTES = 1024  # TDengine SQL manual, "Manage Tables": COMMENT
 
 # TDengine's alter_database_option list ("Manage Databases", 3.3): the options ALTER DATABASE takes.
 ALTERABLE_DB_OPTIONS = frozenset(
@@ -211,20 +212,31 @@ def _target(ex: Session, s: ast.AlterTable, sql: str) -> tuple[Database, Table]:
 
 
 def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> ResultSet:
-    """``COMMENT 'text'`` (stored, shown by SHOW CREATE TABLE and ins_tables / ins_stables);
-    TTL and KEEP refused."""
-    for key in s.options:
-        if key != "COMMENT":
-            raise _err(
-                f"ALTER TABLE {key} is not supported: tdweb does not expire tables or rows by time",
-                sql,
-                s.clause,
-                Code.NOT_SUPPORTED,
-            )
-    comment = s.options["COMMENT"]
-    if not isinstance(comment, str):
-        raise _err("syntax error: COMMENT takes a quoted string", sql, s.clause, Code.SYNTAX_ERROR)
-    ex.catalog.alter_table(replace(t, comment=comment))
+    """``COMMENT 'text'`` (at most 1,024 bytes; stored, shown by SHOW CREATE TABLE and
+    ins_tables / ins_stables) and ``TTL 0`` ("never expire", TDengine's default and what tdweb
+    does); another TTL and KEEP are refused: tdweb drops no table and expires no rows by time."""
+    for key, value in s.options.items():
+        span = s.option_spans.get(key, s.clause)
+        if key == "TTL" and isinstance(value, int) and value == 0:
+            continue
+        if key == "COMMENT":
+            if not isinstance(value, str):
+                raise _err("syntax error: COMMENT takes a quoted string", sql, span, Code.SYNTAX_ERROR)
+            if len(value.encode()) > MAX_COMMENT_BYTES:
+                raise _err(
+                    f"Comment too long: at most {MAX_COMMENT_BYTES} bytes", sql, span, Code.COMMENT_TOO_LONG
+                )
+            continue
+        if key not in ("TTL", "KEEP"):
+            raise _err(f"syntax error: {key} is not a table option", sql, span, Code.SYNTAX_ERROR)
+        raise _err(
+            f"ALTER TABLE {key} {value} is not supported: tdweb does not expire tables or rows by time",
+            sql,
+            span,
+            Code.NOT_SUPPORTED,
+        )
+    if "COMMENT" in s.options:
+        ex.catalog.alter_table(replace(t, comment=str(s.options["COMMENT"])))
     return ResultSet.affected(0)
 
 

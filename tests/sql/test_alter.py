@@ -199,7 +199,7 @@ def test_supertable_tags_evolve_and_subtables_keep_their_values(ex: Executor) ->
     assert rows(ex, "select col_name from information_schema.ins_columns where table_name = 'st'") == [
         ["ts"], ["v"], ["s"]
     ]  # fmt: skip
-    ex.execute_one("alter stable st comment 'weather'")
+    ex.execute_one("alter stable st comment 'weather' ttl 0")  # TTL 0: never expire, as tdweb does
     assert rows(ex, "show create table st")[0][1] == (
         "CREATE STABLE `st` (`ts` TIMESTAMP, `v` INT, `s` VARCHAR(5)) "
         "TAGS (`place` VARCHAR(20), `loc` INT, `gid` BIGINT) COMMENT 'weather'"
@@ -277,6 +277,8 @@ ERRORS = [
     ("alter table nope add column w int", Code.TABLE_NOT_EXIST, "nope"),
     ("alter stable nope add column w int", Code.STB_NOT_EXIST, "nope"),
     ("alter table st ttl 10", Code.NOT_SUPPORTED, "ttl"),
+    ("alter table t comment 'ok' keep 10", Code.NOT_SUPPORTED, "keep 10"),
+    ("alter table t comment '" + "x" * 1025 + "'", Code.COMMENT_TOO_LONG, "comment"),
     ("alter stable st add column tbname int", Code.INVALID_COLUMN, "tbname"),
     ("alter table t add column w int primary key", Code.INVALID_ALTER_TABLE, "w int"),
     ("alter table t nothing", Code.SYNTAX_ERROR, "nothing"),

@@ -85,7 +85,7 @@ class TablesParser(ParserBase):
                 out.tag_values.append(self.set_tag_item())
         elif self.at("COMMENT") or self.at("TTL") or self.at("KEEP"):
             out.action = "OPTIONS"
-            out.options, _ = self.database_options()
+            out.options, out.option_spans = self.database_options()
         else:
             raise self.error(
                 "syntax error: expected ADD, DROP, MODIFY or RENAME COLUMN / TAG, SET TAG, COMMENT or TTL "
