@@ -589,3 +589,30 @@ def test_a_replacing_write_after_drop_column_keeps_the_row_key_rule(ex: Executor
                      "v": pa.array([50], pa.int32())})  # fmt: skip
     lake.write(db, table, data, replace_times=True)
     assert rows(ex, "select * from t order by ts, k") == [[T0, 5, 50], [T0 + 1000, 1, 30]]
+
+
+def test_set_tag_is_refused_for_the_grouping_tags_of_337_streams_too(ex: Executor) -> None:
+    """Seed 002: the tag is a grouping key of a 3.3.7 stream (PARTITION BY tbname, gid) or appears
+    in a grouping expression of another database's stream; a tag no stream groups by changes."""
+    ex.execute(
+        "create database d; create database e;"
+        "create stable st (ts timestamp, v int) tags (loc varchar(8), gid int, zone int);"
+        "create table a using st tags ('n', 1, 7)"
+    )
+    ex.execute_one(
+        "create stream s2 interval(10s) sliding(10s) from st partition by tbname, gid into out2 "
+        "as select _twstart, count(*) from %%trows"
+    )
+    ex.execute_one(
+        "create stream e.s3 into e.out3 as select _wstart, count(*) from d.st "
+        "partition by concat(loc, 'x') interval(10s)"
+    )
+    for sql, stream in (
+        ("alter table a set tag gid = 3", "s2"),
+        ("alter table a set tag zone = 8, loc = 'q'", "s3"),
+    ):
+        e = error(ex, sql)
+        assert e.code == Code.INVALID_OPERATION and stream in e.message, e.message
+    assert rows(ex, "show create table a")[0][1] == "CREATE TABLE `a` USING `st` TAGS ('n', 1, 7)"
+    ex.execute_one("alter table a set tag zone = 8, gid = 1")  # gid unchanged: no grouping changes
+    assert rows(ex, "show create table a")[0][1] == "CREATE TABLE `a` USING `st` TAGS ('n', 1, 8)"
