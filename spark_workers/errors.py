@@ -93,6 +93,8 @@ class Code:
     TAG_NOT_EXIST = 0x036A  # TSDB_CODE_MND_TAG_NOT_EXIST "Tag does not exist"
     COLUMN_ALREADY_EXIST = 0x036B  # TSDB_CODE_MND_COLUMN_ALREADY_EXIST "Column already exists"
     COLUMN_NOT_EXIST = 0x036C  # TSDB_CODE_MND_COLUMN_NOT_EXIST "Column does not exist"
+    TOO_MANY_TAGS = 0x0364  # TSDB_CODE_MND_TOO_MANY_TAGS "Too many tags"
+    TOO_MANY_COLUMNS = 0x0365  # TSDB_CODE_MND_TOO_MANY_COLUMNS "Too many columns"
     DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
 
 

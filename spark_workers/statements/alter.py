@@ -47,6 +47,7 @@ from spark_workers.statements.session import Session
 from spark_workers.tdtypes import VAR_TYPES
 
 MAX_COLUMNS = 4096
+MAX_TAGS = 128  # TDengine SQL manual, "Manage Supertables": ADD TAG
 MAX_COMMENT_BYTES = 1024  # TDengine SQL manual, "Manage Tables": COMMENT
 
 # TDengine's alter_database_option list ("Manage Databases", 3.3): the options ALTER DATABASE takes.
@@ -263,7 +264,14 @@ def _check_new_name(d: ast.ColumnDef | str, t: Table, what: str, sql: str, span:
     if t.tag(name) is not None:
         raise _err(f"Tag already exists: {name}", sql, span, Code.TAG_ALREADY_EXIST)
     if len(t.columns) + len(t.tags) + 1 > MAX_COLUMNS:
-        raise _err(f"a table has at most {MAX_COLUMNS} columns and tags", sql, span, Code.INVALID_COLUMN)
+        raise _err(
+            f"Too many columns: a table has at most {MAX_COLUMNS} columns and tags",
+            sql,
+            span,
+            Code.TOO_MANY_COLUMNS,
+        )
+    if what == "tag" and len(t.tags) + 1 > MAX_TAGS:
+        raise _err(f"Too many tags: a supertable has at most {MAX_TAGS} tags", sql, span, Code.TOO_MANY_TAGS)
 
 
 def _widened(old: Column, d: ast.ColumnDef, what: str, sql: str, span: Span | None) -> Column:

@@ -616,3 +616,13 @@ def test_set_tag_is_refused_for_the_grouping_tags_of_337_streams_too(ex: Executo
     assert rows(ex, "show create table a")[0][1] == "CREATE TABLE `a` USING `st` TAGS ('n', 1, 7)"
     ex.execute_one("alter table a set tag zone = 8, gid = 1")  # gid unchanged: no grouping changes
     assert rows(ex, "show create table a")[0][1] == "CREATE TABLE `a` USING `st` TAGS ('n', 1, 8)"
+
+
+def test_add_tag_stops_at_128_tags(ex: Executor) -> None:
+    tags = ", ".join(f"t{i} int" for i in range(127))
+    ex.execute(f"create database d; create stable st (ts timestamp, v int) tags ({tags})")
+    ex.execute_one("alter stable st add tag t127 int")
+    sql = "alter stable st add tag t128 int"
+    e = error(ex, sql)
+    assert e.code == Code.TOO_MANY_TAGS and getattr(e, "offset", None) == sql.index("t128")
+    assert len(rows(ex, "describe st")) == 2 + 128
