@@ -59,6 +59,9 @@ ALTERABLE_DB_OPTIONS = frozenset(
         "COMPACT_TIME_OFFSET",
     }
 )  # fmt: skip
+# The alterable options tdweb applies: none yet (it has no retention job for KEEP); one added here
+# is stored by ``Catalog.alter_database`` and shown by SHOW CREATE DATABASE / ins_databases.
+HONOURED_DB_OPTIONS: frozenset[str] = frozenset()
 # What each refused option would need in tdweb (it has no vnodes, cache, WAL or retention job).
 _NO_MEANING = {
     "KEEP": "data retention (tdweb keeps every row; KEEP is not enforced)",
@@ -124,6 +127,8 @@ def alter_database(ex: Session, s: ast.AlterDatabase, sql: str) -> ResultSet:
         )
     for key, value in changed.items():
         span = s.spans.get(key)
+        if key in HONOURED_DB_OPTIONS:
+            continue
         if key == "REPLICA":
             raise _err(
                 f"Invalid option REPLICA {value}: tdweb runs as a single node, REPLICA is 1",
@@ -137,7 +142,7 @@ def alter_database(ex: Session, s: ast.AlterDatabase, sql: str) -> ResultSet:
             span,
             Code.NOT_SUPPORTED,
         )
-    ex.catalog.alter_database(db.name, {**db.options, **changed})  # reached only by honoured options
+    ex.catalog.alter_database(db.name, {**db.options, **changed})
     return ResultSet.affected(0)
 
 

@@ -626,3 +626,17 @@ def test_add_tag_stops_at_128_tags(ex: Executor) -> None:
     e = error(ex, sql)
     assert e.code == Code.TOO_MANY_TAGS and getattr(e, "offset", None) == sql.index("t128")
     assert len(rows(ex, "describe st")) == 2 + 128
+
+
+def test_catalog_alter_database_is_what_show_create_database_and_ins_databases_show(ex: Executor) -> None:
+    """``Catalog.alter_database`` (where an option ALTER DATABASE honours is stored) on both
+    catalogs: the new options are SHOW CREATE DATABASE's and ins_databases' values."""
+    ex.execute_one("create database d keep 3650")
+    ex.lake.catalog.alter_database("d", {"KEEP": "30d", "PRECISION": "ms"})
+    assert "KEEP 30d" in rows(ex, "show create database d")[0][1]
+    assert rows(ex, "select name, `keep` from information_schema.ins_databases where name = 'd'") == [
+        ["d", "30d"]
+    ]
+    with pytest.raises(TdError) as info:
+        ex.lake.catalog.alter_database("nope", {})
+    assert info.value.code == Code.DB_NOT_EXIST
