@@ -86,12 +86,21 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
 
 
+def _known_table(ex: Session, dbname: str, target: ast.TableName, sql: str) -> Table:
+    """Table ``target`` of ``dbname``; a missing one is ``TABLE_NOT_EXIST`` only for users who may
+    see the whole database, else ``0x2644`` (:meth:`QueryContext.no_such_table`)."""
+    t = ex.catalog.table(dbname, target.name)
+    if t is None:
+        raise ex.no_such_table(dbname, target.name, sql=sql, span=target.span)
+    return t
+
+
 def subtable_tags(ex: Session, target: ast.TableName, sql: str) -> ResultSet:
     """SHOW TAGS FROM subtable: one row per tag (``table_name, db_name, stable_name, tag_name,
     tag_type, tag_value``); READ on the table is required; a table that is not a subtable is
     refused (INVALID_OPERATION)."""
     dbname = ex.db_name(target.db)
-    t = ex.catalog.require_table(dbname, target.name)
+    t = _known_table(ex, dbname, target, sql)
     ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=target.span)
     if t.kind != "sub":
         raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
@@ -117,7 +126,7 @@ def show_create_table(ex: Session, target: ast.TableName, sql: str, *, virtual: 
     required; SHOW CREATE VTABLE of a table that is not a virtual normal or child table is refused
     (INVALID_TABLE_TYPE)."""
     dbname = ex.db_name(target.db)
-    t = ex.catalog.require_table(dbname, target.name)
+    t = _known_table(ex, dbname, target, sql)
     if virtual and (not t.virtual or t.kind == "super"):
         raise SqlError(
             f"Invalid table type: {dbname}.{t.name} is not a virtual normal or child table",
@@ -172,7 +181,7 @@ def table_tags(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     assert s.target is not None
     dbname = ex.db_name(s.target.db)
     db = ex.catalog.require_database(dbname)
-    t = ex.catalog.require_table(dbname, s.target.name)
+    t = _known_table(ex, dbname, s.target, sql)
     ex.require_storage(READ, db, t, sql=sql, span=s.target.span)
     if t.kind == "normal":
         raise SqlError(f"{t.name} is a normal table: it has no tags", sql=sql, code=Code.INVALID_OPERATION)
@@ -320,14 +329,7 @@ def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
             )
         return ResultSet(_DESCRIBE_COLUMNS, [[n, t.meta_name, t.byte_length, ""] for n, t in st.columns])
     dbname = ex.db_name(s.table.db)
-    t = ex.catalog.table(dbname, s.table.name)
-    if t is None:
-        raise SqlError(
-            f"table {dbname}.{s.table.name} does not exist",
-            sql=sql,
-            offset=s.table.span.start if s.table.span else None,
-            code=Code.TABLE_NOT_EXIST,
-        )
+    t = _known_table(ex, dbname, s.table, sql)
     db = ex.catalog.require_database(dbname)
     if not ex.principal.may_see_table(db, t.storage):
         raise access.denied(
