@@ -54,12 +54,10 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             [ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
             [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]],
         )
-    if w == "vgroups":
-        access.require_sysinfo(ex.principal, "SHOW VGROUPS")
-        return ResultSet(
-            [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))],
-            [[1, ex.visible_database(s.db).name]],
-        )
+    if w == "vgroups":  # SHOW [db.]VGROUPS: ins_vgroups of the (current) database
+        db = ex.visible_database(s.db)
+        res = system_rows(ex, "ins_vgroups", None)
+        return ResultSet(res.columns, [r for r in res.rows if r[1] == db.name])
     if w in _SYSTEM_SHOWS:
         return system_rows(ex, _SYSTEM_SHOWS[w], s.like)
     if w == "local_variables":
@@ -73,6 +71,11 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
         return ResultSet([ResultColumn(n, t) for n, t in st.columns], st.rows(ex))
     if w == "table_tags" and s.target is not None:
         return table_tags(ex, s, sql)
+    if w == "indexes" and s.target is not None:  # tdweb has no indexes: the table's list is empty
+        dbname = ex.db_name(s.target.db)
+        t = _known_table(ex, dbname, s.target, sql)
+        ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
+        return system_rows(ex, "ins_indexes", None)
     if w == "users":
         return system_rows(ex, "ins_users", None)
     if w == "user_privileges":
@@ -157,7 +160,20 @@ def local_variables(ex: Session, pattern: str | None) -> ResultSet:
 
 
 # SHOW statements answered by an ``information_schema`` table, filtered by LIKE on its first column
-_SYSTEM_SHOWS = {"dnodes": "ins_dnodes", "functions": "ins_functions", "variables": "ins_configs"}
+_SYSTEM_SHOWS = {
+    "dnodes": "ins_dnodes",
+    "functions": "ins_functions",
+    "variables": "ins_configs",
+    "cluster": "ins_cluster",
+    "mnodes": "ins_mnodes",
+    "qnodes": "ins_qnodes",
+    "snodes": "ins_snodes",
+    "vnodes": "ins_vnodes",
+    "topics": "ins_topics",
+    "subscriptions": "ins_subscriptions",
+    "views": "ins_views",
+    "compacts": "ins_compacts",
+}
 # SHOW statements answered by a ``performance_schema`` table
 _PERF_SHOWS = {
     "connections": "perf_connections",
