@@ -46,3 +46,10 @@ def test_show_disk_info_is_refused(sql: str) -> None:
 def test_statements_sharing_a_first_word_still_parse() -> None:
     for sql in ("create table d.t (ts timestamp, v int)", "show d.tables", "drop table if exists d.t"):
         assert parse(sql)
+
+
+def test_insert_file_is_refused_without_touching_the_file_system() -> None:
+    with pytest.raises(SqlError) as err:
+        parse("insert into d.t file '/etc/passwd'")
+    assert err.value.code == Code.NOT_SUPPORTED and "INSERT ... FILE" in err.value.message
+    assert err.value.position is not None and err.value.position.offset == len("insert into d.t ")
