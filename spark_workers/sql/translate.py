@@ -26,6 +26,7 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
+from spark_workers.sql import aggregate_functions as aggs
 from spark_workers.sql import functions
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
@@ -106,6 +107,11 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
         if isinstance(node, exp.Interval):
             _interval_check(node)
             return node
+        spec = aggs.spec_of(node)
+        if spec is not None:
+            aggs.check_types(node, spec.name, scope)
+            if spec.name in aggs.DUCKDB_AGGREGATES:
+                return _duckdb_aggregate(node, spec.name, backend, scope)
         if functions.lookup(node) is not None:  # single-row functions, ``%`` included (MOD)
             return functions.rewrite(node, backend, scope, lambda arg: arg.transform(visit, copy=False))
         if isinstance(node, exp.Div) and not node.meta.get("td_safe"):
@@ -153,6 +159,19 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
         return node
 
     return expr.transform(visit, copy=False)
+
+
+def _duckdb_aggregate(node: exp.Expr, name: str, backend: str, scope: Scope) -> exp.Expr:
+    """A registry aggregate computed by DuckDB (:func:`aggregate_functions.aggregate_sql`), as
+    raw backend text; Spark computes none of them (windows run on the engine)."""
+    if backend != "duckdb":
+        raise SqlError(f"function {name} is not supported in this context", code=Code.NOT_SUPPORTED)
+
+    def sql_of(arg: exp.Expr) -> str:
+        return _backend_rewrite(arg.copy(), backend, scope).sql(dialect=backend, identify=True)
+
+    text = aggs.aggregate_sql(node, name, sql_of, scope)
+    return exp.Var(this=text) if text is not None else node
 
 
 def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
