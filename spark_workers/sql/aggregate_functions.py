@@ -360,6 +360,30 @@ def _histogram_edges(kind: str, desc: str) -> list[float] | None:
     return edges
 
 
+def expand_item(item: exp.Expr, columns: list[str]) -> list[tuple[exp.Expr, str]] | None:
+    """The select items one item stands for, with their output names, or None for an ordinary
+    item: ``first(*)`` / ``last(*)`` / ``last_row(*)`` is the function of every column in
+    ``columns`` (a supertable's normal columns: TDengine's default
+    ``multiResultFunctionStarReturnTags`` 0), named ``first(ts)``, ``first(c1)``...;
+    ``cols(f(x), e1, e2)`` is ``cols(f(x), e1)``, ``cols(f(x), e2)`` named ``e1``, ``e2``
+    (TDengine SQL manual, "FIRST", "COLS")."""
+    spec = spec_of(item)
+    if spec is None:
+        return None
+    args = call_args(item)
+    if spec.name in ("first", "last", "last_row") and len(args) == 1 and isinstance(args[0], exp.Star):
+        return [
+            (exp.Anonymous(this=spec.name, expressions=[exp.column(c, quoted=True)]), f"{spec.name}({c})")
+            for c in columns
+        ]
+    if spec.name == "cols" and len(args) > 2:
+        return [
+            (exp.Anonymous(this="cols", expressions=[args[0].copy(), e.copy()]), e.sql(dialect="mysql"))
+            for e in args[1:]
+        ]
+    return None
+
+
 # ------------------------------------------------------------------ DuckDB translation
 
 

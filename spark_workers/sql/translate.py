@@ -27,7 +27,7 @@ from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import aggregate_functions as aggs
-from spark_workers.sql import functions
+from spark_workers.sql import functions, row_functions
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
 
@@ -186,5 +186,13 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")
     check_expression(expr)
+    if isinstance(expr, exp.Select) and row_functions.row_calls(expr):
+        return row_functions.select_sql(expr, backend, scope, to_sql)
+    expr = expr.copy()
+    for sel in list(expr.find_all(exp.Select)):
+        if sel is not expr and row_functions.row_calls(sel):  # a subquery's: its own text
+            sel.replace(exp.Var(this=row_functions.select_sql(sel, backend, scope, to_sql)))
+        else:
+            row_functions.selection_rule(sel, scope)
     e = _backend_rewrite(normalize(expr, scope), backend, scope)
     return e.sql(dialect=backend, identify=True)

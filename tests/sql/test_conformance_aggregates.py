@@ -9,6 +9,7 @@ quality dataset, plain and with PARTITION BY tbname.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -276,4 +277,270 @@ def test_beijing_whole_supertable(air: tuple[Executor, pd.DataFrame]) -> None:
     got = one(ex, "select percentile(pm25, 25, 75), hyperloglog(temp) from quality")
     assert got[0] == "[" + ", ".join(f"{np_percentile(d.pm25.to_numpy(), p):.6f}" for p in (25, 75)) + "]"
     assert got[1] == d.temp.dropna().nunique()
-    assert json  # histogram tests below use json
+
+
+# ------------------------------------------------------------------ time-series functions
+
+
+def rows_of(ex: Executor, sql: str) -> list[list]:
+    return [list(r) for r in ex.execute_one(sql).rows]
+
+
+def pd_diff(d: pd.DataFrame, col: str, opt: int = 0) -> list[tuple[int, float | None]]:
+    """(ms, diff) of every output row: each row after the first, against the previous non-NULL
+    value; 1/3 negative -> NULL, 2/3 drop NULL results (manual, DIFF)."""
+    out, prev = [], None
+    for k, (ms, v) in enumerate(zip(d.ms, d[col], strict=True)):
+        r = None if (pd.isna(v) or prev is None) else v - prev
+        if not pd.isna(v):
+            prev = v
+        if k == 0:
+            continue
+        if r is not None and r < 0 and opt in (1, 3):
+            r = None
+        if r is None and opt in (2, 3):
+            continue
+        out.append((ms, r))
+    return out
+
+
+@pytest.mark.parametrize("opt", [0, 1, 2, 3])
+def test_diff_ignore_options(small: Executor, opt: int) -> None:
+    d = frame()
+    got = rows_of(small, f"select ts, diff(c1, {opt}) from t")
+    assert [(ts - T0, v) for ts, v in got] == pd_diff(d, "c1", opt)
+
+
+def test_csum_mavg_derivative_skip_nulls(small: Executor) -> None:
+    d = frame()
+    nn = d[d.c1.notna()]
+    assert [(ts - T0, v) for ts, v in rows_of(small, "select ts, csum(c1) from t")] == list(
+        zip(nn.ms, nn.c1.cumsum().astype(int), strict=True)
+    )
+    m = nn.c1.rolling(3).mean()
+    got = rows_of(small, "select ts, mavg(c1, 3) from t")
+    assert [(ts - T0) for ts, _ in got] == list(nn.ms[m.notna()])
+    assert [v for _, v in got] == pytest.approx(list(m.dropna()))
+    der = (nn.c1.diff() / (nn.ms.diff() / 1000)).iloc[1:]
+    got = rows_of(small, "select ts, derivative(c1, 1s, 0) from t")
+    assert [v for _, v in got] == pytest.approx(list(der))
+    got = rows_of(small, "select ts, derivative(c1, 1s, 1) from t")
+    assert [v for _, v in got] == pytest.approx(list(der[der >= 0]))
+    t = small.execute_one("select csum(c1), csum(c2), mavg(c1, 2), derivative(c2, 1m, 0) from t")
+    assert [c.type.name for c in t.columns] == ["BIGINT", "DOUBLE", "DOUBLE", "DOUBLE"]
+
+
+def pd_state(d: pd.DataFrame, col: str, op: str, val: float) -> tuple[list, list]:
+    """statecount / stateduration (s) per row: NULL for NULL values (skipped), -1 when false."""
+    f = {"GT": np.greater, "LT": np.less, "GE": np.greater_equal, "LE": np.less_equal, "EQ": np.equal}[op]
+    counts, durations, n, start = [], [], 0, None
+    for ms, v in zip(d.ms, d[col], strict=True):
+        if pd.isna(v):
+            counts.append(None)
+            durations.append(None)
+        elif f(v, val):
+            n, start = n + 1, start if n else ms
+            counts.append(n)
+            durations.append((ms - start) // 1000)
+        else:
+            n = 0
+            counts.append(-1)
+            durations.append(-1)
+    return counts, durations
+
+
+@pytest.mark.parametrize(("op", "val"), [("GT", 2), ("LE", 3), ("EQ", 3)])
+def test_statecount_and_stateduration(small: Executor, op: str, val: float) -> None:
+    counts, durations = pd_state(frame(), "c1", op, val)
+    got = rows_of(
+        small, f"select statecount(c1, '{op}', {val}), stateduration(c1, '{op.lower()}', {val}, 1s) from t"
+    )
+    assert [r[0] for r in got] == counts
+    assert [r[1] for r in got] == durations
+    t = small.execute_one(f"select statecount(c1, '{op}', {val}) from t")
+    assert t.columns[0].type.name == "BIGINT"
+
+
+# ------------------------------------------------------------------ selection and multi-row functions
+
+
+def test_top_bottom_return_their_rows_in_time_order(small: Executor) -> None:
+    d = frame().dropna(subset=["c1"])
+    for fn, asc in (("top", False), ("bottom", True)):
+        got = rows_of(small, f"select ts, {fn}(c1, 3), s from t")
+        want = d.sort_values(["c1", "ms"], ascending=[asc, True]).head(3).sort_values("ms")
+        assert [ts - T0 for ts, _, _ in got] == list(want.ms)
+        assert [v for _, v, _ in got] == list(want.c1.astype(int))
+        assert [s for _, _, s in got] == [None if pd.isna(s) else s for s in want.s]
+
+
+def test_tail_unique_sample(small: Executor) -> None:
+    d = frame()
+    got = rows_of(small, "select ts, tail(c2, 3, 1) from t")
+    want = d.iloc[-4:-1]
+    assert [ts - T0 for ts, _ in got] == list(want.ms)
+    assert [v for _, v in got] == [None if pd.isna(v) else v for v in want.c2]
+    got = rows_of(small, "select ts, unique(c1) from t")
+    first = d.groupby(d.c1.fillna(-999), sort=False).head(1)
+    assert [ts - T0 for ts, _ in got] == list(first.ms)
+    got = rows_of(small, "select ts, sample(c1, 3) from t")
+    pairs = {(ms, int(v)) for ms, v in zip(d.ms, d.c1, strict=True) if not pd.isna(v)}
+    assert len(got) == 3 and {(ts - T0, v) for ts, v in got} <= pairs
+    assert [ts for ts, _ in got] == sorted(ts for ts, _ in got)
+
+
+def test_selection_rule_gives_the_selected_rows_columns(small: Executor) -> None:
+    d = frame()
+    nn = d.dropna(subset=["c1"])
+    row = nn.loc[nn.c1.idxmax()]
+    assert one(small, "select max(c1), c2, ts from t") == [7, row.c2, T0 + row.ms]
+    row = nn.loc[nn.c1.idxmin()]
+    assert one(small, "select min(c1), s, _rowts from t") == [1, row.s, T0 + row.ms]
+    nn2 = d.dropna(subset=["c2"])
+    assert one(small, "select last(c2), s from t") == [nn2.c2.iloc[-1], nn2.s.iloc[-1]]
+    assert one(small, "select first(c2), c1 from t") == [nn2.c2.iloc[0], nn2.c1.iloc[0]]
+    assert one(small, "select last_row(s), c1 from t") == [d.s.iloc[-1], d.c1.iloc[-1]]
+    assert one(small, "select last_row(c2), s from t where ts <= '2022-01-01 00:00:06'") == [4.0, None]
+    got = small.execute_one("select cols(max(c2), ts, s), cols(min(c2), ts) as tmin from t")
+    assert [c.name for c in got.columns] == ["ts", "s", "tmin"]
+    hi, lo = nn2.loc[nn2.c2.idxmax()], nn2.loc[nn2.c2.idxmin()]
+    assert list(got.rows[0]) == [T0 + hi.ms, hi.s, T0 + lo.ms]
+
+
+def test_first_last_star_expand_to_every_column(small: Executor) -> None:
+    d = frame()
+    got = small.execute_one("select first(*) from t")
+    assert [c.name for c in got.columns] == ["first(ts)", "first(c1)", "first(c2)", "first(s)"]
+    assert list(got.rows[0]) == [T0, d.c1.dropna().iloc[0], d.c2.dropna().iloc[0], d.s.dropna().iloc[0]]
+    got = small.execute_one("select last_row(*) from t")
+    assert [c.name for c in got.columns] == ["last_row(ts)", "last_row(c1)", "last_row(c2)", "last_row(s)"]
+    assert list(got.rows[0]) == [T0 + d.ms.iloc[-1], d.c1.iloc[-1], d.c2.iloc[-1], d.s.iloc[-1]]
+
+
+def np_histogram(v: np.ndarray, edges: list[float], normalized: bool) -> list[str]:
+    v = v[~np.isnan(v)]
+    counts = [int(np.sum((v > lo) & (v <= hi))) for lo, hi in itertools.pairwise(edges)]
+    total = sum(counts)
+    out = []
+    for (lo, hi), n in zip(itertools.pairwise(edges), counts, strict=True):
+        c = f"{(n / total if total else 0):f}" if normalized else str(n)
+        out.append('{"lower_bin":%g, "upper_bin":%g, "count":%s}' % (lo, hi, c))  # noqa: UP031
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kind", "desc", "edges"),
+    [
+        ("user_input", "[1, 3, 5, 7]", [1, 3, 5, 7]),
+        (
+            "linear_bin",
+            '{"start": 0.0, "width": 2.0, "count": 3, "infinity": true}',
+            [-math.inf, 0, 2, 4, 6, math.inf],
+        ),
+        ("log_bin", '{"start": 1.0, "factor": 2.0, "count": 3, "infinity": false}', [1, 2, 4, 8]),
+    ],
+)
+@pytest.mark.parametrize("normalized", [0, 1])
+def test_histogram_bins_as_tdengine_prints_them(
+    small: Executor, kind: str, desc: str, edges: list, normalized: int
+) -> None:
+    got = rows_of(small, f"select histogram(c1, '{kind}', '{desc}', {normalized}) from t")
+    assert [r[0] for r in got] == np_histogram(frame().c1.to_numpy(), edges, bool(normalized))
+    assert all(json.loads(r[0].replace("inf", "1e999")) for r in got)
+
+
+def test_row_functions_of_no_rows_give_no_rows(small: Executor) -> None:
+    for sql in (
+        "diff(c1)",
+        "csum(c1)",
+        "mavg(c1, 2)",
+        "top(c1, 2)",
+        "tail(c1, 2)",
+        "unique(c1)",
+        "statecount(c1, 'GT', 1)",
+    ):
+        assert small.execute_one(f"select {sql} from e").rows == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "at"),
+    [
+        ("select top(c1, 0) from t", Code.FUNC_PARA_VALUE, "0)"),
+        ("select top(c1, 101) from t", Code.FUNC_PARA_VALUE, "101"),
+        ("select top(s, 2) from t", Code.FUNC_PARA_TYPE, "top"),
+        ("select sample(c1, 1001) from t", Code.FUNC_PARA_VALUE, "1001"),
+        ("select tail(c1, 2, 101) from t", Code.FUNC_PARA_VALUE, "101"),
+        ("select diff(c1, 4) from t", Code.FUNC_PARA_VALUE, "4)"),
+        ("select diff(s) from t", Code.FUNC_PARA_TYPE, "diff"),
+        ("select mavg(c1) from t", Code.FUNC_PARA_NUM, "mavg"),
+        ("select statecount(c1, 'XX', 1) from t", Code.FUNC_PARA_VALUE, "'XX'"),
+        ("select derivative(c1, 10a, 0) from t", Code.FUNC_PARA_VALUE, "derivative"),
+        ("select cols(avg(c1), ts) from t", Code.FUNC_PARA_VALUE, "avg"),
+        ("select csum(c1), avg(c1) from t", Code.INVALID_FUNCTION, "csum"),
+        ("select top(c1, 2), bottom(c1, 2) from t", Code.INVALID_FUNCTION, "top"),
+    ],
+)
+def test_row_function_errors(small: Executor, sql: str, code: int, at: str) -> None:
+    with pytest.raises(SqlError) as e:
+        small.execute_one(sql)
+    assert e.value.code == code, e.value
+    assert e.value.offset == sql.index(at), (e.value.offset, e.value)
+
+
+# ------------------------------------------------------------------ Beijing, per station
+
+
+def test_beijing_time_series_per_station(air: tuple[Executor, pd.DataFrame]) -> None:
+    ex, d = air
+    for tb in STATIONS:
+        g = d[d.tbname == tb].rename(columns={"ts": "ms"})
+        got = rows_of(ex, f"select ts, diff(pm25) from quality where tbname = '{tb}'")
+        want = pd_diff(g, "pm25")
+        assert [r[0] for r in got] == [w[0] for w in want]
+        assert [r[1] for r in got] == pytest.approx([w[1] for w in want], nan_ok=True)
+    got = rows_of(
+        ex, "select tbname, ts, csum(temp), statecount(pm25, 'GT', 75) from quality partition by tbname"
+    )
+    for tb in STATIONS:
+        g = d[d.tbname == tb].rename(columns={"ts": "ms"})
+        mine = [r for r in got if r[0] == tb]
+        nn = g[g.temp.notna()]
+        # csum keeps only rows with a temperature; statecount every row: rows of both, merged
+        assert {r[1] for r in mine} == set(g.ms)
+        cs = {r[1]: r[2] for r in mine if r[2] is not None}
+        assert list(cs) == list(nn.ms)
+        assert list(cs.values()) == pytest.approx(list(nn.temp.cumsum()))
+        counts, _ = pd_state(g, "pm25", "GT", 75)
+        assert [r[3] for r in mine] == counts
+
+
+def test_beijing_top_and_mavg_per_station(air: tuple[Executor, pd.DataFrame]) -> None:
+    ex, d = air
+    got = rows_of(ex, "select tbname, ts, top(pm25, 5) from quality partition by tbname")
+    for tb in STATIONS:
+        g = d[(d.tbname == tb) & d.pm25.notna()]
+        want = g.sort_values(["pm25", "ts"], ascending=[False, True]).head(5).sort_values("ts")
+        assert [(r[1], r[2]) for r in got if r[0] == tb] == list(zip(want.ts, want.pm25, strict=True))
+    got = rows_of(ex, "select tbname, mavg(temp, 24) from quality partition by tbname")
+    for tb in STATIONS:
+        g = d[(d.tbname == tb) & d.temp.notna()]
+        assert [r[1] for r in got if r[0] == tb] == pytest.approx(list(g.temp.rolling(24).mean().dropna()))
+
+
+def test_beijing_histogram_and_selection_per_station(air: tuple[Executor, pd.DataFrame]) -> None:
+    ex, d = air
+    got = rows_of(
+        ex,
+        'select tbname, histogram(pm25, \'log_bin\', \'{"start": 1, "factor": 4, "count": 4, '
+        '"infinity": true}\', 0) from quality partition by tbname',
+    )
+    edges = [-math.inf, 1, 4, 16, 64, 256, math.inf]
+    for tb in STATIONS:
+        g = d[d.tbname == tb]
+        assert [r[1] for r in got if r[0] == tb] == np_histogram(g.pm25.to_numpy(), edges, False)
+    got = rows_of(ex, "select tbname, max(pm25), ts, temp from quality partition by tbname")
+    for r in got:
+        g = d[(d.tbname == r[0]) & d.pm25.notna()]
+        top = g[g.pm25 == g.pm25.max()]
+        assert r[1] == g.pm25.max() and r[2] in set(top.ts)
+        assert r[3] == pytest.approx(top[top.ts == r[2]].temp.iloc[0], nan_ok=True)
