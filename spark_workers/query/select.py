@@ -55,6 +55,7 @@ from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.query.system_functions import fold_system_functions
 from spark_workers.sql import ast
+from spark_workers.sql.aggregate_functions import expand_item, spec_of
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.scope import PSEUDO_TS, Scope
@@ -221,7 +222,7 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         sources = bind_sources(ex, duck, sel, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
-            if any(aggregate_call(n) for item in sel.expressions for n in item.walk()):
+            if any(aggregate_call(n) or spec_of(n) for item in sel.expressions for n in item.walk()):
                 sel.set(
                     "group",
                     exp.Group(
@@ -256,7 +257,11 @@ def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
         or sel.args.get("joins")
     ):
         return
-    if any(aggregate_call(n) or isinstance(n, exp.AggFunc) for item in sel.expressions for n in item.walk()):
+    if any(
+        aggregate_call(n) or isinstance(n, exp.AggFunc) or spec_of(n)
+        for item in sel.expressions
+        for n in item.walk()
+    ):
         return
     src = sources[0]
     keys = []
@@ -284,6 +289,10 @@ def _expand_and_check(sel: exp.Expr, q: ast.SelectQuery, sources: list[Source], 
             for c in (*src.storage.columns, *src.storage.tags):
                 items.append(exp.column(c.name, quoted=True))
                 names.append(c.name)
+            continue
+        if single and (expanded := expand_item(item, [c.name for c in sources[0].storage.columns])):
+            items += [e for e, _ in expanded]
+            names += [n for _, n in expanded]
             continue
         items.append(item)
         if isinstance(item, exp.Alias):

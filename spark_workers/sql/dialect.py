@@ -45,6 +45,9 @@ class TDengine(MySQL):
             return lexer.merge_placeholders(super().tokenize(sql))
 
     class Parser(MySQLParser):
+        # ``unique(x)`` is TDengine's selection function, not a constraint keyword
+        FUNC_TOKENS: typing.ClassVar[set[TokenType]] = {*MySQLParser.FUNC_TOKENS, TokenType.UNIQUE}
+
         def raise_error(self, message: str, token: Token | None = None) -> None:
             """Raise (or record) a ``ParseError`` that also carries the token's offset."""
             at_end = not token and not self._curr

@@ -28,7 +28,8 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
-from spark_workers.sql import functions
+from spark_workers.sql import aggregate_functions as aggs
+from spark_workers.sql import functions, row_functions
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
@@ -195,6 +196,11 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
             return timestamp_arithmetic(node, backend, scope, recurse)
         if isinstance(node, _CMP):
             return _epoch_operands(node, backend, scope, recurse)
+        spec = aggs.spec_of(node)
+        if spec is not None:
+            aggs.check_types(node, spec.name, scope)
+            if spec.name in aggs.DUCKDB_AGGREGATES:
+                return _duckdb_aggregate(node, spec.name, backend, scope)
         if functions.lookup(node) is not None:  # single-row functions, ``%`` included (MOD)
             return functions.rewrite(node, backend, scope, lambda arg: arg.transform(visit, copy=False))
         if isinstance(node, exp.Div) and not node.meta.get("td_safe"):
@@ -244,6 +250,19 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
     return expr.transform(visit, copy=False)
 
 
+def _duckdb_aggregate(node: exp.Expr, name: str, backend: str, scope: Scope) -> exp.Expr:
+    """A registry aggregate computed by DuckDB (:func:`aggregate_functions.aggregate_sql`), as
+    raw backend text; Spark computes none of them (windows run on the engine)."""
+    if backend != "duckdb":
+        raise SqlError(f"function {name} is not supported in this context", code=Code.NOT_SUPPORTED)
+
+    def sql_of(arg: exp.Expr) -> str:
+        return _backend_rewrite(arg.copy(), backend, scope).sql(dialect=backend, identify=True)
+
+    text = aggs.aggregate_sql(node, name, sql_of, scope)
+    return exp.Var(this=text) if text is not None else node
+
+
 def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     """Backend SQL text for a TDengine expression (or query, its tables bound to backend views).
 
@@ -256,5 +275,13 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")
     check_expression(expr)
+    if isinstance(expr, exp.Select) and row_functions.row_calls(expr):
+        return row_functions.select_sql(expr, backend, scope, to_sql)
+    expr = expr.copy()
+    for sel in list(expr.find_all(exp.Select)):
+        if sel is not expr and row_functions.row_calls(sel):  # a subquery's: its own text
+            sel.replace(exp.Var(this=row_functions.select_sql(sel, backend, scope, to_sql)))
+        else:
+            row_functions.selection_rule(sel, scope)
     e = _backend_rewrite(normalize(expr, scope), backend, scope)
     return e.sql(dialect=backend, identify=True)
