@@ -165,6 +165,7 @@ _AGG_REFUSED_KINDS = {
     "avg": ("str", "ts"),
     "stddev": ("str", "ts"),
     "spread": ("str",),
+    **{f: ("str", "ts") for f in ("var_pop", "twa", "irate", "leastsquares", "percentile", "apercentile")},
 }
 
 
@@ -363,9 +364,7 @@ def rows_from_stage1(plan: WindowPlan, t: pa.Table) -> tuple[RowBatch, dict[str,
     inputs = {name: column_arrays(t.column(name)) for name in plan.inputs}
     extra = {key: column_arrays(t.column(col)) for key, col in plan.extra_columns}
     aggs = [
-        AggSpec(
-            a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int", a.columns
-        )
+        dataclasses.replace(a, kind=kind_of(t.schema.field(a.input).type) if a.input else "int")
         for a in plan.aggs
     ]
     return RowBatch(gkeys, ts, inputs, extra=extra), gvalues, aggs
@@ -817,12 +816,27 @@ def empty_stage_types(
     return input_types, group_types, aggs, out.schema
 
 
+_FLOAT_RESULTS = (
+    "avg",
+    "spread",
+    "stddev",
+    "var_pop",
+    "elapsed",
+    "twa",
+    "irate",
+    "percentile",
+    "apercentile",
+)
+
+
 def _np_dtype(a: AggSpec, input_types: dict[str, pa.DataType]) -> Any:
     if a.func == "rows":
         return object
-    if a.func in ("count",):
+    if a.func in ("count", "count_distinct", "hyperloglog"):
         return np.int64
-    if a.func in ("avg", "spread", "stddev"):
+    if a.func == "leastsquares":
+        return object
+    if a.func in _FLOAT_RESULTS:
         return np.float64
     t = input_types.get(a.input or "")
     if t is None:

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
-from spark_workers.engine.aggregates import AGGREGATES
+from spark_workers.engine.aggregates import AGGREGATES, ALIASES
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
@@ -403,7 +403,7 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if td_name(node) is not None:
         return
     name = func_name(node)
-    if name in AGGREGATES:
+    if name in AGGREGATES or name in ALIASES:
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
