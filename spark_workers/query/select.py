@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from spark_workers.access import READ
 from spark_workers.engine.aggregates import AGGREGATES, AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.borders import interval_borders
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
@@ -514,6 +515,8 @@ def _window_result(
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
     _check_agg_types(aggs, sql)
     res = batch_windows(plan.shape, aggs, rows)
+    if isinstance(plan.window, ast.IntervalWindow):  # twa / elapsed at the window edges
+        res = interval_borders(aggs, rows, res)
     if budget is not None:
         budget.check(sql)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}

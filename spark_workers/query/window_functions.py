@@ -41,6 +41,8 @@ def refuse_window_functions(sel: exp.Expr, sql: str) -> None:
     """
     for node in sel.walk():
         name = func_name(node)
+        if isinstance(node, exp.Aliases) and isinstance(node.this, exp.Column):
+            name = node.this.name.lower()  # sqlglot reads ``unique(v)`` as a column with aliases
         if name in INDEFINITE_ROWS:
             raise SqlError(
                 f"{name} function is not supported in window query or group query",
