@@ -162,7 +162,7 @@ def combine_one(
         }
     if f == "irate":
         return _combine_irate(get, seg, starts.shape[0])
-    return _combine_buffers(a, get, starts)
+    return _combine_buffers(a, get, starts, seg)
 
 
 def _combine_irate(get: dict[str, np.ndarray], seg: np.ndarray, nseg: int) -> dict[str, np.ndarray]:
@@ -192,18 +192,35 @@ def _combine_irate(get: dict[str, np.ndarray], seg: np.ndarray, nseg: int) -> di
     return out
 
 
-def _combine_buffers(a: AggSpec, get: dict[str, np.ndarray], starts: np.ndarray) -> dict[str, np.ndarray]:
-    """One buffer per segment from its raw rows and its partials' buffers (module docstring)."""
+def _combine_buffers(
+    a: AggSpec, get: dict[str, np.ndarray], starts: np.ndarray, seg: np.ndarray
+) -> dict[str, np.ndarray]:
+    """One buffer per segment from its raw rows and its partials' buffers (module docstring),
+    vectorized over the segments: every entry is tagged with its segment, sorted once (for counts:
+    by segment and value, equal values summed), then cut into one buffer per segment."""
     nseg = starts.shape[0]
-    total = get["n"].shape[0]
-    bounds = [*starts.tolist(), total]
     t, x, n, m, b = get["t"], get["x"], get["n"], get["m"], get["b"]
+    raw, bi = np.flatnonzero(n), np.flatnonzero(m)
+    parts = [b[i] for i in bi.tolist()]
+    lens = np.array([p[0].shape[0] for p in parts], np.int64)
+    vseg = np.concatenate([seg[raw], np.repeat(seg[bi], lens)])
+    if a.func in POINTS:
+        a0 = np.concatenate([t[raw], *[p[0] for p in parts]])
+        a1 = np.concatenate([x[raw], *[p[1] for p in parts]])
+        order = np.argsort(vseg, kind="stable")
+        vseg, a0, a1 = vseg[order], a0[order], a1[order]
+    else:
+        wdt = np.float64 if a.func == "apercentile" else np.int64
+        a0 = np.concatenate([x[raw], *[p[0] for p in parts]])
+        a1 = np.concatenate([np.ones(raw.shape[0], wdt), *[p[1] for p in parts]])
+        vseg, a0, a1 = _count_values(vseg, a0, a1)
+    cuts = np.searchsorted(vseg, np.arange(1, nseg), "left")
     merged = np.empty(nseg, dtype=object)
-    for j in range(nseg):
-        lo, hi = bounds[j], bounds[j + 1]
-        raw = np.flatnonzero(n[lo:hi]) + lo
-        parts = [b[i] for i in (np.flatnonzero(m[lo:hi]) + lo).tolist()]
-        merged[j] = _merge(a, t[raw], x[raw], parts)
+    for j, (u, w) in enumerate(zip(np.split(a0, cuts), np.split(a1, cuts), strict=True)):
+        if a.func == "apercentile" and u.shape[0] > APERCENTILE_BINS:
+            merged[j] = compress_bins(u, w, APERCENTILE_BINS)
+        else:
+            merged[j] = (u, w)
     return {
         "t": np.zeros(nseg, np.int64),
         "x": np.zeros(nseg, x.dtype) if x.dtype != object else np.full(nseg, None, object),
@@ -211,6 +228,22 @@ def _combine_buffers(a: AggSpec, get: dict[str, np.ndarray], starts: np.ndarray)
         "m": np.ones(nseg, np.int64),
         "b": merged,
     }
+
+
+def _count_values(
+    vseg: np.ndarray, v: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(segment, value, weight)`` entries -> one entry per distinct (segment, value), weights
+    summed, sorted by segment then value."""
+    if v.shape[0] == 0:
+        return vseg, v, w
+    key = np.unique(v, return_inverse=True)[1].ravel() if v.dtype == object else v
+    order = np.lexsort((key, vseg))
+    vseg, key, v, w = vseg[order], key[order], v[order], w[order]
+    brk = np.ones(v.shape[0], bool)
+    brk[1:] = (vseg[1:] != vseg[:-1]) | (key[1:] != key[:-1])
+    first = np.flatnonzero(brk)
+    return vseg[first], v[first], np.add.reduceat(w, first)
 
 
 def _merge(a: AggSpec, t: np.ndarray, x: np.ndarray, parts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
