@@ -83,6 +83,8 @@ class Code:
     FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
+    # "Function(s) only allowed in SELECT list, cannot mixed with non scalar functions or columns"
+    NOT_ALLOWED_FUNC = 0x264F  # TSDB_CODE_PAR_NOT_ALLOWED_FUNC
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
 
 

@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from spark_workers.access import READ
 from spark_workers.engine.aggregates import AGGREGATES, AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.borders import interval_borders
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
@@ -187,6 +188,7 @@ _AGG_REFUSED_KINDS = {
     "avg": ("str", "ts"),
     "stddev": ("str", "ts"),
     "spread": ("str",),
+    **{f: ("str", "ts") for f in ("var_pop", "twa", "irate", "leastsquares", "percentile", "apercentile")},
 }
 
 
@@ -393,9 +395,7 @@ def rows_from_stage1(plan: WindowPlan, t: pa.Table) -> tuple[RowBatch, dict[str,
     inputs = {name: column_arrays(t.column(name)) for name in plan.inputs}
     extra = {key: column_arrays(t.column(col)) for key, col in plan.extra_columns}
     aggs = [
-        AggSpec(
-            a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int", a.columns
-        )
+        dataclasses.replace(a, kind=kind_of(t.schema.field(a.input).type) if a.input else "int")
         for a in plan.aggs
     ]
     return RowBatch(gkeys, ts, inputs, extra=extra), gvalues, aggs
@@ -545,6 +545,8 @@ def _window_result(
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
     _check_agg_types(aggs, sql)
     res = batch_windows(plan.shape, aggs, rows)
+    if isinstance(plan.window, ast.IntervalWindow):  # twa / elapsed at the window edges
+        res = interval_borders(aggs, rows, res)
     if budget is not None:
         budget.check(sql)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
@@ -847,12 +849,27 @@ def empty_stage_types(
     return input_types, group_types, aggs, out.schema
 
 
+_FLOAT_RESULTS = (
+    "avg",
+    "spread",
+    "stddev",
+    "var_pop",
+    "elapsed",
+    "twa",
+    "irate",
+    "percentile",
+    "apercentile",
+)
+
+
 def _np_dtype(a: AggSpec, input_types: dict[str, pa.DataType]) -> Any:
     if a.func == "rows":
         return object
-    if a.func in ("count",):
+    if a.func in ("count", "count_distinct", "hyperloglog"):
         return np.int64
-    if a.func in ("avg", "spread", "stddev"):
+    if a.func == "leastsquares":
+        return object
+    if a.func in _FLOAT_RESULTS:
         return np.float64
     t = input_types.get(a.input or "")
     if t is None:

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
-from spark_workers.engine.aggregates import AGGREGATES
+from spark_workers.engine.aggregates import AGGREGATES, ALIASES
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.aggregate_functions import NOT_TDENGINE_SPELLINGS, check_call, spec_of
@@ -375,7 +375,7 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if spec is not None and (isinstance(node, exp.Anonymous) or name in AGGREGATES or "start" in node.meta):
         _check_registry_call(node, spec.name, sql, streaming)
         return
-    if name in AGGREGATES:
+    if name in AGGREGATES or name in ALIASES:
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
