@@ -82,6 +82,14 @@ class Code:
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # query clauses (TDengine SQL manual, "Data Querying": INTERP, SLIMIT, MATCH/NMATCH)
+    INVALID_INTERP_CLAUSE = 0x265D  # TSDB_CODE_PAR_INVALID_INTERP_CLAUSE "Invalid interp clause"
+    # TSDB_CODE_PAR_SLIMIT_LEAK_PARTITION_GROUP_BY "slimit/soffset only available for PARTITION/GROUP BY
+    # query"
+    SLIMIT_LEAK_PARTITION_GROUP_BY = 0x2638
+    REGULAR_EXPRESSION_ERROR = (
+        0x2681  # TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR "Syntax error in regular expression"
+    )
 
 
 class TdError(Exception):

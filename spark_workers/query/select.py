@@ -41,6 +41,7 @@ from spark_workers.query.fill import (
     group_bounds,
     where_range,
 )
+from spark_workers.query.interp import interp_arrow, uses_interp
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -185,6 +186,8 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
     """
     q = fold_system_functions(q, database=ex.default_db, user=ex.principal.name, sql=sql)
+    if uses_interp(q):
+        return _run_interp(ex, q, sql)
     check_select(q, sql)
     if q.fill is not None and q.window is None:
         raise SqlError(
@@ -221,6 +224,30 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             raise _anchored(e, sql) from None
         columns = result_columns(result, names, sources)
         return ResultSet(columns, arrow_rows(result, columns))
+
+
+def _run_interp(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
+    """An INTERP query (:mod:`spark_workers.query.interp`) over one table (or a subquery merged
+    into it, ``query/subquery.py``)."""
+    q = merge_subquery(q, sql, aggregate_call)
+    with statement_budget(sql), DuckSession(ex.lake) as duck:
+        sel = q.select.copy()
+        tables = _tables(sel)
+        if not isinstance(sel, exp.Select) or sel.args.get("joins") or len(tables) != 1:
+            raise SqlError(
+                "Invalid interp clause: an INTERP query reads exactly one table (no JOIN)",
+                sql=sql,
+                offset=offset_of(tables[1]) if len(tables) > 1 else None,
+                code=Code.INVALID_INTERP_CLAUSE,
+            )
+        sources = bind_sources(ex, duck, sel, sql)
+        view = sel.args["from_"].this.name
+        try:
+            out, names = interp_arrow(duck, dataclasses.replace(q, select=sel), sources[0], view, sql, ex.tz)
+        except SqlError as e:
+            raise _anchored(e, sql) from None
+        columns = result_columns(out, names, sources)
+        return ResultSet(columns, arrow_rows(out, columns))
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
