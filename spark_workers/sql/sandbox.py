@@ -166,6 +166,7 @@ _STRUCTURE: dict[type[exp.Expr], frozenset[str] | None] = {
     exp.In: frozenset({"this", "expressions", "query"}),
     exp.Between: frozenset({"this", "low", "high"}),
     exp.Like: None,
+    exp.RegexpLike: frozenset({"this", "expression"}),  # MATCH / NMATCH (sql/lexer.py)
     exp.BitwiseAnd: None,
     exp.BitwiseOr: None,
 }
@@ -202,7 +203,6 @@ _CONSTRUCTS: dict[type[exp.Expr], str] = {
     exp.BitwiseLeftShift: "the operator <<",
     exp.BitwiseRightShift: "the operator >>",
     exp.IntDiv: "DIV",
-    exp.RegexpLike: "REGEXP",
     exp.NullSafeEQ: "the operator <=>",
 }
 # arguments of allowed nodes that are not TDengine's, in the user's words
