@@ -73,7 +73,9 @@ def fold_query_range(
     values = {
         "_qstart": literal(start, lo is not None),
         "_qend": literal(end, hi is not None),
-        "_qduration": exp.Literal.number(min(end - start, INT64_MAX)),
+        "_qduration": exp.Cast(
+            this=exp.Literal.number(min(end - start, INT64_MAX)), to=exp.DataType.build("BIGINT")
+        ),
     }
 
     def visit(n: exp.Expr) -> exp.Expr:
