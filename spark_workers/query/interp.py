@@ -288,7 +288,7 @@ def _bounds(duck: DuckSession, it: ast.InterpClause, scope: Scope, sql: str) -> 
     epoch = EPOCH_FN[scope.precision]
     at = it.range_span.start if it.range_span else None
     out = []
-    for e in (it.start, it.end if it.end is not None else it.start):
+    for e in (it.start, it.end) if it.end is not None else (it.start,):
         if any(e.find_all(exp.Column)):
             raise _error("Invalid interp clause: RANGE takes constant timestamps", offset_of(e) or at, sql)
         lit = e
@@ -304,6 +304,8 @@ def _bounds(duck: DuckSession, it: ast.InterpClause, scope: Scope, sql: str) -> 
         if v is None:
             raise _error("Invalid interp clause: a RANGE time is not a timestamp", offset_of(e) or at, sql)
         out.append(int(v))
+    if len(out) == 1:  # RANGE(ts): one slice (``now`` evaluated once)
+        return out[0], out[0]
     if out[0] > out[1]:
         raise _error("Invalid interp clause: the RANGE start is after its end", at, sql)
     return out[0], out[1]
@@ -524,9 +526,11 @@ def _linear(
         return out
     vals = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
     pi, qi = np.maximum(p, 0), np.maximum(q, 0)
-    tp, tq = ts[pi].astype(np.float64), ts[qi].astype(np.float64)
+    # offsets as integers first: nanosecond epochs (~1.6e18) lose digits as float64
+    dt = (t - ts[pi]).astype(np.float64)
+    span = (ts[qi] - ts[pi]).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        v = vals[pi] + (vals[qi] - vals[pi]) * (t.astype(np.float64) - tp) / (tq - tp)
+        v = vals[pi] + (vals[qi] - vals[pi]) * dt / span
     if pa.types.is_integer(col.type):
         lin = pa.array(np.trunc(np.where(on, v, 0)).astype(np.int64), pa.int64()).cast(col.type, safe=False)
     else:

@@ -395,3 +395,25 @@ def test_interp_in_a_stream_is_refused(ex: Executor) -> None:
     with pytest.raises(SqlError) as err:
         ex.execute_one(sql)
     assert err.value.code in (Code.NOT_SUPPORTED, Code.INVALID_FUNCTION)
+
+
+def test_range_now_is_one_slice_per_group(ex: Executor) -> None:
+    got = run(ex, "select tbname, interp(v) from gaps partition by tbname range(now) fill(prev)")
+    last = {tb: [v for _, v in rows if v is not None][-1] for tb, rows in ROWS.items()}
+    assert got == [[tb, last[tb]] for tb in sorted(ROWS)]
+
+
+@pytest.mark.parametrize(("precision", "per_ms"), [("us", 1_000), ("ns", 1_000_000)])
+def test_finer_precisions(tmp_path: Path, precision: str, per_ms: int) -> None:
+    e = Executor(Lake(tmp_path), MemoryRegistry(), tz="UTC", default_db="p")
+    e.execute(f"create database p precision '{precision}'; create table t (ts timestamp, v double)")
+    rows = [(0, 1.0), (3, 4.0), (7, 0.0)]  # microseconds after T0
+    per_us = per_ms // 1000
+    e.execute("insert into t values " + " ".join(f"({T0 * per_ms + t * per_us}, {v})" for t, v in rows))
+    lo = T0 * per_ms
+    got = e.execute_one(
+        f"select _irowts, interp(v) from t range({lo}, {lo + 8 * per_us}) every(1u) fill(linear)"
+    ).rows
+    want = reference(rows, list(range(9)), "LINEAR", integer=False)
+    assert [(r[0] - lo) // per_us for r in got] == [t for t, _, _ in want]
+    np.testing.assert_allclose([r[1] for r in got], [v for _, v, _ in want])

@@ -155,6 +155,7 @@ class QueriesParser(ParserBase):
             or self._match(j, ("PARTITION", "BY")) > 0
             or (w in (("FILL",), ("SLIDING",)) and nxt_paren)
             or (len(w) == 1 and w[0] in _EKUIPER_FUNCTIONS and nxt_paren)
+            or self.starts_interp(j)
         )
 
     def check_nested(self, lo: int, hi: int) -> None:
@@ -171,9 +172,10 @@ class QueriesParser(ParserBase):
                         stack.pop()
                 elif stack and stack[-1] and self.starts_td_clause(j):
                     what = "PARTITION BY" if self._match(j, ("PARTITION", "BY")) > 0 else "window clauses"
+                    what = "INTERP's RANGE / EVERY" if self.starts_interp(j) else what
                     raise self.err_at(
-                        f"{what} in a subquery: PARTITION BY and window clauses are supported in the "
-                        "outermost query only",
+                        f"{what} in a subquery: PARTITION BY, window clauses and INTERP's RANGE / EVERY "
+                        "are supported in the outermost query only",
                         j,
                         code=Code.NOT_SUPPORTED,
                     )
