@@ -172,10 +172,12 @@ class QueriesParser(ParserBase):
                         stack.pop()
                 elif stack and stack[-1] and self.starts_td_clause(j):
                     what = "PARTITION BY" if self._match(j, ("PARTITION", "BY")) > 0 else "window clauses"
-                    what = "INTERP's RANGE / EVERY" if self.starts_interp(j) else what
+                    what = "RANGE / EVERY" if self.starts_interp(j) else what
                     raise self.err_at(
-                        f"{what} in a subquery: PARTITION BY, window clauses and INTERP's RANGE / EVERY "
-                        "are supported in the outermost query only",
+                        f"{what} in a subquery: PARTITION BY and window clauses are supported in the "
+                        "outermost query only"
+                        if not self.starts_interp(j)
+                        else f"{what} in a subquery: INTERP is supported in the outermost query only",
                         j,
                         code=Code.NOT_SUPPORTED,
                     )
