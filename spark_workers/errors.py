@@ -86,6 +86,14 @@ class Code:
     # "Function(s) only allowed in SELECT list, cannot mixed with non scalar functions or columns"
     NOT_ALLOWED_FUNC = 0x264F  # TSDB_CODE_PAR_NOT_ALLOWED_FUNC
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # query clauses (TDengine SQL manual, "Data Querying": INTERP, SLIMIT, MATCH/NMATCH)
+    INVALID_INTERP_CLAUSE = 0x265D  # TSDB_CODE_PAR_INVALID_INTERP_CLAUSE "Invalid interp clause"
+    # TSDB_CODE_PAR_SLIMIT_LEAK_PARTITION_GROUP_BY "slimit/soffset only available for PARTITION/GROUP BY
+    # query"
+    SLIMIT_LEAK_PARTITION_GROUP_BY = 0x2638
+    REGULAR_EXPRESSION_ERROR = (
+        0x2681  # TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR "Syntax error in regular expression"
+    )
 
 
 class TdError(Exception):

@@ -529,6 +529,23 @@ _DUCK_TYPES = {
 }
 
 
+def _clause_error(text: str) -> SqlError | None:
+    """DuckDB binder refusals about a clause, in TDengine's words: an unknown qualifier
+    (``0x2603``), an ORDER BY position (``0x2609``), UNION operands (``0x2634``), a negative
+    LIMIT (syntax error); None for anything else."""
+    if m := _TABLE_NOT_FOUND.search(text):  # a qualifier naming no table of FROM (``x.a``)
+        return SqlError(f"Table does not exist: {m.group(1)}", code=Code.TABLE_NOT_EXIST)
+    if "ORDER term out of range" in text:
+        return SqlError(
+            "ORDER BY item must be the number of a SELECT-list expression", code=Code.WRONG_NUMBER_OF_SELECT
+        )
+    if "same number of result columns" in text:
+        return SqlError("Query block has incorrect number of result columns", code=Code.INCORRECT_NUM_OF_COL)
+    if "LIMIT/OFFSET cannot be negative" in text:
+        return SqlError("syntax error: LIMIT and OFFSET take non-negative integers", code=Code.SYNTAX_ERROR)
+    return None
+
+
 def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlError:
     """A DuckDB failure as a TDengine error, in tdweb's words: DuckDB's own text (its class
     names, internal function names, file paths) is logged, never returned.
@@ -569,16 +586,8 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
         )
     if m := _AMBIGUOUS.search(text):
         return SqlError(f"ambiguous column name {m.group(1)}", code=Code.AMBIGUOUS_COLUMN)
-    if m := _TABLE_NOT_FOUND.search(text):  # a qualifier naming no table of FROM (``x.a``)
-        return SqlError(f"Table does not exist: {m.group(1)}", code=Code.TABLE_NOT_EXIST)
-    if "ORDER term out of range" in text:
-        return SqlError(
-            "ORDER BY item must be the number of a SELECT-list expression", code=Code.WRONG_NUMBER_OF_SELECT
-        )
-    if "same number of result columns" in text:
-        return SqlError("Query block has incorrect number of result columns", code=Code.INCORRECT_NUM_OF_COL)
-    if "LIMIT/OFFSET cannot be negative" in text:
-        return SqlError("syntax error: LIMIT and OFFSET take non-negative integers", code=Code.SYNTAX_ERROR)
+    if (clause := _clause_error(text)) is not None:
+        return clause
     if "cannot be nested" in text:
         return SqlError("Aggregate functions do not support nesting", code=Code.AGG_FUNC_NESTING)
     if "WHERE clause cannot contain aggregates" in text:

@@ -42,6 +42,7 @@ from spark_workers.query.fill import (
     group_bounds,
     where_range,
 )
+from spark_workers.query.interp import interp_arrow, uses_interp
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -52,7 +53,9 @@ from spark_workers.query.planner import (
     resolve,
     window_join_refused,
 )
+from spark_workers.query.qrange import fold_query_range, uses_query_range
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.query.slimit import add_group_keys, check_slimit, slice_groups, slice_windows
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.query.system_functions import fold_system_functions
 from spark_workers.sql import ast
@@ -209,6 +212,9 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
     """
     q = fold_system_functions(q, database=ex.default_db, user=ex.principal.name, sql=sql)
+    check_slimit(q, sql)
+    if uses_interp(q):
+        return _run_interp(ex, q, sql)
     check_select(q, sql)
     if q.fill is not None and q.window is None:
         raise SqlError(
@@ -222,6 +228,9 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         if q.window is not None:
             return _run_window(ex, duck, q, sel, sql)
         sources = bind_sources(ex, duck, sel, sql)
+        qbare: frozenset[int] = frozenset()
+        if isinstance(sel, exp.Select) and sources and uses_query_range(sel):
+            sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
             if any(aggregate_call(n) or spec_of(n) for item in sel.expressions for n in item.walk()):
@@ -239,12 +248,62 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         names = _expand_and_check(sel, q, sources, sql)
         _default_order(sel, sources)
         scope = query_scope(sources, ex.tz)
+        n_keys, limit, offset = 0, None, None
+        if q.slimit is not None and isinstance(sel, exp.Select):
+            n_keys, limit, offset = add_group_keys(q, sel)
         try:
             result = duck.query(to_sql(sel, "duckdb", scope), ResultCap.result(duck.limits))
+            if n_keys:
+                result = slice_groups(duck, result, n_keys, q, limit, offset)
         except SqlError as e:
             raise _anchored(e, sql) from None
         columns = result_columns(result, names, sources)
+        for i in qbare:  # _qstart / _qend (qrange.py)
+            columns[i] = ResultColumn(columns[i].name, TIMESTAMP, columns[i].precision)
         return ResultSet(columns, arrow_rows(result, columns))
+
+
+def _fold_query_range(
+    sel: exp.Select, src: Source, duck: DuckSession, tz: str, sql: str
+) -> tuple[exp.Select, frozenset[int]]:
+    """``_qstart`` / ``_qend`` / ``_qduration`` folded to the WHERE range (``query/qrange.py``);
+    bounds that are constant expressions (``now - 1d``) are evaluated by DuckDB."""
+    scope = src.scope(tz)
+    epoch = EPOCH_FN[src.db.precision]
+
+    def evaluate(e: exp.Expr) -> int | None:
+        try:
+            t = duck.query(f"SELECT {epoch}(CAST(({to_sql(e, 'duckdb', scope)}) AS TIMESTAMPTZ)) AS v")
+        except SqlError:  # not a timestamp constant: no bound
+            return None
+        v = t.column(0)[0].as_py() if t.num_rows else None
+        return int(v) if v is not None else None
+
+    return fold_query_range(sel, src.table.columns[0].name, scope, sql, evaluate)
+
+
+def _run_interp(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
+    """An INTERP query (:mod:`spark_workers.query.interp`) over one table (or a subquery merged
+    into it, ``query/subquery.py``)."""
+    q = merge_subquery(q, sql, aggregate_call)
+    with statement_budget(sql), DuckSession(ex.lake) as duck:
+        sel = q.select.copy()
+        tables = _tables(sel)
+        if not isinstance(sel, exp.Select) or sel.args.get("joins") or len(tables) != 1:
+            raise SqlError(
+                "Invalid interp clause: an INTERP query reads exactly one table (no JOIN)",
+                sql=sql,
+                offset=offset_of(tables[1]) if len(tables) > 1 else None,
+                code=Code.INVALID_INTERP_CLAUSE,
+            )
+        sources = bind_sources(ex, duck, sel, sql)
+        view = sel.args["from_"].this.name
+        try:
+            out, names = interp_arrow(duck, dataclasses.replace(q, select=sel), sources[0], view, sql, ex.tz)
+        except SqlError as e:
+            raise _anchored(e, sql) from None
+        columns = result_columns(out, names, sources)
+        return ResultSet(columns, arrow_rows(out, columns))
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
@@ -503,7 +562,14 @@ def window_arrow(
     Raises:
         SqlError: as :func:`run_select`.
     """
-    q = merge_subquery(q, sql, aggregate_call)  # a subquery in FROM: its clauses merged (query/subquery.py)
+    try:
+        q = merge_subquery(
+            q, sql, aggregate_call
+        )  # a subquery in FROM: its clauses merged (query/subquery.py)
+    except SqlError as e:
+        if e.code != Code.NOT_SUPPORTED:
+            raise
+        return _run_window_over_subquery(ex, duck, q, sql)  # what cannot be merged: its rows
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
@@ -522,6 +588,8 @@ def window_arrow(
     view = sel.args["from_"].this.name if sel.args.get("from_") else None
     if view is None:
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
+    if uses_query_range(sel):
+        q = dataclasses.replace(q, select=_fold_query_range(sel, src, duck, ex.tz, sql)[0])
     return _window_result(ex, duck, q, src, view, sql)
 
 
@@ -547,6 +615,7 @@ def _window_result(
     res = batch_windows(plan.shape, aggs, rows)
     if isinstance(plan.window, ast.IntervalWindow):  # twa / elapsed at the window edges
         res = interval_borders(aggs, rows, res)
+    res = slice_windows(res, gvalues, q)
     if budget is not None:
         budget.check(sql)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
@@ -745,6 +814,60 @@ def _run_window_over_join(
     table = Table(d.db.name, view, "normal", (Column(ts_name, TIMESTAMP, ts_name),))
     src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
     return _window_result(ex, duck, _over_join_rows(q, view, ts_name, owners, sql), src, view, sql)
+
+
+def _run_window_over_subquery(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str
+) -> tuple[pa.Table, WindowPlan]:
+    """A window clause over a subquery that cannot be merged into it (``query/subquery.py``: GROUP
+    BY, aggregates, DISTINCT, LIMIT, UNION, joins inside it): the subquery's rows are computed
+    first (DuckDB, capped as a window query's input), then windowed on its first TIMESTAMP output
+    column, the timeline TDengine's nested queries keep (SQL manual, "Nested Queries": functions
+    depending on timestamps need the inner query to provide them).
+
+    Raises:
+        SqlError: ``0x2650`` when the subquery outputs no TIMESTAMP column (positioned at it).
+    """
+    sel = q.select
+    assert isinstance(sel, exp.Select)
+    sub = sel.args["from_"].this
+    inner = sub.this
+    sources = bind_sources(ex, duck, inner, sql)
+    try:
+        rows = duck.query(
+            to_sql(inner, "duckdb", query_scope(sources, ex.tz)), ResultCap.window_input(duck.limits)
+        )
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    names = rows.column_names
+    ts_at = next((i for i, f in enumerate(rows.schema) if pa.types.is_timestamp(f.type)), None)
+    if ts_at is None or not sources:
+        raise SqlError(
+            "Window query not supported: the subquery outputs no TIMESTAMP column to window on "
+            "(select its primary timestamp, e.g. SELECT ts, ... FROM t)",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.INVALID_WINDOW,
+        )
+    if len(set(n.lower() for n in names)) != len(names):
+        raise SqlError(
+            "the subquery outputs two columns of one name: give them aliases",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.AMBIGUOUS_COLUMN,
+        )
+    view = duck.register_arrow(rows)
+    ts_name = names[ts_at]
+    columns = {
+        n.lower(): (n, TIMESTAMP if i == ts_at else result_columns(rows.select([i]), None, sources)[0].type)
+        for i, n in enumerate(names)
+    }
+    d = sources[0]
+    table = Table(d.db.name, view, "normal", (Column(ts_name, TIMESTAMP, ts_name),))
+    src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
+    outer = sel.copy()
+    outer.set("from_", exp.From(this=exp.to_table(view)))
+    return _window_result(ex, duck, dataclasses.replace(q, select=outer), src, view, sql)
 
 
 def _over_join_rows(

@@ -3,6 +3,8 @@
 Based on MySQL, which TDengine's expression syntax follows: backtick-quoted names, both
 ``'single'`` and ``"double"`` quoted strings are string literals, ``LIMIT n, m``. On top of it:
 
+- the tokenizer reads ``MATCH`` / ``NMATCH`` as the regular-expression operators
+  (:func:`spark_workers.sql.lexer.regex_operators`; ``exp.RegexpLike``, printed back as MATCH);
 - the tokenizer merges 3.3.7 placeholders (``%%trows``, ``%%tbname``, ``%%1``; seed 002) into
   identifiers (:func:`spark_workers.sql.lexer.merge_placeholders`) and keeps ``TIMESTAMP`` a plain
   timestamp type;
@@ -42,7 +44,7 @@ class TDengine(MySQL):
 
         def tokenize(self, sql: str) -> list[Token]:
             """Tokens of ``sql`` with ``%%`` placeholders merged (see :mod:`.lexer`)."""
-            return lexer.merge_placeholders(super().tokenize(sql))
+            return lexer.regex_operators(lexer.merge_placeholders(super().tokenize(sql)))
 
     class Parser(MySQLParser):
         # ``unique(x)`` is TDengine's selection function, not a constraint keyword
@@ -84,6 +86,7 @@ class TDengine(MySQL):
         TRANSFORMS = {
             **MySQLGenerator.TRANSFORMS,
             exp.CurrentTimestamp: lambda self, e: "now",
+            exp.RegexpLike: lambda self, e: self.binary(e, "MATCH"),
         }
         TYPE_MAPPING = {
             **MySQLGenerator.TYPE_MAPPING,

@@ -21,6 +21,8 @@ column) still cannot call DuckDB's or Spark's own functions (``read_text``, ``ja
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -183,11 +185,58 @@ def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse
     return type(node)(this=left, expression=right)
 
 
+def check_match(node: exp.RegexpLike, scope: Scope) -> None:
+    """TDengine's rules of ``a MATCH 'p'`` / ``a NMATCH 'p'`` (scalar.c ``sclGetCompOperatorResType``):
+    the left operand a string (VARCHAR / NCHAR / tbname), the right a string constant (or NULL)
+    holding a valid POSIX extended regular expression; matching is a search (``regexec``), as
+    DuckDB's ``regexp_matches`` and Spark's ``RLIKE`` do. Perl-only syntax (``(?...)``
+    groups, back-references) is not POSIX ERE.
+
+    Raises:
+        SqlError: ``0x0200`` (TSDB_CODE_TSC_INVALID_OPERATION) for the operand types, ``0x2681``
+            (TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR) for the pattern, positioned at it.
+    """
+    left, right = node.this, node.expression
+    if isinstance(left, exp.Column) and not left.table:
+        t = scope.columns.get(left.name.lower())
+        if t is not None and not t.is_string:
+            raise SqlError(
+                f"Invalid operation: MATCH / NMATCH need a string operand, {left.name} is {t.name}",
+                offset=offset_of(left),
+                code=Code.INVALID_OPERATION,
+            )
+    if isinstance(right, exp.Null):
+        return
+    if not (isinstance(right, exp.Literal) and right.is_string):
+        raise SqlError(
+            "Invalid operation: the right operand of MATCH / NMATCH is a string constant",
+            offset=offset_of(right) or offset_of(node),
+            code=Code.INVALID_OPERATION,
+        )
+    pattern = right.this
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # POSIX classes ([[:upper:]]) are "possible nested sets"
+            re.compile(pattern)
+        bad = "(?" in pattern or re.search(r"\\[1-9]", pattern) is not None
+    except re.error:
+        bad = True
+    if bad:
+        raise SqlError(
+            f"Syntax error in regular expression: {pattern!r}",
+            offset=offset_of(right),
+            code=Code.REGULAR_EXPRESSION_ERROR,
+        )
+
+
 def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
     def recurse(arg: exp.Expr) -> exp.Expr:
         return arg.transform(visit, copy=False)
 
     def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.RegexpLike):
+            check_match(node, scope)
+            return node
         if isinstance(node, exp.Interval):
             _interval_check(node)
             return node
