@@ -82,6 +82,13 @@ class Code:
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # joins (TDengine SQL manual "Join Queries"; parTranslater.c, planner's join checks)
+    NOT_SUPPORT_JOIN = 0x2664  # TSDB_CODE_PAR_NOT_SUPPORT_JOIN "Not supported join since '%s'"
+    INVALID_WJOIN_HAVING_EXPR = 0x2672  # TSDB_CODE_PAR_INVALID_WJOIN_HAVING_EXPR
+    INVALID_WIN_OFFSET_UNIT = 0x2673  # TSDB_CODE_PAR_INVALID_WIN_OFFSET_UNIT
+    EXPECTED_TS_EQUAL = 0x2701  # TSDB_CODE_PLAN_EXPECTED_TS_EQUAL "Expect ts equal"
+    NOT_SUPPORT_CROSS_JOIN = 0x2702  # TSDB_CODE_PLAN_NOT_SUPPORT_CROSS_JOIN "Cross join not support"
+    NOT_SUPPORT_JOIN_COND = 0x2703  # TSDB_CODE_PLAN_NOT_SUPPORT_JOIN_COND "Not supported join conditions"
 
 
 class TdError(Exception):

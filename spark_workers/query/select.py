@@ -41,6 +41,7 @@ from spark_workers.query.fill import (
     group_bounds,
     where_range,
 )
+from spark_workers.query.joins import SOURCE_META, has_td_join, join_query, window_join_rows
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -103,11 +104,13 @@ def bind_sources(
             view = duck.register_source(src, version, columns=used)
         sources.append(src)
         alias = t.alias or t.name
-        t.replace(
-            exp.Table(
-                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
-            )
+        bound = exp.Table(
+            this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
         )
+        bound.meta[SOURCE_META] = src  # the joins' rules read it (query/joins.py)
+        if "start" in meta:
+            bound.meta["start"] = meta["start"]  # errors about the table point at it
+        t.replace(bound)
     return sources
 
 
@@ -212,11 +215,18 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
                 )
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
-        names = _expand_and_check(sel, q, sources, sql)
+        joined = None
+        if isinstance(sel, exp.Select) and sel.args.get("joins"):
+            joined = join_query(sel, q, sql)  # query/joins.py: TDengine's join rules and types
+            sel = joined.select
+            names: list[str] | None = joined.names
+        else:
+            names = _expand_and_check(sel, q, sources, sql)
         _default_order(sel, sources)
         scope = query_scope(sources, ex.tz)
         try:
-            result = duck.query(to_sql(sel, "duckdb", scope), ResultCap.result(duck.limits))
+            text = joined.sql(scope) if joined is not None else to_sql(sel, "duckdb", scope)
+            result = duck.query(text, ResultCap.result(duck.limits))
         except SqlError as e:
             raise _anchored(e, sql) from None
         columns = result_columns(result, names, sources)
@@ -702,10 +712,12 @@ def _run_window_over_join(
     for key in ("group", "having", "order", "limit", "offset"):
         inner.set(key, None)
     inner.set("expressions", items)
-    try:
-        rows = duck.query(
-            to_sql(inner, "duckdb", query_scope(sources, ex.tz)), ResultCap.window_input(duck.limits)
+    scope = query_scope(sources, ex.tz)
+    try:  # SEMI/ANTI/ASOF: the join's rows first (query/joins.py)
+        text = (
+            window_join_rows(sel, sql, ts_name, scope) if has_td_join(sel) else to_sql(inner, "duckdb", scope)
         )
+        rows = duck.query(text, ResultCap.window_input(duck.limits))
     except SqlError as e:
         raise _anchored(e, sql) from None
     view = duck.register_arrow(rows)

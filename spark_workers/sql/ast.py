@@ -349,6 +349,40 @@ class Fill:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class JoinSpec:
+    """TDengine's join words that standard SQL lacks, kept in ``meta["td_join"]`` of the
+    ``exp.Join`` they belong to (TDengine SQL manual, "Join Queries").
+
+    Attributes:
+        kind: ``"semi"``, ``"anti"``, ``"asof"``, ``"window"``, or ``""`` (inner/outer joins).
+        side: ``"LEFT"``, ``"RIGHT"``, ``"FULL"`` or ``""``.
+        jlimit: ``JLIMIT n`` as written (None when absent; checked against [0, 1024] later).
+        window_offset: ``WINDOW_OFFSET(start, end)``, signed durations.
+        span: the join keywords (``LEFT ASOF JOIN``).
+        jlimit_span / offset_span: where ``JLIMIT`` and ``WINDOW_OFFSET`` were written.
+    """
+
+    kind: str
+    side: str
+    jlimit: int | None = None
+    window_offset: tuple[Duration, Duration] | None = None
+    span: Span | None = None
+    jlimit_span: Span | None = None
+    offset_span: Span | None = None
+
+
+TD_JOIN = "td_join"  # the meta key of an ``exp.Join``'s JoinSpec
+
+
+def join_spec(node: exp.Join) -> JoinSpec:
+    """The join's TDengine words (an inner/outer join's when the parser left none)."""
+    spec = node.meta.get(TD_JOIN) if node.meta else None
+    if isinstance(spec, JoinSpec):
+        return spec
+    return JoinSpec(kind="", side=str(node.args.get("side") or "").upper())
+
+
 @dataclass
 class SelectQuery:
     """A TDengine SELECT split into its standard part and TDengine's clauses.
