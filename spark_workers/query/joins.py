@@ -129,6 +129,24 @@ def has_td_join(sel: exp.Expr) -> bool:
     return any(join_spec(j).kind for j in sel.find_all(exp.Join))
 
 
+def refuse_in_stream(q: ast.SelectQuery, sql: str) -> None:
+    """A 3.3.7 stream's computation joins with inner and outer joins only: SEMI/ANTI/ASOF/WINDOW
+    joins are refused when the stream is created (tdweb runs them in SELECT statements only).
+
+    Raises:
+        SqlError: ``0x2664`` at the join."""
+    for j in q.select.find_all(exp.Join):
+        spec = join_spec(j)
+        if spec.kind:
+            raise _err(
+                f"Not supported join since '{spec.side} {spec.kind.upper()} JOIN in a stream's computation: "
+                "tdweb runs it in SELECT statements only'",
+                sql,
+                _span_start(spec, j),
+                Code.NOT_SUPPORT_JOIN,
+            )
+
+
 def check_nested(sel: exp.Select, sql: str) -> None:
     """Only inner joins chain or nest (TDengine "Nested Join and Multi-table Join Limitations");
     SEMI/ANTI/ASOF/WINDOW joins are read in the outermost query only.

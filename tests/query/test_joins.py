@@ -194,22 +194,30 @@ def test_asof_right_default_groups_and_tolerance(ex: Executor) -> None:
     assert bag(near) == bag(m[["ts", "g", "tsb"]].itertuples(index=False))
 
 
-def nearest_k(a: pd.DataFrame, b: pd.DataFrame, op: str, k: int, by: str | None = None) -> list[tuple]:
-    """Hand-written ASOF with JLIMIT: per row of ``a``, the ``k`` rows of ``b`` (same ``by``)
-    satisfying ``a.ts <op> b.ts`` nearest in time (NULL row when none)."""
+def nearest_k(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    op: str,
+    k: int,
+    by: str | None = None,
+    keep: tuple[str, ...] = ("ts", "v"),
+) -> list[tuple]:
+    """Hand-written ASOF with JLIMIT: per row of ``a`` (its ``keep`` columns), the timestamps of the
+    ``k`` rows of ``b`` (same ``by``) satisfying ``a.ts <op> b.ts`` nearest in time (NULL when none)."""
     out = []
     for r in a.itertuples(index=False):
         cand = b if by is None else b[b[by] == getattr(r, by)]
-        keep = {
+        keep_rows = {
             ">=": cand.ts <= r.ts,
             ">": cand.ts < r.ts,
             "<=": cand.ts >= r.ts,
             "<": cand.ts > r.ts,
             "=": cand.ts == r.ts,
         }[op]
-        cand = cand[keep]
+        cand = cand[keep_rows]
         cand = cand.assign(dist=(cand.ts - r.ts).abs()).sort_values("dist").head(k)
-        out += [(r.ts, r.v, t) for t in cand.ts] or [(r.ts, r.v, None)]
+        head = tuple(getattr(r, c) for c in keep)
+        out += [(*head, t) for t in cand.ts] or [(*head, None)]
     return out
 
 
@@ -482,3 +490,39 @@ def test_joined_tables_each_need_read(ex: Executor) -> None:
         e = error(bob, sql)
         assert e.code == Code.PERMISSION_DENIED, sql
         assert "1234" not in e.message
+
+
+def test_asof_over_supertables_without_groups_takes_the_nearest_timestamps(ex: Executor) -> None:
+    # sb's subtables share timestamps: the rows chosen among equal timestamps may be any, their
+    # timestamps may not
+    for op, k in ((">=", 1), (">=", 3), ("<", 2), ("=", 2)):
+        sql = f"select a.ts, a.v, a.g, b.ts from sa a left asof join sb b on a.ts {op} b.ts jlimit {k}"
+        assert bag(query(ex, sql)) == bag(nearest_k(DA, DB, op, k, keep=("ts", "v", "g"))), sql
+
+
+def test_timetruncate_main_condition(ex: Executor) -> None:
+    got = query(
+        ex, "select a.ts, b.ts from ta a join tb b on timetruncate(a.ts, 1m) = timetruncate(b.ts, 1m)"
+    )
+    minute = 60_000
+    m = DTA.assign(k=DTA.ts // minute * minute).merge(DTB.assign(k=DTB.ts // minute * minute), on="k")
+    assert bag(got) == bag(m[["ts_x", "ts_y"]].itertuples(index=False))
+
+
+def test_join_words_survive_rendering_and_streams_refuse_them(ex: Executor) -> None:
+    from spark_workers.sql.parser import parse_one
+    from spark_workers.sql.render import query_sql
+
+    for sql in (
+        "SELECT a.ts FROM ta AS a LEFT ASOF JOIN tb AS b ON a.ts > b.ts AND a.v = b.w JLIMIT 2 WHERE a.v > 1",
+        "SELECT * FROM ta AS a RIGHT WINDOW JOIN tb AS b WINDOW_OFFSET(-1s, 2m) JLIMIT 3",
+        "SELECT * FROM ta AS a LEFT ANTI JOIN tb AS b ON a.ts = b.ts",
+    ):
+        stmt = parse_one(sql)
+        assert query_sql(stmt.query) == sql  # type: ignore[attr-defined]
+    e = error(
+        ex,
+        "create stream s1 interval(5s) sliding(5s) from ta into out1 as select _twstart, count(*) "
+        "from ta a left asof join tb b where a.ts >= _twstart and a.ts < _twend",
+    )
+    assert e.code == Code.NOT_SUPPORT_JOIN and "ASOF" in e.message

@@ -176,12 +176,14 @@ def attach_joins(p: ParserBase, tree: exp.Expr, found: JoinWords) -> None:
         jn = by_start.get(before[-1]) if before else None
         if jn is None:
             continue
-        node.meta[ast.TD_JOIN] = ast.JoinSpec(
-            kind=jn.kind,
-            side=jn.side,
-            jlimit=jn.jlimit,
-            window_offset=jn.offset,
-            span=p.span(jn.first, jn.at + 1),
-            jlimit_span=p.span(*jn.jlimit_at) if jn.jlimit_at else None,
-            offset_span=p.span(*jn.offset_at) if jn.offset_at else None,
+        node.meta[ast.TD_JOIN] = ast.join_meta(
+            ast.JoinSpec(
+                kind=jn.kind,
+                side=jn.side,
+                jlimit=jn.jlimit,
+                window_offset=jn.offset,
+                span=p.span(jn.first, jn.at + 1),
+                jlimit_span=p.span(*jn.jlimit_at) if jn.jlimit_at else None,
+                offset_span=p.span(*jn.offset_at) if jn.offset_at else None,
+            )
         )
