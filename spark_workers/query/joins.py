@@ -147,7 +147,7 @@ def refuse_in_stream(q: ast.SelectQuery, sql: str) -> None:
             )
 
 
-def check_nested(sel: exp.Select, sql: str) -> None:
+def check_nested(sel: exp.Expr, sql: str) -> None:
     """Only inner joins chain or nest (TDengine "Nested Join and Multi-table Join Limitations");
     SEMI/ANTI/ASOF/WINDOW joins are read in the outermost query only.
 
@@ -347,6 +347,14 @@ def _split_condition(plan: Plan, sql: str) -> None:
             a, b = _primary(term.this, pair, sql), _primary(term.expression, pair, sql)
             if a is not None and b is not None and a is not b and plan.spec.kind == "asof" and not main_seen:
                 main_seen = True
+                if not (isinstance(term.this, exp.Column) and isinstance(term.expression, exp.Column)):
+                    raise _err(
+                        "timetruncate in an ASOF JOIN's main condition is not supported: compare the "
+                        "primary keys themselves",
+                        sql,
+                        at,
+                        Code.NOT_SUPPORTED,
+                    )
                 # normalise to "other.ts <op> drive.ts"
                 plan.op = type(term) if a is plan.other else _FLIP[type(term)]
                 continue

@@ -41,7 +41,7 @@ from spark_workers.query.fill import (
     group_bounds,
     where_range,
 )
-from spark_workers.query.joins import SOURCE_META, has_td_join, join_query, window_join_rows
+from spark_workers.query.joins import SOURCE_META, check_nested, has_td_join, join_query, window_join_rows
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -216,6 +216,8 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
         joined = None
+        if has_td_join(sel):
+            check_nested(sel, sql)  # SEMI/ANTI/ASOF/WINDOW in the outermost query only
         if isinstance(sel, exp.Select) and sel.args.get("joins"):
             joined = join_query(sel, q, sql)  # query/joins.py: TDengine's join rules and types
             sel = joined.select

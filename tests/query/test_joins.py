@@ -452,6 +452,21 @@ def test_beijing_window_join_average(air: tuple[Executor, pd.DataFrame, pd.DataF
             "left",
         ),
         ("select a.nope from ta a left asof join tb b", Code.INVALID_COLUMN, "a.nope"),
+        (
+            "select count(*) from (select a.ts from ta a left window join tb b window_offset(-1s, 1s)) t",
+            Code.NOT_SUPPORT_JOIN,
+            "left",
+        ),
+        (
+            "select a.ts from ta a left asof join tb b union all select a.ts from ta a left asof join tb b",
+            Code.NOT_SUPPORT_JOIN,
+            "left",
+        ),
+        (
+            "select * from ta a left asof join tb b on timetruncate(a.ts, 1s) >= timetruncate(b.ts, 1s)",
+            Code.NOT_SUPPORTED,
+            "timetruncate(a.ts",
+        ),
     ],
 )
 def test_rules_are_refused_with_tdengine_codes_at_the_place(
