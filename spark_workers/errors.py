@@ -83,6 +83,7 @@ class Code:
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
     # joins (TDengine SQL manual "Join Queries"; parTranslater.c, planner's join checks)
+    NOT_UNIQUE_TABLE_ALIAS = 0x2663  # TSDB_CODE_PAR_NOT_UNIQUE_TABLE_ALIAS "Not unique table/alias"
     NOT_SUPPORT_JOIN = 0x2664  # TSDB_CODE_PAR_NOT_SUPPORT_JOIN "Not supported join since '%s'"
     INVALID_WJOIN_HAVING_EXPR = 0x2672  # TSDB_CODE_PAR_INVALID_WJOIN_HAVING_EXPR
     INVALID_WIN_OFFSET_UNIT = 0x2673  # TSDB_CODE_PAR_INVALID_WIN_OFFSET_UNIT

@@ -113,12 +113,22 @@ def _span_start(spec: ast.JoinSpec, node: exp.Expr) -> int | None:
     return spec.span.start if spec.span is not None else _at(node)
 
 
-def sides_of(sel: exp.Select) -> list[Side]:
-    """The FROM table and each joined table, with their Sources (after binding)."""
-    out = []
+def sides_of(sel: exp.Select, sql: str = "") -> list[Side]:
+    """The FROM table and each joined table, with their Sources (after binding).
+
+    Raises:
+        SqlError: ``0x2663`` two tables under one name (``FROM t JOIN t``)."""
+    out: list[Side] = []
     nodes = [sel.args["from_"].this, *(j.this for j in sel.args.get("joins") or [])]
     for n in nodes:
         alias = n.alias_or_name
+        if any(s.alias.lower() == alias.lower() for s in out):
+            raise _err(
+                f"Not unique table/alias: '{alias}' (give the tables different aliases)",
+                sql,
+                _at(n),
+                Code.NOT_UNIQUE_TABLE_ALIAS,
+            )
         src = n.meta.get(SOURCE_META) if isinstance(n, exp.Table) else None
         out.append(Side(alias, n, src if isinstance(src, Source) else None))
     return out
@@ -800,7 +810,7 @@ def join_query(sel: exp.Select, q: ast.SelectQuery, sql: str) -> JoinQuery:
     Raises:
         SqlError: the join rules (module docstring, Rules) with TDengine's codes, at the join."""
     check_nested(sel, sql)
-    sides = sides_of(sel)
+    sides = sides_of(sel, sql)
     joins = sel.args["joins"]
     spec = join_spec(joins[0])
     check_ts_equality(sel, sides, sql)
@@ -828,7 +838,7 @@ def window_join_rows(sel: exp.Select, sql: str, ts_name: str, scope: Scope) -> s
     Raises:
         SqlError: ``0x2664`` a WINDOW JOIN (TDengine: no window clause with it), the join rules."""
     check_nested(sel, sql)
-    sides = sides_of(sel)
+    sides = sides_of(sel, sql)
     check_ts_equality(sel, sides, sql)
     plan = plan_td_join(sel, sides, sql)
     if plan.spec.kind == "window":

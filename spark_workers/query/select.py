@@ -41,7 +41,15 @@ from spark_workers.query.fill import (
     group_bounds,
     where_range,
 )
-from spark_workers.query.joins import SOURCE_META, check_nested, has_td_join, join_query, window_join_rows
+from spark_workers.query.joins import (
+    SOURCE_META,
+    check_nested,
+    check_ts_equality,
+    has_td_join,
+    join_query,
+    sides_of,
+    window_join_rows,
+)
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -697,6 +705,8 @@ def _run_window_over_join(
         raise window_join_refused(right[0], sql)
     aliases = [t.alias or t.name for t in _tables(sel)]
     sources = bind_sources(ex, duck, sel, sql)
+    check_nested(sel, sql)  # TDengine's join rules (query/joins.py)
+    check_ts_equality(sel, sides_of(sel, sql), sql)
     drive = len(sources) - 1 if right else 0
     ts_name = sources[drive].table.columns[0].name
     items: list[exp.Expr] = [

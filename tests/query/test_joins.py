@@ -452,6 +452,12 @@ def test_beijing_window_join_average(air: tuple[Executor, pd.DataFrame, pd.DataF
             "left",
         ),
         ("select a.nope from ta a left asof join tb b", Code.INVALID_COLUMN, "a.nope"),
+        ("select * from ta left asof join TA", Code.NOT_UNIQUE_TABLE_ALIAS, "TA"),
+        (
+            "select _wstart, count(*) from ta a join tb b on a.v = b.w interval(1s)",
+            Code.EXPECTED_TS_EQUAL,
+            "join",
+        ),
         (
             "select count(*) from (select a.ts from ta a left window join tb b window_offset(-1s, 1s)) t",
             Code.NOT_SUPPORT_JOIN,
