@@ -653,19 +653,24 @@ def _reader(names: Names, sql: str, aliases: frozenset[str]):
     return visit
 
 
-def expand_stars(sel: exp.Select, sides: list[Side], item_texts: list[str]) -> list[str]:
+def expand_stars(sel: exp.Select, sides: list[Side], item_texts: list[str]) -> list[str] | None:
     """Expand ``*`` (every table's columns and tags, FROM order) and ``a.*``; return the output
-    names (alias, column name, else the item as written)."""
+    names (alias, column name, else the item as written), or None when a subquery's ``*`` is left
+    for DuckDB to expand (its columns name themselves)."""
     items: list[exp.Expr] = []
     names: list[str] = []
+    known = True
     for i, item in enumerate(sel.expressions):
         star_of = None
         if isinstance(item, exp.Star):
             star_of = sides
         elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
             star_of = [s for s in sides if s.alias.lower() == item.table.lower()]
-        if star_of is not None and all(s.source is not None for s in star_of):
+        if star_of:
             for s in star_of:
+                if s.source is None:
+                    items.append(exp.Column(this=exp.Star(), table=_ident(s.alias)))
+                    known = False
                 for c in s.star():
                     items.append(_col(s.alias, c))
                     names.append(c)
@@ -678,7 +683,7 @@ def expand_stars(sel: exp.Select, sides: list[Side], item_texts: list[str]) -> l
         else:
             names.append(item_texts[i] if i < len(item_texts) else item.sql())
     sel.set("expressions", items)
-    return names
+    return names if known else None
 
 
 def _aggregated(sel: exp.Select) -> bool:
@@ -705,7 +710,9 @@ def over_join_rows(sel: exp.Select, plan: Plan, q: ast.SelectQuery, sql: str) ->
             Code.NOT_SUPPORT_JOIN,
         )
     out = sel.copy()
-    out_names = expand_stars(out, [plan.left, plan.right], q.item_texts)
+    expanded = expand_stars(out, [plan.left, plan.right], q.item_texts)
+    assert expanded is not None  # both sides are tables
+    out_names = expanded
     aliases = frozenset(i.alias.lower() for i in out.expressions if isinstance(i, exp.Alias))
     visit = _reader(Names.of([plan.left, plan.right]), sql, aliases)
     items = []
@@ -769,14 +776,47 @@ class JoinQuery:
     WINDOW joins the plan whose rows (:func:`join_rows`) the query reads."""
 
     select: exp.Select
-    names: list[str]
+    names: list[str] | None
     plan: Plan | None = None
+    direct: ast.JoinSpec | None = None  # a SEMI/ANTI join with a subquery side
 
     def sql(self, scope: Scope) -> str:
         """DuckDB SQL; ``scope`` is the joined tables' names (``select.query_scope``)."""
+        if self.direct is not None:
+            return render_direct(self.select, self.direct, scope)
         if self.plan is None:
             return to_sql(self.select, "duckdb", scope)
         return render_over_rows(self.select, self.plan, scope)
+
+
+def render_direct(sel: exp.Select, spec: ast.JoinSpec, scope: Scope) -> str:
+    """DuckDB SQL of a SEMI/ANTI join with a subquery side, whose columns are not known before it
+    runs: the query translated as written, then its join rewritten in place — SEMI: the driving
+    table ``JOIN LATERAL (SELECT * FROM other WHERE on LIMIT 1)`` (one matching row, under the
+    other table's alias); ANTI: the driving table ``LEFT JOIN other ON FALSE`` (its columns NULL)
+    ``WHERE NOT EXISTS (SELECT 1 FROM other WHERE on)`` AND the query's WHERE."""
+    plain = sel.copy()
+    for j in plain.args.get("joins") or []:
+        j.meta.pop(ast.TD_JOIN, None)
+    tree = to_tree(plain, "duckdb", scope)
+    assert isinstance(tree, exp.Select)
+    join = tree.args["joins"][0]
+    left, right, on = tree.args["from_"].this, join.this, join.args.get("on") or exp.true()
+    drive, other = (right, left) if spec.side == "RIGHT" else (left, right)
+    alias = exp.TableAlias(this=_ident(other.alias_or_name))
+    if spec.kind == "semi":
+        one = exp.select(exp.Star()).from_(other.copy()).where(on.copy()).limit(1)
+        new_join = exp.Join(this=exp.Lateral(this=exp.Subquery(this=one), alias=alias), on=exp.true())
+    else:
+        new_join = exp.Join(this=other.copy(), side="LEFT", on=exp.false())
+        missing = exp.Not(
+            this=exp.Exists(this=exp.select(exp.Literal.number(1)).from_(other.copy()).where(on.copy()))
+        )
+        where = tree.args.get("where")
+        tree.set("where", exp.Where(this=exp.and_(missing, where.this) if where is not None else missing))
+    tree.set("from_", exp.From(this=drive.copy()))
+    tree.set("joins", [new_join])
+    return tree.sql(dialect="duckdb", identify=True)
 
 
 def render_over_rows(sel: exp.Select, plan: Plan, scope: Scope) -> str:
@@ -815,16 +855,16 @@ def join_query(sel: exp.Select, q: ast.SelectQuery, sql: str) -> JoinQuery:
     spec = join_spec(joins[0])
     check_ts_equality(sel, sides, sql)
     if spec.kind:
-        if any(s.source is None for s in sides):
-            raise _err(
-                f"Not supported join since '{spec.kind.upper()} JOIN of a subquery'",
-                sql,
-                _span_start(spec, joins[0]),
-                Code.NOT_SUPPORT_JOIN,
-            )
+        if any(s.source is None for s in sides) and spec.kind in ("semi", "anti"):
+            direct = JoinQuery(sel, expand_stars(sel, sides, q.item_texts), direct=spec)
+            drive = sides[1] if spec.side == "RIGHT" else sides[0]
+            plain = not (sel.args.get("order") or sel.args.get("distinct") or _aggregated(sel))
+            if drive.ts is not None and plain:  # the driving table's order (a subquery's is its own)
+                sel.set("order", exp.Order(expressions=[exp.Ordered(this=_col(drive.alias, drive.ts))]))
+            return direct
         plan = plan_td_join(sel, sides, sql)
-        out, names = over_join_rows(sel, plan, q, sql)
-        return JoinQuery(out, names, plan)
+        out, out_names = over_join_rows(sel, plan, q, sql)
+        return JoinQuery(out, out_names, plan)
     names = expand_stars(sel, sides, q.item_texts)
     _default_order(sel, sides)
     return JoinQuery(sel, names)

@@ -147,6 +147,28 @@ def test_semi_and_anti_joins_are_membership(ex: Executor) -> None:
     assert bag(where) == bag((t,) for t in DA[~in_b & DA.v.notna()].ts)
 
 
+def test_semi_and_anti_joins_of_subqueries(ex: Executor) -> None:
+    a = DA[DA.v.notna()]
+    semi = query(
+        ex,
+        "select a.ts, a.v, b.ts from (select ts, v from sa where v is not null) a "
+        "left semi join sb b on a.ts = b.ts",
+    )
+    assert bag(semi) == bag((t, v, t) for t, v in a[a.ts.isin(DB.ts)][["ts", "v"]].itertuples(index=False))
+    b = DTB[DTB.w > 100]
+    r = ex.execute_one(
+        "select * from ta a right anti join (select ts, w from tb where w > 100) b on a.ts = b.ts"
+    )
+    assert [c.name for c in r.columns] == ["ts", "v", "ts", "w"]
+    assert bag(r.rows) == bag((None, None, t, w) for t, w in b[~b.ts.isin(DTA.ts)].itertuples(index=False))
+    anti = query(
+        ex,
+        "select a.ts from (select ts, v from ta) a left anti join (select ts, w from tb) b on a.ts = b.ts "
+        "where a.v > 1",
+    )
+    assert bag(anti) == bag((t,) for t in DTA[~DTA.ts.isin(DTB.ts) & (DTA.v > 1)].ts)
+
+
 # ---------------------------------------------------------------------- asof
 
 
