@@ -208,7 +208,14 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         sel = q.select.copy()
         if q.window is not None:
             return _run_window(ex, duck, q, sel, sql)
-        sources = bind_sources(ex, duck, sel, sql)
+        over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
+        if over_join is not None:
+            q, src, view = over_join
+            sel = q.select.copy()
+            bind_sources(ex, duck, sel, sql, skip=frozenset({view}))
+            sources = [src]
+        else:
+            sources = bind_sources(ex, duck, sel, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
             if any(aggregate_call(n) for item in sel.expressions for n in item.walk()):
@@ -241,6 +248,63 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             raise _anchored(e, sql) from None
         columns = result_columns(result, names, sources)
         return ResultSet(columns, arrow_rows(result, columns))
+
+
+def join_subquery(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str
+) -> tuple[ast.SelectQuery, Source, str] | None:
+    """A query over a subquery in FROM that holds a SEMI/ANTI/ASOF/WINDOW join (TDengine "Join
+    Queries": ``SELECT ... FROM (SELECT ... LEFT WINDOW JOIN ...) PARTITION BY ... INTERVAL(...)``):
+    the subquery runs first (its tables bound with their READ checks, ``query/joins.py``), its
+    rows become a view, and the query reads the view. The view's primary key timeline is its first
+    timestamp column (TDengine "Primary Key Timeline"). Returns the query over the view, the view's
+    Source and name, or None when FROM holds no such subquery.
+
+    Raises:
+        SqlError: ``0x2664`` the subquery's rows have no timestamp column; the join's errors."""
+    sel = q.select
+    sub = sel.args["from_"].this if isinstance(sel, exp.Select) and sel.args.get("from_") else None
+    if not isinstance(sub, exp.Subquery) or not isinstance(sub.this, exp.Select) or sel.args.get("joins"):
+        return None
+    inner = sub.this.copy()
+    if not inner.args.get("joins") or not has_td_join(inner):
+        return None
+    inner_sources = bind_sources(ex, duck, inner, sql)
+    joined = join_query(inner, ast.SelectQuery(select=inner), sql)
+    try:
+        rows = duck.query(joined.sql(query_scope(inner_sources, ex.tz)), ResultCap.window_input(duck.limits))
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    names = joined.names if joined.names and len(joined.names) == rows.num_columns else rows.column_names
+    rows = rows.rename_columns(names)
+    cols = [
+        Column(n, TIMESTAMP if pa.types.is_timestamp(f.type) else from_arrow(f.type), n)
+        for n, f in zip(names, rows.schema, strict=True)
+    ]
+    ts = [c for c in cols if c.type == TIMESTAMP]
+    if not ts:
+        raise SqlError(
+            "Not supported join since 'Join requires valid time series input: the subquery returns no "
+            "timestamp column'",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.NOT_SUPPORT_JOIN,
+        )
+    view = duck.register_arrow(rows)
+    db = inner_sources[0].db
+    table = Table(db.name, view, "normal", (ts[0], *(c for c in cols if c is not ts[0])))
+    src = Source(db, table, table, {c.name.lower(): (c.name, c.type) for c in cols})
+    outer = sel.copy()
+    alias = sub.alias_or_name or view
+    outer.set(
+        "from_",
+        exp.From(
+            this=exp.Table(
+                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
+            )
+        ),
+    )
+    return dataclasses.replace(q, select=outer), src, view
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
@@ -493,6 +557,9 @@ def window_arrow(
     Raises:
         SqlError: as :func:`run_select`.
     """
+    over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
+    if over_join is not None:
+        return _window_result(ex, duck, *over_join, sql)
     q = merge_subquery(q, sql, aggregate_call)  # a subquery in FROM: its clauses merged (query/subquery.py)
     sel = q.select
     if not isinstance(sel, exp.Select):

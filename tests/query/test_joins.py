@@ -459,7 +459,7 @@ def test_beijing_window_join_average(air: tuple[Executor, pd.DataFrame, pd.DataF
             "left",
         ),
         (
-            "select * from (select a.ts from ta a left semi join tb b on a.ts = b.ts) t",
+            "select * from ta where ts in (select a.ts from ta a left semi join tb b on a.ts = b.ts)",
             Code.NOT_SUPPORT_JOIN,
             "left",
         ),
@@ -481,7 +481,7 @@ def test_beijing_window_join_average(air: tuple[Executor, pd.DataFrame, pd.DataF
             "join",
         ),
         (
-            "select count(*) from (select a.ts from ta a left window join tb b window_offset(-1s, 1s)) t",
+            "select * from (select a.ts from ta a left asof join tb b) t join tb c on t.ts = c.ts",
             Code.NOT_SUPPORT_JOIN,
             "left",
         ),
@@ -569,3 +569,26 @@ def test_join_words_survive_rendering_and_streams_refuse_them(ex: Executor) -> N
         "from ta a left asof join tb b where a.ts >= _twstart and a.ts < _twend",
     )
     assert e.code == Code.NOT_SUPPORT_JOIN and "ASOF" in e.message
+
+
+def test_queries_over_a_join_subquery(ex: Executor) -> None:
+    # TDengine's own form: a window join in a subquery, windowed by the outer query on its timeline
+    got = query(
+        ex,
+        "select _wstart, count(*), sum(c) from "
+        "(select a.ts, count(b.w) c from ta a left window join tb b window_offset(-2s, 2s)) interval(5s)",
+    )
+    per_row = pd.DataFrame(
+        [(t, int(DTB[(DTB.ts >= t - 2 * S) & (DTB.ts <= t + 2 * S)].w.count())) for t in DTA.ts],
+        columns=["ts", "c"],
+    )
+    g = per_row.groupby(per_row.ts // (5 * S) * (5 * S)).c.agg(["size", "sum"]).reset_index()
+    assert bag(got) == bag(g.itertuples(index=False))
+    r = ex.execute_one(
+        "select * from (select a.ts, b.ts as bts, b.w from ta a left asof join tb b jlimit 2) t where w > 100"
+    )
+    assert [c.name for c in r.columns] == ["ts", "bts", "w"]
+    rows = pd.DataFrame(nearest_k(DTA, DTB, ">=", 2), columns=["ts", "v", "bts"])
+    rows = rows.merge(DTB.rename(columns={"ts": "bts"}), on="bts")
+    assert bag(r.rows) == bag(rows[rows.w > 100][["ts", "bts", "w"]].itertuples(index=False))
+    assert [row[0] for row in r.rows] == sorted(row[0] for row in r.rows)
