@@ -94,6 +94,14 @@ class Code:
     REGULAR_EXPRESSION_ERROR = (
         0x2681  # TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR "Syntax error in regular expression"
     )
+    # joins (TDengine SQL manual "Join Queries"; parTranslater.c, planner's join checks)
+    NOT_UNIQUE_TABLE_ALIAS = 0x2663  # TSDB_CODE_PAR_NOT_UNIQUE_TABLE_ALIAS "Not unique table/alias"
+    NOT_SUPPORT_JOIN = 0x2664  # TSDB_CODE_PAR_NOT_SUPPORT_JOIN "Not supported join since '%s'"
+    INVALID_WJOIN_HAVING_EXPR = 0x2672  # TSDB_CODE_PAR_INVALID_WJOIN_HAVING_EXPR
+    INVALID_WIN_OFFSET_UNIT = 0x2673  # TSDB_CODE_PAR_INVALID_WIN_OFFSET_UNIT
+    EXPECTED_TS_EQUAL = 0x2701  # TSDB_CODE_PLAN_EXPECTED_TS_EQUAL "Expect ts equal"
+    NOT_SUPPORT_CROSS_JOIN = 0x2702  # TSDB_CODE_PLAN_NOT_SUPPORT_CROSS_JOIN "Cross join not support"
+    NOT_SUPPORT_JOIN_COND = 0x2703  # TSDB_CODE_PLAN_NOT_SUPPORT_JOIN_COND "Not supported join conditions"
 
 
 class TdError(Exception):

@@ -43,6 +43,15 @@ from spark_workers.query.fill import (
     where_range,
 )
 from spark_workers.query.interp import interp_arrow, uses_interp
+from spark_workers.query.joins import (
+    SOURCE_META,
+    check_nested,
+    check_ts_equality,
+    has_td_join,
+    join_query,
+    sides_of,
+    window_join_rows,
+)
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -114,11 +123,13 @@ def bind_sources(
             view = duck.register_source(src, version, columns=used)
         sources.append(src)
         alias = t.alias or t.name
-        t.replace(
-            exp.Table(
-                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
-            )
+        bound = exp.Table(
+            this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
         )
+        bound.meta[SOURCE_META] = src  # the joins' rules read it (query/joins.py)
+        if "start" in meta:
+            bound.meta["start"] = meta["start"]  # errors about the table point at it
+        t.replace(bound)
     return sources
 
 
@@ -227,7 +238,14 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         sel = q.select.copy()
         if q.window is not None:
             return _run_window(ex, duck, q, sel, sql)
-        sources = bind_sources(ex, duck, sel, sql)
+        over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
+        if over_join is not None:
+            q, src, view = over_join
+            sel = q.select.copy()
+            bind_sources(ex, duck, sel, sql, skip=frozenset({view}))
+            sources = [src]
+        else:
+            sources = bind_sources(ex, duck, sel, sql)
         qbare: frozenset[int] = frozenset()
         if isinstance(sel, exp.Select) and sources and uses_query_range(sel):
             sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
@@ -245,14 +263,23 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
                 )
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
-        names = _expand_and_check(sel, q, sources, sql)
+        joined = None
+        if has_td_join(sel):
+            check_nested(sel, sql)  # SEMI/ANTI/ASOF/WINDOW in the outermost query only
+        if isinstance(sel, exp.Select) and sel.args.get("joins"):
+            joined = join_query(sel, q, sql)  # query/joins.py: TDengine's join rules and types
+            sel = joined.select
+            names: list[str] | None = joined.names
+        else:
+            names = _expand_and_check(sel, q, sources, sql)
         _default_order(sel, sources)
         scope = query_scope(sources, ex.tz)
         n_keys, limit, offset = 0, None, None
         if q.slimit is not None and isinstance(sel, exp.Select):
             n_keys, limit, offset = add_group_keys(q, sel)
         try:
-            result = duck.query(to_sql(sel, "duckdb", scope), ResultCap.result(duck.limits))
+            text = joined.sql(scope) if joined is not None else to_sql(sel, "duckdb", scope)
+            result = duck.query(text, ResultCap.result(duck.limits))
             if n_keys:
                 result = slice_groups(duck, result, n_keys, q, limit, offset)
         except SqlError as e:
@@ -304,6 +331,63 @@ def _run_interp(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             raise _anchored(e, sql) from None
         columns = result_columns(out, names, sources)
         return ResultSet(columns, arrow_rows(out, columns))
+
+
+def join_subquery(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str
+) -> tuple[ast.SelectQuery, Source, str] | None:
+    """A query over a subquery in FROM that holds a SEMI/ANTI/ASOF/WINDOW join (TDengine "Join
+    Queries": ``SELECT ... FROM (SELECT ... LEFT WINDOW JOIN ...) PARTITION BY ... INTERVAL(...)``):
+    the subquery runs first (its tables bound with their READ checks, ``query/joins.py``), its
+    rows become a view, and the query reads the view. The view's primary key timeline is its first
+    timestamp column (TDengine "Primary Key Timeline"). Returns the query over the view, the view's
+    Source and name, or None when FROM holds no such subquery.
+
+    Raises:
+        SqlError: ``0x2664`` the subquery's rows have no timestamp column; the join's errors."""
+    sel = q.select
+    sub = sel.args["from_"].this if isinstance(sel, exp.Select) and sel.args.get("from_") else None
+    if not isinstance(sub, exp.Subquery) or not isinstance(sub.this, exp.Select) or sel.args.get("joins"):
+        return None
+    inner = sub.this.copy()
+    if not inner.args.get("joins") or not has_td_join(inner):
+        return None
+    inner_sources = bind_sources(ex, duck, inner, sql)
+    joined = join_query(inner, ast.SelectQuery(select=inner), sql)
+    try:
+        rows = duck.query(joined.sql(query_scope(inner_sources, ex.tz)), ResultCap.window_input(duck.limits))
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    names = joined.names if joined.names and len(joined.names) == rows.num_columns else rows.column_names
+    rows = rows.rename_columns(names)
+    cols = [
+        Column(n, TIMESTAMP if pa.types.is_timestamp(f.type) else from_arrow(f.type), n)
+        for n, f in zip(names, rows.schema, strict=True)
+    ]
+    ts = [c for c in cols if c.type == TIMESTAMP]
+    if not ts:
+        raise SqlError(
+            "Not supported join since 'Join requires valid time series input: the subquery returns no "
+            "timestamp column'",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.NOT_SUPPORT_JOIN,
+        )
+    view = duck.register_arrow(rows)
+    db = inner_sources[0].db
+    table = Table(db.name, view, "normal", (ts[0], *(c for c in cols if c is not ts[0])))
+    src = Source(db, table, table, {c.name.lower(): (c.name, c.type) for c in cols})
+    outer = sel.copy()
+    alias = sub.alias_or_name or view
+    outer.set(
+        "from_",
+        exp.From(
+            this=exp.Table(
+                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
+            )
+        ),
+    )
+    return dataclasses.replace(q, select=outer), src, view
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
@@ -562,6 +646,9 @@ def window_arrow(
     Raises:
         SqlError: as :func:`run_select`.
     """
+    over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
+    if over_join is not None:
+        return _window_result(ex, duck, *over_join, sql)
     try:
         q = merge_subquery(
             q, sql, aggregate_call
@@ -786,6 +873,8 @@ def _run_window_over_join(
         raise window_join_refused(right[0], sql)
     aliases = [t.alias or t.name for t in _tables(sel)]
     sources = bind_sources(ex, duck, sel, sql)
+    check_nested(sel, sql)  # TDengine's join rules (query/joins.py)
+    check_ts_equality(sel, sides_of(sel, sql), sql)
     drive = len(sources) - 1 if right else 0
     ts_name = sources[drive].table.columns[0].name
     items: list[exp.Expr] = [
@@ -803,10 +892,12 @@ def _run_window_over_join(
     for key in ("group", "having", "order", "limit", "offset"):
         inner.set(key, None)
     inner.set("expressions", items)
-    try:
-        rows = duck.query(
-            to_sql(inner, "duckdb", query_scope(sources, ex.tz)), ResultCap.window_input(duck.limits)
+    scope = query_scope(sources, ex.tz)
+    try:  # SEMI/ANTI/ASOF: the join's rows first (query/joins.py)
+        text = (
+            window_join_rows(sel, sql, ts_name, scope) if has_td_join(sel) else to_sql(inner, "duckdb", scope)
         )
+        rows = duck.query(text, ResultCap.window_input(duck.limits))
     except SqlError as e:
         raise _anchored(e, sql) from None
     view = duck.register_arrow(rows)

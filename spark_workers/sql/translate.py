@@ -32,7 +32,7 @@ from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import aggregate_functions as aggs
 from spark_workers.sql import functions, row_functions
-from spark_workers.sql.ast import offset_of
+from spark_workers.sql.ast import join_spec, offset_of
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
 
@@ -323,6 +323,7 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")
+    _refuse_td_joins(expr)
     check_expression(expr)
     if isinstance(expr, exp.Select) and row_functions.row_calls(expr):
         return row_functions.select_sql(expr, backend, scope, to_sql)
@@ -334,3 +335,33 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
             row_functions.selection_rule(sel, scope)
     e = _backend_rewrite(normalize(expr, scope), backend, scope)
     return e.sql(dialect=backend, identify=True)
+
+
+def _refuse_td_joins(expr: exp.Expr) -> None:
+    """SEMI/ANTI/ASOF/WINDOW joins have no plain SQL form: only ``query/joins.py`` runs them (the
+    interactive SELECT); anywhere else (a stream's computation) they are refused, never read as the
+    LEFT/RIGHT JOIN ``sqlglot`` holds.
+
+    Raises:
+        SqlError: ``0x2664`` at the join."""
+    for j in expr.find_all(exp.Join):
+        spec = join_spec(j)
+        if spec.kind:
+            raise SqlError(
+                f"Not supported join since '{spec.side} {spec.kind.upper()} JOIN is supported in "
+                "SELECT statements only'",
+                offset=spec.span.start if spec.span else None,
+                code=Code.NOT_SUPPORT_JOIN,
+            )
+
+
+def to_tree(expr: exp.Expr, backend: str, scope: Scope, *, checked: bool = True) -> exp.Expr:
+    """:func:`to_sql` as a tree, for a query tdweb composes around it (``query/joins.py``);
+    ``checked=False`` skips the allow-list for trees tdweb built itself (their user parts passed
+    it with the statement). Raises as :func:`to_sql`."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend}")
+    if checked:
+        _refuse_td_joins(expr)
+        check_expression(expr)
+    return _backend_rewrite(normalize(expr, scope), backend, scope)

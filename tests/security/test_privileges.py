@@ -134,6 +134,31 @@ def test_grant_opens_what_it_names_and_revoke_closes_it(users) -> None:
     assert not any(r[0] == "ben" for r in root.sql("SHOW USER PRIVILEGES")["data"])
 
 
+def test_every_join_type_needs_read_on_each_joined_table(users) -> None:
+    """TDengine's join types (query/joins.py) bind each table through the one READ check: ben
+    joining his own table with ann's is refused until a grant names ann's database."""
+    ben, root = users["ben"], users["root"]
+    ben.sql("CREATE DATABASE ben_db")
+    ben.sql("CREATE TABLE ben_db.mine (ts TIMESTAMP, k INT)")
+    ben.sql("INSERT INTO ben_db.mine VALUES ('2024-01-01 00:00:00', 7)")
+    joins = (
+        "SELECT m.ts, n.msg FROM ben_db.mine m JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT SEMI JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT ANTI JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT ASOF JOIN ann_db.notes n",
+        "SELECT m.ts, n.msg FROM ann_db.notes n RIGHT ASOF JOIN ben_db.mine m",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT WINDOW JOIN ann_db.notes n WINDOW_OFFSET(-1s, 1s)",
+        "SELECT m.ts, count(d.v) FROM ben_db.mine m LEFT WINDOW JOIN ann_db.meters d WINDOW_OFFSET(-1m, 1m)",
+    )
+    for sql in joins:
+        assert _code(ben, sql) == Code.PERMISSION_DENIED, sql
+    root.sql("GRANT READ ON ann_db.* TO ben")
+    for sql in joins:  # now ben reads what root reads
+        assert ben.sql(sql)["data"] == root.sql(sql)["data"], sql
+    assert ben.sql(joins[2])["data"] and not ben.sql(joins[3])["data"]  # the note matches: semi, not anti
+
+
 def test_table_level_grants(users) -> None:
     ben, root = users["ben"], users["root"]
     root.sql("GRANT READ ON ann_db.meters TO ben")
