@@ -102,6 +102,20 @@ class Code:
     EXPECTED_TS_EQUAL = 0x2701  # TSDB_CODE_PLAN_EXPECTED_TS_EQUAL "Expect ts equal"
     NOT_SUPPORT_CROSS_JOIN = 0x2702  # TSDB_CODE_PLAN_NOT_SUPPORT_CROSS_JOIN "Cross join not support"
     NOT_SUPPORT_JOIN_COND = 0x2703  # TSDB_CODE_PLAN_NOT_SUPPORT_JOIN_COND "Not supported join conditions"
+    # ALTER DATABASE / STABLE / TABLE (TDengine SQL manual "Manage Databases", "Manage Supertables",
+    # "Manage Tables"; statements/alter.py)
+    INVALID_ALTER_TABLE = 0x2649  # TSDB_CODE_PAR_INVALID_ALTER_TABLE "Invalid alter table statement"
+    CANNOT_DROP_PRIMARY_KEY = 0x264A  # TSDB_CODE_PAR_CANNOT_DROP_PRIMARY_KEY
+    INVALID_MODIFY_COL = 0x264B  # TSDB_CODE_PAR_INVALID_MODIFY_COL "Only ... length could be modified"
+    INVALID_DROP_COL = 0x2651  # TSDB_CODE_PAR_INVALID_DROP_COL "No columns can be dropped"
+    COMMENT_TOO_LONG = 0x264E  # TSDB_CODE_PAR_COMMENT_TOO_LONG "Comment too long"
+    TAG_ALREADY_EXIST = 0x0369  # TSDB_CODE_MND_TAG_ALREADY_EXIST "Tag already exists"
+    TAG_NOT_EXIST = 0x036A  # TSDB_CODE_MND_TAG_NOT_EXIST "Tag does not exist"
+    COLUMN_ALREADY_EXIST = 0x036B  # TSDB_CODE_MND_COLUMN_ALREADY_EXIST "Column already exists"
+    COLUMN_NOT_EXIST = 0x036C  # TSDB_CODE_MND_COLUMN_NOT_EXIST "Column does not exist"
+    TOO_MANY_TAGS = 0x0364  # TSDB_CODE_MND_TOO_MANY_TAGS "Too many tags"
+    TOO_MANY_COLUMNS = 0x0365  # TSDB_CODE_MND_TOO_MANY_COLUMNS "Too many columns"
+    DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
 
 
 class TdError(Exception):

@@ -96,6 +96,45 @@ class DropDatabase:
 
 
 @dataclass
+class AlterDatabase:
+    """``ALTER DATABASE db option value ...`` (TDengine SQL manual, "Manage Databases"):
+    ``options`` maps upper-case option names to values as in :class:`CreateDatabase`; ``spans``
+    gives each option's position (for errors)."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    spans: dict[str, Span] = field(default_factory=dict)
+    span: Span | None = None
+
+
+@dataclass
+class AlterTable:
+    """``ALTER {STABLE | TABLE} [db.]t clause`` (TDengine SQL manual, "Manage Supertables",
+    "Manage Tables").
+
+    ``action`` is one of ``ADD COLUMN``, ``DROP COLUMN``, ``MODIFY COLUMN``, ``RENAME COLUMN``,
+    ``ADD TAG``, ``DROP TAG``, ``MODIFY TAG``, ``RENAME TAG``, ``SET TAG``, ``OPTIONS``. ``column``
+    is the definition ADD / MODIFY give (name and type); ``name`` the column or tag DROP / RENAME
+    name, ``new_name`` RENAME's new name; ``tag_values`` SET TAG's ``(tag, value, item span,
+    value span)`` items;
+    ``options`` the table options (``COMMENT``, ``TTL``, ...) of ``OPTIONS``; ``stable`` is True
+    for ALTER STABLE; ``clause`` the span of the clause after the table name.
+    """
+
+    table: TableName
+    stable: bool
+    action: str
+    column: ColumnDef | None = None
+    name: str | None = None
+    new_name: str | None = None
+    tag_values: list[tuple[str, Any, Span, Span]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    name_span: Span | None = None
+    clause: Span | None = None
+    option_spans: dict[str, Span] = field(default_factory=dict)
+
+
+@dataclass
 class UseDatabase:
     """``USE db`` (only meaningful in the shell; REST is stateless)."""
 
@@ -702,6 +741,8 @@ class GrantStatement:
 Statement = (
     CreateDatabase
     | DropDatabase
+    | AlterDatabase
+    | AlterTable
     | UseDatabase
     | CreateTable
     | CreateSubtables

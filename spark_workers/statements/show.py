@@ -288,12 +288,20 @@ def create_sql(t: Table) -> str:
             "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
             for g in t.tags
         )
-        return f"CREATE TABLE `{t.name}` USING `{t.stable}` TAGS ({vals})"
+        return f"CREATE TABLE `{t.name}` USING `{t.stable}` TAGS ({vals}){_comment_sql(t)}"
     cols = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.columns)
     if t.kind == "super":
         tags = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.tags)
-        return f"CREATE STABLE `{t.name}` ({cols}) TAGS ({tags})"
-    return f"CREATE TABLE `{t.name}` ({cols})"
+        return f"CREATE STABLE `{t.name}` ({cols}) TAGS ({tags}){_comment_sql(t)}"
+    return f"CREATE TABLE `{t.name}` ({cols}){_comment_sql(t)}"
+
+
+def _comment_sql(t: Table) -> str:
+    """`` COMMENT '...'`` of a table with a comment (CREATE ... COMMENT, ALTER TABLE ... COMMENT),
+    as TDengine's SHOW CREATE TABLE appends it."""
+    if not t.comment:
+        return ""
+    return " COMMENT '" + t.comment.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _create_virtual_sql(t: Table) -> str:

@@ -165,6 +165,8 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
             stmt = self.recalculate()
         elif first == "ALTER" and self.at("ALTER", "USER"):
             stmt = self.alter_user()
+        elif first == "ALTER":
+            stmt = self.alter()
         elif first in ("GRANT", "REVOKE"):
             stmt = self.grant()
         else:
@@ -195,6 +197,17 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
         raise self.error(
             "syntax error: expected DATABASE, STABLE, TABLE, VTABLE, STREAM or USER after CREATE"
         )
+
+    def alter(self) -> ast.Statement:
+        """``ALTER DATABASE | STABLE | TABLE ...`` (ALTER USER is :meth:`alter_user`)."""
+        self.expect("ALTER")
+        if self.accept("DATABASE"):
+            return self.alter_database()
+        if self.accept("STABLE"):
+            return self.alter_table(stable=True)
+        if self.accept("TABLE"):
+            return self.alter_table(stable=False)
+        raise self.error("syntax error: expected DATABASE, STABLE, TABLE or USER after ALTER")
 
     def drop(self) -> ast.Statement:
         self.expect("DROP")
