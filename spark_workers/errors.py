@@ -82,6 +82,13 @@ class Code:
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # JSON, VARBINARY, GEOMETRY and DECIMAL (TDengine SQL manual "Data Types", "JSON Type")
+    INVALID_JSON = 0x0221  # TSDB_CODE_TSC_INVALID_JSON "Invalid JSON format"
+    INVALID_JSON_TYPE = 0x0222  # TSDB_CODE_TSC_INVALID_JSON_TYPE "Invalid JSON data type"
+    ONLY_ONE_JSON_TAG = 0x2633  # TSDB_CODE_PAR_ONLY_ONE_JSON_TAG "Only one tag if there is a json tag"
+    INVALID_COL_JSON = 0x2652  # TSDB_CODE_PAR_INVALID_COL_JSON "Only tag can be json type"
+    INVALID_VARBINARY = 0x266A  # TSDB_CODE_PAR_INVALID_VARBINARY "Invalidate varbinary value"
+    DECIMAL_OVERFLOW = 0x013D  # TSDB_CODE_DECIMAL_OVERFLOW "Decimal value overflow"
 
 
 class TdError(Exception):

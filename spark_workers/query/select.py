@@ -307,8 +307,8 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
         base = known.get(name.lower())
         if pa.types.is_timestamp(t):
             td = TIMESTAMP
-        elif (base is not None and base.name == from_arrow(t).name) or (
-            base is not None and base.is_string and pa.types.is_string(t)
+        elif base is not None and (
+            base.name == from_arrow(t).name or (base.is_string and pa.types.is_string(t)) or base.stores_as(t)
         ):
             td = base
         elif pa.types.is_string(t):

@@ -1,0 +1,101 @@
+"""GEOMETRY(n) columns and tags (TDengine SQL manual, "Data Types"): Well-Known Text in,
+Well-Known Binary stored and answered (REST: hex text). Expected WKB is built by hand with
+``struct`` from the OGC Simple Features layout (byte order 1, type, coordinates as doubles)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from spark_workers.errors import Code, SqlError
+from spark_workers.lake.store import Lake
+from spark_workers.sql.typed_values import wkb_to_wkt, wkt_to_wkb
+from spark_workers.statements.executor import Executor
+from spark_workers.streams.registry import MemoryRegistry
+
+
+def _point(x: float, y: float) -> bytes:
+    return struct.pack("<BIdd", 1, 1, x, y)
+
+
+def _line(*pts: tuple[float, float]) -> bytes:
+    return struct.pack("<BII", 1, 2, len(pts)) + b"".join(struct.pack("<dd", *p) for p in pts)
+
+
+def _polygon(*rings: list[tuple[float, float]]) -> bytes:
+    out = struct.pack("<BII", 1, 3, len(rings))
+    for r in rings:
+        out += struct.pack("<I", len(r)) + b"".join(struct.pack("<dd", *p) for p in r)
+    return out
+
+
+def _ex(tmp_path):  # type: ignore[no-untyped-def]
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC", default_db="db")
+    ex.execute("create database db; create table t (ts timestamp, g geometry(128), n int)")
+    return ex
+
+
+SQUARE = [(0.0, 0.0), (0.0, 2.0), (2.0, 2.0), (2.0, 0.0), (0.0, 0.0)]
+
+
+def test_wkt_is_stored_as_wkb_and_answered_as_hex(tmp_path):
+    ex = _ex(tmp_path)
+    ex.execute(
+        "insert into t values (1000, 'POINT(1.0 2.5)', 1) (2000, 'linestring (0 0, -1.5 3)', 2) "
+        "(3000, 'POLYGON((0 0, 0 2, 2 2, 2 0, 0 0))', 3) (4000, null, 4)"
+    )
+    res = ex.execute_one("select g from t order by ts")
+    expected = [_point(1.0, 2.5), _line((0, 0), (-1.5, 3)), _polygon(SQUARE), None]
+    assert [r[0] for r in res.rows] == expected
+    rest = res.to_rest("UTC")
+    assert rest["column_meta"] == [["g", "GEOMETRY", 128]]
+    assert [r[0] for r in rest["data"]] == [None if b is None else b.hex() for b in expected]
+
+
+@pytest.mark.parametrize(
+    ("wkt", "expected"),
+    [
+        ("POINT (1 2)", "POINT (1 2)"),
+        ("point(-0.5 1e2)", "POINT (-0.5 100)"),
+        ("LINESTRING(1 1, 2 2, 3 3)", "LINESTRING (1 1, 2 2, 3 3)"),
+        ("POLYGON((0 0, 0 2, 2 2, 2 0, 0 0))", "POLYGON ((0 0, 0 2, 2 2, 2 0, 0 0))"),
+        ("MULTIPOINT((1 1), (2 2))", "MULTIPOINT ((1 1), (2 2))"),
+        ("MULTIPOINT(1 1, 2 2)", "MULTIPOINT ((1 1), (2 2))"),
+        (
+            "GEOMETRYCOLLECTION(POINT(1 1), LINESTRING(0 0, 1 1))",
+            "GEOMETRYCOLLECTION (POINT (1 1), LINESTRING (0 0, 1 1))",
+        ),
+    ],
+)
+def test_wkt_round_trip(wkt, expected):
+    assert wkb_to_wkt(wkt_to_wkb(wkt)) == expected
+
+
+@pytest.mark.parametrize("value", ["'POINT(1)'", "'POINT(1 2'", "'CIRCLE(1 2)'", "'POINT(1 2) x'", "5"])
+def test_bad_value_is_refused_at_its_position_and_writes_nothing(tmp_path, value):
+    ex = _ex(tmp_path)
+    ex.execute("insert into t values (1000, 'POINT(0 0)', 1)")
+    sql = f"insert into t values (2000, 'POINT(3 3)', 2) (3000, {value}, 3)"
+    with pytest.raises(SqlError) as err:
+        ex.execute(sql)
+    assert err.value.code in (Code.SYNTAX_ERROR, Code.WRONG_VALUE_TYPE)
+    assert err.value.offset == sql.index(value)
+    assert ex.execute_one("select g, n from t").rows == [[_point(0, 0), 1]]
+
+
+def test_wkb_longer_than_the_declared_length_is_refused(tmp_path):
+    ex = _ex(tmp_path)
+    ex.execute("create table small (ts timestamp, g geometry(21))")
+    ex.execute("insert into small values (1000, 'POINT(1 1)')")  # 21 bytes
+    with pytest.raises(SqlError) as err:
+        ex.execute("insert into small values (2000, 'LINESTRING(0 0, 1 1)')")  # 41 bytes
+    assert err.value.code == Code.VALUE_OUT_OF_RANGE
+    assert ex.execute_one("select g from small").rows == [[_point(1, 1)]]
+
+
+def test_geometry_tag(tmp_path):
+    ex = _ex(tmp_path)
+    ex.execute("create stable s (ts timestamp, a int) tags (loc geometry(64))")
+    ex.execute("insert into s1 using s tags ('POINT(3 4)') values (1000, 1)")
+    assert ex.execute_one("select tbname, loc from s").rows == [["s1", _point(3, 4)]]
