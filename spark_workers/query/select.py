@@ -54,7 +54,7 @@ from spark_workers.query.planner import (
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.query.system_functions import fold_system_functions
-from spark_workers.sql import ast
+from spark_workers.sql import ast, json_ops
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.scope import PSEUDO_TS, Scope
@@ -312,7 +312,7 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
         ):
             td = base
         elif pa.types.is_string(t):
-            td = varchar(256)
+            td = json_ops.result_type(name, known) or varchar(256)
         else:
             td = from_arrow(t)
         out.append(ResultColumn(name, td, precision))

@@ -36,7 +36,13 @@ class TDengine(MySQL):
     """The TDengine SQL dialect (registered in ``sqlglot`` as ``"tdengine"``)."""
 
     class Tokenizer(MySQL.Tokenizer):
-        KEYWORDS = {**MySQL.Tokenizer.KEYWORDS, "TIMESTAMP": TokenType.TIMESTAMP}
+        # CONTAINS (JSON tags) takes the token type of PostgreSQL's range operator -|-, which
+        # TDengine does not have (its parser entry is replaced below)
+        KEYWORDS = {
+            **{k: v for k, v in MySQL.Tokenizer.KEYWORDS.items() if v != TokenType.ADJACENT},
+            "TIMESTAMP": TokenType.TIMESTAMP,
+            "CONTAINS": TokenType.ADJACENT,
+        }
         # Never swallow the rest of a statement into one COMMAND token (SHOW, REPLACE...).
         COMMANDS: typing.ClassVar[set[TokenType]] = set()
 
@@ -45,6 +51,21 @@ class TDengine(MySQL):
             return lexer.merge_placeholders(super().tokenize(sql))
 
     class Parser(MySQLParser):
+        # JSON tags (TDengine SQL manual, "JSON Type"): ``tag->'key'`` keeps its key as the string
+        # written (no JSON path: a key may hold '.' or '$'); ``tag CONTAINS 'key'``
+        COLUMN_OPERATORS = {
+            **MySQLParser.COLUMN_OPERATORS,
+            TokenType.ARROW: lambda self, this, key: self.expression(
+                exp.JSONExtract(this=this, expression=key)
+            ),
+        }
+        RANGE_PARSERS = {
+            **MySQLParser.RANGE_PARSERS,
+            TokenType.ADJACENT: lambda self, this: self.expression(
+                exp.JSONBContains(this=this, expression=self._parse_bitwise())
+            ),
+        }
+
         def raise_error(self, message: str, token: Token | None = None) -> None:
             """Raise (or record) a ``ParseError`` that also carries the token's offset."""
             at_end = not token and not self._curr
@@ -81,6 +102,8 @@ class TDengine(MySQL):
         TRANSFORMS = {
             **MySQLGenerator.TRANSFORMS,
             exp.CurrentTimestamp: lambda self, e: "now",
+            exp.JSONExtract: lambda self, e: f"{self.sql(e, 'this')}->{self.sql(e, 'expression')}",
+            exp.JSONBContains: lambda self, e: f"{self.sql(e, 'this')} contains {self.sql(e, 'expression')}",
         }
         TYPE_MAPPING = {
             **MySQLGenerator.TYPE_MAPPING,

@@ -168,6 +168,9 @@ _STRUCTURE: dict[type[exp.Expr], frozenset[str] | None] = {
     exp.Like: None,
     exp.BitwiseAnd: None,
     exp.BitwiseOr: None,
+    # JSON tags: tag->'key', tag CONTAINS 'key' (TDengine SQL manual, "JSON Type"; sql/json_ops.py)
+    exp.JSONExtract: frozenset({"this", "expression"}),
+    exp.JSONBContains: frozenset({"this", "expression"}),
 }
 _JOIN_KINDS = frozenset({"", "INNER", "OUTER", "CROSS"})
 _JOIN_SIDES = frozenset({"", "LEFT", "RIGHT", "FULL"})
@@ -195,7 +198,6 @@ _CONSTRUCTS: dict[type[exp.Expr], str] = {
     exp.Qualify: "QUALIFY",
     exp.Lock: "FOR UPDATE",
     exp.Filter: "FILTER (WHERE ...) outside an eKuiper window",
-    exp.JSONExtract: "the JSON operator ->",
     exp.JSONExtractScalar: "the JSON operator ->>",
     exp.BitwiseXor: "the operator ^",
     exp.BitwiseNot: "the operator ~",

@@ -130,3 +130,120 @@ def test_json_placement_rules(tmp_path, ddl, token, code):
         ex.execute(ddl)
     assert err.value.code == code
     assert err.value.offset == ddl.index(token)
+
+
+# ---------------------------------------------------------------------- -> and CONTAINS
+
+# one row per subtable; TDengine's rendering of j->'k' computed from the Python value
+OPS_TAGS = {
+    "t1": {"tag1": "femail", "tag2": 35, "tag3": True},
+    "t2": {"tag1": 5, "tag2": "beijing"},
+    "t3": {"tag1": False, "tag2": "beijing"},
+    "t4": {"tag1": None, "tag2": "shanghai", "tag3": "hello"},
+    "t5": {"tag1": 1.232, "tag2": None},
+    "t6": {"tag1": 11, "tag2": ""},
+    "t7": {"tag1": "收到货", "tag2": ""},
+}
+MISSING = object()
+
+
+def _render(v: object) -> str | None:
+    if v is MISSING:
+        return None
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return f"{float(v):.9f}"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _ops(tmp_path):  # type: ignore[no-untyped-def]
+    ex = _ex(tmp_path)
+    for i, (name, obj) in enumerate(OPS_TAGS.items()):
+        ex.execute(f"insert into {name} using s tags ({_tag(obj)}) values ({1000 + i}, {i})")
+    ex.execute("insert into t9 using s tags ('') values (9000, 9)")
+    return ex
+
+
+def _expected_count(key: str, pred) -> int:  # type: ignore[no-untyped-def]
+    return sum(1 for obj in OPS_TAGS.values() if key in obj and pred(obj[key])) + 0
+
+
+def test_arrow_renders_values_as_tdengine_and_is_typed_json(tmp_path):
+    ex = _ops(tmp_path)
+    res = ex.execute_one("select tbname, j->'tag1', j contains 'tag3' from s order by tbname")
+    assert res.columns[1].name == "j->'tag1'" and res.columns[1].type.sql == "JSON"
+    expected = [[n, _render(o.get("tag1", MISSING)), "tag3" in o] for n, o in sorted(OPS_TAGS.items())]
+    assert res.rows == [*expected, ["t9", None, False]]
+
+
+def _num(v: object) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, int | float):
+        return float(v)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "pred"),
+    [
+        ("j->'tag2' = 'beijing'", "tag2", lambda v: v == "beijing"),
+        ("j->'tag2' > 'beijing'", "tag2", lambda v: isinstance(v, str) and v > "beijing"),
+        # != also holds for values of another type (numbers against a string), not for null
+        (
+            "j->'tag2' != 'beijing'",
+            "tag2",
+            lambda v: v is not None and (not isinstance(v, str) or v != "beijing"),
+        ),
+        ("j->'tag1' = 5", "tag1", lambda v: _num(v) == 5),
+        ("j->'tag1' < 54", "tag1", lambda v: _num(v) is not None and _num(v) < 54),  # false counts as 0
+        ("j->'tag1' != 5", "tag1", lambda v: v is not None and (_num(v) is None or _num(v) != 5)),
+        ("j->'tag1' >= 1.232", "tag1", lambda v: _num(v) is not None and _num(v) >= 1.232),
+        ("j->'tag1' != false", "tag1", lambda v: _num(v) is not None and _num(v) != 0),
+        ("j->'tag1' = true", "tag1", lambda v: _num(v) == 1),
+        ("j->'tag1' like 'fe%'", "tag1", lambda v: isinstance(v, str) and v.startswith("fe")),
+        ("j contains 'tag3'", "tag3", lambda v: True),
+    ],
+)
+def test_filters_on_json_values(tmp_path, where, key, pred):
+    ex = _ops(tmp_path)
+    assert ex.execute_one(f"select count(*) from s where {where}").rows == [[_expected_count(key, pred)]]
+
+
+def test_is_null_covers_missing_keys_json_null_and_null_tags(tmp_path):
+    ex = _ops(tmp_path)
+    n_tag1 = sum(1 for o in OPS_TAGS.values() if o.get("tag1", None) is None) + 1  # + the NULL tag
+    assert ex.execute_one("select count(*) from s where j->'tag1' is null").rows == [[n_tag1]]
+    assert ex.execute_one("select count(*) from s where j->'tag4' is null").rows == [[len(OPS_TAGS) + 1]]
+    assert ex.execute_one("select count(*) from s where j->'tag1' is not null").rows == [
+        [len(OPS_TAGS) + 1 - n_tag1]
+    ]
+
+
+def test_group_by_a_json_value(tmp_path):
+    ex = _ops(tmp_path)
+    got = ex.execute_one("select j->'tag2', count(*) from s group by j->'tag2'").rows
+    expected: dict[str | None, int] = {}
+    for o in [*OPS_TAGS.values(), {}]:
+        r = _render(o.get("tag2", MISSING))
+        expected[r] = expected.get(r, 0) + 1
+    assert {r[0]: r[1] for r in got} == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "token", "code"),
+    [
+        ("select a->'x' from s", "a->'x'", Code.WRONG_VALUE_TYPE),
+        ("select j->5 from s", "5", Code.WRONG_VALUE_TYPE),
+        ("select count(*) from s where j->'tag1' = a", "a", Code.WRONG_VALUE_TYPE),
+    ],
+)
+def test_arrow_errors(tmp_path, sql, token, code):
+    ex = _ops(tmp_path)
+    with pytest.raises(SqlError) as err:
+        ex.execute(sql)
+    assert err.value.code == code
+    assert err.value.offset == sql.rindex(token)
