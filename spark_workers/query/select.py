@@ -61,6 +61,8 @@ from spark_workers.sql.scope import PSEUDO_TS, Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
 
+GEOMETRY_RESULT = TdType("GEOMETRY", 16384)  # ST_GeomFromText / ST_MakePoint results
+
 EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 
 
@@ -313,6 +315,8 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
             td = base
         elif pa.types.is_string(t):
             td = json_ops.result_type(name, known) or varchar(256)
+        elif pa.types.is_binary(t) and name.lower().startswith(("st_geomfromtext(", "st_makepoint(")):
+            td = GEOMETRY_RESULT  # TDengine types the geometry functions' results GEOMETRY
         else:
             td = from_arrow(t)
         out.append(ResultColumn(name, td, precision))

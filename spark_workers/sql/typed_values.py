@@ -213,12 +213,16 @@ class _Wkt:
         self.expect(")")
         return out
 
-    def ring(self) -> bytes:
+    def ring(self, closed: bool = False) -> bytes:
+        """Points of a line (2 or more) or, ``closed``, of a polygon ring (4 or more, the last
+        the first: GEOS refuses anything else, and TDengine with it)."""
         pts = self.seq(self.coord)
+        if len(pts) < (4 if closed else 2) or (closed and pts[0] != pts[-1]):
+            raise self.bad()
         return struct.pack("<I", len(pts)) + b"".join(pts)
 
     def polygon_body(self) -> bytes:
-        rings = self.seq(self.ring)
+        rings = self.seq(lambda: self.ring(closed=True))
         return struct.pack("<I", len(rings)) + b"".join(rings)
 
     def geometry(self) -> bytes:
@@ -280,13 +284,11 @@ def wkt_to_wkb(text: str, what: str = "a GEOMETRY value") -> bytes:
 
 
 def _fmt(v: float) -> str:
-    """A coordinate as ST_AsText prints it (GEOS' WKT writer: fixed notation, trailing zeros
-    dropped, ``1.000000`` -> ``1``)."""
+    """A coordinate as TDengine's ST_AsText prints it: fixed point, six decimals (GEOS' WKT writer
+    as TDengine sets it up; tests/system-test/2-query/geometry.py: ``POINT (1.000000 1.500000)``)."""
     if math.isnan(v):
         return "NaN"
-    if v == int(v) and abs(v) < 1e16:
-        return str(int(v))
-    return repr(v)
+    return f"{v:.6f}"
 
 
 class _WkbReader:
