@@ -107,3 +107,15 @@ def test_default_scale_is_zero(tmp_path):
     res = ex.execute_one("select d from u")
     assert res.columns[0].type.sql == "DECIMAL(20, 0)"
     assert res.rows == [[_q("12345678901234567890.5", 0)]]
+
+
+def test_arithmetic_follows_the_type_rules(tmp_path):
+    # manual: integers are converted to DECIMAL; with DOUBLE/FLOAT/VARCHAR the DECIMAL is
+    # converted to DOUBLE (a float constant is a DOUBLE)
+    ex = _ex(tmp_path)
+    ex.execute("create table u (ts timestamp, d decimal(10, 2), f double, i int)")
+    ex.execute("insert into u values (1000, 12.345, 0.25, 3)")
+    d = _q("12.345", 2)
+    res = ex.execute_one("select d + 1.5, d * 2, d + f, d - i from u")
+    assert [c.type.name for c in res.columns] == ["DOUBLE", "DECIMAL", "DOUBLE", "DECIMAL"]
+    assert res.rows == [[float(d) + 1.5, d * 2, float(d) + 0.25, d - 3]]
