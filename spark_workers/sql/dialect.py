@@ -35,6 +35,10 @@ from spark_workers.sql import lexer
 class TDengine(MySQL):
     """The TDengine SQL dialect (registered in ``sqlglot`` as ``"tdengine"``)."""
 
+    # TDengine keeps the backslash of ``\x`` in a string constant (parser ``trimString``, 3.1+):
+    # ``'\x6162'`` is the text ``\x6162``, which VARBINARY reads as hex bytes
+    UNESCAPED_SEQUENCES = {**MySQL.UNESCAPED_SEQUENCES, "\\x": "\\x"}
+
     class Tokenizer(MySQL.Tokenizer):
         # CONTAINS (JSON tags) takes the token type of PostgreSQL's range operator -|-, which
         # TDengine does not have (its parser entry is replaced below)

@@ -26,7 +26,7 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
-from spark_workers.sql import decimal_ops, functions, json_ops
+from spark_workers.sql import binary_ops, decimal_ops, functions, json_ops
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
 
@@ -109,6 +109,7 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
         if json_ops.handles(node):  # JSON tags: ->, CONTAINS and what compares a -> value
             return json_ops.rewrite(node, backend, scope)
         decimal_ops.promote(node, scope)  # DECIMAL with a float or string operand is DOUBLE
+        binary_ops.bind_constants(node, scope)  # '\x..' / WKT constants against VARBINARY, GEOMETRY
         if functions.lookup(node) is not None:  # single-row functions, ``%`` included (MOD)
             return functions.rewrite(node, backend, scope, lambda arg: arg.transform(visit, copy=False))
         if isinstance(node, exp.Div) and not node.meta.get("td_safe"):

@@ -185,3 +185,14 @@ def test_bad_wkt_in_a_column_fails_the_query_without_internal_text(tmp_path):
         ex.execute("select st_geomfromtext(s) from w")
     assert err.value.code == Code.WRONG_VALUE_TYPE
     assert "Python" not in err.value.message and "UDF" not in err.value.message
+
+
+def test_where_compares_with_the_wkb_of_a_wkt_constant(tmp_path):
+    ex = _ex(tmp_path)
+    ex.execute("insert into t values (1000, 'POINT(1 1)', 1) (2000, 'POINT(2 2)', 2) (3000, null, 3)")
+    assert ex.execute_one("select n from t where g = 'POINT(1.0 1.0)'").rows == [[1]]
+    sql = "select n from t where g = 'POINT(1'"
+    with pytest.raises(SqlError) as err:
+        ex.execute(sql)
+    assert err.value.code == Code.SYNTAX_ERROR
+    assert err.value.offset == sql.index("'POINT(1'")

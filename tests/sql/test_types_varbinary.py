@@ -78,3 +78,27 @@ def test_varbinary_length_limits(tmp_path):
     with pytest.raises(SqlError) as err:
         ex.execute("create table u (ts timestamp, v varbinary)")
     assert err.value.code == Code.WRONG_VALUE_TYPE
+
+
+def test_where_compares_bytes_hex_and_plain_constants(tmp_path):
+    ex = _ex(tmp_path)
+    ex.execute(r"insert into t values (1000, '\x6162', 1) (2000, 'ab', 2) (3000, 'x6162', 3) (4000, null, 4)")
+    stored = {1: bytes.fromhex("6162"), 2: b"ab", 3: b"x6162", 4: None}
+    for where, value in [(r"v = '\x6162'", bytes.fromhex("6162")), ("v = 'x6162'", b"x6162")]:
+        got = [r[0] for r in ex.execute_one(f"select n from t where {where} order by n").rows]
+        assert got == [n for n, b in stored.items() if b == value]
+    got = [r[0] for r in ex.execute_one(r"select n from t where v in ('\x78', 'x6162') order by n").rows]
+    assert got == [n for n, b in stored.items() if b in (b"x", b"x6162")]
+    sql = r"select n from t where v = '\x6'"
+    with pytest.raises(SqlError) as err:
+        ex.execute(sql)
+    assert err.value.code == Code.INVALID_VARBINARY
+    assert err.value.offset == sql.index(r"'\x6'")
+
+
+def test_a_hex_constant_keeps_its_backslash_in_a_varchar(tmp_path):
+    # TDengine 3.1+ keeps "\x" in string constants (parser trimString); VARBINARY reads it as hex
+    ex = _ex(tmp_path)
+    ex.execute("create table s (ts timestamp, c varchar(10))")
+    ex.execute(r"insert into s values (1000, '\x41')")
+    assert ex.execute_one("select c from s").rows == [["\\x41"]]
