@@ -57,7 +57,8 @@ _FIXED_BYTES = {
 _ALIASES = {"INTEGER": "INT", "BOOLEAN": "BOOL", "BINARY": "VARCHAR", "STRING": "VARCHAR"}
 VAR_TYPES = frozenset({"VARCHAR", "NCHAR"})
 BINARY_TYPES = frozenset({"VARBINARY", "GEOMETRY"})  # bytes, declared length in bytes
-_MAX_LENGTH = {"VARBINARY": 65517, "GEOMETRY": 65517}  # data columns (tags: 16382)
+_MAX_LENGTH = {"VARBINARY": 65517, "GEOMETRY": 65517}  # data columns
+MAX_BINARY_TAG_LENGTH = 16382  # VARBINARY and GEOMETRY tags
 JSON_META_LENGTH = 4095  # the length DESCRIBE and REST column_meta give a JSON tag
 MAX_JSON_LENGTH = 4095  # bytes of one JSON tag value (TSDB_MAX_JSON_TAG_LEN / 4 - 1)
 MAX_JSON_KEY_LENGTH = 256  # TSDB_MAX_JSON_KEY_LEN
@@ -247,8 +248,9 @@ def check_placement(t: TdType, *, tag: bool, tag_count: int) -> str | None:
 
     Rules (TDengine SQL manual, "JSON Type"; "Data Types", DECIMAL): JSON only as a tag and then
     the only tag (TSDB_CODE_PAR_INVALID_COL_JSON, TSDB_CODE_PAR_ONLY_ONE_JSON_TAG); DECIMAL is a
-    column type only. Returns the message; the caller raises it with its position and the code
-    from :func:`placement_code`.
+    column type only; VARBINARY and GEOMETRY tags hold at most 16382 bytes. ALTER TABLE ... ADD
+    COLUMN / ADD TAG applies the same rules (``tag_count``: the tags after the change). Returns
+    the message; the caller raises it with its position and the code from :func:`placement_code`.
     """
     if t.name == "JSON" and not tag:
         return "Only tag can be json type"
@@ -256,6 +258,8 @@ def check_placement(t: TdType, *, tag: bool, tag_count: int) -> str | None:
         return "Only one tag if there is a json tag"
     if t.name == "DECIMAL" and tag:
         return "Invalid tag type: DECIMAL is a column type only"
+    if tag and t.name in BINARY_TYPES and t.length > MAX_BINARY_TAG_LENGTH:
+        return f"length of a {t.name} tag must be in [1, {MAX_BINARY_TAG_LENGTH}], got {t.length}"
     return None
 
 

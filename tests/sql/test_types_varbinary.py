@@ -102,3 +102,13 @@ def test_a_hex_constant_keeps_its_backslash_in_a_varchar(tmp_path):
     ex.execute("create table s (ts timestamp, c varchar(10))")
     ex.execute(r"insert into s values (1000, '\x41')")
     assert ex.execute_one("select c from s").rows == [["\\x41"]]
+
+
+def test_a_varbinary_tag_holds_at_most_16382_bytes(tmp_path):
+    ex = _ex(tmp_path)
+    ex.execute("create stable ok (ts timestamp, a int) tags (vb varbinary(16382))")
+    sql = "create stable big (ts timestamp, a int) tags (vb varbinary(16383))"
+    with pytest.raises(SqlError) as err:
+        ex.execute(sql)
+    assert err.value.code == Code.WRONG_VALUE_TYPE
+    assert err.value.offset == sql.index("vb varbinary")
