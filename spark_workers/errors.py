@@ -76,11 +76,15 @@ class Code:
     # parser and function errors of TDengine's error table (taoserror.h, terror.c; the parser's
     # function messages are "Invalid parameter data type : <function>" and "Invalid number of
     # parameters : <function>", builtins.c)
+    WRONG_NUMBER_OF_SELECT = 0x2609  # TSDB_CODE_PAR_WRONG_NUMBER_OF_SELECT (an ORDER BY position)
+    INCORRECT_NUM_OF_COL = 0x2634  # TSDB_CODE_PAR_INCORRECT_NUM_OF_COL (UNION operands)
     ILLEGAL_USE_AGG_FUNCTION = 0x2608  # TSDB_CODE_PAR_ILLEGAL_USE_AGG_FUNCTION "There mustn't be aggregation"
     AGG_FUNC_NESTING = 0x2627  # TSDB_CODE_PAR_AGG_FUNC_NESTING "Aggregate functions do not support nesting"
     FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
+    # "Function(s) only allowed in SELECT list, cannot mixed with non scalar functions or columns"
+    NOT_ALLOWED_FUNC = 0x264F  # TSDB_CODE_PAR_NOT_ALLOWED_FUNC
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
     # JSON, VARBINARY, GEOMETRY and DECIMAL (TDengine SQL manual "Data Types", "JSON Type")
     INVALID_JSON = 0x0221  # TSDB_CODE_TSC_INVALID_JSON "Invalid JSON format"
@@ -89,6 +93,14 @@ class Code:
     INVALID_COL_JSON = 0x2652  # TSDB_CODE_PAR_INVALID_COL_JSON "Only tag can be json type"
     INVALID_VARBINARY = 0x266A  # TSDB_CODE_PAR_INVALID_VARBINARY "Invalidate varbinary value"
     DECIMAL_OVERFLOW = 0x013D  # TSDB_CODE_DECIMAL_OVERFLOW "Decimal value overflow"
+    # query clauses (TDengine SQL manual, "Data Querying": INTERP, SLIMIT, MATCH/NMATCH)
+    INVALID_INTERP_CLAUSE = 0x265D  # TSDB_CODE_PAR_INVALID_INTERP_CLAUSE "Invalid interp clause"
+    # TSDB_CODE_PAR_SLIMIT_LEAK_PARTITION_GROUP_BY "slimit/soffset only available for PARTITION/GROUP BY
+    # query"
+    SLIMIT_LEAK_PARTITION_GROUP_BY = 0x2638
+    REGULAR_EXPRESSION_ERROR = (
+        0x2681  # TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR "Syntax error in regular expression"
+    )
 
 
 class TdError(Exception):

@@ -41,6 +41,7 @@ from spark_workers.query.planner import GroupColumn, Source, aggregate_call, out
 from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns, window_arrow
 from spark_workers.sql import ast
+from spark_workers.sql.aggregate_functions import expand_item
 from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
@@ -302,6 +303,10 @@ class Computation:
                 )
                 items.extend(exp.column(c.name, quoted=True) for c in cols)
                 names.extend(c.name for c in cols)
+                continue
+            if sources and (expanded := expand_item(item, [c.name for c in sources[0].storage.columns])):
+                items += [e for e, _ in expanded]
+                names += [n for _, n in expanded]
                 continue
             items.append(item)
             if isinstance(item, exp.Alias):

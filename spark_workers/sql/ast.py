@@ -349,6 +349,23 @@ class Fill:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class InterpClause:
+    """INTERP's clause: ``RANGE(start[, end][, surrounding]) [EVERY(every)]`` (TDengine SQL manual,
+    "Data Querying", interp_clause; FILL stays in ``SelectQuery.fill``).
+
+    ``end`` is None for a single point ``RANGE(ts)``; ``surrounding`` is the 3.3.4.9+ time range
+    around the points where FILL PREV/NEXT/NEAR look for rows; ``every`` None when not written.
+    """
+
+    start: exp.Expr
+    end: exp.Expr | None = None
+    surrounding: Duration | None = None
+    every: Duration | None = None
+    range_span: Span | None = None
+    every_span: Span | None = None
+
+
 @dataclass
 class SelectQuery:
     """A TDengine SELECT split into its standard part and TDengine's clauses.
@@ -364,6 +381,9 @@ class SelectQuery:
         text: the whole query text.
         span: where the query is inside the statement text.
         implicit_select: written without the SELECT keyword (seed 004's streams); ``text`` lacks it.
+        interp: INTERP's RANGE / EVERY clause, or None.
+        slimit / soffset: ``SLIMIT n [SOFFSET m]`` (``SLIMIT m, n`` too): how many groups of
+            PARTITION BY / GROUP BY are output, None when not written; ``slimit_span`` where.
     """
 
     select: exp.Expr
@@ -374,6 +394,10 @@ class SelectQuery:
     text: str = ""
     span: Span | None = None
     implicit_select: bool = False
+    interp: InterpClause | None = None
+    slimit: int | None = None
+    soffset: int | None = None
+    slimit_span: Span | None = None
 
 
 @dataclass

@@ -3,6 +3,8 @@
 Based on MySQL, which TDengine's expression syntax follows: backtick-quoted names, both
 ``'single'`` and ``"double"`` quoted strings are string literals, ``LIMIT n, m``. On top of it:
 
+- the tokenizer reads ``MATCH`` / ``NMATCH`` as the regular-expression operators
+  (:func:`spark_workers.sql.lexer.regex_operators`; ``exp.RegexpLike``, printed back as MATCH);
 - the tokenizer merges 3.3.7 placeholders (``%%trows``, ``%%tbname``, ``%%1``; seed 002) into
   identifiers (:func:`spark_workers.sql.lexer.merge_placeholders`) and keeps ``TIMESTAMP`` a plain
   timestamp type;
@@ -52,7 +54,7 @@ class TDengine(MySQL):
 
         def tokenize(self, sql: str) -> list[Token]:
             """Tokens of ``sql`` with ``%%`` placeholders merged (see :mod:`.lexer`)."""
-            return lexer.merge_placeholders(super().tokenize(sql))
+            return lexer.regex_operators(lexer.merge_placeholders(super().tokenize(sql)))
 
     class Parser(MySQLParser):
         # JSON tags (TDengine SQL manual, "JSON Type"): ``tag->'key'`` keeps its key as the string
@@ -69,6 +71,8 @@ class TDengine(MySQL):
                 exp.JSONBContains(this=this, expression=self._parse_bitwise())
             ),
         }
+        # ``unique(x)`` is TDengine's selection function, not a constraint keyword
+        FUNC_TOKENS: typing.ClassVar[set[TokenType]] = {*MySQLParser.FUNC_TOKENS, TokenType.UNIQUE}
 
         def raise_error(self, message: str, token: Token | None = None) -> None:
             """Raise (or record) a ``ParseError`` that also carries the token's offset."""
@@ -108,6 +112,7 @@ class TDengine(MySQL):
             exp.CurrentTimestamp: lambda self, e: "now",
             exp.JSONExtract: lambda self, e: f"{self.sql(e, 'this')}->{self.sql(e, 'expression')}",
             exp.JSONBContains: lambda self, e: f"{self.sql(e, 'this')} contains {self.sql(e, 'expression')}",
+            exp.RegexpLike: lambda self, e: self.binary(e, "MATCH"),
         }
         TYPE_MAPPING = {
             **MySQLGenerator.TYPE_MAPPING,
