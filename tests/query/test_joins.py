@@ -474,6 +474,7 @@ def test_beijing_window_join_average(air: tuple[Executor, pd.DataFrame, pd.DataF
             "left",
         ),
         ("select a.nope from ta a left asof join tb b", Code.INVALID_COLUMN, "a.nope"),
+        ("select * from ta join tb using (ts)", Code.SYNTAX_ERROR, "join"),
         ("select * from ta left asof join TA", Code.NOT_UNIQUE_TABLE_ALIAS, "TA"),
         (
             "select _wstart, count(*) from ta a join tb b on a.v = b.w interval(1s)",
