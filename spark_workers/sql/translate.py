@@ -185,6 +185,24 @@ def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse
     return type(node)(this=left, expression=right)
 
 
+_POSIX_CLASSES = frozenset(
+    {
+        "alnum",
+        "alpha",
+        "blank",
+        "cntrl",
+        "digit",
+        "graph",
+        "lower",
+        "print",
+        "punct",
+        "space",
+        "upper",
+        "xdigit",
+    }
+)
+
+
 def check_match(node: exp.RegexpLike, scope: Scope) -> None:
     """TDengine's rules of ``a MATCH 'p'`` / ``a NMATCH 'p'`` (scalar.c ``sclGetCompOperatorResType``):
     the left operand a string (VARCHAR / NCHAR / tbname), the right a string constant (or NULL)
@@ -219,6 +237,11 @@ def check_match(node: exp.RegexpLike, scope: Scope) -> None:
             warnings.simplefilter("ignore")  # POSIX classes ([[:upper:]]) are "possible nested sets"
             re.compile(pattern)
         bad = "(?" in pattern or re.search(r"\\[1-9]", pattern) is not None
+        # what POSIX regcomp (and DuckDB's RE2) reject although Python compiles it
+        bad = bad or any(n not in _POSIX_CLASSES for n in re.findall(r"\[:(\w*):\]", pattern))
+        bad = bad or any(
+            int(n) > 1000 for n in re.findall(r"\{(\d+)", pattern) + re.findall(r",(\d+)\}", pattern)
+        )
     except re.error:
         bad = True
     if bad:
