@@ -403,7 +403,7 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if td_name(node) is not None:
         return
     name = func_name(node)
-    if name in AGGREGATES or name in ALIASES:
+    if (name in AGGREGATES or name in ALIASES) and not (streaming and name in STREAM_FORBIDDEN):
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
