@@ -18,7 +18,7 @@ Functions (TDengine SQL manual, "Functions": Aggregate / Selection / Time-Series
 | percentile(x, p)          | t, x, n, m, b         | the window's values | DOUBLE |
 | mode(x)                   | t, x, n, m, b         | one count per distinct value | type of x |
 | count(DISTINCT x)         | t, x, n, m, b         | one count per distinct value | BIGINT |
-| hyperloglog(x)            | t, x, n, m, b         | one count per distinct value | BIGINT |
+| hyperloglog(x)            | t, x, n, m, b         | <= 4096 values or 16 KiB | BIGINT |
 
 ``stddev_pop`` is ``stddev`` (TDengine: "STDDEV_POP equals STDDEV", 3.3.3.0); TDengine has no
 ``std``.
@@ -46,8 +46,9 @@ Rules (TDengine 3.3, function reference and ``builtinsimpl.c``):
 - percentile: linear interpolation between the closest ranks (``(n - 1) * p / 100``).
 - mode: the most frequent non-NULL value; TDengine picks one of several equally frequent values
   at random, the engine the smallest.
-- hyperloglog: TDengine's estimate has a standard error of 0.81%; the engine counts exactly, so
-  its answer is always within that error.
+- hyperloglog: TDengine's estimate has a standard error of 0.81%; the engine counts exactly up to
+  ``hll.EXACT_MAX`` distinct values per window, then keeps 2^14 HLL registers (16 KiB: the state
+  stays bounded) and estimates (``engine/hll.py``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+
+from spark_workers.engine import hll
 
 
 class AggSpec(Protocol):
@@ -201,6 +204,9 @@ def _combine_buffers(
     nseg = starts.shape[0]
     t, x, n, m, b = get["t"], get["x"], get["n"], get["m"], get["b"]
     raw, bi = np.flatnonzero(n), np.flatnonzero(m)
+    dense: dict[int, np.ndarray] = {}  # hyperloglog: segment -> registers (engine/hll.py)
+    if a.func == "hyperloglog":
+        bi, dense = _dense_registers(b, bi, seg)
     parts = [b[i] for i in bi.tolist()]
     lens = np.array([p[0].shape[0] for p in parts], np.int64)
     vseg = np.concatenate([seg[raw], np.repeat(seg[bi], lens)])
@@ -219,6 +225,9 @@ def _combine_buffers(
     for j, (u, w) in enumerate(zip(np.split(a0, cuts), np.split(a1, cuts), strict=True)):
         if a.func == "apercentile" and u.shape[0] > APERCENTILE_BINS:
             merged[j] = compress_bins(u, w, APERCENTILE_BINS)
+        elif a.func == "hyperloglog" and (j in dense or u.shape[0] > hll.EXACT_MAX):
+            reg = hll.registers(u) if u.shape[0] else np.zeros(hll.M, np.uint8)
+            merged[j] = (np.maximum(reg, dense[j]) if j in dense else reg, None)
         else:
             merged[j] = (u, w)
     return {
@@ -230,6 +239,22 @@ def _combine_buffers(
     }
 
 
+def _dense_registers(
+    b: np.ndarray, bi: np.ndarray, seg: np.ndarray
+) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Split hyperloglog buffers into exact ones (indices returned) and registers merged per
+    segment (a buffer ``(registers, None)``)."""
+    keep: list[int] = []
+    dense: dict[int, np.ndarray] = {}
+    for i in bi.tolist():
+        if b[i][1] is None:
+            j = int(seg[i])
+            dense[j] = b[i][0] if j not in dense else np.maximum(dense[j], b[i][0])
+        else:
+            keep.append(i)
+    return np.array(keep, np.int64), dense
+
+
 def _count_values(
     vseg: np.ndarray, v: np.ndarray, w: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -238,7 +263,7 @@ def _count_values(
     if v.shape[0] == 0:
         return vseg, v, w
     key = np.unique(v, return_inverse=True)[1].ravel() if v.dtype == object else v
-    order = np.lexsort((key, vseg))
+    order = _segment_value_order(vseg, key)
     vseg, key, v, w = vseg[order], key[order], v[order], w[order]
     brk = np.ones(v.shape[0], bool)
     brk[1:] = (vseg[1:] != vseg[:-1]) | (key[1:] != key[:-1])
@@ -262,6 +287,17 @@ def _merge(a: AggSpec, t: np.ndarray, x: np.ndarray, parts: list[Any]) -> tuple[
         return compress_bins(v.astype(np.float64), w.astype(np.float64), APERCENTILE_BINS)
     uniq, inv = np.unique(v, return_inverse=True)
     return (uniq, np.bincount(inv.ravel(), weights=w, minlength=uniq.shape[0]).astype(np.int64))
+
+
+def _segment_value_order(vseg: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """The order sorting entries by (segment, key): one argsort of a packed int64 key when the
+    integer keys' range allows it (faster than a two-key lexsort), else a lexsort."""
+    if key.dtype.kind in "iub" and key.shape[0]:
+        k = key.astype(np.int64)
+        lo, span = int(k.min()), int(k.max()) - int(k.min()) + 1
+        if span * (int(vseg.max()) + 1) < 2**62:
+            return np.argsort(vseg.astype(np.int64) * span + (k - lo), kind="stable")
+    return np.lexsort((key, vseg))
 
 
 def compress_bins(v: np.ndarray, w: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
@@ -326,10 +362,12 @@ def _buffer_of(a: AggSpec, c: dict[str, np.ndarray], i: int) -> tuple[np.ndarray
     return merged[0], merged[1]
 
 
-def lower_buffer(a: AggSpec, first: np.ndarray, second: np.ndarray) -> Any:
+def lower_buffer(a: AggSpec, first: np.ndarray, second: np.ndarray | None) -> Any:
     """The function's value from one window's buffer (None = NULL)."""
     f = a.func
-    if first.shape[0] == 0:
+    if f == "hyperloglog" and second is None:
+        return hll.estimate(first)
+    if first.shape[0] == 0 or second is None:
         return 0 if f in ("count_distinct", "hyperloglog") else None
     if f in ("count_distinct", "hyperloglog"):
         return int(first.shape[0])

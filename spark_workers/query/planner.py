@@ -469,7 +469,7 @@ def plan_window(
     """
     q = merge_subquery(q, sql, aggregate_call)
     legacy = streaming and not stream_functions  # the seed-000 list applies
-    sel, window = _window_select(q, sql, legacy)
+    sel, window = _window_select(q, sql, streaming, legacy=legacy)
     ekuiper = isinstance(window, ast.EkuiperWindow)
     partition = _partition_items(q, sel, window, source, sql)
     flt = _where_filter(sel, source, sql)
@@ -641,11 +641,14 @@ def window_join_refused(j: exp.Expr, sql: str) -> SqlError:
     )
 
 
-def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.Select, ast.Window]:
-    """The query's SELECT and window clause after the front door's checks: TDengine's SQL, a plain
-    SELECT without joins, GROUP BY only with an eKuiper window, PARTITION BY only without one."""
+def _window_select(
+    q: ast.SelectQuery, sql: str, streaming: bool, *, legacy: bool
+) -> tuple[exp.Select, ast.Window]:
+    """The query's SELECT and window clause after the front door's checks: TDengine's SQL (with
+    seed 000's stream function list when ``legacy``), a plain SELECT without joins, GROUP BY only
+    with an eKuiper window, PARTITION BY only without one."""
     refuse_window_functions(q.select, sql)  # before the sandbox: TDengine's own code for them
-    check_select(q, sql, streaming=streaming)  # the front door: TDengine's SQL only
+    check_select(q, sql, streaming=legacy)  # the front door: TDengine's SQL only
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("a window clause needs a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)

@@ -409,7 +409,7 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if spec is not None and (isinstance(node, exp.Anonymous) or name in AGGREGATES or "start" in node.meta):
         _check_registry_call(node, spec.name, sql, streaming)
         return
-    if name in AGGREGATES or name in ALIASES:
+    if (name in AGGREGATES or name in ALIASES) and not (streaming and name in STREAM_FORBIDDEN):
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
