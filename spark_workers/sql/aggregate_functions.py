@@ -388,7 +388,8 @@ def expand_item(item: exp.Expr, columns: list[str]) -> list[tuple[exp.Expr, str]
 
 
 def arg_kind(node: exp.Expr, scope: Scope) -> str | None:
-    """``num`` / ``str`` / ``ts`` / ``bool`` of a column argument (by the scope's types), else None."""
+    """``num`` / ``unsigned`` / ``str`` / ``ts`` / ``bool`` of a column argument (by the scope's
+    types), else None."""
     if not isinstance(node, exp.Column) or node.table:
         return None
     t = scope.columns.get(node.name.lower())
@@ -398,6 +399,8 @@ def arg_kind(node: exp.Expr, scope: Scope) -> str | None:
         return "ts"
     if t.name == "BOOL":
         return "bool"
+    if t.unsigned:
+        return "unsigned"
     return "str" if t.is_string else "num"
 
 
@@ -414,12 +417,13 @@ def check_types(node: exp.Expr, name: str, scope: Scope) -> None:
     refused: tuple[str, ...] = ()
     if spec.numeric:
         refused = ("str", "ts", "bool")
+        kind = "num" if kind == "unsigned" else kind
     elif name == "spread":
         refused = ("str", "bool")
-    elif name == "diff":
-        refused = ("str",)
+    elif name == "diff":  # TDengine's diff.py: unsigned columns are refused too
+        refused = ("str", "unsigned")
     elif name == "elapsed":
-        refused = ("str", "num", "bool")
+        refused = ("str", "num", "bool", "unsigned")
     if kind in refused:
         raise para_type_error(name)
 

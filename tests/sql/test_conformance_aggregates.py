@@ -311,6 +311,24 @@ def test_diff_ignore_options(small: Executor, opt: int) -> None:
     assert [(ts - T0, v) for ts, v in got] == pd_diff(d, "c1", opt)
 
 
+def test_diff_as_tdengines_own_test(tmp_path: Path) -> None:
+    """TDengine's tests/system-test/2-query/diff.py: three rows give two; option 1 turns the
+    negative difference to NULL; unsigned and string columns are refused."""
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC")
+    ex.execute(
+        "create database db; use db; create table ntb (ts timestamp, c1 int, c2 double, u int unsigned)"
+    )
+    ex.execute("insert into ntb values (now, 1, 1.0, 1) (now + 1s, 10, -100.0, 2) (now + 10s, -1, 15.1, 3)")
+    assert rows_of(ex, "select diff(c1, 0) from ntb") == [[9], [-11]]
+    assert rows_of(ex, "select diff(c1, 1) from ntb") == [[9], [None]]
+    assert rows_of(ex, "select diff(c2, 0) from ntb") == [[pytest.approx(-101.0)], [pytest.approx(115.1)]]
+    assert rows_of(ex, "select diff(c2, 1) from ntb") == [[None], [pytest.approx(115.1)]]
+    for bad in ("diff(u)", "diff(c1, 1.23)", "diff(c1, '123')", "diff(c1, -1)", "diff(c1, c1)"):
+        with pytest.raises(SqlError) as e:
+            ex.execute_one(f"select {bad} from ntb")
+        assert e.value.code in (Code.FUNC_PARA_TYPE, Code.FUNC_PARA_VALUE), e.value
+
+
 def test_csum_mavg_derivative_skip_nulls(small: Executor) -> None:
     d = frame()
     nn = d[d.c1.notna()]
