@@ -367,6 +367,34 @@ def pd_state(d: pd.DataFrame, col: str, op: str, val: float) -> tuple[list, list
     return counts, durations
 
 
+STATE_EXAMPLES = {  # TDengine's tests/system-test/2-query/stateduration.py, values 1..10, 1 s apart
+    "LT": [0, 1000, 2000, 3000, -1, -1, -1, -1, -1, -1],
+    "gt": [-1, -1, -1, -1, -1, 0, 1000, 2000, 3000, 4000],
+    "Le": [0, 1000, 2000, 3000, 4000, -1, -1, -1, -1, -1],
+    "gE": [-1, -1, -1, -1, 0, 1000, 2000, 3000, 4000, 5000],
+    "NE": [0, 1000, 2000, 3000, -1, 0, 1000, 2000, 3000, 4000],
+    "EQ": [-1, -1, -1, -1, 0, -1, -1, -1, -1, -1],
+}
+
+
+@pytest.mark.parametrize("op", list(STATE_EXAMPLES))
+def test_stateduration_as_tdengines_own_test(tmp_path: Path, op: str) -> None:
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC")
+    ex.execute("create database db; use db; create table test1 (ts timestamp, col1 tinyint, col5 float)")
+    ex.execute(
+        "insert into test1 values "
+        + " ".join(f"({1537146000000 + i * 1000}, {i + 1}, {i + 0.1})" for i in range(10))
+    )
+    assert [r[0] for r in rows_of(ex, f"select stateduration(col1, '{op}', 5) from test1")] == STATE_EXAMPLES[
+        op
+    ]
+    minutes = [v // 1000 // 60 if v > 0 else v for v in STATE_EXAMPLES[op]]
+    assert [r[0] for r in rows_of(ex, f"select stateduration(col1, '{op}', 5, 1m) from test1")] == minutes
+    for bad in ("stateduration(ts, 'GT', 5)", "stateduration(col1, 'a', 5)", "stateduration(col1, 1, 5)"):
+        with pytest.raises(SqlError):
+            ex.execute_one(f"select {bad} from test1")
+
+
 @pytest.mark.parametrize(("op", "val"), [("GT", 2), ("LE", 3), ("EQ", 3)])
 def test_statecount_and_stateduration(small: Executor, op: str, val: float) -> None:
     counts, durations = pd_state(frame(), "c1", op, val)
