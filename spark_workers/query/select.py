@@ -201,7 +201,7 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         sources = bind_sources(ex, duck, sel, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
-            if any(aggregate_call(n) or spec_of(n) for item in sel.expressions for n in item.walk()):
+            if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
                 sel.set(
                     "group",
                     exp.Group(

@@ -473,7 +473,10 @@ def aggregate_sql(node: exp.Expr, name: str, sql_of: Callable[[exp.Expr], str], 
         return f"CAST((epoch_us(max({ts})) - epoch_us(min({ts}))) / {us!r} AS DOUBLE)"
     x = sql_of(args[0])
     point = f"{{'t': {_epoch_us(ts)}, 'v': CAST({x} AS DOUBLE)}}"
-    points = f"list({point} ORDER BY {ts}) FILTER (WHERE {x} IS NOT NULL)"
+    key = f', "{scope.key_column}"' if scope.key_column else ""
+    points = f"list({point} ORDER BY {ts}{key}) FILTER (WHERE {x} IS NOT NULL)"
+    if key:  # a composite key: the smallest key of a timestamp only (manual, TWA / IRATE)
+        points = f"list_filter({points}, lambda p, i: i = 1 OR ({points})[i - 1].t <> p.t)"
     if name == "twa":
         area = (
             f"list_sum(list_transform(range(1, len({points})), lambda i: "
@@ -482,6 +485,13 @@ def aggregate_sql(node: exp.Expr, name: str, sql_of: Callable[[exp.Expr], str], 
         return (
             f"(CASE WHEN len({points}) = 1 THEN {points}[1].v "
             f"ELSE {area} / NULLIF({points}[-1].t - {points}[1].t, 0) END)"
+        )
+    if name == "irate" and key:
+        a, b = f"({points})[-1]", f"({points})[-2]"
+        return (
+            f"(CASE WHEN len({points}) < 2 THEN 0.0 ELSE "
+            f"(CASE WHEN {a}.v < {b}.v THEN {a}.v ELSE {a}.v - {b}.v END) "
+            f"/ NULLIF(({a}.t - {b}.t) / 1e6, 0) END)"
         )
     if name == "irate":
         last2 = (

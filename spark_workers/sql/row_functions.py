@@ -49,6 +49,7 @@ from spark_workers.sql.ast import offset_of
 from spark_workers.sql.scope import Scope
 
 ToSql = Callable[[exp.Expr, str, Scope], str]
+_SMALLEST_KEY = frozenset({"diff", "derivative"})
 _INTS = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOL", "TIMESTAMP"})
 _INTS |= frozenset(f"{t} UNSIGNED" for t in ("TINYINT", "SMALLINT", "INT", "BIGINT"))
 _EPOCH = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
@@ -261,6 +262,10 @@ def select_sql(sel: exp.Select, backend: str, scope: Scope, to_sql: ToSql) -> st
     c = _Ctx(scope, [_q(f"__td_p{j}") for j in range(len(part_exprs))], backend, to_sql)
     plans = [_plan(call, i, c) for i, call in enumerate(calls)]
     stage = f"({rows_sql}) AS __td_rows"
+    if scope.key_column and any(spec_of(call).name in _SMALLEST_KEY for call in calls):  # type: ignore[union-attr]
+        # manual, DIFF / DERIVATIVE: of the rows of one timestamp, the smallest composite key only
+        first = f"row_number() {c.over(extra=c.ts, order=_q(scope.key_column))}"
+        stage = f"(SELECT * FROM {stage} QUALIFY {first} = 1) AS __td_keyed"
     if any(p.grouped for p in plans):
         stage = _grouped_stage(sel, plans[0], c, stage)
     else:

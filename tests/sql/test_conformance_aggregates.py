@@ -329,6 +329,38 @@ def test_diff_as_tdengines_own_test(tmp_path: Path) -> None:
         assert e.value.code in (Code.FUNC_PARA_TYPE, Code.FUNC_PARA_VALUE), e.value
 
 
+def test_composite_key_example_of_tdengines_own_test(tmp_path: Path) -> None:
+    """TDengine's pk_func_group test: with a composite key, diff / derivative / irate / twa use the
+    smallest key of each timestamp, first(*) / last(*) the smallest / largest, unique every row."""
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC")
+    ex.execute(
+        "create database d1; use d1; create table st (ts timestamp, pk int primary key, f int) tags (t int)"
+    )
+    ex.execute("create table ct1 using st tags (1); create table ct2 using st tags (2)")
+    data = {
+        "ct1": [(0, 1), (0, 2), (1, 1), (1, 4), (2, 6), (2, 5)],
+        "ct2": [(0, 3), (0, 4), (1, 3), (1, 2), (2, 8), (2, 7)],
+    }
+    for tb, rows in data.items():
+        ex.execute(
+            f"insert into {tb} values " + " ".join(f"('2021-04-19 00:00:0{s}', {v}, {v})" for s, v in rows)
+        )
+    t0 = int(pd.Timestamp("2021-04-19").timestamp() * 1000)
+    got = rows_of(ex, "select first(*) from st partition by tbname order by tbname")
+    assert got == [[t0, 1, 1], [t0, 3, 3]]
+    got = rows_of(ex, "select last(*) from st partition by tbname order by tbname")
+    assert got == [[t0 + 2000, 6, 6], [t0 + 2000, 8, 8]]
+    got = rows_of(ex, "select ts, diff(f) from st partition by tbname order by tbname")
+    assert got == [[t0 + 1000, 0], [t0 + 2000, 4], [t0 + 1000, -1], [t0 + 2000, 5]]
+    got = rows_of(ex, "select ts, derivative(f, 1s, 0) from st partition by tbname order by tbname")
+    assert got == [[t0 + 1000, 0.0], [t0 + 2000, 4.0], [t0 + 1000, -1.0], [t0 + 2000, 5.0]]
+    assert rows_of(ex, "select irate(f) from st partition by tbname order by tbname") == [[4.0], [5.0]]
+    assert rows_of(ex, "select twa(f) from st partition by tbname order by tbname") == [[2.0], [3.5]]
+    got = rows_of(ex, "select ts, pk, unique(f) from st partition by tbname order by tbname, ts, pk")
+    want = [(0, 1), (0, 2), (1, 4), (2, 5), (2, 6), (0, 3), (0, 4), (1, 2), (2, 7), (2, 8)]
+    assert got == [[t0 + s * 1000, v, v] for s, v in want]
+
+
 def test_csum_mavg_derivative_skip_nulls(small: Executor) -> None:
     d = frame()
     nn = d[d.c1.notna()]
