@@ -471,7 +471,11 @@ def aggregate_sql(node: exp.Expr, name: str, sql_of: Callable[[exp.Expr], str], 
             else {"ms": 1000, "us": 1, "ns": 0.001}[scope.precision]
         )
         return f"CAST((epoch_us(max({ts})) - epoch_us(min({ts}))) / {us!r} AS DOUBLE)"
-    x = sql_of(args[0])
+    return _ordered_sql(name, args, sql_of(args[0]), ts, scope)
+
+
+def _ordered_sql(name: str, args: list[exp.Expr], x: str, ts: str, scope: Scope) -> str | None:
+    """``twa`` / ``irate`` / ``leastsquares`` of ``x`` (DuckDB text) over the rows in time order."""
     point = f"{{'t': {_epoch_us(ts)}, 'v': CAST({x} AS DOUBLE)}}"
     key = f', "{scope.key_column}"' if scope.key_column else ""
     points = f"list({point} ORDER BY {ts}{key}) FILTER (WHERE {x} IS NOT NULL)"
