@@ -383,6 +383,7 @@ def selection_rule(sel: exp.Select, scope: Scope) -> None:
     (``max``, ``min``, ``first``, ``last``, ``last_row``) a plain column of the select items
     (not a GROUP BY / PARTITION BY value) is the column of the selected row
     (``select max(c1), c2, ts from t``); ``cols(f(x), e)`` is ``e`` of ``f``'s row."""
+    _first_last_rows(sel)
     group = sel.args.get("group")
     keys = {g.sql() for g in group.expressions} if group is not None else set()
     calls: dict[str, exp.Expr] = {}
@@ -406,6 +407,24 @@ def selection_rule(sel: exp.Select, scope: Scope) -> None:
             if any(_aggregated(a) for a in _ancestors(n)):
                 continue
             n.replace(_selected(n.copy(), call, scope))
+
+
+def _first_last_rows(sel: exp.Select) -> None:
+    """A SELECT of ``first`` / ``last`` / ``last_row`` calls only has no row for a group whose
+    values are all NULL (manual, FIRST / LAST: "If all columns in the result set are NULL, no
+    results are returned"; ``last_row``: a group without rows has no last row)."""
+    if sel.args.get("having") is not None or not sel.expressions:
+        return
+    calls = [i.this if isinstance(i, exp.Alias) else i for i in sel.expressions]
+    names = [s.name if (s := spec_of(c)) is not None else None for c in calls]
+    if not all(n in ("first", "last", "last_row") for n in names):
+        return
+    if all(n == "last_row" for n in names):
+        cond: exp.Expr = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+    else:
+        nulls = exp.and_(*(exp.Is(this=c.copy(), expression=exp.Null()) for c in calls))
+        cond = exp.Not(this=exp.Paren(this=nulls))
+    sel.set("having", exp.Having(this=cond))
 
 
 def _aggregated(a: exp.Expr) -> bool:

@@ -527,6 +527,15 @@ def test_histogram_bins_as_tdengine_prints_them(
     assert all(json.loads(r[0].replace("inf", "1e999")) for r in got)
 
 
+def test_first_last_of_only_nulls_give_no_row(small: Executor) -> None:
+    """Manual, FIRST / LAST: "If all columns in the result set are NULL, no results are returned"."""
+    assert small.execute_one("select first(*) from e").rows == []
+    assert small.execute_one("select first(c1), last(c2) from t where c1 is null and c2 is null").rows == []
+    assert small.execute_one("select last_row(c1) from e").rows == []
+    assert small.execute_one("select last_row(c1) from t where c1 is null").rows == [[None]]
+    assert small.execute_one("select first(c1), last(c2) from t where c1 is null").rows == [[None, 2.5]]
+
+
 def test_row_functions_of_no_rows_give_no_rows(small: Executor) -> None:
     for sql in (
         "diff(c1)",
