@@ -202,15 +202,11 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
             if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
-                sel.set(
-                    "group",
-                    exp.Group(
-                        expressions=[
-                            *parts,
-                            *(sel.args["group"].expressions if sel.args.get("group") else []),
-                        ]
-                    ),
+                group = exp.Group(
+                    expressions=[*parts, *(sel.args["group"].expressions if sel.args.get("group") else [])]
                 )
+                group.meta["td_partition"] = len(parts)  # row functions read these as PARTITION BY
+                sel.set("group", group)
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
         names = _expand_and_check(sel, q, sources, sql)

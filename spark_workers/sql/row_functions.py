@@ -251,6 +251,14 @@ def select_sql(sel: exp.Select, backend: str, scope: Scope, to_sql: ToSql) -> st
         check_types(call, spec_of(call).name, scope)  # type: ignore[union-attr]
     group = sel.args.get("group")
     part_exprs = list(group.expressions) if group is not None else []
+    n_parts = int(group.meta.get("td_partition", 0)) if group is not None else 0
+    if len(part_exprs) > n_parts:  # a GROUP BY of the user's (query/select.py marks PARTITION BY's)
+        raise SqlError(
+            f"function {spec_of(calls[0]).name} cannot be used with GROUP BY: "  # type: ignore[union-attr]
+            "multi-row and time-series functions compute per table or PARTITION BY group",
+            offset=offset_of(part_exprs[n_parts]),
+            code=Code.INVALID_FUNCTION,
+        )
     rows = sel.copy()
     for key in ("group", "having", "order", "limit", "offset", "distinct"):
         rows.set(key, None)

@@ -565,6 +565,7 @@ def test_row_functions_of_no_rows_give_no_rows(small: Executor) -> None:
         ("select cols(avg(c1), ts) from t", Code.FUNC_PARA_VALUE, "avg"),
         ("select csum(c1), avg(c1) from t", Code.INVALID_FUNCTION, "csum"),
         ("select top(c1, 2), bottom(c1, 2) from t", Code.INVALID_FUNCTION, "top"),
+        ("select diff(c1) from t group by c2", Code.INVALID_FUNCTION, "c2"),
     ],
 )
 def test_row_function_errors(small: Executor, sql: str, code: int, at: str) -> None:
