@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from spark_workers.duration import Duration
+from spark_workers.engine.aggregates import AGGREGATES
 from spark_workers.errors import Code, SqlError, para_type_error
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.scope import Scope, func_name
@@ -50,7 +51,6 @@ class FunctionSpec:
         result: TDengine result type as the manual states it (``DOUBLE``, ``BIGINT``,
             ``VARCHAR``, ``input`` = the argument's type).
         numeric: the first argument must be numeric (``0x2802`` for strings / timestamps).
-        engine: also computed by the window engine (``spark_workers.engine.aggregates``).
         backend: how it runs outside window queries: ``duckdb`` (an expression),
             ``rows`` (a query rewrite, :mod:`spark_workers.sql.row_functions`).
     """
@@ -61,8 +61,12 @@ class FunctionSpec:
     max_args: int
     result: str
     numeric: bool = True
-    engine: bool = False
     backend: str = "duckdb"
+
+    @property
+    def engine(self) -> bool:
+        """Also computed by the window engine (``spark_workers.engine.aggregates.AGGREGATES``)."""
+        return self.name in AGGREGATES
 
 
 def _spec(name: str, kind: str, lo: int, hi: int, result: str, **kw: object) -> FunctionSpec:
@@ -73,11 +77,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
     s.name: s
     for s in (
         # aggregates
-        _spec("count", "aggregate", 1, 1, "BIGINT", numeric=False, engine=True),
-        _spec("sum", "aggregate", 1, 1, "BIGINT|DOUBLE", engine=True),
-        _spec("avg", "aggregate", 1, 1, "DOUBLE", engine=True),
-        _spec("spread", "aggregate", 1, 1, "DOUBLE", numeric=False, engine=True),
-        _spec("stddev", "aggregate", 1, 1, "DOUBLE", engine=True),
+        _spec("count", "aggregate", 1, 1, "BIGINT", numeric=False),
+        _spec("sum", "aggregate", 1, 1, "BIGINT|DOUBLE"),
+        _spec("avg", "aggregate", 1, 1, "DOUBLE"),
+        _spec("spread", "aggregate", 1, 1, "DOUBLE", numeric=False),
+        _spec("stddev", "aggregate", 1, 1, "DOUBLE"),
         _spec("stddev_pop", "aggregate", 1, 1, "DOUBLE"),
         _spec("var_pop", "aggregate", 1, 1, "DOUBLE"),
         _spec("percentile", "aggregate", 2, 11, "DOUBLE|VARCHAR"),
@@ -89,11 +93,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         _spec("leastsquares", "aggregate", 3, 3, "VARCHAR"),
         _spec("histogram", "multi-row", 4, 4, "VARCHAR", backend="rows"),
         # selection functions
-        _spec("min", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("max", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("first", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("last", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("last_row", "selection", 1, 1, "input", numeric=False, engine=True),
+        _spec("min", "selection", 1, 1, "input", numeric=False),
+        _spec("max", "selection", 1, 1, "input", numeric=False),
+        _spec("first", "selection", 1, 1, "input", numeric=False),
+        _spec("last", "selection", 1, 1, "input", numeric=False),
+        _spec("last_row", "selection", 1, 1, "input", numeric=False),
         _spec("mode", "selection", 1, 1, "input", numeric=False),
         _spec("cols", "selection", 2, 64, "input", numeric=False, backend="rows"),
         _spec("top", "multi-row", 2, 2, "input", backend="rows"),
