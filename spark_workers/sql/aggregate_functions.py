@@ -380,7 +380,7 @@ def expand_item(item: exp.Expr, columns: list[str]) -> list[tuple[exp.Expr, str]
             (exp.Anonymous(this=spec.name, expressions=[exp.column(c, quoted=True)]), f"{spec.name}({c})")
             for c in columns
         ]
-    if spec.name == "cols" and len(args) > 2:
+    if spec.name == "cols" and len(args) >= 2:
         return [
             (exp.Anonymous(this="cols", expressions=[args[0].copy(), e.copy()]), e.sql(dialect="mysql"))
             for e in args[1:]

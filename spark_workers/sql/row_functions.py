@@ -455,6 +455,9 @@ def _selected(e: exp.Expr, call: exp.Expr, scope: Scope) -> exp.Expr:
     ts = exp.column(scope.ts_column, quoted=True) if scope.ts_column else None
     if spec.name in ("max", "min"):
         key: exp.Expr = arg.copy()
+        if ts is not None:  # ties: the earliest row
+            when = exp.Anonymous(this="epoch_us", expressions=[ts])
+            key = exp.Tuple(expressions=[key, exp.Neg(this=when) if spec.name == "max" else when])
     elif ts is None:
         raise SqlError(f"{spec.name}() needs a table with a timestamp column", code=Code.INVALID_FUNCTION)
     else:

@@ -474,6 +474,11 @@ def test_selection_rule_gives_the_selected_rows_columns(small: Executor) -> None
     assert one(small, "select max(c1), c2, ts from t") == [7, row.c2, T0 + row.ms]
     row = nn.loc[nn.c1.idxmin()]
     assert one(small, "select min(c1), s, _rowts from t") == [1, row.s, T0 + row.ms]
+    # ties: the earliest row (c1 = 3 at 1 s, 4 s and 9 s; s = 'a' at 0 s, 4 s and 9 s)
+    assert one(small, "select max(c1), ts from t where c1 < 7") == [3, T0 + 1000]
+    assert one(small, "select min(s), ts from t") == ["a", T0]
+    got = small.execute_one("select cols(max(c1), ts) from t")
+    assert got.columns[0].name == "ts" and list(got.rows[0]) == [T0 + 6000]
     nn2 = d.dropna(subset=["c2"])
     assert one(small, "select last(c2), s from t") == [nn2.c2.iloc[-1], nn2.s.iloc[-1]]
     assert one(small, "select first(c2), c1 from t") == [nn2.c2.iloc[0], nn2.c1.iloc[0]]
