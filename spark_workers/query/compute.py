@@ -37,6 +37,7 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
+from spark_workers.query.joins import refuse_in_stream
 from spark_workers.query.planner import GroupColumn, Source, aggregate_call, output_type
 from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns, window_arrow
@@ -221,6 +222,7 @@ class Computation:
                 "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
             )
         check_select(stmt.query, query)  # the front door: TDengine's SQL only
+        refuse_in_stream(stmt.query, query)  # SEMI/ANTI/ASOF/WINDOW joins (query/joins.py)
         if stmt.query.fill is not None and stmt.query.window is None:
             raise SqlError(
                 "FILL needs an INTERVAL window clause",

@@ -59,7 +59,10 @@ def rest_value(v: Any, c: ResultColumn, tz: str) -> Any:
     if v is None:
         return None
     if c.type.name == "TIMESTAMP":
-        return timestamps.render(int(v), c.precision, tz)
+        try:
+            return timestamps.render(int(v), c.precision, tz)
+        except (OverflowError, ValueError):  # _qstart / _qend of an unbounded range: -2^63, 2^63-1
+            return int(v)
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     if isinstance(v, decimal.Decimal):

@@ -3,6 +3,8 @@
 Based on MySQL, which TDengine's expression syntax follows: backtick-quoted names, both
 ``'single'`` and ``"double"`` quoted strings are string literals, ``LIMIT n, m``. On top of it:
 
+- the tokenizer reads ``MATCH`` / ``NMATCH`` as the regular-expression operators
+  (:func:`spark_workers.sql.lexer.regex_operators`; ``exp.RegexpLike``, printed back as MATCH);
 - the tokenizer merges 3.3.7 placeholders (``%%trows``, ``%%tbname``, ``%%1``; seed 002) into
   identifiers (:func:`spark_workers.sql.lexer.merge_placeholders`) and keeps ``TIMESTAMP`` a plain
   timestamp type;
@@ -30,6 +32,7 @@ from sqlglot.parsers.mysql import MySQLParser
 from sqlglot.tokens import Token, TokenType
 
 from spark_workers.sql import lexer
+from spark_workers.sql.ast import join_spec
 
 
 class TDengine(MySQL):
@@ -42,7 +45,7 @@ class TDengine(MySQL):
 
         def tokenize(self, sql: str) -> list[Token]:
             """Tokens of ``sql`` with ``%%`` placeholders merged (see :mod:`.lexer`)."""
-            return lexer.merge_placeholders(super().tokenize(sql))
+            return lexer.regex_operators(lexer.merge_placeholders(super().tokenize(sql)))
 
     class Parser(MySQLParser):
         # ``unique(x)`` is TDengine's selection function, not a constraint keyword
@@ -84,6 +87,7 @@ class TDengine(MySQL):
         TRANSFORMS = {
             **MySQLGenerator.TRANSFORMS,
             exp.CurrentTimestamp: lambda self, e: "now",
+            exp.RegexpLike: lambda self, e: self.binary(e, "MATCH"),
         }
         TYPE_MAPPING = {
             **MySQLGenerator.TYPE_MAPPING,
@@ -99,6 +103,21 @@ class TDengine(MySQL):
         def interval_sql(self, expression: exp.Interval) -> str:
             literal = lexer.interval_literal(expression)
             return literal if literal is not None else super().interval_sql(expression)
+
+        def join_sql(self, expression: exp.Join, join_op: str | None = None) -> str:
+            """TDengine's join words kept by the parser (``ast.JoinSpec``) written back:
+            ``LEFT ASOF JOIN t ON ... JLIMIT 2``, ``... WINDOW_OFFSET(-1s, 1s)``."""
+            spec = join_spec(expression)
+            if not spec.kind and spec.jlimit is None and spec.window_offset is None:
+                return super().join_sql(expression, join_op)
+            text = super().join_sql(
+                expression, f"{spec.side} {spec.kind.upper()} JOIN" if spec.kind else join_op
+            )
+            if spec.window_offset is not None:
+                text += f" WINDOW_OFFSET({spec.window_offset[0]}, {spec.window_offset[1]})"
+            if spec.jlimit is not None:
+                text += f" JLIMIT {spec.jlimit}"
+            return text
 
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted:

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
-from spark_workers.engine.aggregates import AGGREGATES
+from spark_workers.engine.aggregates import AGGREGATES, ALIASES
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
 from spark_workers.sql.aggregate_functions import NOT_TDENGINE_SPELLINGS, check_call, spec_of
@@ -135,6 +135,7 @@ _STRUCTURE: dict[type[exp.Expr], frozenset[str] | None] = {
     exp.In: frozenset({"this", "expressions", "query"}),
     exp.Between: frozenset({"this", "low", "high"}),
     exp.Like: None,
+    exp.RegexpLike: frozenset({"this", "expression"}),  # MATCH / NMATCH (sql/lexer.py)
     exp.BitwiseAnd: None,
     exp.BitwiseOr: None,
 }
@@ -171,7 +172,6 @@ _CONSTRUCTS: dict[type[exp.Expr], str] = {
     exp.BitwiseLeftShift: "the operator <<",
     exp.BitwiseRightShift: "the operator >>",
     exp.IntDiv: "DIV",
-    exp.RegexpLike: "REGEXP",
     exp.NullSafeEQ: "the operator <=>",
 }
 # arguments of allowed nodes that are not TDengine's, in the user's words
@@ -253,8 +253,29 @@ def check_stream(stmt: ast.CreateStreamLegacy | ast.CreateStream337, sql: str) -
         also += [stmt.output_subtable, stmt.options.pre_filter, stmt.options.fill_history_start]
         also += [getattr(stmt.trigger, name, None) for name in ("expr", "start", "end")]
     if query is not None:
+        _refuse_query_clauses(query, sql)
         check_select(query, sql, streaming=streaming)
     check_query(exp.Null(), sql, also=[e for e in also if isinstance(e, exp.Expr)])
+
+
+def _refuse_query_clauses(q: ast.SelectQuery, sql: str) -> None:
+    """INTERP's RANGE / EVERY and SLIMIT are ad-hoc query clauses: a stream's query refuses them
+    (TDengine: "Stream Unsupported RANGE clause"; tdweb computes no INTERP in streams)."""
+    if q.interp is not None:
+        span = q.interp.range_span or q.interp.every_span
+        raise SqlError(
+            "Stream Unsupported RANGE clause: INTERP (RANGE, EVERY) is not supported in stream computing",
+            sql=sql,
+            offset=span.start if span else None,
+            code=Code.NOT_SUPPORTED,
+        )
+    if q.slimit is not None:
+        raise SqlError(
+            "SLIMIT / SOFFSET are not supported in stream computing",
+            sql=sql,
+            offset=q.slimit_span.start if q.slimit_span else None,
+            code=Code.NOT_SUPPORTED,
+        )
 
 
 def check_expression(tree: exp.Expr) -> None:
@@ -376,7 +397,7 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if spec is not None and (isinstance(node, exp.Anonymous) or name in AGGREGATES or "start" in node.meta):
         _check_registry_call(node, spec.name, sql, streaming)
         return
-    if name in AGGREGATES:
+    if name in AGGREGATES or name in ALIASES:
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
