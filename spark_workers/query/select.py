@@ -253,16 +253,12 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
-            if any(aggregate_call(n) or spec_of(n) for item in sel.expressions for n in item.walk()):
-                sel.set(
-                    "group",
-                    exp.Group(
-                        expressions=[
-                            *parts,
-                            *(sel.args["group"].expressions if sel.args.get("group") else []),
-                        ]
-                    ),
+            if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
+                group = exp.Group(
+                    expressions=[*parts, *(sel.args["group"].expressions if sel.args.get("group") else [])]
                 )
+                group.meta["td_partition"] = len(parts)  # row functions read these as PARTITION BY
+                sel.set("group", group)
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
         joined = None

@@ -13,8 +13,9 @@ translated for a backend (docs/decisions.md, "SQL sandbox and limits"):
   structural nodes may only carry the arguments TDengine's syntax gives them (no ``GROUP BY ALL``,
   ``DISTINCT ON``, ``WITH RECURSIVE``, ``UNION BY NAME``, ``TABLESAMPLE``, ``* EXCLUDE``...);
 - **functions**: every call must be in tdweb's catalogue: the scalar functions of
-  :data:`spark_workers.sql.functions.FUNCTIONS`, the engine's aggregates and selection functions
-  (:data:`spark_workers.engine.aggregates.AGGREGATES`), ``now``, and eKuiper's ``window_start()`` /
+  :data:`spark_workers.sql.functions.FUNCTIONS`, the aggregate, selection and time-series
+  functions of :data:`spark_workers.sql.aggregate_functions.FUNCTIONS` (their argument rules
+  checked here: ``0x2801`` / ``0x2802`` / ``0x2803``), ``now``, and eKuiper's ``window_start()`` /
   ``window_end()``; anything else is TDengine's ``0x264D`` "Invalid function name: read_csv_auto"
   (TDengine functions tdweb does not implement yet are ``NOT_SUPPORTED``);
 - **tables**: a FROM item is a ``[db.]table`` name or a subquery; a table function or a string
