@@ -185,7 +185,7 @@ def S(name: str, category: str, probe: str, where: str | Refused, **kw: object) 
 
 ROW_CATEGORIES = frozenset(
     {"math", "string", "encoding", "hashing", "masking", "encryption", "conversion", "time", "control flow",
-     "system", "geometry"}
+     "operator", "system", "geometry"}
 )  # fmt: skip
 
 FUNCTION_CATEGORIES = (
@@ -206,10 +206,18 @@ FUNCTION_CATEGORIES = (
     ("pseudo-column", "Pseudo-columns"),
     ("placeholder", "3.3.7 stream placeholders"),
     ("ekuiper", "eKuiper window functions (tdweb extension)"),
+    ("operator", "Operators"),
 )
 """Function categories in the order of the manual, with their docs/sql.md headings."""
 
 _ALL = "AWLC"
+
+
+def _syntax_in_window(token: str, reason: str) -> Refused:
+    """An operator the parser does not read; checked in a window query, whose error names it."""
+    return Refused(Code.SYNTAX_ERROR, f"{reason} (not parsed)", token=token, ctx="W")
+
+
 _NYI = _nyi()
 _UNKNOWN = Refused(Code.INVALID_FUNCTION_NAME, "not implemented (an unknown function name)")
 _SESSION = "answers about the client's session: refused in streams (0x0100)"
@@ -433,6 +441,25 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
         "st_containsproperly(st_geomfromtext('POINT(1 1)'), st_makepoint(1, 1))",
         _UNKNOWN,
     ),
+    # operators (SQL manual, "Operators")
+    F("+ - * /", "operator", "v * 2 + i / 2 - 1", _ALL),
+    F("%", "operator", "i % 3", _ALL),
+    F("unary -", "operator", "-v", _ALL),
+    F("& |", "operator", "(i & 6) | 1", _ALL),
+    F("= <> != > < >= <=", "operator", "v > 1 and i <> 2 and i != 3 and v <= 9 and i >= 0 and i = i", _ALL),
+    F("IS [NOT] NULL", "operator", "s is not null", _ALL),
+    F("[NOT] BETWEEN ... AND", "operator", "i not between 2 and 4", _ALL),
+    F("[NOT] IN", "operator", "i in (1, 2, 3)", _ALL),
+    F("[NOT] LIKE", "operator", "s not like 's1%'", _ALL),
+    F("MATCH / NMATCH", "operator", "s match '^s1'", _syntax_in_window("match", "not implemented yet")),
+    F(
+        "CONTAINS",
+        "operator",
+        "s contains 'k'",
+        _syntax_in_window("contains", "the JSON type is not implemented yet"),
+    ),
+    F("AND / OR / NOT", "operator", "not (b and i > 2 or i < 1)", _ALL),
+    F("CASE WHEN", "operator", "case when v > 3 then 'hi' else 'lo' end", _ALL),
 )
 """Every function of the manual's "Functions" page (and ST_MakePoint of the geometry input
 functions), in the manual's order."""
@@ -570,6 +597,19 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("TRIM DATABASE", "database", "trim database ref_db2", _syntax("trim", _NO_VNODES)),
     S("COMPACT DATABASE", "database", "compact database ref_db2", _syntax("compact", _NO_VNODES)),
     S("DROP DATABASE", "database", "drop database if exists ref_db2", _A),
+    S(
+        "REDISTRIBUTE VGROUP",
+        "database",
+        "redistribute vgroup 2 dnode 1",
+        _syntax("redistribute", _NO_VNODES),
+    ),
+    S("BALANCE VGROUP", "database", "balance vgroup", _syntax("balance", _NO_VNODES)),
+    S("BALANCE VGROUP LEADER", "database", "balance vgroup leader", _syntax("balance", _NO_VNODES)),
+    S("SPLIT VGROUP", "database", "split vgroup 2", _syntax("split", _NO_VNODES)),
+    S("SHOW COMPACTS", "database", "show compacts", _syntax("compacts", _NO_VNODES)),
+    S("KILL COMPACT", "database", "kill compact 1", _syntax("kill", _NO_VNODES)),
+    S("SHOW db.DISK_INFO", "database", "show ref.disk_info", _syntax("disk_info", _NO_VNODES)),
+    S("SSMIGRATE DATABASE", "database", "ssmigrate database ref", _syntax("ssmigrate", _NO_VNODES)),
     # tables
     S("CREATE TABLE", "table", "create table if not exists ref.nt (ts timestamp, a int, c varchar(8))", _A),
     S(
@@ -584,6 +624,57 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "table",
         "create table ref.st3 using ref.st tags (3) ref.st4 using ref.st (g) tags (4)",
         _A,
+    ),
+    S(
+        "CREATE TABLE (COMMENT / TTL options)",
+        "table",
+        "create table ref.opt (ts timestamp, a int) comment 'c' ttl 10",
+        _syntax("ttl", "TTL is not implemented yet"),
+    ),
+    S(
+        "CREATE TABLE (NCHAR, unsigned, BOOL)",
+        "table",
+        "create table ref.ty1 (ts timestamp, n nchar(8), u int unsigned, f bool)",
+        _A,
+    ),
+    S(
+        "CREATE TABLE (JSON tag)",
+        "table",
+        "create stable ref.js (ts timestamp, a int) tags (j json)",
+        Refused(Code.WRONG_VALUE_TYPE, "the JSON type is not implemented yet", token="json"),
+    ),
+    S(
+        "CREATE TABLE (VARBINARY)",
+        "table",
+        "create table ref.vb (ts timestamp, b varbinary(16))",
+        Refused(Code.WRONG_VALUE_TYPE, "the VARBINARY type is not implemented yet", token="varbinary"),
+    ),
+    S(
+        "CREATE TABLE (GEOMETRY)",
+        "table",
+        "create table ref.geo (ts timestamp, g geometry(64))",
+        Refused(Code.WRONG_VALUE_TYPE, "the GEOMETRY type is not implemented yet", token="geometry"),
+    ),
+    S(
+        "CREATE TABLE (DECIMAL)",
+        "table",
+        "create table ref.dec (ts timestamp, d decimal(10, 2))",
+        _syntax("decimal", "DECIMAL(p, s) is not implemented yet"),
+    ),
+    S(
+        "CREATE TABLE (column ENCODE / COMPRESS)",
+        "table",
+        "create table ref.cmp (ts timestamp, a int encode 'simple8b' compress 'lz4' level 'medium')",
+        _syntax(
+            "encode",
+            "column compression options are not implemented (Delta files are compressed by the lake)",
+        ),
+    ),
+    S(
+        "CREATE TABLE ... USING ... FILE",
+        "table",
+        "create table using ref.st (tbname, g) file '/tmp/ref_tags.csv'",
+        _syntax("file", "not implemented: the server cannot read a client's file"),
     ),
     S("ALTER TABLE ADD COLUMN", "table", "alter table ref.nt add column d double", _ALTER_NYI),
     S("ALTER TABLE MODIFY COLUMN", "table", "alter table ref.nt modify column c varchar(16)", _ALTER_NYI),
@@ -678,7 +769,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("INTERVAL ... SLIDING", "select", "select _wstart, avg(v) from ref.t interval(5s) sliding(2s)", _A),
     S("INTERVAL (offset)", "select", "select _wstart, avg(v) from ref.t interval(5s, 1s)", _A),
     S(
-        "FILL",
+        "FILL(LINEAR)",
         "select",
         f"select _wstart, avg(v) from ref.t where ts >= {BASE_MS} and ts < {BASE_MS + 30_000} "
         "interval(5s) fill(linear)",
@@ -743,9 +834,70 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         _A,
     ),
     S("CASE WHEN", "select", "select case when v > 3 then 'hi' else 'lo' end from ref.t", _A),
+    S(
+        "LIKE / MATCH / NMATCH",
+        "select",
+        "select s from ref.t where s like 's1%' and s match '^s' and s nmatch 'x'",
+        _syntax("match", "MATCH / NMATCH are not implemented yet"),
+    ),
+    S(
+        "IN / BETWEEN / IS NULL",
+        "select",
+        "select v from ref.t where i in (1, 2) or i between 5 and 6 or s is null",
+        _A,
+    ),
+    S(
+        "JSON tag -> / CONTAINS",
+        "select",
+        "select j->'k' from ref.js where j contains 'k'",
+        _syntax("contains", "the JSON type is not implemented yet"),
+    ),
+    S("information_schema", "select", "select name from information_schema.ins_databases", _A),
+    S("performance_schema", "select", "select * from performance_schema.perf_connections", _A),
+    S(
+        "SELECT TAGS",
+        "select",
+        "select tags g from ref.st",
+        Refused(Code.INVALID_COLUMN, "not implemented yet", token="tags"),
+    ),
+    S(
+        "FILL(PREV / NEXT / NULL / VALUE)",
+        "select",
+        f"select _wstart, avg(v) from ref.t where ts >= {BASE_MS} and ts < {BASE_MS + 30_000} interval(5s) "
+        "fill(prev)",
+        _A,
+    ),
+    S(
+        "FILL(NEAR)",
+        "select",
+        f"select _wstart, avg(v) from ref.t where ts >= {BASE_MS} and ts < {BASE_MS + 30_000} interval(5s) "
+        "fill(near)",
+        _syntax("fill", "FILL(NEAR) is not implemented yet"),
+    ),
+    S(
+        "STATE_WINDOW ... TRUE_FOR",
+        "select",
+        "select _wstart, count(*) from ref.t state_window(b) true_for(1s)",
+        _A,
+    ),
+    S("Calendar INTERVAL (n / y)", "select", "select _wstart, count(*) from ref.t interval(1n)", _A),
+    S(
+        "PARTITION BY ... INTERVAL",
+        "select",
+        "select _wstart, count(*) from ref.st partition by tbname interval(5s)",
+        _A,
+    ),
+    S("GROUP BY tbname", "select", "select tbname, count(*) from ref.st group by tbname", _A),
+    S(
+        "LAST(*) / LAST_ROW(*)",
+        "select",
+        "select last(*), last_row(*) from ref.t",
+        Refused(Code.INVALID_FUNCTION, "not implemented yet: name the columns", token="last"),
+    ),
     S("EXPLAIN", "select", "explain select * from ref.t", _syntax("explain")),
     # DELETE
     S("DELETE", "delete", f"delete from ref.nt where ts >= {BASE_MS} and ts < {BASE_MS + 1000}", _A),
+    S("DELETE from a supertable", "delete", f"delete from ref.st where ts < {BASE_MS + 1000} and g = 6", _A),
     # SHOW and DESCRIBE
     S("SHOW DATABASES", "show", "show databases", _A),
     S("SHOW TABLES", "show", "show ref.tables", _A),
@@ -770,6 +922,31 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("SHOW INDEXES", "show", "show indexes from st from ref", _syntax("indexes", _NO_INDEX)),
     S("SHOW TSMAS", "show", "show ref.tsmas", _syntax("tsmas")),
     S("SHOW VIEWS", "show", "show ref.views", _syntax("views")),
+    S("SHOW USER / SYSTEM DATABASES", "show", "show user databases", _A),
+    S("SHOW NORMAL / CHILD TABLES", "show", "show child ref.tables", _syntax("child")),
+    S("SHOW ... LIKE", "show", "show ref.tables like 'st%'", _A),
+    S("SHOW APPS", "show", "show apps", _A),
+    S("SHOW CLUSTER ALIVE", "show", "show cluster alive", _A),
+    S("SHOW CLUSTER MACHINES", "show", "show cluster machines", _syntax("cluster", _NO_NODES)),
+    S("SHOW CONSUMERS", "show", "show consumers", _A),
+    S("SHOW SUBSCRIPTIONS", "show", "show subscriptions", _syntax("subscriptions", _NO_TMQ)),
+    S(
+        "SHOW LICENCES / GRANTS",
+        "show",
+        "show grants",
+        _syntax("grants", "not implemented: tdweb has no licences"),
+    ),
+    S("SHOW SCORES", "show", "show scores", _syntax("scores", "not implemented: tdweb has no licences")),
+    S("SHOW LOCAL VARIABLES", "show", "show local variables", _A),
+    S("SHOW CLUSTER VARIABLES", "show", "show cluster variables", _A),
+    S("SHOW DNODE VARIABLES", "show", "show dnode 1 variables", _A),
+    S("SHOW MNODES", "show", "show mnodes", _syntax("mnodes", _NO_NODES)),
+    S("SHOW QNODES", "show", "show qnodes", _syntax("qnodes", _NO_NODES)),
+    S("SHOW VNODES", "show", "show vnodes", _syntax("vnodes", _NO_NODES)),
+    S("SHOW TRANSACTIONS", "show", "show transactions", _A),
+    S("SHOW TABLE DISTRIBUTED", "show", "show table distributed ref.t", _syntax("distributed", _NO_VNODES)),
+    S("SHOW CREATE VTABLE", "show", "show create vtable ref.vt", _A),
+    S("DESC", "show", "desc ref.st", _A),
     S("DESCRIBE", "show", "describe ref.t", _A),
     # users and permissions
     S("CREATE USER", "user", "create user ref_u pass 'Ref_pass1'", _A),
@@ -777,6 +954,24 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("GRANT", "user", "grant read on ref.* to ref_u", _A),
     S("REVOKE", "user", "revoke read on ref.* from ref_u", _A),
     S("DROP USER", "user", "drop user ref_u", _A),
+    S(
+        "CREATE USER ... SYSINFO / CREATEDB",
+        "user",
+        "create user ref_u2 pass 'Ref_pass1' sysinfo 0 createdb 1",
+        _A,
+    ),
+    S("ALTER USER ENABLE / SYSINFO / CREATEDB", "user", "alter user ref_u2 enable 0", _A),
+    S(
+        "GRANT ... ON table WITH tag condition",
+        "user",
+        "grant read on ref.st with g = 1 to ref_u2",
+        Refused(
+            Code.NOT_SUPPORTED,
+            "tag-based authorization of subtables is not implemented: grant on the supertable",
+            token="with",
+        ),
+    ),
+    S("GRANT SUBSCRIBE", "user", "grant subscribe on ref_tp to ref_u2", _syntax("subscribe", _NO_TMQ)),
     # streams
     S(
         "CREATE STREAM (legacy syntax)",
@@ -803,6 +998,82 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         _A,
     ),
     S("DROP STREAM", "stream", "drop stream if exists ref_ls", _A),
+    S(
+        "CREATE STREAM TRIGGER AT_ONCE / MAX_DELAY",
+        "stream",
+        "create stream ref_l2 trigger max_delay 5s watermark 1s ignore expired 0 into ref.l2_out as select "
+        "_wstart, count(*) from ref.t interval(5s)",
+        _A,
+    ),
+    S(
+        "CREATE STREAM TRIGGER FORCE_WINDOW_CLOSE",
+        "stream",
+        "create stream ref_l3 trigger force_window_close into ref.l3_out as select _wstart, count(*) from "
+        "ref.t "
+        "interval(5s)",
+        _A,
+    ),
+    S(
+        "CREATE STREAM FILL_HISTORY / DELETE_MARK / IGNORE UPDATE",
+        "stream",
+        "create stream ref_l4 fill_history 1 delete_mark 1d ignore update 1 into ref.l4_out as select "
+        "_wstart, count(*) from ref.t interval(5s)",
+        _A,
+    ),
+    S(
+        "CREATE STREAM ... TAGS / SUBTABLE",
+        "stream",
+        "create stream ref_l5 into ref.l5_out tags (gg int) subtable(concat('o_', cast(gg as varchar(8)))) "
+        "as "
+        "select _wstart, count(*) from ref.st partition by g as gg interval(5s)",
+        _A,
+    ),
+    S(
+        "CREATE STREAM ... NOTIFY (legacy)",
+        "stream",
+        "create stream ref_l6 into ref.l6_out as select _wstart, count(*) from ref.t interval(5s) "
+        "notify ('ws://localhost:8080/notify') on ('window_open', 'window_close')",
+        _A,
+    ),
+    S(
+        "CREATE STREAM PERIOD trigger",
+        "stream",
+        "create stream ref.ref_n2 period(10s) into ref.n2_out as select cast(_tlocaltime / 1000000 as "
+        "timestamp) "
+        "as ts, count(*) as n from ref.t",
+        _A,
+    ),
+    S(
+        "CREATE STREAM SLIDING trigger",
+        "stream",
+        "create stream ref.ref_n3 sliding(5s) from ref.t into ref.n3_out as select _tcurrent_ts, count(*) "
+        "as n "
+        "from %%trows",
+        _A,
+    ),
+    S(
+        "CREATE STREAM SESSION / STATE_WINDOW / EVENT_WINDOW / COUNT_WINDOW trigger",
+        "stream",
+        "create stream ref.ref_n4 state_window(b) from ref.t into ref.n4_out as select _twstart, count(*) "
+        "as n "
+        "from %%trows",
+        _A,
+    ),
+    S(
+        "CREATE STREAM ... PARTITION BY / STREAM_OPTIONS",
+        "stream",
+        "create stream ref.ref_n5 interval(5s) sliding(5s) from ref.st partition by tbname "
+        "stream_options(fill_history | low_latency_calc) into ref.n5_out as select _twstart, avg(v) as a "
+        "from %%tbname where ts >= _twstart and ts < _twend",
+        _A,
+    ),
+    S(
+        "CREATE STREAM ... NOTIFY (3.3.7)",
+        "stream",
+        "create stream ref.ref_n6 interval(5s) sliding(5s) from ref.t notify('ws://localhost:8080/notify') "
+        "on (window_open|window_close) into ref.n6_out as select _twstart, count(*) as n from %%trows",
+        _A,
+    ),
     # data subscription, TSMA, indexes, UDF, views
     S("CREATE TOPIC", "topic", "create topic ref_tp as select v from ref.t", _syntax("topic", _NO_TMQ)),
     S("DROP TOPIC", "topic", "drop topic ref_tp", _syntax("topic", _NO_TMQ)),
