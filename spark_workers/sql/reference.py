@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from spark_workers.errors import Code
+from spark_workers.sql.sandbox import STREAM_FORBIDDEN
 
 CONTEXTS = {"A": "ad-hoc", "W": "window", "L": "legacy stream", "C": "3.3.7 computation"}
 """Where an entry runs: letter -> the name docs/sql.md shows."""
@@ -220,6 +221,7 @@ def _syntax_in_window(token: str, reason: str) -> Refused:
 
 _NYI = _nyi()
 _UNKNOWN = Refused(Code.INVALID_FUNCTION_NAME, "not implemented (an unknown function name)")
+_V338 = "new in TDengine 3.3.8"
 _SESSION = "answers about the client's session: refused in streams (0x0100)"
 _MINMAX_STR = "strings only in ad-hoc queries: windows and streams refuse them (0x2800)"
 
@@ -295,8 +297,20 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     F("MASK_FULL", "masking", "mask_full(s, 'X')", _UNKNOWN),
     F("MASK_PARTIAL", "masking", "mask_partial(s, 1, 1, '*')", _UNKNOWN),
     F("MASK_NONE", "masking", "mask_none(s)", _UNKNOWN),
-    F("SM4_ENCRYPT", "encryption", "sm4_encrypt(s, 'mykeystring')", _UNKNOWN),
-    F("SM4_DECRYPT", "encryption", "sm4_decrypt(s, 'mykeystring')", _UNKNOWN),
+    F(
+        "SM4_ENCRYPT",
+        "encryption",
+        "sm4_encrypt(s, 'mykeystring')",
+        _UNKNOWN,
+        note="TDengine Enterprise only",
+    ),
+    F(
+        "SM4_DECRYPT",
+        "encryption",
+        "sm4_decrypt(s, 'mykeystring')",
+        _UNKNOWN,
+        note="TDengine Enterprise only",
+    ),
     F("AES_ENCRYPT", "encryption", "aes_encrypt(s, 'mykeystring')", _UNKNOWN),
     F("AES_DECRYPT", "encryption", "aes_decrypt(s, 'mykeystring')", _UNKNOWN),
     # conversion
@@ -340,7 +354,7 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     F("WEEKOFYEAR", "time", "weekofyear(ts)", _ALL),
     F("WEEKDAY", "time", "weekday(ts)", _ALL),
     F("DAYOFWEEK", "time", "dayofweek(ts)", _ALL),
-    F("DATE", "time", "date(ts)", _UNKNOWN),
+    F("DATE", "time", "date(ts)", _UNKNOWN, note=_V338),
     # aggregate
     F("APERCENTILE", "aggregate", "apercentile(v, 50)", _NYI),
     F("AVG", "aggregate", "avg(v)", _ALL),
@@ -350,16 +364,17 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     F("SPREAD", "aggregate", "spread(v)", _ALL),
     F("STDDEV", "aggregate", "stddev(v)", _ALL),
     F("STDDEV_POP", "aggregate", "stddev_pop(v)", _ALL),
-    F("STD", "aggregate", "std(v)", _ALL, note="the manual's 3.3.8 alias of STDDEV"),
-    F("STDDEV_SAMP", "aggregate", "stddev_samp(v)", _UNKNOWN),
+    F("STD", "aggregate", "std(v)", _ALL, note="STDDEV's alias since TDengine 3.3.8"),
+    F("STDDEV_SAMP", "aggregate", "stddev_samp(v)", _UNKNOWN, note=_V338),
     F("VARIANCE", "aggregate", "variance(v)", _NYI),
     F("VAR_POP", "aggregate", "var_pop(v)", _NYI),
-    F("VAR_SAMP", "aggregate", "var_samp(v)", _UNKNOWN),
+    F("VAR_SAMP", "aggregate", "var_samp(v)", _UNKNOWN, note=_V338),
     F(
         "GROUP_CONCAT",
         "aggregate",
         "group_concat(s, ',')",
         Refused(Code.SYNTAX_ERROR, "not implemented yet (the parser does not read it)"),
+        note=_V338,
     ),
     F("SUM", "aggregate", "sum(v)", _ALL),
     F("HYPERLOGLOG", "aggregate", "hyperloglog(v)", _NYI),
@@ -574,6 +589,10 @@ EKUIPER_ENTRIES: tuple[Entry, ...] = (
 """Seed 003's eKuiper window functions (tdweb's extension for eKuiper-style streams)."""
 
 _A = "A"
+_STREAM_CHECK = (
+    "checked by creating the stream in a memory registry (validation and compilation); running it "
+    "needs Spark (tests/spark)"
+)
 _NO_VNODES = "not implemented: the lake has no vnodes (its files are compacted by the lake.compact task)"
 _NO_TMQ = "not implemented: no data subscription (TMQ)"
 _NO_NODES = "not implemented: tdweb is not a TDengine cluster (no dnodes)"
@@ -979,6 +998,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create stream ref_ls trigger window_close into ref.ls_out as select _wstart, avg(v) from ref.t "
         "interval(5s)",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM (3.3.7 syntax)",
@@ -986,6 +1006,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create stream ref.ref_ns interval(5s) sliding(5s) from ref.t into ref.ns_out as select _twstart, "
         "avg(v) from %%trows",
         _A,
+        note=_STREAM_CHECK,
     ),
     S("PAUSE STREAM", "stream", "pause stream ref_ls", _A),
     S("RESUME STREAM", "stream", "resume stream ref_ls", _A),
@@ -996,6 +1017,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "stream",
         "recalculate stream ref.ref_ns from '2023-11-14 22:13:20' to '2023-11-14 22:13:30'",
         _A,
+        note="checked with the local (DuckDB) runner",
     ),
     S("DROP STREAM", "stream", "drop stream if exists ref_ls", _A),
     S(
@@ -1004,6 +1026,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create stream ref_l2 trigger max_delay 5s watermark 1s ignore expired 0 into ref.l2_out as select "
         "_wstart, count(*) from ref.t interval(5s)",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM TRIGGER FORCE_WINDOW_CLOSE",
@@ -1012,6 +1035,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "ref.t "
         "interval(5s)",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM FILL_HISTORY / DELETE_MARK / IGNORE UPDATE",
@@ -1019,6 +1043,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create stream ref_l4 fill_history 1 delete_mark 1d ignore update 1 into ref.l4_out as select "
         "_wstart, count(*) from ref.t interval(5s)",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM ... TAGS / SUBTABLE",
@@ -1027,6 +1052,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "as "
         "select _wstart, count(*) from ref.st partition by g as gg interval(5s)",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM ... NOTIFY (legacy)",
@@ -1034,6 +1060,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create stream ref_l6 into ref.l6_out as select _wstart, count(*) from ref.t interval(5s) "
         "notify ('ws://localhost:8080/notify') on ('window_open', 'window_close')",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM PERIOD trigger",
@@ -1042,6 +1069,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "timestamp) "
         "as ts, count(*) as n from ref.t",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM SLIDING trigger",
@@ -1050,6 +1078,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "as n "
         "from %%trows",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM SESSION / STATE_WINDOW / EVENT_WINDOW / COUNT_WINDOW trigger",
@@ -1058,6 +1087,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "as n "
         "from %%trows",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM ... PARTITION BY / STREAM_OPTIONS",
@@ -1066,6 +1096,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "stream_options(fill_history | low_latency_calc) into ref.n5_out as select _twstart, avg(v) as a "
         "from %%tbname where ts >= _twstart and ts < _twend",
         _A,
+        note=_STREAM_CHECK,
     ),
     S(
         "CREATE STREAM ... NOTIFY (3.3.7)",
@@ -1073,6 +1104,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create stream ref.ref_n6 interval(5s) sliding(5s) from ref.t notify('ws://localhost:8080/notify') "
         "on (window_open|window_close) into ref.n6_out as select _twstart, count(*) as n from %%trows",
         _A,
+        note=_STREAM_CHECK,
     ),
     # data subscription, TSMA, indexes, UDF, views
     S("CREATE TOPIC", "topic", "create topic ref_tp as select v from ref.t", _syntax("topic", _NO_TMQ)),
@@ -1134,6 +1166,9 @@ ENTRIES: tuple[Entry, ...] = (
 """The whole catalogue."""
 
 
+_SEED_000 = "legacy streams refuse it (seed 000's list, 0x2800)"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -1145,7 +1180,8 @@ def _row(e: Entry) -> str:
     else:
         status = e.status
         notes = e.diff
-    notes = "; ".join(x for x in (notes, e.note) if x)
+    forbidden = "" if e.statement or e.name.lower() not in STREAM_FORBIDDEN else _SEED_000
+    notes = "; ".join(x for x in (notes, e.note, forbidden) if x)
     where = ", ".join(CONTEXTS[c] for c in e.contexts) or "—"
     return f"| `{_cell(e.name)}` | {status} | {where} | {_cell(notes)} |"
 
