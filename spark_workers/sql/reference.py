@@ -113,7 +113,9 @@ class Entry:
         note: anything else the reader should know.
         row: for a function: a row function (probed inside ``first()`` in windows, as a
             projection in streams) rather than an aggregate / selection / time-series one.
-        probes: context letter -> probe statement, where the kind's template does not fit.
+        probes: context letter -> probe statement, where the kind's template does not fit
+            (``{s}`` / ``{o}`` stand for a fresh stream / output table name).
+        statement: a statement form (its probe runs as written) rather than a function.
     """
 
     name: str

@@ -47,10 +47,12 @@ def _squash(text: str) -> str:
     return re.sub(r"[\s_]", "", text).lower()
 
 
-def _refusal(ex: Executor, sql: str) -> TdError:
-    with pytest.raises(TdError) as info:
+def _refusal(ex: Executor, entry: Entry, sql: str) -> TdError:
+    try:
         ex.execute_one(sql)
-    return info.value
+    except TdError as e:
+        return e
+    pytest.fail(f"{entry.name} is marked refused but {sql!r} runs: flip its entry to the contexts it runs in")
 
 
 # ---------------------------------------------------------------- (a) the page is generated
@@ -156,7 +158,7 @@ def test_function_fails_where_its_entry_does_not_say(ex: Executor, entry: Entry,
 )
 def test_refused_function_fails_with_its_code_naming_it(ex: Executor, entry: Entry, n: int) -> None:
     assert isinstance(entry.where, Refused)
-    err = _refusal(ex, entry.probe_for(entry.refusal_ctx, n))
+    err = _refusal(ex, entry, entry.probe_for(entry.refusal_ctx, n))
     assert err.code == entry.where.code, f"{entry.name}: {err.code:#06x} {err.desc}"
     if entry.where.named:
         assert _squash(entry.token) in _squash(err.desc), err.desc
