@@ -98,7 +98,13 @@ def bind_sources(
             src, data = ex.system_source(name, sql)
             view = duck.register_arrow(data)
         else:
-            src = resolve(ex.catalog, name, ex.default_db, sql)
+            try:
+                src = resolve(ex.catalog, name, ex.default_db, sql)
+            except SqlError as e:
+                if e.code != Code.TABLE_NOT_EXIST:
+                    raise
+                dbname = ex.catalog.require_database(name.db or ex.default_db).name
+                raise ex.no_such_table(dbname, name.name, sql=sql, span=name.span) from None
             ex.require_storage(READ, src.db, src.table, sql=sql, span=name.span)
             view = duck.register_source(src, version, columns=used)
         sources.append(src)

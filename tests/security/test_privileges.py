@@ -90,6 +90,31 @@ def test_normal_users_cannot_read_write_or_drop_each_others_data(users) -> None:
     ]
 
 
+def test_a_missing_table_and_a_forbidden_one_get_the_same_answer(users) -> None:
+    """Whether ``ann_db.<name>`` exists must not leak to ben: a missing table and an existing one
+    he may not read both answer 0x2644 (TDengine's "Permission denied or target object not
+    exist"), for every statement that names a table; ann, who owns the database, learns that the
+    missing one does not exist."""
+    ben, ann, root = users["ben"], users["ann"], users["root"]
+    forms = (
+        "SELECT * FROM ann_db.{t}",
+        "SELECT count(*) FROM ann_db.{t} INTERVAL(1m)",
+        "DESCRIBE ann_db.{t}",
+        "SHOW CREATE TABLE ann_db.{t}",
+        "SHOW TAGS FROM ann_db.{t}",
+        "SHOW TABLE TAGS FROM ann_db.{t}",
+        "INSERT INTO ann_db.{t} VALUES ('2024-01-02 00:00:00', 9)",
+        "DELETE FROM ann_db.{t} WHERE ts < '2025-01-01'",
+    )
+    for form in forms:
+        existing, missing = _code(ben, form.format(t="d1")), _code(ben, form.format(t="no_such"))
+        assert existing == missing == Code.PERMISSION_DENIED, form
+        assert _code(ann, form.format(t="no_such")) == Code.TABLE_NOT_EXIST, form
+    # with a database-wide grant, ben may learn what exists
+    root.sql("GRANT READ ON ann_db.* TO ben")
+    assert _code(ben, "SELECT * FROM ann_db.no_such") == Code.TABLE_NOT_EXIST
+
+
 def test_grant_opens_what_it_names_and_revoke_closes_it(users) -> None:
     ben, root = users["ben"], users["root"]
     root.sql("GRANT READ ON ann_db.* TO ben")
