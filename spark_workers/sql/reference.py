@@ -599,6 +599,7 @@ _NO_VNODES = "not implemented: the lake has no vnodes (its files are compacted b
 _NO_TMQ = "not implemented: no data subscription (TMQ)"
 _NO_NODES = "not implemented: tdweb is not a TDengine cluster (no dnodes)"
 _NO_INDEX = "not implemented: no tag indexes"
+_NO_ROWS = "TDengine's columns, no rows"
 _NO_UDF = "not implemented: tdweb runs no user code (UDF)"
 
 
@@ -627,7 +628,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("BALANCE VGROUP", "database", "balance vgroup", _syntax("balance", _NO_VNODES)),
     S("BALANCE VGROUP LEADER", "database", "balance vgroup leader", _syntax("balance", _NO_VNODES)),
     S("SPLIT VGROUP", "database", "split vgroup 2", _syntax("split", _NO_VNODES)),
-    S("SHOW COMPACTS", "database", "show compacts", _syntax("compacts", _NO_VNODES)),
+    S("SHOW COMPACTS", "database", "show compacts", _A, note=_NO_ROWS),
     S("KILL COMPACT", "database", "kill compact 1", _syntax("kill", _NO_VNODES)),
     S("SHOW db.DISK_INFO", "database", "show ref.disk_info", _syntax("disk_info", _NO_VNODES)),
     S("SSMIGRATE DATABASE", "database", "ssmigrate database ref", _syntax("ssmigrate", _NO_VNODES)),
@@ -933,24 +934,30 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("SHOW USERS", "show", "show users", _A),
     S("SHOW USER PRIVILEGES", "show", "show user privileges", _A),
     S("SHOW FUNCTIONS", "show", "show functions", _A),
-    S("SHOW TOPICS", "show", "show topics", _syntax("topics", _NO_TMQ)),
+    S("SHOW TOPICS", "show", "show topics", _A, note=_NO_ROWS),
     S("SHOW VGROUPS", "show", "show ref.vgroups", _A),
     S("SHOW DNODES", "show", "show dnodes", _A),
-    S("SHOW CLUSTER", "show", "show cluster", _syntax("cluster", _NO_NODES)),
+    S("SHOW CLUSTER", "show", "show cluster", _A),
     S("SHOW QUERIES", "show", "show queries", _A),
     S("SHOW CONNECTIONS", "show", "show connections", _A),
     S("SHOW VARIABLES", "show", "show variables", _A),
-    S("SHOW INDEXES", "show", "show indexes from st from ref", _syntax("indexes", _NO_INDEX)),
+    S("SHOW INDEXES", "show", "show indexes from st from ref", _A, note=_NO_ROWS),
     S("SHOW TSMAS", "show", "show ref.tsmas", _syntax("tsmas")),
-    S("SHOW VIEWS", "show", "show ref.views", _syntax("views")),
+    S(
+        "SHOW VIEWS",
+        "show",
+        "show views",
+        _A,
+        diff="SHOW db_name.VIEWS is refused (0x2600); no rows (CREATE VIEW is refused)",
+    ),
     S("SHOW USER / SYSTEM DATABASES", "show", "show user databases", _A),
     S("SHOW NORMAL / CHILD TABLES", "show", "show child ref.tables", _syntax("child")),
     S("SHOW ... LIKE", "show", "show ref.tables like 'st%'", _A),
     S("SHOW APPS", "show", "show apps", _A),
     S("SHOW CLUSTER ALIVE", "show", "show cluster alive", _A),
-    S("SHOW CLUSTER MACHINES", "show", "show cluster machines", _syntax("cluster", _NO_NODES)),
+    S("SHOW CLUSTER MACHINES", "show", "show cluster machines", _syntax("machines", _NO_NODES)),
     S("SHOW CONSUMERS", "show", "show consumers", _A),
-    S("SHOW SUBSCRIPTIONS", "show", "show subscriptions", _syntax("subscriptions", _NO_TMQ)),
+    S("SHOW SUBSCRIPTIONS", "show", "show subscriptions", _A, note=_NO_ROWS),
     S(
         "SHOW LICENCES / GRANTS",
         "show",
@@ -961,9 +968,10 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("SHOW LOCAL VARIABLES", "show", "show local variables", _A),
     S("SHOW CLUSTER VARIABLES", "show", "show cluster variables", _A),
     S("SHOW DNODE VARIABLES", "show", "show dnode 1 variables", _A),
-    S("SHOW MNODES", "show", "show mnodes", _syntax("mnodes", _NO_NODES)),
-    S("SHOW QNODES", "show", "show qnodes", _syntax("qnodes", _NO_NODES)),
-    S("SHOW VNODES", "show", "show vnodes", _syntax("vnodes", _NO_NODES)),
+    S("SHOW MNODES", "show", "show mnodes", _A),
+    S("SHOW SNODES", "show", "show snodes", _A),
+    S("SHOW QNODES", "show", "show qnodes", _A),
+    S("SHOW VNODES", "show", "show vnodes", _A),
     S("SHOW TRANSACTIONS", "show", "show transactions", _A),
     S("SHOW TABLE DISTRIBUTED", "show", "show table distributed ref.t", _syntax("distributed", _NO_VNODES)),
     S("SHOW CREATE VTABLE", "show", "show create vtable ref.vt", _A),
