@@ -518,6 +518,15 @@ PSEUDO_ENTRIES: tuple[Entry, ...] = (
         "_QEND",
         Refused(Code.INVALID_COLUMN, "not implemented yet (an unknown column)"),
         A=f"select _qend, count(*) from t where ts >= {BASE_MS} and ts < {BASE_MS + 10_000}",
+        W=f"select _wstart, _qend, count(*) from t where ts >= {BASE_MS} and ts < {BASE_MS + 10_000} "
+        "interval(5s)",
+    ),
+    _pseudo(
+        "_QDURATION",
+        Refused(Code.INVALID_COLUMN, "not implemented yet (an unknown column)"),
+        A=f"select _qduration, count(*) from t where ts >= {BASE_MS} and ts < {BASE_MS + 10_000}",
+        W=f"select _wstart, _qduration, count(*) from t where ts >= {BASE_MS} and ts < {BASE_MS + 10_000} "
+        "interval(5s)",
     ),
     _pseudo("_IROWTS", _INTERP_NYI, A=f"select _irowts, interp(v) {_INTERP}"),
     _pseudo("_IROWTS_ORIGIN", _INTERP_NYI, A=f"select _irowts_origin, interp(v) {_INTERP}"),
