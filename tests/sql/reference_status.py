@@ -23,11 +23,14 @@ from spark_workers.streams.registry import MemoryRegistry
 
 
 def _run(ex: Executor, sql: str) -> int | None:
-    """None when ``sql`` runs, else its error code."""
+    """None when ``sql`` runs, else its error code (-1: an internal error, printed: a bug)."""
     try:
         ex.execute_one(sql)
     except TdError as e:
         return e.code
+    except Exception as e:  # a bug: not a TDengine error
+        print(f"INTERNAL ERROR {type(e).__name__}: {e} in {sql!r}")
+        return -1
     return None
 
 
@@ -58,7 +61,7 @@ def main() -> None:
         if ok == said and code_ok:
             continue
         was = f"refused {e.where.code:#06x}" if isinstance(e.where, Refused) else f'"{e.where}"'
-        codes = ", ".join(f"{c} {code:#06x}" for c, code in errors.items())
+        codes = ", ".join(f"{c} {code:#06x}" if code >= 0 else f"{c} internal" for c, code in errors.items())
         print(f'{e.name}: catalogue {was}, observed "{ok}"' + (f" ({codes})" if codes else ""))
 
 
