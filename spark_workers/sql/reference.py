@@ -21,7 +21,8 @@ Statuses are what the code does today: ``tests/sql/test_reference.py`` runs ever
 in every context it claims (and checks every refusal's code), and ``docs/sql.md`` must equal
 :func:`render_markdown`'s output. To change an entry's status, change its one line: the
 ``where`` argument (``"AW"``, ``"AWLC"``...) or :class:`Refused` ``(code, reason)``, and ``diff=``
-for a difference; then ``make sql-docs``.
+for a difference; then ``make sql-docs``. ``python -m tests.sql.reference_status`` lists the
+entries whose observed status differs from their line.
 
 Probe tables (created by :data:`PROBE_SETUP` in the database ``ref``): ``t`` (``ts``, ``v``
 DOUBLE, ``i`` INT, ``s`` VARCHAR(32), ``b`` BOOL; 12 rows one second apart) and the supertable
@@ -1246,7 +1247,8 @@ statement, **ad-hoc** means the executor behind REST, the shell and the console 
 Every row is checked by `tests/sql/test_reference.py`: each supported function runs in each
 context its row names and each supported statement runs, in order, in a scratch database; each
 refusal is checked for its code; `tests/web/test_rest_statement_forms.py` runs every supported
-statement form over the REST protocol with the `taosrest` client.
+statement form over the REST protocol with the `taosrest` client. After a change to the SQL,
+`PYTHONPATH=. python -m tests.sql.reference_status` lists the rows whose status changed.
 """
 
 
