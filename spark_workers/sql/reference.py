@@ -229,7 +229,7 @@ _NYI = _nyi()
 _UNKNOWN = Refused(Code.INVALID_FUNCTION_NAME, "not implemented (an unknown function name)")
 _V338 = "new in TDengine 3.3.8"
 _SESSION = "answers about the client's session: refused in streams (0x0100)"
-_MINMAX_STR = "strings only in ad-hoc queries: windows and streams refuse them (0x2800)"
+_MINMAX_STR = "window queries refuse strings (0x2800: the window engine compares numbers only)"
 
 FUNCTION_ENTRIES: tuple[Entry, ...] = (
     # math
