@@ -5,7 +5,8 @@ in every context its entry claims (its probe statement through one DuckDB-backed
 probe tables; streams are created in a memory registry, no Spark), and every supported statement
 form runs, in the catalogue's order, in a scratch database; (c) every refusal fails with the code
 it names and a message naming what is refused; (d) every function name the implementation
-recognises is in the catalogue.
+recognises is in the catalogue. The Where column is exact both ways (a context an entry leaves out
+is refused today), and every noted difference is checked against its behaviour.
 """
 
 from __future__ import annotations
