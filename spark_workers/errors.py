@@ -76,6 +76,8 @@ class Code:
     # parser and function errors of TDengine's error table (taoserror.h, terror.c; the parser's
     # function messages are "Invalid parameter data type : <function>" and "Invalid number of
     # parameters : <function>", builtins.c)
+    WRONG_NUMBER_OF_SELECT = 0x2609  # TSDB_CODE_PAR_WRONG_NUMBER_OF_SELECT (an ORDER BY position)
+    INCORRECT_NUM_OF_COL = 0x2634  # TSDB_CODE_PAR_INCORRECT_NUM_OF_COL (UNION operands)
     ILLEGAL_USE_AGG_FUNCTION = 0x2608  # TSDB_CODE_PAR_ILLEGAL_USE_AGG_FUNCTION "There mustn't be aggregation"
     AGG_FUNC_NESTING = 0x2627  # TSDB_CODE_PAR_AGG_FUNC_NESTING "Aggregate functions do not support nesting"
     FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"

@@ -494,6 +494,7 @@ _COLUMN_NOT_FOUND = re.compile(r'Referenced column "([^"]+)" not found')
 _GROUP_BY = re.compile(r'column "([^"]+)" must appear in the GROUP BY clause')
 _AMBIGUOUS = re.compile(r'Ambiguous reference to column name "([^"]+)"')
 _CONVERT = re.compile(r"Could not convert string '([^']{0,64})' to (\w+)")
+_TABLE_NOT_FOUND = re.compile(r'Referenced table "([^"]{1,192})" not found')
 _FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (\w+) does not exist")
 _NO_MATCH = re.compile(r"No function matches the given name and argument types '(\w+)\(")
 # DuckDB's names of the functions tdweb renders TDengine calls into, back to TDengine's names
@@ -567,6 +568,16 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
         )
     if m := _AMBIGUOUS.search(text):
         return SqlError(f"ambiguous column name {m.group(1)}", code=Code.AMBIGUOUS_COLUMN)
+    if m := _TABLE_NOT_FOUND.search(text):  # a qualifier naming no table of FROM (``x.a``)
+        return SqlError(f"Table does not exist: {m.group(1)}", code=Code.TABLE_NOT_EXIST)
+    if "ORDER term out of range" in text:
+        return SqlError(
+            "ORDER BY item must be the number of a SELECT-list expression", code=Code.WRONG_NUMBER_OF_SELECT
+        )
+    if "same number of result columns" in text:
+        return SqlError("Query block has incorrect number of result columns", code=Code.INCORRECT_NUM_OF_COL)
+    if "LIMIT/OFFSET cannot be negative" in text:
+        return SqlError("syntax error: LIMIT and OFFSET take non-negative integers", code=Code.SYNTAX_ERROR)
     if "cannot be nested" in text:
         return SqlError("Aggregate functions do not support nesting", code=Code.AGG_FUNC_NESTING)
     if "WHERE clause cannot contain aggregates" in text:
@@ -580,7 +591,15 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
         name := _TD_FUNCTION.get(m.group(1).lower(), m.group(1).lower())
     ) in (_td_function_names()):
         return para_type_error(name)  # positioned at the call by the caller (query.select._anchored)
-    if "No function matches" in text or "Cannot compare values" in text or "Cannot mix values" in text:
+    if any(
+        words in text
+        for words in (
+            "No function matches",
+            "Cannot compare values",
+            "Cannot mix values",
+            "best candidate function",
+        )
+    ):
         return SqlError(
             "wrong value type: an operator or function got a value of a type it does not take",
             code=Code.WRONG_VALUE_TYPE,

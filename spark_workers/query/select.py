@@ -155,7 +155,22 @@ def _anchored(e: SqlError, sql: str) -> SqlError:
         offset = m.start()
     elif offset is None and e.code == Code.ILLEGAL_USE_AGG_FUNCTION and (w := _WHERE.search(sql)):
         offset = m.start() + w.end() if (m := _AGG_CALL.search(sql[w.end() :])) else w.start()
+    elif offset is None and (k := _CLAUSE_OF.get(e.code)) and (m := k.search(sql)):
+        offset = m.start()
+    elif offset is None and e.code == Code.TABLE_NOT_EXIST and e.message.startswith("Table does not exist: "):
+        name = re.escape(e.message.removeprefix("Table does not exist: "))
+        m = re.search(rf"(?<![\w.`]){name}\s*\.", sql, re.IGNORECASE)
+        offset = m.start() if m else None
     return SqlError(e.message, sql=sql, offset=offset, code=e.code)
+
+
+# the clause a session's error is about, where it names no token: ORDER BY position, UNION
+# operands, a negative LIMIT
+_CLAUSE_OF = {
+    Code.WRONG_NUMBER_OF_SELECT: re.compile(r"\bORDER\s+BY\b", re.IGNORECASE),
+    Code.INCORRECT_NUM_OF_COL: re.compile(r"\bUNION\b", re.IGNORECASE),
+    Code.SYNTAX_ERROR: re.compile(r"\b(?:LIMIT|OFFSET)\s*-", re.IGNORECASE),
+}
 
 
 _AGG_NAMES = "|".join(AGGREGATES)
