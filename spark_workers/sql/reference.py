@@ -619,28 +619,34 @@ def _syntax(token: str, reason: str = "not implemented yet") -> Refused:
 
 _ALTER_NYI = _syntax("alter")
 
+
+def _unsupported(token: str, reason: str = "not implemented yet") -> Refused:
+    """A statement refused by name (``Code.NOT_SUPPORTED`` at its first word), naming ``token``."""
+    return Refused(Code.NOT_SUPPORTED, reason, token=token)
+
+
 STATEMENT_ENTRIES: tuple[Entry, ...] = (
     # databases
     S("CREATE DATABASE", "database", "create database if not exists ref_db2 precision 'us' keep 3650", _A),
     S("USE", "database", "use ref", _A),
     S("ALTER DATABASE", "database", "alter database ref_db2 keep 3650", _ALTER_NYI),
-    S("FLUSH DATABASE", "database", "flush database ref_db2", _syntax("flush", _NO_VNODES)),
-    S("TRIM DATABASE", "database", "trim database ref_db2", _syntax("trim", _NO_VNODES)),
-    S("COMPACT DATABASE", "database", "compact database ref_db2", _syntax("compact", _NO_VNODES)),
+    S("FLUSH DATABASE", "database", "flush database ref_db2", _unsupported("flush", _NO_VNODES)),
+    S("TRIM DATABASE", "database", "trim database ref_db2", _unsupported("trim", _NO_VNODES)),
+    S("COMPACT DATABASE", "database", "compact database ref_db2", _unsupported("compact", _NO_VNODES)),
     S("DROP DATABASE", "database", "drop database if exists ref_db2", _A),
     S(
         "REDISTRIBUTE VGROUP",
         "database",
         "redistribute vgroup 2 dnode 1",
-        _syntax("redistribute", _NO_VNODES),
+        _unsupported("redistribute", _NO_VNODES),
     ),
-    S("BALANCE VGROUP", "database", "balance vgroup", _syntax("balance", _NO_VNODES)),
-    S("BALANCE VGROUP LEADER", "database", "balance vgroup leader", _syntax("balance", _NO_VNODES)),
-    S("SPLIT VGROUP", "database", "split vgroup 2", _syntax("split", _NO_VNODES)),
+    S("BALANCE VGROUP", "database", "balance vgroup", _unsupported("balance", _NO_VNODES)),
+    S("BALANCE VGROUP LEADER", "database", "balance vgroup leader", _unsupported("balance", _NO_VNODES)),
+    S("SPLIT VGROUP", "database", "split vgroup 2", _unsupported("split", _NO_VNODES)),
     S("SHOW COMPACTS", "database", "show compacts", _A, note=_NO_ROWS),
-    S("KILL COMPACT", "database", "kill compact 1", _syntax("kill", _NO_VNODES)),
-    S("SHOW db.DISK_INFO", "database", "show ref.disk_info", _syntax("disk_info", _NO_VNODES)),
-    S("SSMIGRATE DATABASE", "database", "ssmigrate database ref", _syntax("ssmigrate", _NO_VNODES)),
+    S("KILL COMPACT", "database", "kill compact 1", _unsupported("kill", _NO_VNODES)),
+    S("SHOW db.DISK_INFO", "database", "show ref.disk_info", _unsupported("disk_info", _NO_VNODES)),
+    S("SSMIGRATE DATABASE", "database", "ssmigrate database ref", _unsupported("ssmigrate", _NO_VNODES)),
     # tables
     S("CREATE TABLE", "table", "create table if not exists ref.nt (ts timestamp, a int, c varchar(8))", _A),
     S(
@@ -781,7 +787,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "INSERT ... FILE",
         "insert",
         "insert into ref.nt file '/tmp/ref.csv'",
-        _syntax("file", "not implemented: the server cannot read a client's file (use the import API)"),
+        _unsupported("file", "not implemented: the server cannot read a client's file (use the import API)"),
     ),
     # SELECT
     S("SELECT", "select", "select * from ref.t", _A),
@@ -925,7 +931,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "select last(*), last_row(*) from ref.t",
         Refused(Code.INVALID_FUNCTION, "not implemented yet: name the columns", token="last"),
     ),
-    S("EXPLAIN", "select", "explain select * from ref.t", _syntax("explain")),
+    S("EXPLAIN", "select", "explain select * from ref.t", _unsupported("explain")),
     # DELETE
     S("DELETE", "delete", f"delete from ref.nt where ts >= {BASE_MS} and ts < {BASE_MS + 1000}", _A),
     S("DELETE from a supertable", "delete", f"delete from ref.st where ts < {BASE_MS + 1000} and g = 6", _A),
@@ -971,7 +977,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "SHOW LICENCES / GRANTS",
         "show",
         "show grants",
-        _syntax("grants", "not implemented: tdweb has no licences"),
+        _unsupported("grants", "not implemented: tdweb has no licences"),
     ),
     S("SHOW SCORES", "show", "show scores", _syntax("scores", "not implemented: tdweb has no licences")),
     S("SHOW LOCAL VARIABLES", "show", "show local variables", _A),
@@ -982,7 +988,12 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("SHOW QNODES", "show", "show qnodes", _A),
     S("SHOW VNODES", "show", "show vnodes", _A),
     S("SHOW TRANSACTIONS", "show", "show transactions", _A),
-    S("SHOW TABLE DISTRIBUTED", "show", "show table distributed ref.t", _syntax("distributed", _NO_VNODES)),
+    S(
+        "SHOW TABLE DISTRIBUTED",
+        "show",
+        "show table distributed ref.t",
+        _unsupported("distributed", _NO_VNODES),
+    ),
     S("SHOW CREATE VTABLE", "show", "show create vtable ref.vt", _A),
     S("DESC", "show", "desc ref.st", _A),
     S("DESCRIBE", "show", "describe ref.t", _A),
@@ -1126,29 +1137,34 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         note=_STREAM_CHECK,
     ),
     # data subscription, TSMA, indexes, UDF, views
-    S("CREATE TOPIC", "topic", "create topic ref_tp as select v from ref.t", _syntax("topic", _NO_TMQ)),
-    S("DROP TOPIC", "topic", "drop topic ref_tp", _syntax("topic", _NO_TMQ)),
-    S("DROP CONSUMER GROUP", "topic", "drop consumer group cg on ref_tp", _syntax("consumer", _NO_TMQ)),
-    S("CREATE TSMA", "tsma", "create tsma ref_tsma on ref.t function(avg(v)) interval(5s)", _syntax("tsma")),
-    S("DROP TSMA", "tsma", "drop tsma ref.ref_tsma", _syntax("tsma")),
-    S("CREATE INDEX", "index", "create index ref_idx on ref.st (g)", _syntax("index", _NO_INDEX)),
-    S("DROP INDEX", "index", "drop index ref.ref_idx", _syntax("index", _NO_INDEX)),
+    S("CREATE TOPIC", "topic", "create topic ref_tp as select v from ref.t", _unsupported("topic", _NO_TMQ)),
+    S("DROP TOPIC", "topic", "drop topic ref_tp", _unsupported("topic", _NO_TMQ)),
+    S("DROP CONSUMER GROUP", "topic", "drop consumer group cg on ref_tp", _unsupported("consumer", _NO_TMQ)),
+    S(
+        "CREATE TSMA",
+        "tsma",
+        "create tsma ref_tsma on ref.t function(avg(v)) interval(5s)",
+        _unsupported("tsma"),
+    ),
+    S("DROP TSMA", "tsma", "drop tsma ref.ref_tsma", _unsupported("tsma")),
+    S("CREATE INDEX", "index", "create index ref_idx on ref.st (g)", _unsupported("index", _NO_INDEX)),
+    S("DROP INDEX", "index", "drop index ref.ref_idx", _unsupported("index", _NO_INDEX)),
     S(
         "CREATE FUNCTION",
         "udf",
         "create function myfun as '/tmp/libmyfun.so' outputtype int",
-        _syntax("function", _NO_UDF),
+        _unsupported("function", _NO_UDF),
     ),
-    S("DROP FUNCTION", "udf", "drop function myfun", _syntax("function", _NO_UDF)),
-    S("CREATE VIEW", "view", "create view ref.v1 as select v from ref.t", _syntax("view")),
-    S("DROP VIEW", "view", "drop view ref.v1", _syntax("view")),
+    S("DROP FUNCTION", "udf", "drop function myfun", _unsupported("function", _NO_UDF)),
+    S("CREATE VIEW", "view", "create view ref.v1 as select v from ref.t", _unsupported("view")),
+    S("DROP VIEW", "view", "drop view ref.v1", _unsupported("view")),
     # cluster administration
-    S("CREATE DNODE", "node", "create dnode 'localhost:6030'", _syntax("dnode", _NO_NODES)),
-    S("ALTER DNODE", "node", "alter dnode 1 'debugFlag' '143'", _syntax("alter", _NO_NODES)),
-    S("ALTER LOCAL", "node", "alter local 'debugFlag' '143'", _syntax("alter", _NO_NODES)),
-    S("KILL QUERY", "node", "kill query '1:1'", _syntax("kill")),
-    S("KILL CONNECTION", "node", "kill connection 1", _syntax("kill")),
-    S("KILL TRANSACTION", "node", "kill transaction 1", _syntax("kill")),
+    S("CREATE DNODE", "node", "create dnode 'localhost:6030'", _unsupported("dnode", _NO_NODES)),
+    S("ALTER DNODE", "node", "alter dnode 1 'debugFlag' '143'", _unsupported("alter", _NO_NODES)),
+    S("ALTER LOCAL", "node", "alter local 'debugFlag' '143'", _unsupported("alter", _NO_NODES)),
+    S("KILL QUERY", "node", "kill query '1:1'", _unsupported("kill")),
+    S("KILL CONNECTION", "node", "kill connection 1", _unsupported("kill")),
+    S("KILL TRANSACTION", "node", "kill transaction 1", _unsupported("kill")),
     S(
         "RESET QUERY CACHE",
         "node",
