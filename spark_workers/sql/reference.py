@@ -629,7 +629,7 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     # databases
     S("CREATE DATABASE", "database", "create database if not exists ref_db2 precision 'us' keep 3650", _A),
     S("USE", "database", "use ref", _A),
-    S("ALTER DATABASE", "database", "alter database ref_db2 keep 3650", _ALTER_NYI),
+    S("ALTER DATABASE", "database", "alter database ref_db2 keep 7300", _ALTER_NYI),
     S("FLUSH DATABASE", "database", "flush database ref_db2", _unsupported("flush", _NO_VNODES)),
     S("TRIM DATABASE", "database", "trim database ref_db2", _unsupported("trim", _NO_VNODES)),
     S("COMPACT DATABASE", "database", "compact database ref_db2", _unsupported("compact", _NO_VNODES)),
@@ -726,10 +726,10 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         _A,
     ),
     # supertables
-    S("CREATE STABLE", "supertable", "create stable ref.sst (ts timestamp, a int) tags (k varchar(8))", _A),
+    S("CREATE STABLE", "supertable", "create stable ref.sst (ts timestamp, a int, c varchar(8)) tags (k varchar(8))", _A),
     S("ALTER STABLE ADD COLUMN", "supertable", "alter stable ref.sst add column b double", _ALTER_NYI),
     S("ALTER STABLE DROP COLUMN", "supertable", "alter stable ref.sst drop column b", _ALTER_NYI),
-    S("ALTER STABLE MODIFY COLUMN", "supertable", "alter stable ref.sst modify column a bigint", _ALTER_NYI),
+    S("ALTER STABLE MODIFY COLUMN", "supertable", "alter stable ref.sst modify column c varchar(16)", _ALTER_NYI),
     S("ALTER STABLE ADD TAG", "supertable", "alter stable ref.sst add tag k2 int", _ALTER_NYI),
     S("ALTER STABLE RENAME TAG", "supertable", "alter stable ref.sst rename tag k2 k3", _ALTER_NYI),
     S("ALTER STABLE MODIFY TAG", "supertable", "alter stable ref.sst modify tag k varchar(16)", _ALTER_NYI),
