@@ -726,10 +726,20 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         _A,
     ),
     # supertables
-    S("CREATE STABLE", "supertable", "create stable ref.sst (ts timestamp, a int, c varchar(8)) tags (k varchar(8))", _A),
+    S(
+        "CREATE STABLE",
+        "supertable",
+        "create stable ref.sst (ts timestamp, a int, c varchar(8)) tags (k varchar(8))",
+        _A,
+    ),
     S("ALTER STABLE ADD COLUMN", "supertable", "alter stable ref.sst add column b double", _ALTER_NYI),
     S("ALTER STABLE DROP COLUMN", "supertable", "alter stable ref.sst drop column b", _ALTER_NYI),
-    S("ALTER STABLE MODIFY COLUMN", "supertable", "alter stable ref.sst modify column c varchar(16)", _ALTER_NYI),
+    S(
+        "ALTER STABLE MODIFY COLUMN",
+        "supertable",
+        "alter stable ref.sst modify column c varchar(16)",
+        _ALTER_NYI,
+    ),
     S("ALTER STABLE ADD TAG", "supertable", "alter stable ref.sst add tag k2 int", _ALTER_NYI),
     S("ALTER STABLE RENAME TAG", "supertable", "alter stable ref.sst rename tag k2 k3", _ALTER_NYI),
     S("ALTER STABLE MODIFY TAG", "supertable", "alter stable ref.sst modify tag k varchar(16)", _ALTER_NYI),
