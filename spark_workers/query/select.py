@@ -216,6 +216,27 @@ def _check_agg_types(aggs: list[AggSpec], sql: str) -> None:
             raise para_type_error(a.func, sql=sql, offset=function_offset(sql, a.func))
 
 
+def _check_engine_inputs(plan: WindowPlan, schema: pa.Schema, sql: str) -> None:
+    """Refuse, by name, window aggregates over values the engine cannot hold: DECIMAL (its exact
+    digits would be lost to a float) and GEOMETRY / VARBINARY bytes (the engine holds text)
+    (``0x0100``, at the call). ``CAST(x AS DOUBLE)`` is the way to aggregate a DECIMAL in a
+    window, ``ST_AsText(g)`` / ``CAST(b AS VARCHAR)`` the way to select bytes."""
+    for a in plan.aggs:
+        if a.input is None or a.input not in schema.names:
+            continue
+        t = schema.field(a.input).type
+        binary = pa.types.is_binary(t) or pa.types.is_large_binary(t)
+        if pa.types.is_decimal(t) or binary:
+            what = "DECIMAL" if pa.types.is_decimal(t) else "VARBINARY / GEOMETRY"
+            raise SqlError(
+                f"{a.func}() over {what} values is not supported in window queries yet "
+                "(CAST the value to DOUBLE or VARCHAR first)",
+                sql=sql,
+                offset=function_offset(sql, a.func),
+                code=Code.NOT_SUPPORTED,
+            )
+
+
 def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
     """Execute a query for an executor (REST / shell); the system functions (``DATABASE()``...)
     are the session's constants (:mod:`spark_workers.query.system_functions`).
@@ -697,6 +718,7 @@ def _window_result(
     if budget is not None:
         budget.check(sql)
     _check_window_work(plan.shape, t1.num_rows, duck.limits.max_window_rows, sql)
+    _check_engine_inputs(plan, t1.schema, sql)
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
     _check_agg_types(aggs, sql)
     res = batch_windows(plan.shape, aggs, rows)

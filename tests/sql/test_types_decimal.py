@@ -119,3 +119,21 @@ def test_arithmetic_follows_the_type_rules(tmp_path):
     res = ex.execute_one("select d + 1.5, d * 2, d + f, d - i from u")
     assert [c.type.name for c in res.columns] == ["DOUBLE", "DECIMAL", "DOUBLE", "DECIMAL"]
     assert res.rows == [[float(d) + 1.5, d * 2, float(d) + 0.25, d - 3]]
+
+
+def test_window_aggregates_over_decimal_or_bytes_are_refused_by_name(tmp_path):
+    """The window engine holds numbers as floats and values as text: a DECIMAL or VARBINARY /
+    GEOMETRY input is refused (0x0100, at the call), never rounded or mangled; its CAST is the way."""
+    ex = _ex(tmp_path)
+    ex.execute("create table b (ts timestamp, g geometry(64), v varbinary(8))")
+    ex.execute("insert into t values (1000, 1.25, 2.5) (2000, 2.75, 3.5)")
+    ex.execute("insert into b values (1000, 'POINT(1 1)', '\\xf0ff')")
+    for sql, fn in [
+        ("select _wstart, sum(d) from t interval(1d)", "sum"),
+        ("select _wstart, first(g) from b interval(1d)", "first"),
+        ("select _wstart, count(*), last(v) from b interval(1d)", "last"),
+    ]:
+        with pytest.raises(SqlError) as err:
+            ex.execute_one(sql)
+        assert err.value.code == Code.NOT_SUPPORTED and err.value.offset == sql.index(f"{fn}(")
+    assert ex.execute_one("select _wstart, avg(cast(d as double)) from t interval(1d)").rows == [[0, 2.0]]
