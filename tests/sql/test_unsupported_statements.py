@@ -53,3 +53,12 @@ def test_insert_file_is_refused_without_touching_the_file_system() -> None:
         parse("insert into d.t file '/etc/passwd'")
     assert err.value.code == Code.NOT_SUPPORTED and "INSERT ... FILE" in err.value.message
     assert err.value.position is not None and err.value.position.offset == len("insert into d.t ")
+
+
+def test_create_database_takes_tdengines_options_only() -> None:
+    """TDengine's CREATE DATABASE options parse (``vgroups 1 buffer 8`` as TDengine's own tests send
+    them); a word that is no option is a positioned syntax error, never stored and ignored."""
+    assert parse("create database d vgroups 1 buffer 8 precision 'ms' keep 3650 wal_level 1")
+    with pytest.raises(SqlError) as err:
+        parse("create database d precision 'ms' colour 1")
+    assert err.value.code == Code.SYNTAX_ERROR and err.value.offset == len("create database d precision 'ms' ")
