@@ -76,11 +76,15 @@ class Code:
     # parser and function errors of TDengine's error table (taoserror.h, terror.c; the parser's
     # function messages are "Invalid parameter data type : <function>" and "Invalid number of
     # parameters : <function>", builtins.c)
+    WRONG_NUMBER_OF_SELECT = 0x2609  # TSDB_CODE_PAR_WRONG_NUMBER_OF_SELECT (an ORDER BY position)
+    INCORRECT_NUM_OF_COL = 0x2634  # TSDB_CODE_PAR_INCORRECT_NUM_OF_COL (UNION operands)
     ILLEGAL_USE_AGG_FUNCTION = 0x2608  # TSDB_CODE_PAR_ILLEGAL_USE_AGG_FUNCTION "There mustn't be aggregation"
     AGG_FUNC_NESTING = 0x2627  # TSDB_CODE_PAR_AGG_FUNC_NESTING "Aggregate functions do not support nesting"
     FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
+    # "Function(s) only allowed in SELECT list, cannot mixed with non scalar functions or columns"
+    NOT_ALLOWED_FUNC = 0x264F  # TSDB_CODE_PAR_NOT_ALLOWED_FUNC
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
     # query clauses (TDengine SQL manual, "Data Querying": INTERP, SLIMIT, MATCH/NMATCH)
     INVALID_INTERP_CLAUSE = 0x265D  # TSDB_CODE_PAR_INVALID_INTERP_CLAUSE "Invalid interp clause"
@@ -90,6 +94,28 @@ class Code:
     REGULAR_EXPRESSION_ERROR = (
         0x2681  # TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR "Syntax error in regular expression"
     )
+    # joins (TDengine SQL manual "Join Queries"; parTranslater.c, planner's join checks)
+    NOT_UNIQUE_TABLE_ALIAS = 0x2663  # TSDB_CODE_PAR_NOT_UNIQUE_TABLE_ALIAS "Not unique table/alias"
+    NOT_SUPPORT_JOIN = 0x2664  # TSDB_CODE_PAR_NOT_SUPPORT_JOIN "Not supported join since '%s'"
+    INVALID_WJOIN_HAVING_EXPR = 0x2672  # TSDB_CODE_PAR_INVALID_WJOIN_HAVING_EXPR
+    INVALID_WIN_OFFSET_UNIT = 0x2673  # TSDB_CODE_PAR_INVALID_WIN_OFFSET_UNIT
+    EXPECTED_TS_EQUAL = 0x2701  # TSDB_CODE_PLAN_EXPECTED_TS_EQUAL "Expect ts equal"
+    NOT_SUPPORT_CROSS_JOIN = 0x2702  # TSDB_CODE_PLAN_NOT_SUPPORT_CROSS_JOIN "Cross join not support"
+    NOT_SUPPORT_JOIN_COND = 0x2703  # TSDB_CODE_PLAN_NOT_SUPPORT_JOIN_COND "Not supported join conditions"
+    # ALTER DATABASE / STABLE / TABLE (TDengine SQL manual "Manage Databases", "Manage Supertables",
+    # "Manage Tables"; statements/alter.py)
+    INVALID_ALTER_TABLE = 0x2649  # TSDB_CODE_PAR_INVALID_ALTER_TABLE "Invalid alter table statement"
+    CANNOT_DROP_PRIMARY_KEY = 0x264A  # TSDB_CODE_PAR_CANNOT_DROP_PRIMARY_KEY
+    INVALID_MODIFY_COL = 0x264B  # TSDB_CODE_PAR_INVALID_MODIFY_COL "Only ... length could be modified"
+    INVALID_DROP_COL = 0x2651  # TSDB_CODE_PAR_INVALID_DROP_COL "No columns can be dropped"
+    COMMENT_TOO_LONG = 0x264E  # TSDB_CODE_PAR_COMMENT_TOO_LONG "Comment too long"
+    TAG_ALREADY_EXIST = 0x0369  # TSDB_CODE_MND_TAG_ALREADY_EXIST "Tag already exists"
+    TAG_NOT_EXIST = 0x036A  # TSDB_CODE_MND_TAG_NOT_EXIST "Tag does not exist"
+    COLUMN_ALREADY_EXIST = 0x036B  # TSDB_CODE_MND_COLUMN_ALREADY_EXIST "Column already exists"
+    COLUMN_NOT_EXIST = 0x036C  # TSDB_CODE_MND_COLUMN_NOT_EXIST "Column does not exist"
+    TOO_MANY_TAGS = 0x0364  # TSDB_CODE_MND_TOO_MANY_TAGS "Too many tags"
+    TOO_MANY_COLUMNS = 0x0365  # TSDB_CODE_MND_TOO_MANY_COLUMNS "Too many columns"
+    DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
 
 
 class TdError(Exception):

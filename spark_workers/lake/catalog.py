@@ -758,3 +758,96 @@ class Catalog:
                 "UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?",
                 (json.dumps(vals, default=str), db.lower(), name.lower()),
             )
+
+    # ------------------------------------------------------------------ ALTER
+    def alter_database(self, name: str, options: dict[str, Any]) -> None:
+        """Replace a database's ``options`` (ALTER DATABASE, TDengine SQL manual "Manage
+        Databases"); the precision never changes.
+
+        Raises:
+            CatalogError: DB_NOT_EXIST.
+        """
+        with self._tx() as con:
+            if not con.execute("SELECT 1 FROM databases WHERE key = ?", (name.lower(),)).fetchone():
+                raise CatalogError(f"database {name} does not exist", code=Code.DB_NOT_EXIST)
+            con.execute("UPDATE databases SET options = ? WHERE key = ?", (json.dumps(options), name.lower()))
+
+    def alter_table(
+        self,
+        table: Table,
+        *,
+        tag_renames: dict[str, str | None] | None = None,
+        column_rename: tuple[str, str] | None = None,
+    ) -> None:
+        """Store the new definition of an existing table (ALTER STABLE / ALTER TABLE, TDengine SQL
+        manual "Manage Supertables", "Manage Tables"): a supertable's or normal table's ``columns``,
+        ``tags`` and ``comment``; a subtable's ``comment`` and ``tag_values``.
+
+        ``tag_renames`` maps lower-case tag names to their new lower-case name (RENAME TAG) or None
+        (DROP TAG): every subtable's stored value moves or goes in the same transaction, so a tag
+        added later under a dropped name reads NULL, never the old values. ``column_rename``
+        ``(old, new)`` (RENAME COLUMN of a normal table) moves the column references of every
+        virtual table that reads it (``col FROM db.table.old``) to the new name, in the same
+        transaction.
+
+        Raises:
+            CatalogError: TABLE_NOT_EXIST when the table is gone.
+        """
+        key = (table.db.lower(), table.name.lower())
+        with self._tx() as con:
+            if not con.execute("SELECT 1 FROM tables WHERE db = ? AND key = ?", key).fetchone():
+                raise CatalogError(f"table {table.db}.{table.name} does not exist", code=Code.TABLE_NOT_EXIST)
+            if table.kind == "sub":
+                con.execute(
+                    "UPDATE tables SET comment = ?, tag_values = ? WHERE db = ? AND key = ?",
+                    (table.comment, json.dumps(table.tag_values, default=str), *key),
+                )
+                return
+            con.execute(
+                "UPDATE tables SET columns = ?, tags = ?, comment = ? WHERE db = ? AND key = ?",
+                (
+                    json.dumps([c.to_json() for c in table.columns]),
+                    json.dumps([c.to_json() for c in table.tags]),
+                    table.comment,
+                    *key,
+                ),
+            )
+            if tag_renames:
+                self._move_tag_values(con, key, tag_renames)
+            if column_rename:
+                self._move_column_refs(con, key, column_rename)
+
+    @staticmethod
+    def _move_column_refs(con: _Con, table: tuple[str, str], rename: tuple[str, str]) -> None:
+        """Point the virtual tables' references to column ``rename[0]`` of ``table`` (lower-case
+        db, name) at ``rename[1]``."""
+        changed = []
+        for vdb, vkey, raw in con.execute(
+            "SELECT db, key, refs FROM tables WHERE refs IS NOT NULL"
+        ).fetchall():
+            refs = json.loads(raw or "{}")
+            hit = False
+            for ref in refs.values():  # [db, table, column] as written
+                if (ref[0].lower(), ref[1].lower()) == table and ref[2].lower() == rename[0].lower():
+                    ref[2], hit = rename[1], True
+            if hit:
+                changed.append((json.dumps(refs), vdb, vkey))
+        if changed:
+            con.executemany("UPDATE tables SET refs = ? WHERE db = ? AND key = ?", changed)
+
+    @staticmethod
+    def _move_tag_values(con: _Con, stable: tuple[str, str], renames: dict[str, str | None]) -> None:
+        """Rename or remove tag keys in the stored values of every subtable of ``stable``."""
+        rows = con.execute(
+            "SELECT key, tag_values FROM tables WHERE db = ? AND stable_key = ? AND kind = 'sub'", stable
+        ).fetchall()
+        changed = []
+        for sub_key, raw in rows:
+            values = json.loads(raw or "{}")
+            for old, new in renames.items():
+                value = values.pop(old, None)
+                if new is not None:
+                    values[new] = value
+            changed.append((json.dumps(values, default=str), stable[0], sub_key))
+        if changed:
+            con.executemany("UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?", changed)

@@ -190,6 +190,9 @@ class ChangeReader:
             )
             for g in self.shape.tags:
                 typ = schema.field(g.name).type
+                if g.physical not in tags.column_names:  # dropped since this reader began: NULL
+                    cols.append(pa.nulls(n, typ))
+                    continue
                 col = tags.column(g.physical).take(idx) if n else pa.array([], typ)
                 if g.type.name == "TIMESTAMP" and self.db.precision != "ns":
                     col = col.cast(typ)
@@ -417,6 +420,26 @@ def next_offset(
     if reader.clock:  # commit times: every commit up to the latest
         return {"v": latest, "h": -1}
     return {"v": min(latest, v + max_versions), "h": -1}
+
+
+def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` (a reader's logical rows) in ``schema``, the logical schema a running stream began
+    with: its fields by name, a field ``rows`` lacks as NULLs, fields ``rows`` has beyond it
+    left out, each cast to its type. A trigger table altered while the stream runs (columns or
+    tags added, dropped, VARCHAR widened) is so "ignored; no additional handling" (seed 002,
+    "Database and Table Operations"): the stream reads the rows it began with.
+
+    Raises:
+        pa.ArrowInvalid: a value that does not fit the type the stream began with.
+    """
+    if rows.schema.equals(schema):
+        return rows
+    n = rows.num_rows
+    cols = [
+        rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def read_range(

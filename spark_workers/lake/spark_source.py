@@ -29,6 +29,7 @@ from pyspark.sql.types import StructType
 from spark_workers.lake.changes import (
     HISTORY_ROWS_PER_BATCH,
     ChangeReader,
+    conform,
     initial_offset,
     next_offset,
     read_range,
@@ -97,9 +98,11 @@ class TdLakeStreamReader(DataSourceStreamReader):
         table = read_range(
             self._reader(), partition.start, partition.end, ignore_until=int(skip) if skip != "" else None
         )
-        if self.transform is not None:
-            table = self.transform(table)
         target = _arrow_schema(self.schema)
+        if self.transform is not None:
+            table = self.transform(table)  # conforms its input itself (runtime/premerge.py)
+        else:  # the schema declared when the query began: ALTER while it runs changes nothing
+            table = conform(table, target)  # (seed 002, "Database and Table Operations")
         table = table.cast(target)
         yield from table.to_batches(max_chunksize=65_536)
 

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError
 
 from spark_workers.errors import Code, LakeError
@@ -136,6 +137,20 @@ def to_engine(data: pa.Table, db: Database, columns: tuple[Column, ...]) -> pa.T
         out_cols.append(col)
         names.append(name)
     return pa.Table.from_arrays(out_cols, names=names)
+
+
+def _delta_shaped(dt: DeltaTable, stored: pa.Table) -> pa.Table:
+    """``stored`` in the field order of the Delta table's schema, with NULLs for the fields of
+    columns dropped from the catalog (ALTER ... DROP COLUMN keeps them in the Delta schema:
+    :meth:`Lake.delta_field_names`). Unchanged when the schemas hold the same names."""
+    schema = pa.schema(dt.schema().to_arrow())
+    if set(schema.names) == set(stored.column_names):
+        return stored
+    cols = [
+        stored.column(f.name) if f.name in stored.column_names else pa.nulls(stored.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(cols, names=schema.names)
 
 
 def dedupe_last(data: pa.Table, ts_name: str, key_name: str | None = None) -> pa.Table:
@@ -381,6 +396,40 @@ class Lake:
             storage_options=self.storage_options or None,
         )
 
+    def add_columns(self, db: Database, table: Table, columns: tuple[Column, ...]) -> int:
+        """ALTER STABLE / TABLE ... ADD COLUMN: add nullable fields (physical names, storage
+        types) to the Delta table of ``table`` with ``DeltaTable.alter.add_columns`` (Delta schema
+        evolution: a metadata-only commit, no data file rewritten and no change-feed rows, so a
+        stream over the table sees no change: seed 002 "Database and Table Operations"); rows
+        written before read NULL in them. Returns the new Delta version.
+
+        Raises:
+            LakeError: the table has no data store, or delta-rs refused the change.
+        """
+        fields = DeltaSchema.from_arrow(
+            pa.schema([pa.field(c.physical, c.type.arrow(db.precision)) for c in columns])
+        ).fields
+
+        def attempt() -> int:
+            dt = self.delta(db.name, table.name)
+            dt.alter.add_columns(fields, commit_properties=CommitProperties(max_commit_retries=0))
+            return int(dt.version())
+
+        with self._thread_lock(db.name, table.name):
+            try:
+                return self._committing(f"add columns to {db.name}.{table.name}", attempt)
+            except LakeError:
+                raise
+            except Exception as e:  # delta-rs's own error types; the text stays in the log
+                log.exception("add columns to %s.%s failed", db.name, table.name)
+                raise LakeError(f"adding columns to {db.name}.{table.name} failed; nothing changed") from e
+
+    def delta_field_names(self, db: str, storage: str) -> set[str]:
+        """Every field name of the Delta table's schema: the physical names of its current
+        columns and of columns dropped since (ALTER ... DROP COLUMN keeps the data files and only
+        forgets the column in the catalog, so a physical name is never used twice)."""
+        return set(pa.schema(self.delta(db, storage).schema().to_arrow()).names)
+
     def _remove(self, uri: str) -> None:
         """Delete everything at a location under the lake (missing is fine)."""
         with self._lock:
@@ -470,11 +519,13 @@ class Lake:
                 app_transactions=[Transaction(app_id=txn[0], version=txn[1])], max_commit_retries=0
             )
         ts_name = table.columns[0].physical
+        stored = _delta_shaped(dt, stored)
         try:
             if self._append_safe(dt, stored, ts_name):
                 write_deltalake(dt, stored, mode="append", partition_by=["_bucket"], commit_properties=commit)
                 return WriteResult(base + 1, stored.num_rows, "append", inserted=stored.num_rows)
             stale = self._stale_keys(db, table, data, version=base) if replace_times else None
+            stale = _delta_shaped(dt, stale) if stale is not None else None
             metrics = self._merge(dt, stored, table, commit, stale)
         except (LakeError, CommitFailedError):
             raise
@@ -773,6 +824,8 @@ class Lake:
         reader = dt.load_cdf(starting_version=start_version + 1, ending_version=end_version, columns=cols)
         t = pa.table(reader.read_all())
         t = to_engine(t, db, table.columns)
+        known = {"tbname", *(c.physical for c in table.columns), *CHANGE_COLUMNS}
+        t = t.select([n for n in t.column_names if n in known])  # dropped columns stay unseen
         if t.num_rows:
             t = t.sort_by([("_commit_version", "ascending")])
         return t

@@ -48,14 +48,15 @@ def members(catalog: Catalog, table: Table) -> list[Table]:
 
 def origins(catalog: Catalog, table: Table) -> list[Origin]:
     """The physical tables one virtual normal or child table reads, in the order of its columns;
-    references to tables that no longer exist are left out (their columns read NULL)."""
+    references to tables or columns that no longer exist are left out (their columns read NULL:
+    DROP TABLE, ALTER TABLE ... DROP COLUMN)."""
     by_table: dict[tuple[str, str], Origin] = {}
     for col in table.columns[1:]:
         ref: ColumnRef | None = table.refs.get(col.name.lower())
         if ref is None:
             continue
         src = catalog.table(ref.db, ref.table)
-        if src is None or src.virtual or src.kind == "super":
+        if src is None or src.virtual or src.kind == "super" or src.column(ref.column) is None:
             continue
         key = (src.db.lower(), src.name.lower())
         if key not in by_table:

@@ -24,7 +24,9 @@ import numpy as np
 import pyarrow as pa
 
 from spark_workers.engine.aggregates import AggSpec, Partials, _field_dtype, combine, in_key_order, lift
+from spark_workers.engine.extended import BUFFERED
 from spark_workers.engine.rows import INSERT, UPDATE_POST, column_arrays, combination_codes
+from spark_workers.lake.changes import conform
 from spark_workers.runtime.kernel import KernelConfig
 
 
@@ -34,8 +36,8 @@ def eligible(cfg: KernelConfig) -> bool:
     return (
         cfg.shape.kind == "interval"
         and not keys & {"keep", "where"}
-        and all(a.func != "rows" for a in cfg.aggs)
-    )
+        and all(a.func != "rows" and a.func not in BUFFERED for a in cfg.aggs)
+    )  # value buffers (engine/extended.py) have no Arrow column type: they shuffle as rows
 
 
 def field_name(i: int, f: str) -> str:
@@ -227,6 +229,7 @@ class SourcePipeline:
     def __init__(self, cfg: KernelConfig, stage1: str) -> None:
         self.cfg = cfg
         self.stage1 = stage1
+        self.source: pa.Schema | None = None  # the source rows' schema when the query began
 
     def staged(self, rows: pa.Table) -> pa.Table:
         from spark_workers.query.duck import DuckSession
@@ -235,8 +238,13 @@ class SourcePipeline:
             return duck.query(self.stage1.replace("__SOURCE__", duck.register_arrow(rows)))
 
     def schema(self, source: pa.Schema) -> pa.Schema:
-        """The items' schema, from a dry run of stage 1 on an empty table of the source's schema."""
+        """The items' schema, from a dry run of stage 1 on an empty table of the source's schema
+        (kept: the rows of every later call are conformed to it, so a trigger table altered while
+        the query runs changes nothing, seed 002 "Database and Table Operations")."""
+        self.source = source
         return item_schema(self.cfg, self.staged(source.empty_table()).schema)
 
     def __call__(self, rows: pa.Table) -> pa.Table:
+        if self.source is not None:
+            rows = conform(rows, self.source)
         return premerge(self.cfg, self.staged(rows))

@@ -162,6 +162,7 @@ class OutputSink:
         self.bucket_stats: dict[int, dict[str, Any]] = {}
         self._subtables: dict[str, str] = {}
         self._verified: set[str] = set()  # groups whose subtable the catalog confirmed this batch
+        self._checked_output: Table | None = None  # the output table as last found to fit
         self._forced: Computation | None = None  # FORCE_OUTPUT's query, built on first use
         self.precision = compiled.precision
         self._per_us = {"ms": 1000, "us": 1, "ns": None}[self.precision]
@@ -355,6 +356,12 @@ class OutputSink:
             # seed 002 "Database and Table Operations": a dropped output table is recreated
             ensure_output_table(self.c, self.lake, sql=self.c.spec.sql)
             t = self.lake.catalog.require_table(self.c.out_db, self.c.out_table)
+        elif t != self._checked_output:
+            # seed 002: an output table altered while the stream runs (ALTER TABLE / STABLE) is
+            # checked again before it is written: "if a schema mismatch is detected at write
+            # time, an error is raised" (SqlError; nothing of this batch is written)
+            ensure_output_table(self.c, self.lake, sql=self.c.spec.sql)
+        self._checked_output = t
         return t
 
     def _windows_table(self, rows: pa.Table) -> pa.Table:

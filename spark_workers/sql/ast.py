@@ -96,6 +96,45 @@ class DropDatabase:
 
 
 @dataclass
+class AlterDatabase:
+    """``ALTER DATABASE db option value ...`` (TDengine SQL manual, "Manage Databases"):
+    ``options`` maps upper-case option names to values as in :class:`CreateDatabase`; ``spans``
+    gives each option's position (for errors)."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    spans: dict[str, Span] = field(default_factory=dict)
+    span: Span | None = None
+
+
+@dataclass
+class AlterTable:
+    """``ALTER {STABLE | TABLE} [db.]t clause`` (TDengine SQL manual, "Manage Supertables",
+    "Manage Tables").
+
+    ``action`` is one of ``ADD COLUMN``, ``DROP COLUMN``, ``MODIFY COLUMN``, ``RENAME COLUMN``,
+    ``ADD TAG``, ``DROP TAG``, ``MODIFY TAG``, ``RENAME TAG``, ``SET TAG``, ``OPTIONS``. ``column``
+    is the definition ADD / MODIFY give (name and type); ``name`` the column or tag DROP / RENAME
+    name, ``new_name`` RENAME's new name; ``tag_values`` SET TAG's ``(tag, value, item span,
+    value span)`` items;
+    ``options`` the table options (``COMMENT``, ``TTL``, ...) of ``OPTIONS``; ``stable`` is True
+    for ALTER STABLE; ``clause`` the span of the clause after the table name.
+    """
+
+    table: TableName
+    stable: bool
+    action: str
+    column: ColumnDef | None = None
+    name: str | None = None
+    new_name: str | None = None
+    tag_values: list[tuple[str, Any, Span, Span]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    name_span: Span | None = None
+    clause: Span | None = None
+    option_spans: dict[str, Span] = field(default_factory=dict)
+
+
+@dataclass
 class UseDatabase:
     """``USE db`` (only meaningful in the shell; REST is stateless)."""
 
@@ -366,6 +405,77 @@ class InterpClause:
     every_span: Span | None = None
 
 
+@dataclass(frozen=True)
+class JoinSpec:
+    """TDengine's join words that standard SQL lacks, kept in ``meta["td_join"]`` of the
+    ``exp.Join`` they belong to (TDengine SQL manual, "Join Queries").
+
+    Attributes:
+        kind: ``"semi"``, ``"anti"``, ``"asof"``, ``"window"``, or ``""`` (inner/outer joins).
+        side: ``"LEFT"``, ``"RIGHT"``, ``"FULL"`` or ``""``.
+        jlimit: ``JLIMIT n`` as written (None when absent; checked against [0, 1024] later).
+        window_offset: ``WINDOW_OFFSET(start, end)``, signed durations.
+        span: the join keywords (``LEFT ASOF JOIN``).
+        jlimit_span / offset_span: where ``JLIMIT`` and ``WINDOW_OFFSET`` were written.
+    """
+
+    kind: str
+    side: str
+    jlimit: int | None = None
+    window_offset: tuple[Duration, Duration] | None = None
+    span: Span | None = None
+    jlimit_span: Span | None = None
+    offset_span: Span | None = None
+
+
+TD_JOIN = "td_join"  # the meta key of an ``exp.Join``'s JoinSpec (as JSON: stored trees stay JSON)
+
+
+def join_meta(spec: JoinSpec) -> dict[str, Any]:
+    """A JoinSpec as the JSON value kept in ``exp.Join.meta[TD_JOIN]`` (``sqlglot.serde`` keeps
+    meta with a stored stream's trees)."""
+
+    def span(sp: Span | None) -> list[int] | None:
+        return [sp.start, sp.end] if sp is not None else None
+
+    offset = [str(d) for d in spec.window_offset] if spec.window_offset is not None else None
+    return {
+        "kind": spec.kind,
+        "side": spec.side,
+        "jlimit": spec.jlimit,
+        "window_offset": offset,
+        "span": span(spec.span),
+        "jlimit_span": span(spec.jlimit_span),
+        "offset_span": span(spec.offset_span),
+    }
+
+
+def join_spec(node: exp.Join) -> JoinSpec:
+    """The join's TDengine words (an inner/outer join's when the parser left none)."""
+    m = node.meta.get(TD_JOIN) if node.meta else None
+    if not isinstance(m, dict):
+        return JoinSpec(kind="", side=str(node.args.get("side") or "").upper())
+
+    def span(v: list[int] | None) -> Span | None:
+        return Span(int(v[0]), int(v[1])) if v else None
+
+    wo = m.get("window_offset")
+    return JoinSpec(
+        kind=str(m.get("kind") or ""),
+        side=str(m.get("side") or ""),
+        jlimit=m.get("jlimit"),
+        window_offset=(_signed(wo[0]), _signed(wo[1])) if wo else None,
+        span=span(m.get("span")),
+        jlimit_span=span(m.get("jlimit_span")),
+        offset_span=span(m.get("offset_span")),
+    )
+
+
+def _signed(text: str) -> Duration:
+    d = Duration.parse(text.lstrip("-"))
+    return Duration(-d.value, d.unit) if text.startswith("-") else d
+
+
 @dataclass
 class SelectQuery:
     """A TDengine SELECT split into its standard part and TDengine's clauses.
@@ -631,6 +741,8 @@ class GrantStatement:
 Statement = (
     CreateDatabase
     | DropDatabase
+    | AlterDatabase
+    | AlterTable
     | UseDatabase
     | CreateTable
     | CreateSubtables

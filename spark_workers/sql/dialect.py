@@ -32,6 +32,7 @@ from sqlglot.parsers.mysql import MySQLParser
 from sqlglot.tokens import Token, TokenType
 
 from spark_workers.sql import lexer
+from spark_workers.sql.ast import join_spec
 
 
 class TDengine(MySQL):
@@ -47,6 +48,9 @@ class TDengine(MySQL):
             return lexer.regex_operators(lexer.merge_placeholders(super().tokenize(sql)))
 
     class Parser(MySQLParser):
+        # ``unique(x)`` is TDengine's selection function, not a constraint keyword
+        FUNC_TOKENS: typing.ClassVar[set[TokenType]] = {*MySQLParser.FUNC_TOKENS, TokenType.UNIQUE}
+
         def raise_error(self, message: str, token: Token | None = None) -> None:
             """Raise (or record) a ``ParseError`` that also carries the token's offset."""
             at_end = not token and not self._curr
@@ -99,6 +103,21 @@ class TDengine(MySQL):
         def interval_sql(self, expression: exp.Interval) -> str:
             literal = lexer.interval_literal(expression)
             return literal if literal is not None else super().interval_sql(expression)
+
+        def join_sql(self, expression: exp.Join, join_op: str | None = None) -> str:
+            """TDengine's join words kept by the parser (``ast.JoinSpec``) written back:
+            ``LEFT ASOF JOIN t ON ... JLIMIT 2``, ``... WINDOW_OFFSET(-1s, 1s)``."""
+            spec = join_spec(expression)
+            if not spec.kind and spec.jlimit is None and spec.window_offset is None:
+                return super().join_sql(expression, join_op)
+            text = super().join_sql(
+                expression, f"{spec.side} {spec.kind.upper()} JOIN" if spec.kind else join_op
+            )
+            if spec.window_offset is not None:
+                text += f" WINDOW_OFFSET({spec.window_offset[0]}, {spec.window_offset[1]})"
+            if spec.jlimit is not None:
+                text += f" JLIMIT {spec.jlimit}"
+            return text
 
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted:

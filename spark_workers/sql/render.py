@@ -444,6 +444,25 @@ def _create_database_sql(stmt: ast.CreateDatabase) -> str:
     )
 
 
+def _alter_database_sql(stmt: ast.AlterDatabase) -> str:
+    opts = " ".join(f"{k} {_option_value_sql(v)}" for k, v in stmt.options.items())
+    return _join(["ALTER DATABASE", name_sql(stmt.name), opts])
+
+
+def _alter_table_sql(stmt: ast.AlterTable) -> str:
+    """``ALTER {STABLE | TABLE} t clause`` (:class:`ast.AlterTable`)."""
+    head = f"ALTER {'STABLE' if stmt.stable else 'TABLE'} {table_sql(stmt.table)}"
+    if stmt.action == "SET TAG":
+        items = ", ".join(f"{name_sql(n)} = {expr_sql(v)}" for n, v, _, _ in stmt.tag_values)
+        return f"{head} SET TAG {items}"
+    if stmt.action == "OPTIONS":
+        return _join([head, *(f"{k} {_option_value_sql(v)}" for k, v in stmt.options.items())])
+    if stmt.column is not None:  # ADD / MODIFY
+        return f"{head} {stmt.action} {_column_defs_sql([stmt.column])[1:-1]}"
+    rename = f" {name_sql(stmt.new_name)}" if stmt.new_name is not None else ""
+    return f"{head} {stmt.action} {name_sql(stmt.name or '')}{rename}"
+
+
 def _drop_database_sql(stmt: ast.DropDatabase) -> str:
     return _join(
         [
@@ -548,6 +567,8 @@ _RENDERERS: tuple[tuple[type[Any], Callable[[Any], str]], ...] = (
     (ast.CreateStream337, _stream_337_sql),
     (ast.CreateDatabase, _create_database_sql),
     (ast.DropDatabase, _drop_database_sql),
+    (ast.AlterDatabase, _alter_database_sql),
+    (ast.AlterTable, _alter_table_sql),
     (ast.UseDatabase, lambda s: f"USE {name_sql(s.name)}"),
     (ast.CreateTable, _create_table_sql),
     (ast.CreateSubtables, lambda s: "CREATE TABLE " + " ".join(_subtable_sql(d) for d in s.items)),

@@ -30,9 +30,10 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
-from spark_workers.engine.aggregates import AGGREGATES
+from spark_workers.engine.aggregates import AGGREGATES, ALIASES
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
+from spark_workers.sql.aggregate_functions import NOT_TDENGINE_SPELLINGS, check_call, spec_of
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.functions import CAST_TYPES, td_name
 from spark_workers.sql.scope import func_name
@@ -64,42 +65,9 @@ STREAM_FORBIDDEN = frozenset(
     }
 )
 # TDengine functions (SQL manual, "Functions") tdweb does not compute yet: NOT_SUPPORTED, not an
-# invalid name. Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN).
-TDENGINE_NOT_IMPLEMENTED = frozenset(
-    {
-        "apercentile",
-        "bottom",
-        "client_version",
-        "cols",
-        "csum",
-        "current_user",
-        "database",
-        "derivative",
-        "diff",
-        "elapsed",
-        "histogram",
-        "hyperloglog",
-        "interp",
-        "irate",
-        "leastsquares",
-        "mavg",
-        "mode",
-        "percentile",
-        "sample",
-        "server_status",
-        "server_version",
-        "statecount",
-        "stateduration",
-        "std",
-        "tail",
-        "top",
-        "twa",
-        "unique",
-        "user",
-        "var_pop",
-        "variance",
-    }
-)
+# invalid name (aggregate / selection / time-series ones: spark_workers.sql.aggregate_functions).
+# Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN).
+TDENGINE_NOT_IMPLEMENTED = frozenset({"interp"})
 
 # TDengine's system functions: a client's query replaces them by the session's constants before
 # this check (spark_workers.query.system_functions); anywhere else (streams) they have no value
@@ -424,7 +392,11 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if td_name(node) is not None:
         return
     name = func_name(node)
-    if name in AGGREGATES:
+    spec = spec_of(node)
+    if spec is not None and (isinstance(node, exp.Anonymous) or name in AGGREGATES or "start" in node.meta):
+        _check_registry_call(node, spec.name, sql, streaming)
+        return
+    if name in AGGREGATES or name in ALIASES:
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
@@ -455,6 +427,24 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if low in TDENGINE_NOT_IMPLEMENTED or low in STREAM_FORBIDDEN:
         raise _error(f"function {low} is not supported yet", node, sql, Code.NOT_SUPPORTED)
     raise _error(f"Invalid function name: {written}", node, sql, Code.INVALID_FUNCTION_NAME)
+
+
+def _check_registry_call(node: exp.Func, name: str, sql: str | None, streaming: bool) -> None:
+    """An aggregate / selection / time-series call (:mod:`spark_workers.sql.aggregate_functions`):
+    spelled as TDengine spells it (``std(x)`` is sqlglot's, not TDengine's: ``0x264D``), allowed
+    in a legacy stream (seed 000), with TDengine's argument rules."""
+    written = written_name(node, sql)
+    if written.lower() in NOT_TDENGINE_SPELLINGS:
+        raise _error(f"Invalid function name: {written}", node, sql, Code.INVALID_FUNCTION_NAME)
+    if streaming and name in STREAM_FORBIDDEN:
+        raise _error(
+            f"function {name} is not allowed in stream computing (seed 000 lists the 19 "
+            "aggregate/selection functions streams reject)",
+            node,
+            sql,
+            Code.INVALID_FUNCTION,
+        )
+    check_call(node, name, sql)
 
 
 def visible_ctes(table: exp.Table) -> set[str]:

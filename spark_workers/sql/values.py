@@ -262,6 +262,10 @@ def _function(node: exp.Func, precision: str, tz: str, now: Now) -> Any:
         return None
 
 
+# sqlglot's node names that are not TDengine's for the same call
+_SQLGLOT_NAMES: dict[type, str] = {exp.CurrentSchema: "database", exp.CurrentUser: "current_user"}
+
+
 def _describe(node: exp.Expr) -> str:
     """What a non-constant is, in the user's terms (never ``sqlglot``'s rendering)."""
     if isinstance(node, exp.Column):
@@ -269,7 +273,9 @@ def _describe(node: exp.Expr) -> str:
     if _duration_of(node) is not None:
         return "a duration can only be added to or subtracted from a timestamp"
     if isinstance(node, exp.Func):
-        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        name = (
+            node.name if isinstance(node, exp.Anonymous) else _SQLGLOT_NAMES.get(type(node), node.sql_name())
+        )
         return f"function {name.lower()}() is not folded to a constant here"
     return "the expression is not a constant (literals, now, cast(), arithmetic and durations are)"
 

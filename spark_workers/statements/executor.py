@@ -18,7 +18,7 @@ from spark_workers.query.results import ResultSet
 from spark_workers.query.select import run_select
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located
-from spark_workers.statements import ddl, show, stream_commands, users, vtables, writes
+from spark_workers.statements import alter, ddl, show, stream_commands, users, vtables, writes
 from spark_workers.statements.session import Session
 
 Handler = Callable[[Session, Any, str], ResultSet]
@@ -31,6 +31,8 @@ HANDLERS: dict[type, Handler] = {
     ast.CreateSubtables: ddl.create_subtables,
     ast.CreateVTable: vtables.create_vtable,
     ast.DropTable: ddl.drop_table,
+    ast.AlterDatabase: alter.alter_database,
+    ast.AlterTable: alter.alter_table,
     ast.Insert: writes.insert,
     ast.Delete: writes.delete,
     ast.Show: show.show,

@@ -305,7 +305,9 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         check_stream_fill(q.fill, spec.options.trigger, sql)
     try:
         # a 3.3.7 COUNT_WINDOW trigger counts from 1 ("The minimum value is 1", seed 002)
-        plan = plan_window(q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None)
+        plan = plan_window(
+            q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None, stream_functions=v337
+        )
     except SqlError as e:
         if not v337:
             raise

@@ -179,8 +179,8 @@ def test_constructs_outside_tdengine_sql_are_syntax_errors(env: Env, sql: str, w
 
 
 def test_tdengine_functions_not_implemented_are_not_supported(env: Env) -> None:
-    e = env.refused("select twa(a) from st")
-    assert e.code == NOT_SUPPORTED and "twa" in e.desc
+    e = env.refused("select interp(a) from st")
+    assert e.code == NOT_SUPPORTED and "interp" in e.desc
 
 
 def test_cte_names_only_shadow_inside_their_scope(env: Env) -> None:

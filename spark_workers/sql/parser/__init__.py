@@ -25,6 +25,7 @@ from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.parser.base import L_PAREN, ParserBase
 from spark_workers.sql.parser.introspection import IntrospectionParser
 from spark_workers.sql.parser.streams import StreamsParser
+from spark_workers.sql.parser.unsupported import refuse_unsupported
 from spark_workers.sql.parser.users import UsersParser
 from spark_workers.sql.parser.writes import WritesParser
 
@@ -138,6 +139,7 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
     """Recursive-descent parser of one statement: picks the family by the first words."""
 
     def statement(self) -> ast.Statement:
+        refuse_unsupported(self)
         w = self.word()
         first = w[0] if w else ""
         if self.is_type(L_PAREN) or first in ("SELECT", "WITH"):
@@ -163,6 +165,8 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
             stmt = self.recalculate()
         elif first == "ALTER" and self.at("ALTER", "USER"):
             stmt = self.alter_user()
+        elif first == "ALTER":
+            stmt = self.alter()
         elif first in ("GRANT", "REVOKE"):
             stmt = self.grant()
         else:
@@ -193,6 +197,17 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
         raise self.error(
             "syntax error: expected DATABASE, STABLE, TABLE, VTABLE, STREAM or USER after CREATE"
         )
+
+    def alter(self) -> ast.Statement:
+        """``ALTER DATABASE | STABLE | TABLE ...`` (ALTER USER is :meth:`alter_user`)."""
+        self.expect("ALTER")
+        if self.accept("DATABASE"):
+            return self.alter_database()
+        if self.accept("STABLE"):
+            return self.alter_table(stable=True)
+        if self.accept("TABLE"):
+            return self.alter_table(stable=False)
+        raise self.error("syntax error: expected DATABASE, STABLE, TABLE or USER after ALTER")
 
     def drop(self) -> ast.Statement:
         self.expect("DROP")

@@ -21,6 +21,7 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast, lexer
 from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
+from spark_workers.sql.parser.joins import attach_joins, join_words
 
 _WINDOW_WORDS = frozenset({"INTERVAL", "SESSION", "STATE_WINDOW", "COUNT_WINDOW"})
 # Seed 004 (the blog's second example, "With a sliding window, aggregating the streams of all
@@ -237,10 +238,12 @@ class QueriesParser(ParserBase):
             window = ek[0]
             removed.extend(ek[1])
         gone: set[int] = set()
-        for a, b in removed:
+        join_found = join_words(self, lo, hi)  # TDengine's join words (parser/joins.py)
+        for a, b in [*removed, *join_found.cut]:
             gone.update(range(a, b))
         kept = [self.toks[k] for k in range(lo, hi) if k not in gone]
         tree = self.sg_query(kept, lo, hi)
+        attach_joins(self, tree, join_found)
         span = self.span(lo, hi)
         slimit, soffset, slimit_span = clauses.slimit or (None, None, None)
         return ast.SelectQuery(

@@ -23,7 +23,14 @@ class TablesParser(ParserBase):
     def create_database(self) -> ast.CreateDatabase:
         ine = self.if_not_exists()
         name = self.name("a database name")[0]
+        options, _ = self.database_options()
+        return ast.CreateDatabase(name=name, if_not_exists=ine, options=options, span=Span(0, len(self.sql)))
+
+    def database_options(self) -> tuple[dict[str, object], dict[str, Span]]:
+        """``option value[,value] ...`` up to the end: upper-case names to values (a list of
+        values joined by commas), and each option's span."""
         options: dict[str, object] = {}
+        spans: dict[str, Span] = {}
         while not self.done():
             t = self.tok()
             assert t is not None
@@ -32,12 +39,72 @@ class TablesParser(ParserBase):
             key = t.text.upper()
             if key in options:
                 raise self.error(f"duplicate database option {key}", t)
+            start = self.i
             self.i += 1
             values = [self.option_value(key)]
             while self.accept_type(COMMA):
                 values.append(self.option_value(key))
             options[key] = values[0] if len(values) == 1 else ",".join(str(v) for v in values)
-        return ast.CreateDatabase(name=name, if_not_exists=ine, options=options, span=Span(0, len(self.sql)))
+            spans[key] = self.span(start, self.i)
+        return options, spans
+
+    def alter_database(self) -> ast.AlterDatabase:
+        """``ALTER DATABASE db option value ...`` (after ALTER DATABASE; TDengine SQL manual,
+        "Manage Databases")."""
+        name = self.name("a database name")[0]
+        if self.done():
+            raise self.error("syntax error: expected a database option after ALTER DATABASE name")
+        options, spans = self.database_options()
+        return ast.AlterDatabase(name=name, options=options, spans=spans, span=Span(0, len(self.sql)))
+
+    def alter_table(self, stable: bool) -> ast.AlterTable:
+        """``ALTER {STABLE | TABLE} [db.]t clause`` (after ALTER STABLE / ALTER TABLE; TDengine SQL
+        manual, "Manage Supertables", "Manage Tables"): one clause, see :class:`ast.AlterTable`."""
+        table = self.table_name()
+        start = self.i
+        out = ast.AlterTable(table=table, stable=stable, action="")
+        for verb in ("ADD", "DROP", "MODIFY", "RENAME"):
+            for what in ("COLUMN", "TAG"):
+                if self.accept(verb, what):
+                    out.action = f"{verb} {what}"
+                    name_at = self.i
+                    if verb in ("ADD", "MODIFY"):
+                        out.column = self.column_def()
+                        out.name = out.column.name
+                    else:
+                        out.name = self.name(f"a {what.lower()} name")[0]
+                    out.name_span = self.span(name_at, name_at + 1)
+                    if verb == "RENAME":
+                        out.new_name = self.name(f"the new {what.lower()} name")[0]
+                    out.clause = self.span(start, self.i)
+                    return out
+        if self.accept("SET", "TAG"):
+            out.action = "SET TAG"
+            out.tag_values = [self.set_tag_item()]
+            while self.accept_type(COMMA):
+                out.tag_values.append(self.set_tag_item())
+        elif self.at("COMMENT") or self.at("TTL") or self.at("KEEP"):
+            out.action = "OPTIONS"
+            out.options, out.option_spans = self.database_options()
+        else:
+            raise self.error(
+                "syntax error: expected ADD, DROP, MODIFY or RENAME COLUMN / TAG, SET TAG, COMMENT or TTL "
+                "after the table name"
+            )
+        out.clause = self.span(start, self.i)
+        return out
+
+    def set_tag_item(self) -> tuple[str, exp.Expr, Span, Span]:
+        """``tag = value`` of SET TAG: the tag, its constant value, the item's and the value's span."""
+        start = self.i
+        name = self.name("a tag name")[0]
+        self.expect_type(TokenType.EQ, "syntax error: expected '=' after the tag name")
+        lo = self.i
+        while not self.done() and not self.is_type(COMMA):
+            self.i += 1
+        if lo == self.i:
+            raise self.err_at("syntax error: expected a tag value", lo)
+        return name, self.constant(lo, self.i, "a tag value"), self.span(start, self.i), self.span(lo, self.i)
 
     def option_value(self, key: str) -> int | float | str:
         t = self.tok()
