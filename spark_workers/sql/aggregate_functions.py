@@ -116,7 +116,8 @@ FUNCTIONS: dict[str, FunctionSpec] = {
 }
 ENGINE_FUNCTIONS = frozenset(n for n, s in FUNCTIONS.items() if s.engine)
 ROW_FUNCTIONS = frozenset(n for n, s in FUNCTIONS.items() if s.backend == "rows" and n != "cols")
-# names sqlglot parses into typed nodes that are not TDengine 3.3.7's (``variance(x)``: sample variance); ``std`` is STDDEV's alias (3.3.8)
+# names sqlglot parses into typed nodes that are not TDengine 3.3.7's (``variance(x)``: sample
+# variance); ``std`` is STDDEV's alias (3.3.8)
 NOT_TDENGINE_SPELLINGS = frozenset({"variance", "var_samp", "stddev_samp"})
 STATE_OPERATORS = {"lt": "<", "gt": ">", "le": "<=", "ge": ">=", "ne": "<>", "eq": "="}
 TIME_UNITS = frozenset("buasmhdw")

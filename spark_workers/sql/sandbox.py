@@ -439,7 +439,12 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
             Code.NOT_SUPPORTED,
         )
     if low in TDENGINE_NOT_IMPLEMENTED or low in STREAM_FORBIDDEN:
-        raise _error(f"function {low} is not supported yet", node, sql, Code.NOT_SUPPORTED)
+        where = (
+            "is only allowed in the select list of an INTERP query (RANGE, EVERY, FILL; query/interp.py)"
+            if low == "interp"
+            else "is not supported yet"
+        )
+        raise _error(f"function {low} {where}", node, sql, Code.NOT_SUPPORTED)
     raise _error(f"Invalid function name: {written}", node, sql, Code.INVALID_FUNCTION_NAME)
 
 

@@ -107,6 +107,24 @@ def _interval_check(node: exp.Interval) -> None:
         )
 
 
+_POSIX_CLASSES = frozenset(
+    {
+        "alnum",
+        "alpha",
+        "blank",
+        "cntrl",
+        "digit",
+        "graph",
+        "lower",
+        "print",
+        "punct",
+        "space",
+        "upper",
+        "xdigit",
+    }
+)
+
+
 _US_PER = {"ms": 1000, "us": 1, "ns": None}  # microseconds per unit of a database precision
 Recurse = Callable[[exp.Expr], exp.Expr]
 
@@ -183,24 +201,6 @@ def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse
     else:
         left = _from_us(_epoch_us(left, lk, backend, scope.precision), backend)
     return type(node)(this=left, expression=right)
-
-
-_POSIX_CLASSES = frozenset(
-    {
-        "alnum",
-        "alpha",
-        "blank",
-        "cntrl",
-        "digit",
-        "graph",
-        "lower",
-        "print",
-        "punct",
-        "space",
-        "upper",
-        "xdigit",
-    }
-)
 
 
 def check_match(node: exp.RegexpLike, scope: Scope) -> None:

@@ -179,7 +179,13 @@ def test_constructs_outside_tdengine_sql_are_syntax_errors(env: Env, sql: str, w
 
 
 def test_tdengine_functions_not_implemented_are_not_supported(env: Env) -> None:
-    # interp is computed now (INTERP clauses); the geometry predicates are still refused by name
+    # INTERP is implemented (query/interp.py): without its clause it is TDengine's 0x265D
+    e = env.refused("select interp(a) from st")
+    assert e.code == 0x265D and "Missing RANGE clause" in e.desc
+    # anywhere but an INTERP query's select list it is refused by name
+    e = env.refused("select a from st where interp(a) > 1")
+    assert e.code == NOT_SUPPORTED and "interp" in e.desc
+    # the geometry predicates are still refused by name
     e = env.refused("select st_intersects(a, a) from st")
     assert e.code == NOT_SUPPORTED and "st_intersects" in e.desc
 

@@ -61,4 +61,5 @@ def test_create_database_takes_tdengines_options_only() -> None:
     assert parse("create database d vgroups 1 buffer 8 precision 'ms' keep 3650 wal_level 1")
     with pytest.raises(SqlError) as err:
         parse("create database d precision 'ms' colour 1")
-    assert err.value.code == Code.SYNTAX_ERROR and err.value.offset == len("create database d precision 'ms' ")
+    assert err.value.code == Code.SYNTAX_ERROR
+    assert err.value.offset == len("create database d precision 'ms' ")
