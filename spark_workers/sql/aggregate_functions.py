@@ -18,9 +18,11 @@ for output formats the manual leaves out (``percentile`` with several ``p``, ``h
 
 Known differences from TDengine (docs/sql.md): ``apercentile`` is computed exactly (both
 algorithms; an exact value is within any approximation's bound), ``hyperloglog`` is the exact
-distinct count, ``mode`` and ``sample`` pick among ties / rows at random as TDengine does, ``twa``
-and ``irate`` of a non-window query use the rows' own first and last timestamps (no interpolation
-to a WHERE range), ``leastsquares`` of fewer than two rows is NULL.
+distinct count, ``mode`` picks the smallest of equally frequent values (TDengine: one at random;
+the window engine picks the smallest too), ``sample`` picks rows at random as TDengine does,
+``twa`` and ``irate`` of a non-window query use the rows' own first and last timestamps (no
+interpolation to a WHERE range), ``leastsquares`` of fewer than two rows is NULL, ``histogram``
+of no rows gives its bins with count 0.
 """
 
 from __future__ import annotations
@@ -463,8 +465,9 @@ def aggregate_sql(node: exp.Expr, name: str, sql_of: Callable[[exp.Expr], str], 
         return f"count(DISTINCT {sql_of(args[0])})"
     if name == "var_pop":
         return f"var_pop({sql_of(args[0])})"
-    if name == "mode":
-        return f"mode({sql_of(args[0])})"
+    if name == "mode":  # the smallest of equally frequent values, as the window engine picks
+        h = f"histogram({sql_of(args[0])})"
+        return f"map_keys({h})[list_position(map_values({h}), list_max(map_values({h})))]"
     if scope.ts_column is None:
         raise SqlError(f"{name}() needs a table with a timestamp column", code=Code.INVALID_FUNCTION)
     ts = f'"{scope.ts_column}"'
