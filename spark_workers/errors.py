@@ -86,6 +86,13 @@ class Code:
     # "Function(s) only allowed in SELECT list, cannot mixed with non scalar functions or columns"
     NOT_ALLOWED_FUNC = 0x264F  # TSDB_CODE_PAR_NOT_ALLOWED_FUNC
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # JSON, VARBINARY, GEOMETRY and DECIMAL (TDengine SQL manual "Data Types", "JSON Type")
+    INVALID_JSON = 0x0221  # TSDB_CODE_TSC_INVALID_JSON "Invalid JSON format"
+    INVALID_JSON_TYPE = 0x0222  # TSDB_CODE_TSC_INVALID_JSON_TYPE "Invalid JSON data type"
+    ONLY_ONE_JSON_TAG = 0x2633  # TSDB_CODE_PAR_ONLY_ONE_JSON_TAG "Only one tag if there is a json tag"
+    INVALID_COL_JSON = 0x2652  # TSDB_CODE_PAR_INVALID_COL_JSON "Only tag can be json type"
+    INVALID_VARBINARY = 0x266A  # TSDB_CODE_PAR_INVALID_VARBINARY "Invalidate varbinary value"
+    DECIMAL_OVERFLOW = 0x013D  # TSDB_CODE_DECIMAL_OVERFLOW "Decimal value overflow"
     # query clauses (TDengine SQL manual, "Data Querying": INTERP, SLIMIT, MATCH/NMATCH)
     INVALID_INTERP_CLAUSE = 0x265D  # TSDB_CODE_PAR_INVALID_INTERP_CLAUSE "Invalid interp clause"
     # TSDB_CODE_PAR_SLIMIT_LEAK_PARTITION_GROUP_BY "slimit/soffset only available for PARTITION/GROUP BY

@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from spark_workers.errors import Code, SqlError, para_type_error
+from spark_workers.limits import active_budget
 from spark_workers.query.duck import DuckSession, ResultCap, quote
 from spark_workers.query.fill import fill_value
 from spark_workers.query.planner import Source, aggregate_call
@@ -386,7 +387,12 @@ def interp_arrow(
         typ = t1.schema.field(f"_i{k}").type
         if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
             raise para_type_error("interp", sql=sql, offset=offset_of(c.node))
+    budget = active_budget()  # the statement's deadline, between the stages
+    if budget is not None:
+        budget.check(sql)
     table = _slices_table(t1, calls, points, mode, surround, q, duck, sql, precision, tz)
+    if budget is not None:
+        budget.check(sql)
     out = duck.query(
         _stage3_sql(q, calls, duck.register_arrow(table), sql, precision, tz), ResultCap.result(duck.limits)
     )

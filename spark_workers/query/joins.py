@@ -166,6 +166,13 @@ def check_nested(sel: exp.Expr, sql: str) -> None:
     joins = sel.args.get("joins") or []
     for j in sel.find_all(exp.Join):
         spec = join_spec(j)
+        if j.args.get("using"):  # TDengine's grammar: join_on_clause only
+            raise _err(
+                "syntax error: JOIN ... USING is not part of TDengine SQL; write ON a.ts = b.ts",
+                sql,
+                _span_start(spec, j),
+                Code.SYNTAX_ERROR,
+            )
         inner = not spec.kind and spec.side in ("", "INNER")
         if j not in joins and spec.kind:
             raise _err(

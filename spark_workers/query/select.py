@@ -67,13 +67,15 @@ from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.query.slimit import add_group_keys, check_slimit, slice_groups, slice_windows
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.query.system_functions import fold_system_functions
-from spark_workers.sql import ast
+from spark_workers.sql import ast, json_ops
 from spark_workers.sql.aggregate_functions import expand_item, spec_of
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.scope import PSEUDO_TS, Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
+
+GEOMETRY_RESULT = TdType("GEOMETRY", 16384)  # ST_GeomFromText / ST_MakePoint results
 
 EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 
@@ -251,16 +253,12 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
-            if any(aggregate_call(n) or spec_of(n) for item in sel.expressions for n in item.walk()):
-                sel.set(
-                    "group",
-                    exp.Group(
-                        expressions=[
-                            *parts,
-                            *(sel.args["group"].expressions if sel.args.get("group") else []),
-                        ]
-                    ),
+            if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
+                group = exp.Group(
+                    expressions=[*parts, *(sel.args["group"].expressions if sel.args.get("group") else [])]
                 )
+                group.meta["td_partition"] = len(parts)  # row functions read these as PARTITION BY
+                sel.set("group", group)
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
         joined = None
@@ -482,12 +480,14 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
         base = known.get(name.lower())
         if pa.types.is_timestamp(t):
             td = TIMESTAMP
-        elif (base is not None and base.name == from_arrow(t).name) or (
-            base is not None and base.is_string and pa.types.is_string(t)
+        elif base is not None and (
+            base.name == from_arrow(t).name or (base.is_string and pa.types.is_string(t)) or base.stores_as(t)
         ):
             td = base
         elif pa.types.is_string(t):
-            td = varchar(256)
+            td = json_ops.result_type(name, known) or varchar(256)
+        elif pa.types.is_binary(t) and name.lower().startswith(("st_geomfromtext(", "st_makepoint(")):
+            td = GEOMETRY_RESULT  # TDengine types the geometry functions' results GEOMETRY
         else:
             td = from_arrow(t)
         out.append(ResultColumn(name, td, precision))

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from spark_workers.duration import Duration
+from spark_workers.engine.aggregates import AGGREGATES
 from spark_workers.errors import Code, SqlError, para_type_error
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.scope import Scope, func_name
@@ -50,7 +51,6 @@ class FunctionSpec:
         result: TDengine result type as the manual states it (``DOUBLE``, ``BIGINT``,
             ``VARCHAR``, ``input`` = the argument's type).
         numeric: the first argument must be numeric (``0x2802`` for strings / timestamps).
-        engine: also computed by the window engine (``spark_workers.engine.aggregates``).
         backend: how it runs outside window queries: ``duckdb`` (an expression),
             ``rows`` (a query rewrite, :mod:`spark_workers.sql.row_functions`).
     """
@@ -61,8 +61,12 @@ class FunctionSpec:
     max_args: int
     result: str
     numeric: bool = True
-    engine: bool = False
     backend: str = "duckdb"
+
+    @property
+    def engine(self) -> bool:
+        """Also computed by the window engine (``spark_workers.engine.aggregates.AGGREGATES``)."""
+        return self.name in AGGREGATES
 
 
 def _spec(name: str, kind: str, lo: int, hi: int, result: str, **kw: object) -> FunctionSpec:
@@ -73,11 +77,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
     s.name: s
     for s in (
         # aggregates
-        _spec("count", "aggregate", 1, 1, "BIGINT", numeric=False, engine=True),
-        _spec("sum", "aggregate", 1, 1, "BIGINT|DOUBLE", engine=True),
-        _spec("avg", "aggregate", 1, 1, "DOUBLE", engine=True),
-        _spec("spread", "aggregate", 1, 1, "DOUBLE", numeric=False, engine=True),
-        _spec("stddev", "aggregate", 1, 1, "DOUBLE", engine=True),
+        _spec("count", "aggregate", 1, 1, "BIGINT", numeric=False),
+        _spec("sum", "aggregate", 1, 1, "BIGINT|DOUBLE"),
+        _spec("avg", "aggregate", 1, 1, "DOUBLE"),
+        _spec("spread", "aggregate", 1, 1, "DOUBLE", numeric=False),
+        _spec("stddev", "aggregate", 1, 1, "DOUBLE"),
         _spec("stddev_pop", "aggregate", 1, 1, "DOUBLE"),
         _spec("var_pop", "aggregate", 1, 1, "DOUBLE"),
         _spec("percentile", "aggregate", 2, 11, "DOUBLE|VARCHAR"),
@@ -89,11 +93,11 @@ FUNCTIONS: dict[str, FunctionSpec] = {
         _spec("leastsquares", "aggregate", 3, 3, "VARCHAR"),
         _spec("histogram", "multi-row", 4, 4, "VARCHAR", backend="rows"),
         # selection functions
-        _spec("min", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("max", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("first", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("last", "selection", 1, 1, "input", numeric=False, engine=True),
-        _spec("last_row", "selection", 1, 1, "input", numeric=False, engine=True),
+        _spec("min", "selection", 1, 1, "input", numeric=False),
+        _spec("max", "selection", 1, 1, "input", numeric=False),
+        _spec("first", "selection", 1, 1, "input", numeric=False),
+        _spec("last", "selection", 1, 1, "input", numeric=False),
+        _spec("last_row", "selection", 1, 1, "input", numeric=False),
         _spec("mode", "selection", 1, 1, "input", numeric=False),
         _spec("cols", "selection", 2, 64, "input", numeric=False, backend="rows"),
         _spec("top", "multi-row", 2, 2, "input", backend="rows"),
@@ -376,7 +380,7 @@ def expand_item(item: exp.Expr, columns: list[str]) -> list[tuple[exp.Expr, str]
             (exp.Anonymous(this=spec.name, expressions=[exp.column(c, quoted=True)]), f"{spec.name}({c})")
             for c in columns
         ]
-    if spec.name == "cols" and len(args) > 2:
+    if spec.name == "cols" and len(args) >= 2:
         return [
             (exp.Anonymous(this="cols", expressions=[args[0].copy(), e.copy()]), e.sql(dialect="mysql"))
             for e in args[1:]
@@ -388,7 +392,8 @@ def expand_item(item: exp.Expr, columns: list[str]) -> list[tuple[exp.Expr, str]
 
 
 def arg_kind(node: exp.Expr, scope: Scope) -> str | None:
-    """``num`` / ``str`` / ``ts`` / ``bool`` of a column argument (by the scope's types), else None."""
+    """``num`` / ``unsigned`` / ``str`` / ``ts`` / ``bool`` of a column argument (by the scope's
+    types), else None."""
     if not isinstance(node, exp.Column) or node.table:
         return None
     t = scope.columns.get(node.name.lower())
@@ -398,6 +403,8 @@ def arg_kind(node: exp.Expr, scope: Scope) -> str | None:
         return "ts"
     if t.name == "BOOL":
         return "bool"
+    if t.unsigned:
+        return "unsigned"
     return "str" if t.is_string else "num"
 
 
@@ -414,12 +421,13 @@ def check_types(node: exp.Expr, name: str, scope: Scope) -> None:
     refused: tuple[str, ...] = ()
     if spec.numeric:
         refused = ("str", "ts", "bool")
+        kind = "num" if kind == "unsigned" else kind
     elif name == "spread":
         refused = ("str", "bool")
-    elif name == "diff":
-        refused = ("str",)
+    elif name == "diff":  # TDengine's diff.py: unsigned columns are refused too
+        refused = ("str", "unsigned")
     elif name == "elapsed":
-        refused = ("str", "num", "bool")
+        refused = ("str", "num", "bool", "unsigned")
     if kind in refused:
         raise para_type_error(name)
 
@@ -467,9 +475,16 @@ def aggregate_sql(node: exp.Expr, name: str, sql_of: Callable[[exp.Expr], str], 
             else {"ms": 1000, "us": 1, "ns": 0.001}[scope.precision]
         )
         return f"CAST((epoch_us(max({ts})) - epoch_us(min({ts}))) / {us!r} AS DOUBLE)"
-    x = sql_of(args[0])
+    return _ordered_sql(name, args, sql_of(args[0]), ts, scope)
+
+
+def _ordered_sql(name: str, args: list[exp.Expr], x: str, ts: str, scope: Scope) -> str | None:
+    """``twa`` / ``irate`` / ``leastsquares`` of ``x`` (DuckDB text) over the rows in time order."""
     point = f"{{'t': {_epoch_us(ts)}, 'v': CAST({x} AS DOUBLE)}}"
-    points = f"list({point} ORDER BY {ts}) FILTER (WHERE {x} IS NOT NULL)"
+    key = f', "{scope.key_column}"' if scope.key_column else ""
+    points = f"list({point} ORDER BY {ts}{key}) FILTER (WHERE {x} IS NOT NULL)"
+    if key:  # a composite key: the smallest key of a timestamp only (manual, TWA / IRATE)
+        points = f"list_filter({points}, lambda p, i: i = 1 OR ({points})[i - 1].t <> p.t)"
     if name == "twa":
         area = (
             f"list_sum(list_transform(range(1, len({points})), lambda i: "
@@ -478,6 +493,13 @@ def aggregate_sql(node: exp.Expr, name: str, sql_of: Callable[[exp.Expr], str], 
         return (
             f"(CASE WHEN len({points}) = 1 THEN {points}[1].v "
             f"ELSE {area} / NULLIF({points}[-1].t - {points}[1].t, 0) END)"
+        )
+    if name == "irate" and key:
+        a, b = f"({points})[-1]", f"({points})[-2]"
+        return (
+            f"(CASE WHEN len({points}) < 2 THEN 0.0 ELSE "
+            f"(CASE WHEN {a}.v < {b}.v THEN {a}.v ELSE {a}.v - {b}.v END) "
+            f"/ NULLIF(({a}.t - {b}.t) / 1e6, 0) END)"
         )
     if name == "irate":
         last2 = (

@@ -38,8 +38,18 @@ from spark_workers.sql.ast import join_spec
 class TDengine(MySQL):
     """The TDengine SQL dialect (registered in ``sqlglot`` as ``"tdengine"``)."""
 
+    # TDengine keeps the backslash of ``\x`` in a string constant (parser ``trimString``, 3.1+):
+    # ``'\x6162'`` is the text ``\x6162``, which VARBINARY reads as hex bytes
+    UNESCAPED_SEQUENCES = {**MySQL.UNESCAPED_SEQUENCES, "\\x": "\\x"}
+
     class Tokenizer(MySQL.Tokenizer):
-        KEYWORDS = {**MySQL.Tokenizer.KEYWORDS, "TIMESTAMP": TokenType.TIMESTAMP}
+        # CONTAINS (JSON tags) takes the token type of PostgreSQL's range operator -|-, which
+        # TDengine does not have (its parser entry is replaced below)
+        KEYWORDS = {
+            **{k: v for k, v in MySQL.Tokenizer.KEYWORDS.items() if v != TokenType.ADJACENT},
+            "TIMESTAMP": TokenType.TIMESTAMP,
+            "CONTAINS": TokenType.ADJACENT,
+        }
         # Never swallow the rest of a statement into one COMMAND token (SHOW, REPLACE...).
         COMMANDS: typing.ClassVar[set[TokenType]] = set()
 
@@ -48,6 +58,20 @@ class TDengine(MySQL):
             return lexer.regex_operators(lexer.merge_placeholders(super().tokenize(sql)))
 
     class Parser(MySQLParser):
+        # JSON tags (TDengine SQL manual, "JSON Type"): ``tag->'key'`` keeps its key as the string
+        # written (no JSON path: a key may hold '.' or '$'); ``tag CONTAINS 'key'``
+        COLUMN_OPERATORS = {
+            **MySQLParser.COLUMN_OPERATORS,
+            TokenType.ARROW: lambda self, this, key: self.expression(
+                exp.JSONExtract(this=this, expression=key)
+            ),
+        }
+        RANGE_PARSERS = {
+            **MySQLParser.RANGE_PARSERS,
+            TokenType.ADJACENT: lambda self, this: self.expression(
+                exp.JSONBContains(this=this, expression=self._parse_bitwise())
+            ),
+        }
         # ``unique(x)`` is TDengine's selection function, not a constraint keyword
         FUNC_TOKENS: typing.ClassVar[set[TokenType]] = {*MySQLParser.FUNC_TOKENS, TokenType.UNIQUE}
 
@@ -87,6 +111,8 @@ class TDengine(MySQL):
         TRANSFORMS = {
             **MySQLGenerator.TRANSFORMS,
             exp.CurrentTimestamp: lambda self, e: "now",
+            exp.JSONExtract: lambda self, e: f"{self.sql(e, 'this')}->{self.sql(e, 'expression')}",
+            exp.JSONBContains: lambda self, e: f"{self.sql(e, 'this')} contains {self.sql(e, 'expression')}",
             exp.RegexpLike: lambda self, e: self.binary(e, "MATCH"),
         }
         TYPE_MAPPING = {

@@ -49,6 +49,7 @@ from spark_workers.sql.ast import offset_of
 from spark_workers.sql.scope import Scope
 
 ToSql = Callable[[exp.Expr, str, Scope], str]
+_SMALLEST_KEY = frozenset({"diff", "derivative"})
 _INTS = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOL", "TIMESTAMP"})
 _INTS |= frozenset(f"{t} UNSIGNED" for t in ("TINYINT", "SMALLINT", "INT", "BIGINT"))
 _EPOCH = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
@@ -250,6 +251,14 @@ def select_sql(sel: exp.Select, backend: str, scope: Scope, to_sql: ToSql) -> st
         check_types(call, spec_of(call).name, scope)  # type: ignore[union-attr]
     group = sel.args.get("group")
     part_exprs = list(group.expressions) if group is not None else []
+    n_parts = int(group.meta.get("td_partition", 0)) if group is not None else 0
+    if len(part_exprs) > n_parts:  # a GROUP BY of the user's (query/select.py marks PARTITION BY's)
+        raise SqlError(
+            f"function {spec_of(calls[0]).name} cannot be used with GROUP BY: "  # type: ignore[union-attr]
+            "multi-row and time-series functions compute per table or PARTITION BY group",
+            offset=offset_of(part_exprs[n_parts]),
+            code=Code.INVALID_FUNCTION,
+        )
     rows = sel.copy()
     for key in ("group", "having", "order", "limit", "offset", "distinct"):
         rows.set(key, None)
@@ -261,6 +270,10 @@ def select_sql(sel: exp.Select, backend: str, scope: Scope, to_sql: ToSql) -> st
     c = _Ctx(scope, [_q(f"__td_p{j}") for j in range(len(part_exprs))], backend, to_sql)
     plans = [_plan(call, i, c) for i, call in enumerate(calls)]
     stage = f"({rows_sql}) AS __td_rows"
+    if scope.key_column and any(spec_of(call).name in _SMALLEST_KEY for call in calls):  # type: ignore[union-attr]
+        # manual, DIFF / DERIVATIVE: of the rows of one timestamp, the smallest composite key only
+        first = f"row_number() {c.over(extra=c.ts, order=_q(scope.key_column))}"
+        stage = f"(SELECT * FROM {stage} QUALIFY {first} = 1) AS __td_keyed"
     if any(p.grouped for p in plans):
         stage = _grouped_stage(sel, plans[0], c, stage)
     else:
@@ -378,6 +391,7 @@ def selection_rule(sel: exp.Select, scope: Scope) -> None:
     (``max``, ``min``, ``first``, ``last``, ``last_row``) a plain column of the select items
     (not a GROUP BY / PARTITION BY value) is the column of the selected row
     (``select max(c1), c2, ts from t``); ``cols(f(x), e)`` is ``e`` of ``f``'s row."""
+    _first_last_rows(sel)
     group = sel.args.get("group")
     keys = {g.sql() for g in group.expressions} if group is not None else set()
     calls: dict[str, exp.Expr] = {}
@@ -403,6 +417,24 @@ def selection_rule(sel: exp.Select, scope: Scope) -> None:
             n.replace(_selected(n.copy(), call, scope))
 
 
+def _first_last_rows(sel: exp.Select) -> None:
+    """A SELECT of ``first`` / ``last`` / ``last_row`` calls only has no row for a group whose
+    values are all NULL (manual, FIRST / LAST: "If all columns in the result set are NULL, no
+    results are returned"; ``last_row``: a group without rows has no last row)."""
+    if sel.args.get("having") is not None or not sel.expressions:
+        return
+    calls = [i.this if isinstance(i, exp.Alias) else i for i in sel.expressions]
+    names = [s.name if (s := spec_of(c)) is not None else None for c in calls]
+    if not all(n in ("first", "last", "last_row") for n in names):
+        return
+    if all(n == "last_row" for n in names):
+        cond: exp.Expr = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+    else:
+        nulls = exp.and_(*(exp.Is(this=c.copy(), expression=exp.Null()) for c in calls))
+        cond = exp.Not(this=exp.Paren(this=nulls))
+    sel.set("having", exp.Having(this=cond))
+
+
 def _aggregated(a: exp.Expr) -> bool:
     """An aggregate call, or a selected column this rule built (``arg_max_null(...)``)."""
     if isinstance(a, exp.Anonymous) and str(a.name) in ("arg_min_null", "arg_max_null"):
@@ -423,6 +455,9 @@ def _selected(e: exp.Expr, call: exp.Expr, scope: Scope) -> exp.Expr:
     ts = exp.column(scope.ts_column, quoted=True) if scope.ts_column else None
     if spec.name in ("max", "min"):
         key: exp.Expr = arg.copy()
+        if ts is not None:  # ties: the earliest row
+            when = exp.Anonymous(this="epoch_us", expressions=[ts])
+            key = exp.Tuple(expressions=[key, exp.Neg(this=when) if spec.name == "max" else when])
     elif ts is None:
         raise SqlError(f"{spec.name}() needs a table with a timestamp column", code=Code.INVALID_FUNCTION)
     else:

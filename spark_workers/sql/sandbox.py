@@ -13,8 +13,9 @@ translated for a backend (docs/decisions.md, "SQL sandbox and limits"):
   structural nodes may only carry the arguments TDengine's syntax gives them (no ``GROUP BY ALL``,
   ``DISTINCT ON``, ``WITH RECURSIVE``, ``UNION BY NAME``, ``TABLESAMPLE``, ``* EXCLUDE``...);
 - **functions**: every call must be in tdweb's catalogue: the scalar functions of
-  :data:`spark_workers.sql.functions.FUNCTIONS`, the engine's aggregates and selection functions
-  (:data:`spark_workers.engine.aggregates.AGGREGATES`), ``now``, and eKuiper's ``window_start()`` /
+  :data:`spark_workers.sql.functions.FUNCTIONS`, the aggregate, selection and time-series
+  functions of :data:`spark_workers.sql.aggregate_functions.FUNCTIONS` (their argument rules
+  checked here: ``0x2801`` / ``0x2802`` / ``0x2803``), ``now``, and eKuiper's ``window_start()`` /
   ``window_end()``; anything else is TDengine's ``0x264D`` "Invalid function name: read_csv_auto"
   (TDengine functions tdweb does not implement yet are ``NOT_SUPPORTED``);
 - **tables**: a FROM item is a ``[db.]table`` name or a subquery; a table function or a string
@@ -66,8 +67,19 @@ STREAM_FORBIDDEN = frozenset(
 )
 # TDengine functions (SQL manual, "Functions") tdweb does not compute yet: NOT_SUPPORTED, not an
 # invalid name (aggregate / selection / time-series ones: spark_workers.sql.aggregate_functions).
-# Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN).
-TDENGINE_NOT_IMPLEMENTED = frozenset({"interp"})
+# Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN). The geometry
+# predicates need a geometry engine (GEOS in TDengine).
+TDENGINE_NOT_IMPLEMENTED = frozenset(
+    {
+        "interp",
+        "st_contains",
+        "st_containsproperly",
+        "st_covers",
+        "st_equals",
+        "st_intersects",
+        "st_touches",
+    }
+)
 
 # TDengine's system functions: a client's query replaces them by the session's constants before
 # this check (spark_workers.query.system_functions); anywhere else (streams) they have no value
@@ -137,6 +149,9 @@ _STRUCTURE: dict[type[exp.Expr], frozenset[str] | None] = {
     exp.RegexpLike: frozenset({"this", "expression"}),  # MATCH / NMATCH (sql/lexer.py)
     exp.BitwiseAnd: None,
     exp.BitwiseOr: None,
+    # JSON tags: tag->'key', tag CONTAINS 'key' (TDengine SQL manual, "JSON Type"; sql/json_ops.py)
+    exp.JSONExtract: frozenset({"this", "expression"}),
+    exp.JSONBContains: frozenset({"this", "expression"}),
 }
 _JOIN_KINDS = frozenset({"", "INNER", "OUTER", "CROSS"})
 _JOIN_SIDES = frozenset({"", "LEFT", "RIGHT", "FULL"})
@@ -164,7 +179,6 @@ _CONSTRUCTS: dict[type[exp.Expr], str] = {
     exp.Qualify: "QUALIFY",
     exp.Lock: "FOR UPDATE",
     exp.Filter: "FILTER (WHERE ...) outside an eKuiper window",
-    exp.JSONExtract: "the JSON operator ->",
     exp.JSONExtractScalar: "the JSON operator ->>",
     exp.BitwiseXor: "the operator ^",
     exp.BitwiseNot: "the operator ~",

@@ -31,7 +31,7 @@ from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import aggregate_functions as aggs
-from spark_workers.sql import functions, row_functions
+from spark_workers.sql import binary_ops, decimal_ops, functions, json_ops, row_functions
 from spark_workers.sql.ast import join_spec, offset_of
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
@@ -185,6 +185,24 @@ def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse
     return type(node)(this=left, expression=right)
 
 
+_POSIX_CLASSES = frozenset(
+    {
+        "alnum",
+        "alpha",
+        "blank",
+        "cntrl",
+        "digit",
+        "graph",
+        "lower",
+        "print",
+        "punct",
+        "space",
+        "upper",
+        "xdigit",
+    }
+)
+
+
 def check_match(node: exp.RegexpLike, scope: Scope) -> None:
     """TDengine's rules of ``a MATCH 'p'`` / ``a NMATCH 'p'`` (scalar.c ``sclGetCompOperatorResType``):
     the left operand a string (VARCHAR / NCHAR / tbname), the right a string constant (or NULL)
@@ -219,6 +237,11 @@ def check_match(node: exp.RegexpLike, scope: Scope) -> None:
             warnings.simplefilter("ignore")  # POSIX classes ([[:upper:]]) are "possible nested sets"
             re.compile(pattern)
         bad = "(?" in pattern or re.search(r"\\[1-9]", pattern) is not None
+        # what POSIX regcomp (and DuckDB's RE2) reject although Python compiles it
+        bad = bad or any(n not in _POSIX_CLASSES for n in re.findall(r"\[:(\w*):\]", pattern))
+        bad = bad or any(
+            int(n) > 1000 for n in re.findall(r"\{(\d+)", pattern) + re.findall(r",(\d+)\}", pattern)
+        )
     except re.error:
         bad = True
     if bad:
@@ -240,6 +263,10 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
         if isinstance(node, exp.Interval):
             _interval_check(node)
             return node
+        if json_ops.handles(node):  # JSON tags: ->, CONTAINS and what compares a -> value
+            return json_ops.rewrite(node, backend, scope)
+        decimal_ops.promote(node, scope)  # DECIMAL with a float or string operand is DOUBLE
+        binary_ops.bind_constants(node, scope)  # '\x..' / WKT constants against VARBINARY, GEOMETRY
         if isinstance(node, exp.Add | exp.Sub) and not node.meta.get("td_ts_arith"):
             node.meta["td_ts_arith"] = True
             return timestamp_arithmetic(node, backend, scope, recurse)

@@ -474,6 +474,7 @@ def test_beijing_window_join_average(air: tuple[Executor, pd.DataFrame, pd.DataF
             "left",
         ),
         ("select a.nope from ta a left asof join tb b", Code.INVALID_COLUMN, "a.nope"),
+        ("select * from ta join tb using (ts)", Code.SYNTAX_ERROR, "join"),
         ("select * from ta left asof join TA", Code.NOT_UNIQUE_TABLE_ALIAS, "TA"),
         (
             "select _wstart, count(*) from ta a join tb b on a.v = b.w interval(1s)",
@@ -592,3 +593,9 @@ def test_queries_over_a_join_subquery(ex: Executor) -> None:
     rows = rows.merge(DTB.rename(columns={"ts": "bts"}), on="bts")
     assert bag(r.rows) == bag(rows[rows.w > 100][["ts", "bts", "w"]].itertuples(index=False))
     assert [row[0] for row in r.rows] == sorted(row[0] for row in r.rows)
+
+
+def test_join_words_are_words_elsewhere(ex: Executor) -> None:
+    ex.execute(f"create table jw (ts timestamp, jlimit int); insert into jw values ({T0}, 5)")
+    assert query(ex, "select jlimit from jw") == [[5]]
+    assert query(ex, "select a.jlimit, b.jlimit from jw a left asof join jw b jlimit 1") == [[5, 5]]

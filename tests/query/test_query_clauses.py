@@ -184,6 +184,8 @@ def test_match_on_tbname_and_in_the_select_list(ex: Executor, frame: pd.DataFram
         ("select s from st where s match '(a'", "'(a'", Code.REGULAR_EXPRESSION_ERROR),
         ("select s from st where s nmatch 'a[b'", "'a[b'", Code.REGULAR_EXPRESSION_ERROR),
         ("select s from st where s match '(?=a)'", "'(?=a)'", Code.REGULAR_EXPRESSION_ERROR),
+        ("select s from st where s match '[[:foo:]]'", "'[[:foo:]]'", Code.REGULAR_EXPRESSION_ERROR),
+        ("select s from st where s match 'a{1001}'", "'a{1001}'", Code.REGULAR_EXPRESSION_ERROR),
         ("select s from st where s regexp 'a'", "regexp", Code.SYNTAX_ERROR),
     ],
 )

@@ -21,11 +21,14 @@ def windows() -> list[np.ndarray]:
     return [a[0:4], a[4:8]]
 
 
-def test_aggregates_per_window(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tb", ["", "%%tbname tb, "])
+def test_aggregates_per_window(tmp_path: Path, tb: str) -> None:
+    """With ``%%tbname`` among the items the computation runs per event on DuckDB (not fused into
+    the engine: ``streams.v337.is_fused``); without, on whichever runs it: the same values."""
     env = Env(tmp_path)
     env.stream(
         "create stream s count_window(4) from st partition by tbname into res "
-        "as select _twstart ws, twa(a) t, irate(a) ir, elapsed(ts, 1s) el, leastsquares(a, 1, 1) ls, "
+        f"as select _twstart ws, {tb}twa(a) t, irate(a) ir, elapsed(ts, 1s) el, leastsquares(a, 1, 1) ls, "
         "hyperloglog(b) h, apercentile(a, 50) ap, mode(a) m from %%trows"
     )
     env.write(ins("c1", *ROWS))
@@ -74,3 +77,25 @@ def test_percentile_is_refused_in_a_stream_as_seed_002_says(tmp_path: Path) -> N
             "as select _twstart, percentile(a, 50) from %%trows"
         )
     assert "percentile" in e.value.message
+
+
+def test_selection_columns_per_window(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    env.stream(
+        "create stream s count_window(4) from st partition by tbname into res "
+        "as select _twstart ws, max(a) mx, ts, cols(min(a), ts) tmin from %%trows"
+    )
+    env.write(ins("c1", *ROWS))
+    got = env.rows("select ws, mx, ts, tmin from res order by ws")
+    want = []
+    for w in windows():
+        t, a = w[:, 0], w[:, 1]
+        want.append(
+            [
+                T0 + int(t[0]) * 1000,
+                int(a.max()),
+                T0 + int(t[a.argmax()]) * 1000,
+                T0 + int(t[a.argmin()]) * 1000,
+            ]
+        )
+    assert got == want

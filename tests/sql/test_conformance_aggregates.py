@@ -311,6 +311,56 @@ def test_diff_ignore_options(small: Executor, opt: int) -> None:
     assert [(ts - T0, v) for ts, v in got] == pd_diff(d, "c1", opt)
 
 
+def test_diff_as_tdengines_own_test(tmp_path: Path) -> None:
+    """TDengine's tests/system-test/2-query/diff.py: three rows give two; option 1 turns the
+    negative difference to NULL; unsigned and string columns are refused."""
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC")
+    ex.execute(
+        "create database db; use db; create table ntb (ts timestamp, c1 int, c2 double, u int unsigned)"
+    )
+    ex.execute("insert into ntb values (now, 1, 1.0, 1) (now + 1s, 10, -100.0, 2) (now + 10s, -1, 15.1, 3)")
+    assert rows_of(ex, "select diff(c1, 0) from ntb") == [[9], [-11]]
+    assert rows_of(ex, "select diff(c1, 1) from ntb") == [[9], [None]]
+    assert rows_of(ex, "select diff(c2, 0) from ntb") == [[pytest.approx(-101.0)], [pytest.approx(115.1)]]
+    assert rows_of(ex, "select diff(c2, 1) from ntb") == [[None], [pytest.approx(115.1)]]
+    for bad in ("diff(u)", "diff(c1, 1.23)", "diff(c1, '123')", "diff(c1, -1)", "diff(c1, c1)"):
+        with pytest.raises(SqlError) as e:
+            ex.execute_one(f"select {bad} from ntb")
+        assert e.value.code in (Code.FUNC_PARA_TYPE, Code.FUNC_PARA_VALUE), e.value
+
+
+def test_composite_key_example_of_tdengines_own_test(tmp_path: Path) -> None:
+    """TDengine's pk_func_group test: with a composite key, diff / derivative / irate / twa use the
+    smallest key of each timestamp, first(*) / last(*) the smallest / largest, unique every row."""
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC")
+    ex.execute(
+        "create database d1; use d1; create table st (ts timestamp, pk int primary key, f int) tags (t int)"
+    )
+    ex.execute("create table ct1 using st tags (1); create table ct2 using st tags (2)")
+    data = {
+        "ct1": [(0, 1), (0, 2), (1, 1), (1, 4), (2, 6), (2, 5)],
+        "ct2": [(0, 3), (0, 4), (1, 3), (1, 2), (2, 8), (2, 7)],
+    }
+    for tb, rows in data.items():
+        ex.execute(
+            f"insert into {tb} values " + " ".join(f"('2021-04-19 00:00:0{s}', {v}, {v})" for s, v in rows)
+        )
+    t0 = int(pd.Timestamp("2021-04-19").timestamp() * 1000)
+    got = rows_of(ex, "select first(*) from st partition by tbname order by tbname")
+    assert got == [[t0, 1, 1], [t0, 3, 3]]
+    got = rows_of(ex, "select last(*) from st partition by tbname order by tbname")
+    assert got == [[t0 + 2000, 6, 6], [t0 + 2000, 8, 8]]
+    got = rows_of(ex, "select ts, diff(f) from st partition by tbname order by tbname")
+    assert got == [[t0 + 1000, 0], [t0 + 2000, 4], [t0 + 1000, -1], [t0 + 2000, 5]]
+    got = rows_of(ex, "select ts, derivative(f, 1s, 0) from st partition by tbname order by tbname")
+    assert got == [[t0 + 1000, 0.0], [t0 + 2000, 4.0], [t0 + 1000, -1.0], [t0 + 2000, 5.0]]
+    assert rows_of(ex, "select irate(f) from st partition by tbname order by tbname") == [[4.0], [5.0]]
+    assert rows_of(ex, "select twa(f) from st partition by tbname order by tbname") == [[2.0], [3.5]]
+    got = rows_of(ex, "select ts, pk, unique(f) from st partition by tbname order by tbname, ts, pk")
+    want = [(0, 1), (0, 2), (1, 4), (2, 5), (2, 6), (0, 3), (0, 4), (1, 2), (2, 7), (2, 8)]
+    assert got == [[t0 + s * 1000, v, v] for s, v in want]
+
+
 def test_csum_mavg_derivative_skip_nulls(small: Executor) -> None:
     d = frame()
     nn = d[d.c1.notna()]
@@ -347,6 +397,34 @@ def pd_state(d: pd.DataFrame, col: str, op: str, val: float) -> tuple[list, list
             counts.append(-1)
             durations.append(-1)
     return counts, durations
+
+
+STATE_EXAMPLES = {  # TDengine's tests/system-test/2-query/stateduration.py, values 1..10, 1 s apart
+    "LT": [0, 1000, 2000, 3000, -1, -1, -1, -1, -1, -1],
+    "gt": [-1, -1, -1, -1, -1, 0, 1000, 2000, 3000, 4000],
+    "Le": [0, 1000, 2000, 3000, 4000, -1, -1, -1, -1, -1],
+    "gE": [-1, -1, -1, -1, 0, 1000, 2000, 3000, 4000, 5000],
+    "NE": [0, 1000, 2000, 3000, -1, 0, 1000, 2000, 3000, 4000],
+    "EQ": [-1, -1, -1, -1, 0, -1, -1, -1, -1, -1],
+}
+
+
+@pytest.mark.parametrize("op", list(STATE_EXAMPLES))
+def test_stateduration_as_tdengines_own_test(tmp_path: Path, op: str) -> None:
+    ex = Executor(Lake(tmp_path / "lake"), MemoryRegistry(), tz="UTC")
+    ex.execute("create database db; use db; create table test1 (ts timestamp, col1 tinyint, col5 float)")
+    ex.execute(
+        "insert into test1 values "
+        + " ".join(f"({1537146000000 + i * 1000}, {i + 1}, {i + 0.1})" for i in range(10))
+    )
+    assert [r[0] for r in rows_of(ex, f"select stateduration(col1, '{op}', 5) from test1")] == STATE_EXAMPLES[
+        op
+    ]
+    minutes = [v // 1000 // 60 if v > 0 else v for v in STATE_EXAMPLES[op]]
+    assert [r[0] for r in rows_of(ex, f"select stateduration(col1, '{op}', 5, 1m) from test1")] == minutes
+    for bad in ("stateduration(ts, 'GT', 5)", "stateduration(col1, 'a', 5)", "stateduration(col1, 1, 5)"):
+        with pytest.raises(SqlError):
+            ex.execute_one(f"select {bad} from test1")
 
 
 @pytest.mark.parametrize(("op", "val"), [("GT", 2), ("LE", 3), ("EQ", 3)])
@@ -396,6 +474,11 @@ def test_selection_rule_gives_the_selected_rows_columns(small: Executor) -> None
     assert one(small, "select max(c1), c2, ts from t") == [7, row.c2, T0 + row.ms]
     row = nn.loc[nn.c1.idxmin()]
     assert one(small, "select min(c1), s, _rowts from t") == [1, row.s, T0 + row.ms]
+    # ties: the earliest row (c1 = 3 at 1 s, 4 s and 9 s; s = 'a' at 0 s, 4 s and 9 s)
+    assert one(small, "select max(c1), ts from t where c1 < 7") == [3, T0 + 1000]
+    assert one(small, "select min(s), ts from t") == ["a", T0]
+    got = small.execute_one("select cols(max(c1), ts) from t")
+    assert got.columns[0].name == "ts" and list(got.rows[0]) == [T0 + 6000]
     nn2 = d.dropna(subset=["c2"])
     assert one(small, "select last(c2), s from t") == [nn2.c2.iloc[-1], nn2.s.iloc[-1]]
     assert one(small, "select first(c2), c1 from t") == [nn2.c2.iloc[0], nn2.c1.iloc[0]]
@@ -449,6 +532,15 @@ def test_histogram_bins_as_tdengine_prints_them(
     assert all(json.loads(r[0].replace("inf", "1e999")) for r in got)
 
 
+def test_first_last_of_only_nulls_give_no_row(small: Executor) -> None:
+    """Manual, FIRST / LAST: "If all columns in the result set are NULL, no results are returned"."""
+    assert small.execute_one("select first(*) from e").rows == []
+    assert small.execute_one("select first(c1), last(c2) from t where c1 is null and c2 is null").rows == []
+    assert small.execute_one("select last_row(c1) from e").rows == []
+    assert small.execute_one("select last_row(c1) from t where c1 is null").rows == [[None]]
+    assert small.execute_one("select first(c1), last(c2) from t where c1 is null").rows == [[None, 2.5]]
+
+
 def test_row_functions_of_no_rows_give_no_rows(small: Executor) -> None:
     for sql in (
         "diff(c1)",
@@ -478,6 +570,7 @@ def test_row_functions_of_no_rows_give_no_rows(small: Executor) -> None:
         ("select cols(avg(c1), ts) from t", Code.FUNC_PARA_VALUE, "avg"),
         ("select csum(c1), avg(c1) from t", Code.INVALID_FUNCTION, "csum"),
         ("select top(c1, 2), bottom(c1, 2) from t", Code.INVALID_FUNCTION, "top"),
+        ("select diff(c1) from t group by c2", Code.INVALID_FUNCTION, "c2"),
     ],
 )
 def test_row_function_errors(small: Executor, sql: str, code: int, at: str) -> None:

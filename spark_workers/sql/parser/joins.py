@@ -72,7 +72,7 @@ def join_words(p: ParserBase, lo: int, hi: int) -> JoinWords:
             elif w == ("WINDOW_OFFSET",) and _is_open(p, j + 1):
                 j = _window_offset(p, j, levels[-1], found)
                 continue
-            elif w == ("JLIMIT",):
+            elif w == ("JLIMIT",) and levels[-1] is not None and _is_count(p, j + 1):
                 j = _jlimit(p, j, levels[-1], found)
                 continue
             j += 1
@@ -135,10 +135,15 @@ def _signed_duration(p: ParserBase, lo: int, hi: int) -> Duration:
     return Duration(sign * d.value, d.unit)
 
 
-def _jlimit(p: ParserBase, j: int, jn: _Join | None, found: JoinWords) -> int:
-    """``JLIMIT n`` at token ``j``; returns the index after it."""
-    if jn is None:
-        raise p.err_at("syntax error: JLIMIT belongs to a LEFT/RIGHT ASOF or WINDOW JOIN", j)
+def _is_count(p: ParserBase, j: int) -> bool:
+    """An integer (or ``-`` and one) at token ``j``: ``JLIMIT`` is the clause only before one."""
+    if j < p.end and p.toks[j].token_type == TokenType.DASH:
+        j += 1
+    return j < p.end and p.toks[j].token_type == TokenType.NUMBER
+
+
+def _jlimit(p: ParserBase, j: int, jn: _Join, found: JoinWords) -> int:
+    """``JLIMIT n`` at token ``j`` after join ``jn``; returns the index after it."""
     if jn.kind not in ("asof", "window"):
         raise p.err_at(
             "Not supported join since 'JLIMIT is only for ASOF and WINDOW joins'",

@@ -6,10 +6,11 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from spark_workers.errors import Code
+from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast, lexer
 from spark_workers.sql.ast import Span, TableName
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
+from spark_workers.tdtypes import check_placement, placement_code
 
 
 class TablesParser(ParserBase):
@@ -157,6 +158,7 @@ class TablesParser(ParserBase):
             else:
                 break
         kind = "super" if stable or tags else "normal"
+        self.check_type_placement(columns, tags)
         if virtual and kind != "super":
             raise self.error(
                 "Invalid table option: VIRTUAL 1 creates a virtual supertable and needs TAGS (...); "
@@ -172,6 +174,16 @@ class TablesParser(ParserBase):
             comment=comment,
             virtual=virtual,
         )
+
+    def check_type_placement(self, columns: list[ast.ColumnDef], tags: list[ast.ColumnDef]) -> None:
+        """JSON only as the one tag, DECIMAL only as a column (``tdtypes.check_placement``); the
+        error points at the offending definition."""
+        for defs, tag in ((columns, False), (tags, True)):
+            for d in defs:
+                why = check_placement(d.type, tag=tag, tag_count=len(tags))
+                if why is not None:
+                    at = d.span.start if d.span is not None else None
+                    raise SqlError(why, sql=self.sql, offset=at, code=placement_code(d.type, tag=tag))
 
     def create_vtable(self) -> ast.CreateVTable:
         """``CREATE VTABLE [IF NOT EXISTS] [db.]vt (defs) [USING vstb [(tags)] TAGS (values)]``
