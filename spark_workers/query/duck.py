@@ -349,9 +349,12 @@ class DuckSession:
             )
         else:
             data = self.register_arrow(storage_schema(db, storage.columns).empty_table())
+        present = {r[0] for r in self.con.execute(f"DESCRIBE {data}").fetchall()}
         parts = ["d.tbname AS tbname"]
         for c in storage.columns:
             expr = f"d.{quote(c.physical)}"
+            if c.physical not in present:  # added (ALTER ... ADD COLUMN) after every file: NULL
+                expr = f"CAST(NULL AS {_storage_duck_type(c.type.arrow(db.precision))})"
             if c.type.name == "TIMESTAMP" and db.precision == "ns":
                 expr = f"make_timestamp_ns({expr})"
             parts.append(f"{expr} AS {quote(c.name)}")
@@ -670,6 +673,25 @@ def _duck_type(t: TdType) -> str:
         "GEOMETRY": "BLOB",
         "DECIMAL": f"DECIMAL({t.length}, {t.scale})",
     }.get(t.name, "VARCHAR")
+
+
+def _storage_duck_type(t: pa.DataType) -> str:
+    """DuckDB type of a NULL standing for a stored column of Arrow storage type ``t`` that no data
+    file holds yet (``tdtypes`` storage table)."""
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    return {
+        pa.bool_(): "BOOLEAN",
+        pa.int8(): "TINYINT",
+        pa.int16(): "SMALLINT",
+        pa.int32(): "INTEGER",
+        pa.int64(): "BIGINT",
+        pa.float32(): "FLOAT",
+        pa.float64(): "DOUBLE",
+        pa.binary(): "BLOB",
+    }.get(t, "VARCHAR")
 
 
 def _ts_sql(value: int, precision: str) -> str:
