@@ -66,6 +66,8 @@ class TDengine(MySQL):
                 exp.JSONExtract(this=this, expression=key)
             ),
         }
+        # TDengine has no lambdas: ``f(tag->'key')`` is a JSON value given to ``f``
+        LAMBDAS: typing.ClassVar[dict] = {}
         RANGE_PARSERS = {
             **MySQLParser.RANGE_PARSERS,
             TokenType.ADJACENT: lambda self, this: self.expression(

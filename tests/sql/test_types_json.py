@@ -247,3 +247,14 @@ def test_arrow_errors(tmp_path, sql, token, code):
         ex.execute(sql)
     assert err.value.code == code
     assert err.value.offset == sql.rindex(token)
+
+
+@pytest.mark.parametrize(
+    "sql", ["select avg(j->'tag1') from s", "select ceil(j->'tag1') from s", "select avg(j) from s"]
+)
+def test_numeric_functions_refuse_json_values(tmp_path, sql):
+    # json_tag.py: tdSql.error("select avg(jtag->'tag1') from jsons1"), ceil(...) likewise
+    ex = _ops(tmp_path)
+    with pytest.raises(SqlError) as err:
+        ex.execute(sql)
+    assert err.value.code == Code.FUNC_PARA_TYPE
