@@ -2,6 +2,7 @@
 #   make demo [ONCE=1] [SPEED=3600]   the main job on the real data (web, workers, beat, Redis)
 #   make up                            the services with no demo data
 #   make test                          the whole test suite (what .ci/run calls)
+#   make sql-docs                      regenerate docs/sql.md from spark_workers/sql/reference.py
 
 SHELL := /bin/bash
 PY ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3.13 || command -v python3)
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json frontend/vite.config.ts frontend/tsconfig.json
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/tdweb
 
-.PHONY: install demo up test lint typecheck checks test-python test-frontend test-postgres browser-deps bench clean
+.PHONY: install demo up test lint typecheck checks test-python test-frontend test-postgres browser-deps bench sql-docs clean
 
 install: $(STAMP) frontend/dist/manifest.json
 
@@ -66,6 +67,10 @@ test-postgres: install
 	else echo "PostgreSQL not reachable at 127.0.0.1:5432: PostgreSQL run skipped"; fi
 
 test: lint checks typecheck test-frontend test-python test-postgres
+
+# docs/sql.md is generated from the SQL reference catalogue (tests/sql/test_reference.py checks it)
+sql-docs: install
+	$(BIN)/python -m spark_workers.sql.reference > docs/sql.md
 
 bench: install
 	$(BIN)/python bench/engine_bench.py

@@ -28,6 +28,22 @@ AGGS = [
     AggSpec("max", "v", "a1", "float"),
     AggSpec("count", None, "a2", "int"),
 ]
+# --aggs: the aggregate sets of the throughput figure (engine/extended.py for all but "basic")
+AGG_SETS = {
+    "basic": AGGS,
+    "var": [AggSpec("var_pop", "v", "a0"), AggSpec("stddev", "v", "a1"), AggSpec("count", None, "a2", "int")],
+    "approx": [
+        AggSpec("apercentile", "v", "a0", params=(50.0,)),
+        AggSpec("hyperloglog", "s", "a1", "int"),
+        AggSpec("count_distinct", "s", "a2", "int"),
+    ],
+    "trows": [
+        AggSpec("twa", "v", "a0"),
+        AggSpec("irate", "v", "a1", params=(1000.0,)),
+        AggSpec("elapsed", "t", "a2", "ts", params=(1000.0,)),
+        AggSpec("mode", "s", "a3", "int"),
+    ],
+}
 
 
 def batch(devices: int, start_ts: int, rows: int, step_ms: int) -> RowBatch:
@@ -35,11 +51,13 @@ def batch(devices: int, start_ts: int, rows: int, step_ms: int) -> RowBatch:
     ts = np.repeat(start_ts + np.arange(per, dtype=np.int64) * step_ms, devices)
     g = np.tile(np.array([f'["d{i}"]' for i in range(devices)], dtype=object), per)
     v = np.random.default_rng(start_ts).normal(20.0, 5.0, per * devices)
-    return RowBatch(g, ts, {"v": (v, np.ones(v.shape[0], bool))})
+    ok = np.ones(v.shape[0], bool)
+    st = (ts // 10_000 % 4).astype(np.int64)  # a state that changes every 10 s
+    return RowBatch(g, ts, {"v": (v, ok), "s": (st, ok), "t": (ts, ok)})
 
 
-def throughput(devices: int, batch_rows: int, batches: int) -> dict[str, float]:
-    eng = IntervalEngine(IntervalAssigner(60_000, 60_000), AGGS, StreamRules(mode="WINDOW_CLOSE"))
+def throughput(devices: int, batch_rows: int, batches: int, aggs: list[AggSpec] = AGGS) -> dict[str, float]:
+    eng = IntervalEngine(IntervalAssigner(60_000, 60_000), aggs, StreamRules(mode="WINDOW_CLOSE"))
     st = eng.new_state()
     step_ms = 1_000  # one row per device per second
     per = batch_rows // devices
@@ -50,7 +68,7 @@ def throughput(devices: int, batch_rows: int, batches: int) -> dict[str, float]:
         t0 = time.perf_counter()
         eng.step(st, rb)
         blob = st.to_bytes()  # as in Spark: state is serialized after every micro-batch
-        st = type(st).from_bytes(AGGS, blob)
+        st = type(st).from_bytes(aggs, blob)
         busy += time.perf_counter() - t0
         total += len(rb)
     return {"rows": total, "seconds": busy, "rows_per_s": total / busy}
@@ -124,13 +142,20 @@ def main() -> None:
     ap.add_argument("--batch-rows", type=int, default=100_000)
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--state-devices", type=int, default=100, help="groups in the state-size runs")
+    ap.add_argument(
+        "--aggs", default="basic", help=f"aggregate set of the throughput run: {', '.join(AGG_SETS)}"
+    )
+    ap.add_argument("--throughput-only", action="store_true", help="skip the state-size runs")
     args = ap.parse_args()
-    res = throughput(args.devices, args.batch_rows, args.batches)
+    res = throughput(args.devices, args.batch_rows, args.batches, AGG_SETS[args.aggs])
     print(
-        f"engine INTERVAL(1m), {args.devices} devices, {args.batch_rows:,} rows/batch: "
+        f"engine INTERVAL(1m) [{args.aggs}], {args.devices} devices, {args.batch_rows:,} rows/batch: "
         f"{res['rows_per_s']:,.0f} rows/s ({res['rows']:,} rows in {res['seconds']:.2f} s, "
         "state serialized per batch)"
     )
+    if args.throughput_only:
+        print(json.dumps({"throughput": res}))
+        return
     states = state_per_window(args.state_devices)
     for r in states:
         print(

@@ -69,6 +69,21 @@ WORKLOADS: dict[str, tuple[str, str | None]] = {
         f"select window_start(), {AGGS} from m group by tbname, slidingwindow(ss, 10) over (when v > 30)",
         None,
     ),
+    # the aggregates of engine/extended.py: constant-size state, value buffers, a fused 3.3.7 %%trows
+    "interval_var": (
+        "select _wstart, var_pop(v) vp, stddev_pop(v) sp, count(*) n from m partition by tbname interval(1m)",
+        None,
+    ),
+    "interval_approx": (
+        "select _wstart, apercentile(v, 50) ap, hyperloglog(st) h, count(distinct st) cd "
+        "from m partition by tbname interval(1m)",
+        None,
+    ),
+    "v337_trows": (
+        "create stream s interval(1m) sliding(1m) from m partition by tbname into o as "
+        "select _twstart ws, twa(v) tw, irate(v) ir, elapsed(_c0, 1s) el, mode(st) mo from %%trows",
+        None,
+    ),
 }
 
 
@@ -152,7 +167,8 @@ def run_tdweb(  # type: ignore[no-untyped-def]
     root = Path(tempfile.mkdtemp(prefix=f"tdweb-bench-{kind}-"))
     try:
         lake, reg, ex = setup_devices(lake_uri or root / "lake", devices, catalog_url)
-        ex.execute_one(f"create stream s into o as {WORKLOADS[kind][0]}")
+        query = WORKLOADS[kind][0]
+        ex.execute_one(query if query.startswith("create stream") else f"create stream s into o as {query}")
         info = reg.get("s", None)
         assert info is not None
         sv, hv = reg.start_versions["s"]

@@ -76,12 +76,39 @@ class Code:
     # parser and function errors of TDengine's error table (taoserror.h, terror.c; the parser's
     # function messages are "Invalid parameter data type : <function>" and "Invalid number of
     # parameters : <function>", builtins.c)
+    WRONG_NUMBER_OF_SELECT = 0x2609  # TSDB_CODE_PAR_WRONG_NUMBER_OF_SELECT (an ORDER BY position)
+    INCORRECT_NUM_OF_COL = 0x2634  # TSDB_CODE_PAR_INCORRECT_NUM_OF_COL (UNION operands)
     ILLEGAL_USE_AGG_FUNCTION = 0x2608  # TSDB_CODE_PAR_ILLEGAL_USE_AGG_FUNCTION "There mustn't be aggregation"
     AGG_FUNC_NESTING = 0x2627  # TSDB_CODE_PAR_AGG_FUNC_NESTING "Aggregate functions do not support nesting"
     FUNC_PARA_NUM = 0x2801  # TSDB_CODE_FUNC_FUNTION_PARA_NUM "Invalid function para number"
     FUNC_PARA_TYPE = 0x2802  # TSDB_CODE_FUNC_FUNTION_PARA_TYPE "Invalid function para type"
     FUNC_PARA_VALUE = 0x2803  # TSDB_CODE_FUNC_FUNTION_PARA_VALUE "Invalid function para value"
+    # "Function(s) only allowed in SELECT list, cannot mixed with non scalar functions or columns"
+    NOT_ALLOWED_FUNC = 0x264F  # TSDB_CODE_PAR_NOT_ALLOWED_FUNC
     INTERNAL = 0x0138  # TSDB_CODE_INTERNAL_ERROR "Internal error"
+    # JSON, VARBINARY, GEOMETRY and DECIMAL (TDengine SQL manual "Data Types", "JSON Type")
+    INVALID_JSON = 0x0221  # TSDB_CODE_TSC_INVALID_JSON "Invalid JSON format"
+    INVALID_JSON_TYPE = 0x0222  # TSDB_CODE_TSC_INVALID_JSON_TYPE "Invalid JSON data type"
+    ONLY_ONE_JSON_TAG = 0x2633  # TSDB_CODE_PAR_ONLY_ONE_JSON_TAG "Only one tag if there is a json tag"
+    INVALID_COL_JSON = 0x2652  # TSDB_CODE_PAR_INVALID_COL_JSON "Only tag can be json type"
+    INVALID_VARBINARY = 0x266A  # TSDB_CODE_PAR_INVALID_VARBINARY "Invalidate varbinary value"
+    DECIMAL_OVERFLOW = 0x013D  # TSDB_CODE_DECIMAL_OVERFLOW "Decimal value overflow"
+    # query clauses (TDengine SQL manual, "Data Querying": INTERP, SLIMIT, MATCH/NMATCH)
+    INVALID_INTERP_CLAUSE = 0x265D  # TSDB_CODE_PAR_INVALID_INTERP_CLAUSE "Invalid interp clause"
+    # TSDB_CODE_PAR_SLIMIT_LEAK_PARTITION_GROUP_BY "slimit/soffset only available for PARTITION/GROUP BY
+    # query"
+    SLIMIT_LEAK_PARTITION_GROUP_BY = 0x2638
+    REGULAR_EXPRESSION_ERROR = (
+        0x2681  # TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR "Syntax error in regular expression"
+    )
+    # joins (TDengine SQL manual "Join Queries"; parTranslater.c, planner's join checks)
+    NOT_UNIQUE_TABLE_ALIAS = 0x2663  # TSDB_CODE_PAR_NOT_UNIQUE_TABLE_ALIAS "Not unique table/alias"
+    NOT_SUPPORT_JOIN = 0x2664  # TSDB_CODE_PAR_NOT_SUPPORT_JOIN "Not supported join since '%s'"
+    INVALID_WJOIN_HAVING_EXPR = 0x2672  # TSDB_CODE_PAR_INVALID_WJOIN_HAVING_EXPR
+    INVALID_WIN_OFFSET_UNIT = 0x2673  # TSDB_CODE_PAR_INVALID_WIN_OFFSET_UNIT
+    EXPECTED_TS_EQUAL = 0x2701  # TSDB_CODE_PLAN_EXPECTED_TS_EQUAL "Expect ts equal"
+    NOT_SUPPORT_CROSS_JOIN = 0x2702  # TSDB_CODE_PLAN_NOT_SUPPORT_CROSS_JOIN "Cross join not support"
+    NOT_SUPPORT_JOIN_COND = 0x2703  # TSDB_CODE_PLAN_NOT_SUPPORT_JOIN_COND "Not supported join conditions"
     # ALTER DATABASE / STABLE / TABLE (TDengine SQL manual "Manage Databases", "Manage Supertables",
     # "Manage Tables"; statements/alter.py)
     INVALID_ALTER_TABLE = 0x2649  # TSDB_CODE_PAR_INVALID_ALTER_TABLE "Invalid alter table statement"

@@ -20,6 +20,9 @@ Functions (TDengine SQL manual, "Aggregate functions" / "Selection functions"):
 | last_row(x)   | t, v, isnull (row at max ts)| type of x             |
 | rows          | r: list of (ts, values...)  | the window's rows (eKuiper windows without aggregates) |
 
+var_pop, elapsed, irate, twa, leastsquares, percentile, apercentile, mode, count(DISTINCT) and
+hyperloglog are in ``spark_workers.engine.extended`` (their table, rules and memory there).
+
 ``rows`` is the one exception to constant-size state: eKuiper queries that select plain columns
 (``SELECT temp FROM s GROUP BY SESSIONWINDOW(...)``) output every row of a window when it fires
 (seed 003), so the window must hold them.
@@ -35,9 +38,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from spark_workers.engine import extended
+from spark_workers.engine.extended import EXTENDED
 from spark_workers.errors import Code, SqlError
 
-AGGREGATES = ("count", "sum", "avg", "min", "max", "spread", "stddev", "first", "last", "last_row")
+BASIC = ("count", "sum", "avg", "min", "max", "spread", "stddev", "first", "last", "last_row")
+# every aggregate a window computes; ``count_distinct`` is count(DISTINCT x) (query/planner.py)
+AGGREGATES = (*BASIC, *EXTENDED)
+# sqlglot's names of TDengine aggregates (``VAR_POP`` parses as VariancePop)
+ALIASES = {"variance_pop": "var_pop"}
 ROWS = "rows"
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
@@ -56,6 +65,9 @@ class AggSpec:
             ``first`` / ``last`` / ``last_row`` over a table with a composite key: the input
             holding the key, which orders rows of one timestamp (``lake/keys.py``; partial
             field ``pk``).
+        params: the constant arguments: ``elapsed``: the time unit in precision units;
+            ``irate``: precision units per second; ``percentile`` / ``apercentile``: p (0..100);
+            ``leastsquares``: start and step.
     """
 
     func: str
@@ -63,6 +75,7 @@ class AggSpec:
     name: str
     kind: str = "float"
     columns: tuple[str, ...] = ()
+    params: tuple[float, ...] = ()
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -83,6 +96,9 @@ class AggSpec:
             return ("t", "v", "isnull", "pk") if self.columns else ("t", "v", "isnull")
         if f == ROWS:
             return ("r",)
+        more = extended.fields(f)
+        if more is not None:
+            return more
         raise SqlError(f"aggregate {f} is not supported", code=Code.INVALID_FUNCTION)
 
     def field(self, f: str) -> str:
@@ -139,6 +155,8 @@ class Partials:
 
 
 def _field_dtype(a: AggSpec, f: str) -> Any:
+    if a.func in EXTENDED:
+        return extended.field_dtype(a, f, _value_dtype(a.kind))
     if f in ("r", "pk"):
         return object
     if f in ("n", "isnull"):
@@ -201,9 +219,8 @@ def lift(
             cols[a.field("v")] = np.where(valid, v, fill)
             cols[a.field("n")] = vi
         elif f == "spread":
-            v = vals.astype(np.float64)
-            cols[a.field("lo")] = np.where(valid, v, np.inf)
-            cols[a.field("hi")] = np.where(valid, v, -np.inf)
+            cols[a.field("lo")] = np.where(valid, vals.astype(np.float64), np.inf)
+            cols[a.field("hi")] = np.where(valid, vals.astype(np.float64), -np.inf)
             cols[a.field("n")] = vi
         elif f == "stddev":
             v = vals.astype(np.float64)
@@ -212,13 +229,15 @@ def lift(
             cols[a.field("s1")] = np.zeros(r)
             cols[a.field("s2")] = np.zeros(r)
         elif f in ("first", "last"):
-            sentinel = I64_MAX if f == "first" else I64_MIN
-            cols[a.field("t")] = np.where(valid, ts, sentinel)
+            cols[a.field("t")] = np.where(valid, ts, I64_MAX if f == "first" else I64_MIN)
             cols[a.field("v")] = _as_values(a, vals, valid)
         elif f == "last_row":
             cols[a.field("t")] = ts.astype(np.int64, copy=True)
             cols[a.field("v")] = _as_values(a, vals, valid)
             cols[a.field("isnull")] = ~valid
+        elif f in EXTENDED:
+            for fld, arr in extended.lift_one(a, ts, vals, valid, _value_dtype(a.kind)).items():
+                cols[a.field(fld)] = arr
         elif f == ROWS:
             per_col = [_as_values_list(*inputs[c]) for c in a.columns]
             r_col = np.empty(r, dtype=object)
@@ -242,7 +261,9 @@ def empty_partials(aggs: list[AggSpec], gid: np.ndarray, wkey: np.ndarray) -> Pa
     for a in aggs:
         for f in a.fields:
             dt = _field_dtype(a, f)
-            if f == "r":
+            if a.func in EXTENDED:
+                col = extended.empty_field(a, f, r, _value_dtype(a.kind))
+            elif f == "r":
                 col = np.empty(r, dtype=object)
                 for i in range(r):
                     col[i] = []
@@ -324,7 +345,10 @@ def combine(aggs: list[AggSpec], p: Partials) -> Partials:
                     acc.extend(x)
                 merged[j] = acc
             cols[a.field("r")] = merged
-        elif f == "stddev":
+        elif f in EXTENDED and f != "var_pop":
+            for fld, arr in extended.combine_one(a, get, starts, seg).items():
+                cols[a.field(fld)] = arr
+        elif f in ("stddev", "var_pop"):
             nn, k, s1, s2 = get["n"], get["k"], get["s1"], get["s2"]
             # shift of each segment: k of its first non-empty partial (0 if none)
             idx = np.arange(n)
@@ -405,11 +429,13 @@ def lower(aggs: list[AggSpec], p: Partials) -> dict[str, tuple[np.ndarray, np.nd
         elif f == "spread":
             n = c["n"]
             out[a.name] = (np.where(n > 0, c["hi"] - c["lo"], 0.0), n > 0)
-        elif f == "stddev":
+        elif f in ("stddev", "var_pop"):
             n = c["n"].astype(np.float64)
             with np.errstate(divide="ignore", invalid="ignore"):
-                var = (c["s2"] - c["s1"] * c["s1"] / np.maximum(n, 1)) / np.maximum(n, 1)
-            out[a.name] = (np.sqrt(np.maximum(var, 0.0)), n > 0)
+                var = np.maximum((c["s2"] - c["s1"] * c["s1"] / np.maximum(n, 1)) / np.maximum(n, 1), 0.0)
+            out[a.name] = (np.sqrt(var) if f == "stddev" else var, n > 0)
+        elif f in EXTENDED:
+            out[a.name] = extended.lower_one(a, c)
         elif f == "first":
             out[a.name] = (c["v"], c["t"] != I64_MAX)
         elif f == "last":
@@ -433,6 +459,8 @@ def result_arrow_type(a: AggSpec, input_type: pa.DataType | None) -> pa.DataType
         return pa.int64() if a.kind in ("int", "bool") else pa.float64()
     if f in ("avg", "spread", "stddev"):
         return pa.float64()
+    if f in EXTENDED:
+        return extended.result_type(a, input_type)
     assert input_type is not None
     return input_type
 

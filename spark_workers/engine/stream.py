@@ -190,7 +190,7 @@ class StreamState:
         )
         cols: dict[str, Any] = {"gid": self.open.gid, "wkey": self.open.wkey}
         for k, v in self.open.cols.items():
-            if k.endswith(".r"):  # collected rows (eKuiper windows without aggregates)
+            if k.endswith((".r", ".b")):  # collected rows (eKuiper) and value buffers (extended.py)
                 cols[k] = pa.array([pickle.dumps(x, protocol=5) for x in v], pa.binary())
             else:
                 cols[k] = pa.array(v, from_pandas=True) if v.dtype == object else v
@@ -245,7 +245,7 @@ class StreamState:
         cols = {}
         for k, empty in template.cols.items():
             col = windows.column(k)
-            if k.endswith(".r"):
+            if k.endswith((".r", ".b")):
                 cols[k] = np.empty(len(col), dtype=object)
                 for i, b in enumerate(col.to_pylist()):
                     cols[k][i] = pickle.loads(b)  # our own checkpointed state

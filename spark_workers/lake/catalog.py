@@ -32,7 +32,7 @@ import pyarrow.compute
 
 from spark_workers.duration import Duration
 from spark_workers.errors import CatalogError, Code
-from spark_workers.tdtypes import TdType
+from spark_workers.tdtypes import BINARY_TYPES, TdType
 
 _SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 RESERVED_PHYSICAL = frozenset({"tbname", "_bucket", "_change_type", "_commit_version", "_commit_timestamp"})
@@ -529,7 +529,7 @@ class Catalog:
                     (table.stable or "").lower() or None,
                     None if table.kind == "sub" else json.dumps([c.to_json() for c in table.columns]),
                     None if table.kind == "sub" else json.dumps([c.to_json() for c in table.tags]),
-                    json.dumps(table.tag_values, default=str) if table.kind == "sub" else None,
+                    json.dumps(table.tag_values, default=_tag_json) if table.kind == "sub" else None,
                     table.comment,
                     now_ms,
                     int(table.virtual),
@@ -555,7 +555,7 @@ class Catalog:
                         )
                     continue
                 known[key] = ("sub", skey)
-                fresh.append((*key, t.name, skey, json.dumps(t.tag_values, default=str), now_ms))
+                fresh.append((*key, t.name, skey, json.dumps(t.tag_values, default=_tag_json), now_ms))
             if fresh:  # one batch (psycopg pipelines it): two round trips for any number of tables
                 con.executemany(
                     f"INSERT INTO tables ({_TABLE_COLUMNS}) "
@@ -607,7 +607,7 @@ class Catalog:
                 stable.columns,
                 stable.tags,
                 stable.name,
-                json.loads(tag_values or "{}"),
+                _tag_values_from_json(json.loads(tag_values or "{}"), stable.tags),
                 comment,
                 bool(virtual),
                 ref_map,
@@ -730,6 +730,8 @@ class Catalog:
         for tag in st.tags:
             t = tag.type.arrow(db_obj.precision)
             raw = [v.get(tag.name.lower()) for v in values]
+            if tag.type.name in BINARY_TYPES:  # kept as hex text in the catalog
+                raw = [bytes.fromhex(x) if isinstance(x, str) else x for x in raw]
             if tag.type.name == "TIMESTAMP":
                 arr = pa.array(raw, pa.int64())
                 arr = (
@@ -756,7 +758,7 @@ class Catalog:
         with self._tx() as con:
             con.execute(
                 "UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?",
-                (json.dumps(vals, default=str), db.lower(), name.lower()),
+                (json.dumps(vals, default=_tag_json), db.lower(), name.lower()),
             )
 
     # ------------------------------------------------------------------ ALTER
@@ -800,7 +802,7 @@ class Catalog:
             if table.kind == "sub":
                 con.execute(
                     "UPDATE tables SET comment = ?, tag_values = ? WHERE db = ? AND key = ?",
-                    (table.comment, json.dumps(table.tag_values, default=str), *key),
+                    (table.comment, json.dumps(table.tag_values, default=_tag_json), *key),
                 )
                 return
             con.execute(
@@ -848,6 +850,24 @@ class Catalog:
                 value = values.pop(old, None)
                 if new is not None:
                     values[new] = value
-            changed.append((json.dumps(values, default=str), stable[0], sub_key))
+            changed.append((json.dumps(values, default=_tag_json), stable[0], sub_key))
         if changed:
             con.executemany("UPDATE tables SET tag_values = ? WHERE db = ? AND key = ?", changed)
+
+
+def _tag_json(v: Any) -> Any:
+    """How the catalog keeps a tag value JSON has no form for: VARBINARY and GEOMETRY bytes as hex
+    text (read back by :func:`_tag_values_from_json`), anything else as its text."""
+    if isinstance(v, bytes):
+        return v.hex()
+    return str(v)
+
+
+def _tag_values_from_json(values: dict[str, Any], tags: tuple[Column, ...]) -> dict[str, Any]:
+    """Tag values as kept in the catalog -> Python values (hex text -> bytes for binary tags)."""
+    out = dict(values)
+    for tag in tags:
+        key = tag.name.lower()
+        if tag.type.name in BINARY_TYPES and isinstance(out.get(key), str):
+            out[key] = bytes.fromhex(out[key])
+    return out

@@ -37,10 +37,12 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
+from spark_workers.query.joins import refuse_in_stream
 from spark_workers.query.planner import GroupColumn, Source, aggregate_call, output_type
 from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns, window_arrow
 from spark_workers.sql import ast
+from spark_workers.sql.aggregate_functions import expand_item
 from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
@@ -220,6 +222,7 @@ class Computation:
                 "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
             )
         check_select(stmt.query, query)  # the front door: TDengine's SQL only
+        refuse_in_stream(stmt.query, query)  # SEMI/ANTI/ASOF/WINDOW joins (query/joins.py)
         if stmt.query.fill is not None and stmt.query.window is None:
             raise SqlError(
                 "FILL needs an INTERVAL window clause",
@@ -302,6 +305,10 @@ class Computation:
                 )
                 items.extend(exp.column(c.name, quoted=True) for c in cols)
                 names.extend(c.name for c in cols)
+                continue
+            if sources and (expanded := expand_item(item, [c.name for c in sources[0].storage.columns])):
+                items += [e for e, _ in expanded]
+                names += [n for _, n in expanded]
                 continue
             items.append(item)
             if isinstance(item, exp.Alias):

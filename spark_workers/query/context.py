@@ -74,6 +74,23 @@ class QueryContext:
         supertable or normal table; None: the database as a whole)."""
         access.require(self.principal, privilege, db, table, sql=sql, offset=span.start if span else None)
 
+    def no_such_table(
+        self, db: str, name: str, *, sql: str | None = None, span: ast.Span | None = None, message: str = ""
+    ) -> SqlError:
+        """The error for table ``name`` missing from database ``db``: ``TABLE_NOT_EXIST`` for a user
+        who may read or write the whole database (or owns it), else TDengine's ``0x2644``
+        "Permission denied or target object not exist", the same answer an existing table they may
+        not read gets, so a name's existence in another user's database never leaks
+        (docs/security.md). ``message`` replaces the default TABLE_NOT_EXIST wording."""
+        offset = span.start if span else None
+        database = self.catalog.database(db)
+        if database is not None and (
+            self.principal.may(access.READ, database) or self.principal.may(access.WRITE, database)
+        ):
+            text = message or f"table {db}.{name} does not exist"
+            return SqlError(text, sql=sql, offset=offset, code=Code.TABLE_NOT_EXIST)
+        return access.denied(f"table {db}.{name}", sql=sql, offset=offset)
+
     def require_storage(
         self,
         privilege: str,

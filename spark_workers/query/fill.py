@@ -100,6 +100,13 @@ def fill_spec(
         raise SqlError(
             "FILL can only follow an INTERVAL window", sql=sql, offset=at, code=Code.INVALID_WINDOW
         )
+    if fill.mode == "NEAR":
+        raise SqlError(
+            "FILL(NEAR) is only supported by INTERP, not by window queries",
+            sql=sql,
+            offset=at,
+            code=Code.NOT_SUPPORTED,
+        )
     if fill.mode == "NONE" and not fill.values:
         return None
     columns = tuple(i for i, e in enumerate(items) if reads_aggregate(e))

@@ -21,13 +21,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from spark_workers.duration import NS_PER_PRECISION, Duration
-from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec
+from spark_workers.engine.aggregates import AGGREGATES, ALIASES, ROWS, AggSpec
 from spark_workers.engine.shape import WindowShape
 from spark_workers.engine.windows import CalendarAssigner, DailyAssigner, IntervalAssigner, calendar_assigner
 from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.keys import key_column
 from spark_workers.query.subquery import merge_subquery
+from spark_workers.query.window_functions import aggregate_params, refuse_window_functions
 from spark_workers.sql import ast
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import STREAM_FORBIDDEN, check_select
@@ -131,8 +132,9 @@ def resolve(catalog: Catalog, name: ast.TableName, default_db: str | None, sql: 
 
 def aggregate_call(node: exp.Expr) -> tuple[str, exp.Expr | None] | None:
     """``(function, argument)`` if ``node`` is one of the engine's aggregates; argument is None for
-    ``count(*)``."""
+    ``count(*)``; ``count(DISTINCT x)`` is ``("count_distinct", x)``."""
     name = func_name(node)
+    name = ALIASES.get(name or "", name)
     if name not in AGGREGATES:
         return None
     if isinstance(node, exp.Anonymous):
@@ -142,6 +144,10 @@ def aggregate_call(node: exp.Expr) -> tuple[str, exp.Expr | None] | None:
         arg = node.this
     if name == "count" and (arg is None or isinstance(arg, exp.Star)):
         return ("count", None)
+    if name == "count" and isinstance(arg, exp.Distinct):
+        if len(arg.expressions) != 1:
+            raise SqlError("count(DISTINCT ...) takes one expression", code=Code.FUNC_PARA_NUM)
+        return ("count_distinct", arg.expressions[0])
     if arg is None or isinstance(arg, exp.Star):
         raise SqlError(f"{name}() needs a column argument", code=Code.INVALID_FUNCTION)
     return (name, arg)
@@ -441,8 +447,12 @@ def plan_window(
     streaming: bool = False,
     tz: str = "UTC",
     min_count: int | None = None,
+    stream_functions: bool = False,
 ) -> WindowPlan:
     """Build the WindowPlan of a query with a window clause over one table.
+
+    ``stream_functions``: a stream whose syntax allows the functions seed 000 forbids (a 3.3.7
+    stream's computation, seed 002 only refuses interp, percentile and forecast).
 
     eKuiper window functions (seed 003) come with their own rules: the other GROUP BY items
     partition like PARTITION BY, ``window_start()`` / ``window_end()`` are ``_wstart`` / ``_wend``,
@@ -458,7 +468,8 @@ def plan_window(
             invalid window arguments.
     """
     q = merge_subquery(q, sql, aggregate_call)
-    sel, window = _window_select(q, sql, streaming)
+    legacy = streaming and not stream_functions  # the seed-000 list applies
+    sel, window = _window_select(q, sql, streaming, legacy=legacy)
     ekuiper = isinstance(window, ast.EkuiperWindow)
     partition = _partition_items(q, sel, window, source, sql)
     flt = _where_filter(sel, source, sql)
@@ -477,7 +488,7 @@ def plan_window(
         for part in [*sel.expressions, *([having] if having is not None else [])]
         for n in part.walk()
     )
-    stage3 = _Stage3(source, sql, groups, streaming=streaming, ekuiper=ekuiper, row_mode=row_mode)
+    stage3 = _Stage3(source, sql, groups, streaming=legacy, ekuiper=ekuiper, row_mode=row_mode)
     items = _output_items(q, sel, stage3)
     order = [
         exp.Ordered(this=stage3.rewrite(o.this), desc=o.args.get("desc"))
@@ -630,10 +641,14 @@ def window_join_refused(j: exp.Expr, sql: str) -> SqlError:
     )
 
 
-def _window_select(q: ast.SelectQuery, sql: str, streaming: bool) -> tuple[exp.Select, ast.Window]:
-    """The query's SELECT and window clause after the front door's checks: TDengine's SQL, a plain
-    SELECT without joins, GROUP BY only with an eKuiper window, PARTITION BY only without one."""
-    check_select(q, sql, streaming=streaming)  # the front door: TDengine's SQL only
+def _window_select(
+    q: ast.SelectQuery, sql: str, streaming: bool, *, legacy: bool
+) -> tuple[exp.Select, ast.Window]:
+    """The query's SELECT and window clause after the front door's checks: TDengine's SQL (with
+    seed 000's stream function list when ``legacy``), a plain SELECT without joins, GROUP BY only
+    with an eKuiper window, PARTITION BY only without one."""
+    refuse_window_functions(q.select, sql)  # before the sandbox: TDengine's own code for them
+    check_select(q, sql, streaming=legacy)  # the front door: TDengine's SQL only
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("a window clause needs a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
@@ -800,7 +815,14 @@ class _Stage3:
                     "Aggregate functions do not support nesting", n, self.sql, Code.AGG_FUNC_NESTING
                 )
             _check_columns(arg, self.source, self.sql)
-        key = f"{fname}:{arg.sql() if arg is not None else '*'}"
+        params = aggregate_params(
+            fname,
+            n,
+            ts_column=self.source.table.columns[0].name,
+            precision=self.source.db.precision,
+            sql=self.sql,
+        )
+        key = f"{fname}:{arg.sql() if arg is not None else '*'}:{params}"
         if key not in self._agg_by_key:
             in_name = self.input_for(arg) if arg is not None else None
             a_name = f"_a{len(self.aggs)}"
@@ -809,7 +831,7 @@ class _Stage3:
             if fname in ("first", "last", "last_row") and pk is not None:
                 # rows of one timestamp are ordered by the composite key (lake/keys.py)
                 tie = (self.input_for(exp.column(pk.name, quoted=True)),)
-            self.aggs.append(AggSpec(fname, in_name, a_name, columns=tie))
+            self.aggs.append(AggSpec(fname, in_name, a_name, columns=tie, params=params))
             self._agg_by_key[key] = a_name
         return exp.column(self._agg_by_key[key], quoted=True)
 

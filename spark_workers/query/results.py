@@ -12,7 +12,8 @@ import pyarrow as pa
 
 from spark_workers import timestamps
 from spark_workers.duration import NS_PER_PRECISION
-from spark_workers.tdtypes import INT, TdType
+from spark_workers.sql.typed_values import decimal_text
+from spark_workers.tdtypes import BINARY_TYPES, INT, TdType
 
 
 @dataclass
@@ -59,13 +60,18 @@ def rest_value(v: Any, c: ResultColumn, tz: str) -> Any:
     if v is None:
         return None
     if c.type.name == "TIMESTAMP":
-        return timestamps.render(int(v), c.precision, tz)
+        try:
+            return timestamps.render(int(v), c.precision, tz)
+        except (OverflowError, ValueError):  # _qstart / _qend of an unbounded range: -2^63, 2^63-1
+            return int(v)
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     if isinstance(v, decimal.Decimal):
-        return int(v)
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
+        # DECIMAL as text with its scale (taosAdapter writes DECIMAL as a string); BIGINT UNSIGNED
+        return decimal_text(v, c.type.scale) if c.type.name == "DECIMAL" else int(v)
+    if isinstance(v, bytes | bytearray):
+        # VARBINARY and GEOMETRY (WKB) as hex text, as taosAdapter's REST answer writes them
+        return bytes(v).hex() if c.type.name in BINARY_TYPES else bytes(v).decode("utf-8", "replace")
     return v
 
 

@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from spark_workers.access import READ
 from spark_workers.engine.aggregates import AGGREGATES, AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.borders import interval_borders
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
 from spark_workers.engine.shape import WindowShape, batch_windows
 from spark_workers.engine.stream import WindowResults
@@ -41,6 +42,16 @@ from spark_workers.query.fill import (
     group_bounds,
     where_range,
 )
+from spark_workers.query.interp import interp_arrow, uses_interp
+from spark_workers.query.joins import (
+    SOURCE_META,
+    check_nested,
+    check_ts_equality,
+    has_td_join,
+    join_query,
+    sides_of,
+    window_join_rows,
+)
 from spark_workers.query.planner import (
     WINDOW_PSEUDO,
     Source,
@@ -51,15 +62,20 @@ from spark_workers.query.planner import (
     resolve,
     window_join_refused,
 )
+from spark_workers.query.qrange import fold_query_range, uses_query_range
 from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
+from spark_workers.query.slimit import add_group_keys, check_slimit, slice_groups, slice_windows
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.query.system_functions import fold_system_functions
-from spark_workers.sql import ast
+from spark_workers.sql import ast, json_ops
+from spark_workers.sql.aggregate_functions import expand_item, spec_of
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.scope import PSEUDO_TS, Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
+
+GEOMETRY_RESULT = TdType("GEOMETRY", 16384)  # ST_GeomFromText / ST_MakePoint results
 
 EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 
@@ -98,16 +114,24 @@ def bind_sources(
             src, data = ex.system_source(name, sql)
             view = duck.register_arrow(data)
         else:
-            src = resolve(ex.catalog, name, ex.default_db, sql)
+            try:
+                src = resolve(ex.catalog, name, ex.default_db, sql)
+            except SqlError as e:
+                if e.code != Code.TABLE_NOT_EXIST:
+                    raise
+                dbname = ex.catalog.require_database(name.db or ex.default_db).name
+                raise ex.no_such_table(dbname, name.name, sql=sql, span=name.span) from None
             ex.require_storage(READ, src.db, src.table, sql=sql, span=name.span)
             view = duck.register_source(src, version, columns=used)
         sources.append(src)
         alias = t.alias or t.name
-        t.replace(
-            exp.Table(
-                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
-            )
+        bound = exp.Table(
+            this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
         )
+        bound.meta[SOURCE_META] = src  # the joins' rules read it (query/joins.py)
+        if "start" in meta:
+            bound.meta["start"] = meta["start"]  # errors about the table point at it
+        t.replace(bound)
     return sources
 
 
@@ -149,7 +173,22 @@ def _anchored(e: SqlError, sql: str) -> SqlError:
         offset = m.start()
     elif offset is None and e.code == Code.ILLEGAL_USE_AGG_FUNCTION and (w := _WHERE.search(sql)):
         offset = m.start() + w.end() if (m := _AGG_CALL.search(sql[w.end() :])) else w.start()
+    elif offset is None and (k := _CLAUSE_OF.get(e.code)) and (m := k.search(sql)):
+        offset = m.start()
+    elif offset is None and e.code == Code.TABLE_NOT_EXIST and e.message.startswith("Table does not exist: "):
+        name = re.escape(e.message.removeprefix("Table does not exist: "))
+        m = re.search(rf"(?<![\w.`]){name}\s*\.", sql, re.IGNORECASE)
+        offset = m.start() if m else None
     return SqlError(e.message, sql=sql, offset=offset, code=e.code)
+
+
+# the clause a session's error is about, where it names no token: ORDER BY position, UNION
+# operands, a negative LIMIT
+_CLAUSE_OF = {
+    Code.WRONG_NUMBER_OF_SELECT: re.compile(r"\bORDER\s+BY\b", re.IGNORECASE),
+    Code.INCORRECT_NUM_OF_COL: re.compile(r"\bUNION\b", re.IGNORECASE),
+    Code.SYNTAX_ERROR: re.compile(r"\b(?:LIMIT|OFFSET)\s*-", re.IGNORECASE),
+}
 
 
 _AGG_NAMES = "|".join(AGGREGATES)
@@ -165,6 +204,7 @@ _AGG_REFUSED_KINDS = {
     "avg": ("str", "ts"),
     "stddev": ("str", "ts"),
     "spread": ("str",),
+    **{f: ("str", "ts") for f in ("var_pop", "twa", "irate", "leastsquares", "percentile", "apercentile")},
 }
 
 
@@ -176,6 +216,27 @@ def _check_agg_types(aggs: list[AggSpec], sql: str) -> None:
             raise para_type_error(a.func, sql=sql, offset=function_offset(sql, a.func))
 
 
+def _check_engine_inputs(plan: WindowPlan, schema: pa.Schema, sql: str) -> None:
+    """Refuse, by name, window aggregates over values the engine cannot hold: DECIMAL (its exact
+    digits would be lost to a float) and GEOMETRY / VARBINARY bytes (the engine holds text)
+    (``0x0100``, at the call). ``CAST(x AS DOUBLE)`` is the way to aggregate a DECIMAL in a
+    window, ``ST_AsText(g)`` / ``CAST(b AS VARCHAR)`` the way to select bytes."""
+    for a in plan.aggs:
+        if a.input is None or a.input not in schema.names:
+            continue
+        t = schema.field(a.input).type
+        binary = pa.types.is_binary(t) or pa.types.is_large_binary(t)
+        if pa.types.is_decimal(t) or binary:
+            what = "DECIMAL" if pa.types.is_decimal(t) else "VARBINARY / GEOMETRY"
+            raise SqlError(
+                f"{a.func}() over {what} values is not supported in window queries yet "
+                "(CAST the value to DOUBLE or VARCHAR first)",
+                sql=sql,
+                offset=function_offset(sql, a.func),
+                code=Code.NOT_SUPPORTED,
+            )
+
+
 def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
     """Execute a query for an executor (REST / shell); the system functions (``DATABASE()``...)
     are the session's constants (:mod:`spark_workers.query.system_functions`).
@@ -185,6 +246,9 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             ``0x012C`` timeout, ``0x073A`` memory, ``0x0711`` result too large.
     """
     q = fold_system_functions(q, database=ex.default_db, user=ex.principal.name, sql=sql)
+    check_slimit(q, sql)
+    if uses_interp(q):
+        return _run_interp(ex, q, sql)
     check_select(q, sql)
     if q.fill is not None and q.window is None:
         raise SqlError(
@@ -197,30 +261,152 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
         sel = q.select.copy()
         if q.window is not None:
             return _run_window(ex, duck, q, sel, sql)
-        sources = bind_sources(ex, duck, sel, sql)
+        over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
+        if over_join is not None:
+            q, src, view = over_join
+            sel = q.select.copy()
+            bind_sources(ex, duck, sel, sql, skip=frozenset({view}))
+            sources = [src]
+        else:
+            sources = bind_sources(ex, duck, sel, sql)
+        qbare: frozenset[int] = frozenset()
+        if isinstance(sel, exp.Select) and sources and uses_query_range(sel):
+            sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
         if q.partition_by and isinstance(sel, exp.Select):
             parts = [p.expr.copy() for p in q.partition_by]
-            if any(aggregate_call(n) for item in sel.expressions for n in item.walk()):
-                sel.set(
-                    "group",
-                    exp.Group(
-                        expressions=[
-                            *parts,
-                            *(sel.args["group"].expressions if sel.args.get("group") else []),
-                        ]
-                    ),
+            if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
+                group = exp.Group(
+                    expressions=[*parts, *(sel.args["group"].expressions if sel.args.get("group") else [])]
                 )
+                group.meta["td_partition"] = len(parts)  # row functions read these as PARTITION BY
+                sel.set("group", group)
             elif not sel.args.get("order"):
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
-        names = _expand_and_check(sel, q, sources, sql)
+        joined = None
+        if has_td_join(sel):
+            check_nested(sel, sql)  # SEMI/ANTI/ASOF/WINDOW in the outermost query only
+        if isinstance(sel, exp.Select) and sel.args.get("joins"):
+            joined = join_query(sel, q, sql)  # query/joins.py: TDengine's join rules and types
+            sel = joined.select
+            names: list[str] | None = joined.names
+        else:
+            names = _expand_and_check(sel, q, sources, sql)
         _default_order(sel, sources)
         scope = query_scope(sources, ex.tz)
+        n_keys, limit, offset = 0, None, None
+        if q.slimit is not None and isinstance(sel, exp.Select):
+            n_keys, limit, offset = add_group_keys(q, sel)
         try:
-            result = duck.query(to_sql(sel, "duckdb", scope), ResultCap.result(duck.limits))
+            text = joined.sql(scope) if joined is not None else to_sql(sel, "duckdb", scope)
+            result = duck.query(text, ResultCap.result(duck.limits))
+            if n_keys:
+                result = slice_groups(duck, result, n_keys, q, limit, offset)
         except SqlError as e:
             raise _anchored(e, sql) from None
         columns = result_columns(result, names, sources)
+        for i in qbare:  # _qstart / _qend (qrange.py)
+            columns[i] = ResultColumn(columns[i].name, TIMESTAMP, columns[i].precision)
         return ResultSet(columns, arrow_rows(result, columns))
+
+
+def _fold_query_range(
+    sel: exp.Select, src: Source, duck: DuckSession, tz: str, sql: str
+) -> tuple[exp.Select, frozenset[int]]:
+    """``_qstart`` / ``_qend`` / ``_qduration`` folded to the WHERE range (``query/qrange.py``);
+    bounds that are constant expressions (``now - 1d``) are evaluated by DuckDB."""
+    scope = src.scope(tz)
+    epoch = EPOCH_FN[src.db.precision]
+
+    def evaluate(e: exp.Expr) -> int | None:
+        try:
+            t = duck.query(f"SELECT {epoch}(CAST(({to_sql(e, 'duckdb', scope)}) AS TIMESTAMPTZ)) AS v")
+        except SqlError:  # not a timestamp constant: no bound
+            return None
+        v = t.column(0)[0].as_py() if t.num_rows else None
+        return int(v) if v is not None else None
+
+    return fold_query_range(sel, src.table.columns[0].name, scope, sql, evaluate)
+
+
+def _run_interp(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
+    """An INTERP query (:mod:`spark_workers.query.interp`) over one table (or a subquery merged
+    into it, ``query/subquery.py``)."""
+    q = merge_subquery(q, sql, aggregate_call)
+    with statement_budget(sql), DuckSession(ex.lake) as duck:
+        sel = q.select.copy()
+        tables = _tables(sel)
+        if not isinstance(sel, exp.Select) or sel.args.get("joins") or len(tables) != 1:
+            raise SqlError(
+                "Invalid interp clause: an INTERP query reads exactly one table (no JOIN)",
+                sql=sql,
+                offset=offset_of(tables[1]) if len(tables) > 1 else None,
+                code=Code.INVALID_INTERP_CLAUSE,
+            )
+        sources = bind_sources(ex, duck, sel, sql)
+        view = sel.args["from_"].this.name
+        try:
+            out, names = interp_arrow(duck, dataclasses.replace(q, select=sel), sources[0], view, sql, ex.tz)
+        except SqlError as e:
+            raise _anchored(e, sql) from None
+        columns = result_columns(out, names, sources)
+        return ResultSet(columns, arrow_rows(out, columns))
+
+
+def join_subquery(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str
+) -> tuple[ast.SelectQuery, Source, str] | None:
+    """A query over a subquery in FROM that holds a SEMI/ANTI/ASOF/WINDOW join (TDengine "Join
+    Queries": ``SELECT ... FROM (SELECT ... LEFT WINDOW JOIN ...) PARTITION BY ... INTERVAL(...)``):
+    the subquery runs first (its tables bound with their READ checks, ``query/joins.py``), its
+    rows become a view, and the query reads the view. The view's primary key timeline is its first
+    timestamp column (TDengine "Primary Key Timeline"). Returns the query over the view, the view's
+    Source and name, or None when FROM holds no such subquery.
+
+    Raises:
+        SqlError: ``0x2664`` the subquery's rows have no timestamp column; the join's errors."""
+    sel = q.select
+    sub = sel.args["from_"].this if isinstance(sel, exp.Select) and sel.args.get("from_") else None
+    if not isinstance(sub, exp.Subquery) or not isinstance(sub.this, exp.Select) or sel.args.get("joins"):
+        return None
+    inner = sub.this.copy()
+    if not inner.args.get("joins") or not has_td_join(inner):
+        return None
+    inner_sources = bind_sources(ex, duck, inner, sql)
+    joined = join_query(inner, ast.SelectQuery(select=inner), sql)
+    try:
+        rows = duck.query(joined.sql(query_scope(inner_sources, ex.tz)), ResultCap.window_input(duck.limits))
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    names = joined.names if joined.names and len(joined.names) == rows.num_columns else rows.column_names
+    rows = rows.rename_columns(names)
+    cols = [
+        Column(n, TIMESTAMP if pa.types.is_timestamp(f.type) else from_arrow(f.type), n)
+        for n, f in zip(names, rows.schema, strict=True)
+    ]
+    ts = [c for c in cols if c.type == TIMESTAMP]
+    if not ts:
+        raise SqlError(
+            "Not supported join since 'Join requires valid time series input: the subquery returns no "
+            "timestamp column'",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.NOT_SUPPORT_JOIN,
+        )
+    view = duck.register_arrow(rows)
+    db = inner_sources[0].db
+    table = Table(db.name, view, "normal", (ts[0], *(c for c in cols if c is not ts[0])))
+    src = Source(db, table, table, {c.name.lower(): (c.name, c.type) for c in cols})
+    outer = sel.copy()
+    alias = sub.alias_or_name or view
+    outer.set(
+        "from_",
+        exp.From(
+            this=exp.Table(
+                this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
+            )
+        ),
+    )
+    return dataclasses.replace(q, select=outer), src, view
 
 
 def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
@@ -235,7 +421,11 @@ def _default_order(sel: exp.Expr, sources: list[Source]) -> None:
         or sel.args.get("joins")
     ):
         return
-    if any(aggregate_call(n) or isinstance(n, exp.AggFunc) for item in sel.expressions for n in item.walk()):
+    if any(
+        aggregate_call(n) or isinstance(n, exp.AggFunc) or spec_of(n)
+        for item in sel.expressions
+        for n in item.walk()
+    ):
         return
     src = sources[0]
     keys = []
@@ -263,6 +453,10 @@ def _expand_and_check(sel: exp.Expr, q: ast.SelectQuery, sources: list[Source], 
             for c in (*src.storage.columns, *src.storage.tags):
                 items.append(exp.column(c.name, quoted=True))
                 names.append(c.name)
+            continue
+        if single and (expanded := expand_item(item, [c.name for c in sources[0].storage.columns])):
+            items += [e for e, _ in expanded]
+            names += [n for _, n in expanded]
             continue
         items.append(item)
         if isinstance(item, exp.Alias):
@@ -307,12 +501,14 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
         base = known.get(name.lower())
         if pa.types.is_timestamp(t):
             td = TIMESTAMP
-        elif (base is not None and base.name == from_arrow(t).name) or (
-            base is not None and base.is_string and pa.types.is_string(t)
+        elif base is not None and (
+            base.name == from_arrow(t).name or (base.is_string and pa.types.is_string(t)) or base.stores_as(t)
         ):
             td = base
         elif pa.types.is_string(t):
-            td = varchar(256)
+            td = json_ops.result_type(name, known) or varchar(256)
+        elif pa.types.is_binary(t) and name.lower().startswith(("st_geomfromtext(", "st_makepoint(")):
+            td = GEOMETRY_RESULT  # TDengine types the geometry functions' results GEOMETRY
         else:
             td = from_arrow(t)
         out.append(ResultColumn(name, td, precision))
@@ -363,9 +559,7 @@ def rows_from_stage1(plan: WindowPlan, t: pa.Table) -> tuple[RowBatch, dict[str,
     inputs = {name: column_arrays(t.column(name)) for name in plan.inputs}
     extra = {key: column_arrays(t.column(col)) for key, col in plan.extra_columns}
     aggs = [
-        AggSpec(
-            a.func, a.input, a.name, kind_of(t.schema.field(a.input).type) if a.input else "int", a.columns
-        )
+        dataclasses.replace(a, kind=kind_of(t.schema.field(a.input).type) if a.input else "int")
         for a in plan.aggs
     ]
     return RowBatch(gkeys, ts, inputs, extra=extra), gvalues, aggs
@@ -473,7 +667,17 @@ def window_arrow(
     Raises:
         SqlError: as :func:`run_select`.
     """
-    q = merge_subquery(q, sql, aggregate_call)  # a subquery in FROM: its clauses merged (query/subquery.py)
+    over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
+    if over_join is not None:
+        return _window_result(ex, duck, *over_join, sql)
+    try:
+        q = merge_subquery(
+            q, sql, aggregate_call
+        )  # a subquery in FROM: its clauses merged (query/subquery.py)
+    except SqlError as e:
+        if e.code != Code.NOT_SUPPORTED:
+            raise
+        return _run_window_over_subquery(ex, duck, q, sql)  # what cannot be merged: its rows
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
@@ -492,6 +696,8 @@ def window_arrow(
     view = sel.args["from_"].this.name if sel.args.get("from_") else None
     if view is None:
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
+    if uses_query_range(sel):
+        q = dataclasses.replace(q, select=_fold_query_range(sel, src, duck, ex.tz, sql)[0])
     return _window_result(ex, duck, q, src, view, sql)
 
 
@@ -512,9 +718,13 @@ def _window_result(
     if budget is not None:
         budget.check(sql)
     _check_window_work(plan.shape, t1.num_rows, duck.limits.max_window_rows, sql)
+    _check_engine_inputs(plan, t1.schema, sql)
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
     _check_agg_types(aggs, sql)
     res = batch_windows(plan.shape, aggs, rows)
+    if isinstance(plan.window, ast.IntervalWindow):  # twa / elapsed at the window edges
+        res = interval_borders(aggs, rows, res)
+    res = slice_windows(res, gvalues, q)
     if budget is not None:
         budget.check(sql)
     input_types = {n: t1.schema.field(n).type for n in plan.inputs}
@@ -685,6 +895,8 @@ def _run_window_over_join(
         raise window_join_refused(right[0], sql)
     aliases = [t.alias or t.name for t in _tables(sel)]
     sources = bind_sources(ex, duck, sel, sql)
+    check_nested(sel, sql)  # TDengine's join rules (query/joins.py)
+    check_ts_equality(sel, sides_of(sel, sql), sql)
     drive = len(sources) - 1 if right else 0
     ts_name = sources[drive].table.columns[0].name
     items: list[exp.Expr] = [
@@ -702,10 +914,12 @@ def _run_window_over_join(
     for key in ("group", "having", "order", "limit", "offset"):
         inner.set(key, None)
     inner.set("expressions", items)
-    try:
-        rows = duck.query(
-            to_sql(inner, "duckdb", query_scope(sources, ex.tz)), ResultCap.window_input(duck.limits)
+    scope = query_scope(sources, ex.tz)
+    try:  # SEMI/ANTI/ASOF: the join's rows first (query/joins.py)
+        text = (
+            window_join_rows(sel, sql, ts_name, scope) if has_td_join(sel) else to_sql(inner, "duckdb", scope)
         )
+        rows = duck.query(text, ResultCap.window_input(duck.limits))
     except SqlError as e:
         raise _anchored(e, sql) from None
     view = duck.register_arrow(rows)
@@ -713,6 +927,60 @@ def _run_window_over_join(
     table = Table(d.db.name, view, "normal", (Column(ts_name, TIMESTAMP, ts_name),))
     src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
     return _window_result(ex, duck, _over_join_rows(q, view, ts_name, owners, sql), src, view, sql)
+
+
+def _run_window_over_subquery(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str
+) -> tuple[pa.Table, WindowPlan]:
+    """A window clause over a subquery that cannot be merged into it (``query/subquery.py``: GROUP
+    BY, aggregates, DISTINCT, LIMIT, UNION, joins inside it): the subquery's rows are computed
+    first (DuckDB, capped as a window query's input), then windowed on its first TIMESTAMP output
+    column, the timeline TDengine's nested queries keep (SQL manual, "Nested Queries": functions
+    depending on timestamps need the inner query to provide them).
+
+    Raises:
+        SqlError: ``0x2650`` when the subquery outputs no TIMESTAMP column (positioned at it).
+    """
+    sel = q.select
+    assert isinstance(sel, exp.Select)
+    sub = sel.args["from_"].this
+    inner = sub.this
+    sources = bind_sources(ex, duck, inner, sql)
+    try:
+        rows = duck.query(
+            to_sql(inner, "duckdb", query_scope(sources, ex.tz)), ResultCap.window_input(duck.limits)
+        )
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    names = rows.column_names
+    ts_at = next((i for i, f in enumerate(rows.schema) if pa.types.is_timestamp(f.type)), None)
+    if ts_at is None or not sources:
+        raise SqlError(
+            "Window query not supported: the subquery outputs no TIMESTAMP column to window on "
+            "(select its primary timestamp, e.g. SELECT ts, ... FROM t)",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.INVALID_WINDOW,
+        )
+    if len(set(n.lower() for n in names)) != len(names):
+        raise SqlError(
+            "the subquery outputs two columns of one name: give them aliases",
+            sql=sql,
+            offset=offset_of(sub),
+            code=Code.AMBIGUOUS_COLUMN,
+        )
+    view = duck.register_arrow(rows)
+    ts_name = names[ts_at]
+    columns = {
+        n.lower(): (n, TIMESTAMP if i == ts_at else result_columns(rows.select([i]), None, sources)[0].type)
+        for i, n in enumerate(names)
+    }
+    d = sources[0]
+    table = Table(d.db.name, view, "normal", (Column(ts_name, TIMESTAMP, ts_name),))
+    src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
+    outer = sel.copy()
+    outer.set("from_", exp.From(this=exp.to_table(view)))
+    return _window_result(ex, duck, dataclasses.replace(q, select=outer), src, view, sql)
 
 
 def _over_join_rows(
@@ -817,12 +1085,27 @@ def empty_stage_types(
     return input_types, group_types, aggs, out.schema
 
 
+_FLOAT_RESULTS = (
+    "avg",
+    "spread",
+    "stddev",
+    "var_pop",
+    "elapsed",
+    "twa",
+    "irate",
+    "percentile",
+    "apercentile",
+)
+
+
 def _np_dtype(a: AggSpec, input_types: dict[str, pa.DataType]) -> Any:
     if a.func == "rows":
         return object
-    if a.func in ("count",):
+    if a.func in ("count", "count_distinct", "hyperloglog"):
         return np.int64
-    if a.func in ("avg", "spread", "stddev"):
+    if a.func == "leastsquares":
+        return object
+    if a.func in _FLOAT_RESULTS:
         return np.float64
     t = input_types.get(a.input or "")
     if t is None:

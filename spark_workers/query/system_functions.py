@@ -76,14 +76,13 @@ def system_values(*, database: str | None, user: str) -> dict[str, str | int | N
     }
 
 
-def fold_system_functions(
-    q: ast.SelectQuery, *, database: str | None, user: str, sql: str | None = None
-) -> ast.SelectQuery:
-    """``q`` with every system function call of its SELECT tree (subqueries included) replaced
-    by its constant (:func:`system_values`): a string literal, the integer 1, or
-    ``CAST(NULL AS VARCHAR(64))`` for ``DATABASE()`` without a current database. Output column
-    names are unchanged (they are the items as written). ``q`` itself is not modified; it is
-    returned as is when it calls none.
+def fold_expression(
+    expr: exp.Expr, *, database: str | None, user: str, sql: str | None = None
+) -> tuple[exp.Expr, bool]:
+    """``expr`` (a copy) with every system function call replaced by its constant
+    (:func:`system_values`): a string literal, the integer 1, or ``CAST(NULL AS VARCHAR(64))`` for
+    ``DATABASE()`` without a current database; and whether it called any. Used for SELECT trees
+    and for the values of INSERT ... VALUES and DELETE bounds, where TDengine folds constants.
 
     Raises:
         SqlError: INVALID_FUNCTION for a system function given arguments (positioned in ``sql``).
@@ -102,5 +101,18 @@ def fold_system_functions(
             return exp.Cast(this=exp.Null(), to=exp.DataType.build("VARCHAR(64)"))
         return exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(v)
 
-    select = q.select.transform(visit)
+    return expr.transform(visit), found
+
+
+def fold_system_functions(
+    q: ast.SelectQuery, *, database: str | None, user: str, sql: str | None = None
+) -> ast.SelectQuery:
+    """``q`` with every system function call of its SELECT tree (subqueries included) replaced
+    by its constant (:func:`fold_expression`). Output column names are unchanged (they are the
+    items as written). ``q`` itself is not modified; it is returned as is when it calls none.
+
+    Raises:
+        SqlError: INVALID_FUNCTION for a system function given arguments (positioned in ``sql``).
+    """
+    select, found = fold_expression(q.select, database=database, user=user, sql=sql)
     return dataclasses.replace(q, select=select) if found else q

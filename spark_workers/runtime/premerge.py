@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from spark_workers.engine.aggregates import AggSpec, Partials, _field_dtype, combine, in_key_order, lift
+from spark_workers.engine.extended import BUFFERED
 from spark_workers.engine.rows import INSERT, UPDATE_POST, column_arrays, combination_codes
 from spark_workers.lake.changes import conform
 from spark_workers.runtime.kernel import KernelConfig
@@ -35,8 +36,8 @@ def eligible(cfg: KernelConfig) -> bool:
     return (
         cfg.shape.kind == "interval"
         and not keys & {"keep", "where"}
-        and all(a.func != "rows" for a in cfg.aggs)
-    )
+        and all(a.func != "rows" and a.func not in BUFFERED for a in cfg.aggs)
+    )  # value buffers (engine/extended.py) have no Arrow column type: they shuffle as rows
 
 
 def field_name(i: int, f: str) -> str:

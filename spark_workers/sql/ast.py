@@ -388,6 +388,94 @@ class Fill:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class InterpClause:
+    """INTERP's clause: ``RANGE(start[, end][, surrounding]) [EVERY(every)]`` (TDengine SQL manual,
+    "Data Querying", interp_clause; FILL stays in ``SelectQuery.fill``).
+
+    ``end`` is None for a single point ``RANGE(ts)``; ``surrounding`` is the 3.3.4.9+ time range
+    around the points where FILL PREV/NEXT/NEAR look for rows; ``every`` None when not written.
+    """
+
+    start: exp.Expr
+    end: exp.Expr | None = None
+    surrounding: Duration | None = None
+    every: Duration | None = None
+    range_span: Span | None = None
+    every_span: Span | None = None
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """TDengine's join words that standard SQL lacks, kept in ``meta["td_join"]`` of the
+    ``exp.Join`` they belong to (TDengine SQL manual, "Join Queries").
+
+    Attributes:
+        kind: ``"semi"``, ``"anti"``, ``"asof"``, ``"window"``, or ``""`` (inner/outer joins).
+        side: ``"LEFT"``, ``"RIGHT"``, ``"FULL"`` or ``""``.
+        jlimit: ``JLIMIT n`` as written (None when absent; checked against [0, 1024] later).
+        window_offset: ``WINDOW_OFFSET(start, end)``, signed durations.
+        span: the join keywords (``LEFT ASOF JOIN``).
+        jlimit_span / offset_span: where ``JLIMIT`` and ``WINDOW_OFFSET`` were written.
+    """
+
+    kind: str
+    side: str
+    jlimit: int | None = None
+    window_offset: tuple[Duration, Duration] | None = None
+    span: Span | None = None
+    jlimit_span: Span | None = None
+    offset_span: Span | None = None
+
+
+TD_JOIN = "td_join"  # the meta key of an ``exp.Join``'s JoinSpec (as JSON: stored trees stay JSON)
+
+
+def join_meta(spec: JoinSpec) -> dict[str, Any]:
+    """A JoinSpec as the JSON value kept in ``exp.Join.meta[TD_JOIN]`` (``sqlglot.serde`` keeps
+    meta with a stored stream's trees)."""
+
+    def span(sp: Span | None) -> list[int] | None:
+        return [sp.start, sp.end] if sp is not None else None
+
+    offset = [str(d) for d in spec.window_offset] if spec.window_offset is not None else None
+    return {
+        "kind": spec.kind,
+        "side": spec.side,
+        "jlimit": spec.jlimit,
+        "window_offset": offset,
+        "span": span(spec.span),
+        "jlimit_span": span(spec.jlimit_span),
+        "offset_span": span(spec.offset_span),
+    }
+
+
+def join_spec(node: exp.Join) -> JoinSpec:
+    """The join's TDengine words (an inner/outer join's when the parser left none)."""
+    m = node.meta.get(TD_JOIN) if node.meta else None
+    if not isinstance(m, dict):
+        return JoinSpec(kind="", side=str(node.args.get("side") or "").upper())
+
+    def span(v: list[int] | None) -> Span | None:
+        return Span(int(v[0]), int(v[1])) if v else None
+
+    wo = m.get("window_offset")
+    return JoinSpec(
+        kind=str(m.get("kind") or ""),
+        side=str(m.get("side") or ""),
+        jlimit=m.get("jlimit"),
+        window_offset=(_signed(wo[0]), _signed(wo[1])) if wo else None,
+        span=span(m.get("span")),
+        jlimit_span=span(m.get("jlimit_span")),
+        offset_span=span(m.get("offset_span")),
+    )
+
+
+def _signed(text: str) -> Duration:
+    d = Duration.parse(text.lstrip("-"))
+    return Duration(-d.value, d.unit) if text.startswith("-") else d
+
+
 @dataclass
 class SelectQuery:
     """A TDengine SELECT split into its standard part and TDengine's clauses.
@@ -403,6 +491,9 @@ class SelectQuery:
         text: the whole query text.
         span: where the query is inside the statement text.
         implicit_select: written without the SELECT keyword (seed 004's streams); ``text`` lacks it.
+        interp: INTERP's RANGE / EVERY clause, or None.
+        slimit / soffset: ``SLIMIT n [SOFFSET m]`` (``SLIMIT m, n`` too): how many groups of
+            PARTITION BY / GROUP BY are output, None when not written; ``slimit_span`` where.
     """
 
     select: exp.Expr
@@ -413,6 +504,10 @@ class SelectQuery:
     text: str = ""
     span: Span | None = None
     implicit_select: bool = False
+    interp: InterpClause | None = None
+    slimit: int | None = None
+    soffset: int | None = None
+    slimit_span: Span | None = None
 
 
 @dataclass

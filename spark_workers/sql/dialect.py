@@ -3,6 +3,8 @@
 Based on MySQL, which TDengine's expression syntax follows: backtick-quoted names, both
 ``'single'`` and ``"double"`` quoted strings are string literals, ``LIMIT n, m``. On top of it:
 
+- the tokenizer reads ``MATCH`` / ``NMATCH`` as the regular-expression operators
+  (:func:`spark_workers.sql.lexer.regex_operators`; ``exp.RegexpLike``, printed back as MATCH);
 - the tokenizer merges 3.3.7 placeholders (``%%trows``, ``%%tbname``, ``%%1``; seed 002) into
   identifiers (:func:`spark_workers.sql.lexer.merge_placeholders`) and keeps ``TIMESTAMP`` a plain
   timestamp type;
@@ -30,21 +32,51 @@ from sqlglot.parsers.mysql import MySQLParser
 from sqlglot.tokens import Token, TokenType
 
 from spark_workers.sql import lexer
+from spark_workers.sql.ast import join_spec
 
 
 class TDengine(MySQL):
     """The TDengine SQL dialect (registered in ``sqlglot`` as ``"tdengine"``)."""
 
+    # TDengine keeps the backslash of ``\x`` in a string constant (parser ``trimString``, 3.1+):
+    # ``'\x6162'`` is the text ``\x6162``, which VARBINARY reads as hex bytes
+    UNESCAPED_SEQUENCES = {**MySQL.UNESCAPED_SEQUENCES, "\\x": "\\x"}
+
     class Tokenizer(MySQL.Tokenizer):
-        KEYWORDS = {**MySQL.Tokenizer.KEYWORDS, "TIMESTAMP": TokenType.TIMESTAMP}
+        # CONTAINS (JSON tags) takes the token type of PostgreSQL's range operator -|-, which
+        # TDengine does not have (its parser entry is replaced below)
+        KEYWORDS = {
+            **{k: v for k, v in MySQL.Tokenizer.KEYWORDS.items() if v != TokenType.ADJACENT},
+            "TIMESTAMP": TokenType.TIMESTAMP,
+            "CONTAINS": TokenType.ADJACENT,
+        }
         # Never swallow the rest of a statement into one COMMAND token (SHOW, REPLACE...).
         COMMANDS: typing.ClassVar[set[TokenType]] = set()
 
         def tokenize(self, sql: str) -> list[Token]:
             """Tokens of ``sql`` with ``%%`` placeholders merged (see :mod:`.lexer`)."""
-            return lexer.merge_placeholders(super().tokenize(sql))
+            return lexer.regex_operators(lexer.merge_placeholders(super().tokenize(sql)))
 
     class Parser(MySQLParser):
+        # JSON tags (TDengine SQL manual, "JSON Type"): ``tag->'key'`` keeps its key as the string
+        # written (no JSON path: a key may hold '.' or '$'); ``tag CONTAINS 'key'``
+        COLUMN_OPERATORS = {
+            **MySQLParser.COLUMN_OPERATORS,
+            TokenType.ARROW: lambda self, this, key: self.expression(
+                exp.JSONExtract(this=this, expression=key)
+            ),
+        }
+        # TDengine has no lambdas: ``f(tag->'key')`` is a JSON value given to ``f``
+        LAMBDAS: typing.ClassVar[dict] = {}
+        RANGE_PARSERS = {
+            **MySQLParser.RANGE_PARSERS,
+            TokenType.ADJACENT: lambda self, this: self.expression(
+                exp.JSONBContains(this=this, expression=self._parse_bitwise())
+            ),
+        }
+        # ``unique(x)`` is TDengine's selection function, not a constraint keyword
+        FUNC_TOKENS: typing.ClassVar[set[TokenType]] = {*MySQLParser.FUNC_TOKENS, TokenType.UNIQUE}
+
         def raise_error(self, message: str, token: Token | None = None) -> None:
             """Raise (or record) a ``ParseError`` that also carries the token's offset."""
             at_end = not token and not self._curr
@@ -81,6 +113,9 @@ class TDengine(MySQL):
         TRANSFORMS = {
             **MySQLGenerator.TRANSFORMS,
             exp.CurrentTimestamp: lambda self, e: "now",
+            exp.JSONExtract: lambda self, e: f"{self.sql(e, 'this')}->{self.sql(e, 'expression')}",
+            exp.JSONBContains: lambda self, e: f"{self.sql(e, 'this')} contains {self.sql(e, 'expression')}",
+            exp.RegexpLike: lambda self, e: self.binary(e, "MATCH"),
         }
         TYPE_MAPPING = {
             **MySQLGenerator.TYPE_MAPPING,
@@ -96,6 +131,21 @@ class TDengine(MySQL):
         def interval_sql(self, expression: exp.Interval) -> str:
             literal = lexer.interval_literal(expression)
             return literal if literal is not None else super().interval_sql(expression)
+
+        def join_sql(self, expression: exp.Join, join_op: str | None = None) -> str:
+            """TDengine's join words kept by the parser (``ast.JoinSpec``) written back:
+            ``LEFT ASOF JOIN t ON ... JLIMIT 2``, ``... WINDOW_OFFSET(-1s, 1s)``."""
+            spec = join_spec(expression)
+            if not spec.kind and spec.jlimit is None and spec.window_offset is None:
+                return super().join_sql(expression, join_op)
+            text = super().join_sql(
+                expression, f"{spec.side} {spec.kind.upper()} JOIN" if spec.kind else join_op
+            )
+            if spec.window_offset is not None:
+                text += f" WINDOW_OFFSET({spec.window_offset[0]}, {spec.window_offset[1]})"
+            if spec.jlimit is not None:
+                text += f" JLIMIT {spec.jlimit}"
+            return text
 
         def identifier_sql(self, expression: exp.Identifier) -> str:
             if not expression.quoted:

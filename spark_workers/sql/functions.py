@@ -339,6 +339,7 @@ _TYPE_KINDS = {
     "DOUBLE": "float",
     "VARCHAR": "str",
     "NCHAR": "str",
+    "GEOMETRY": "geo",
 }
 _DTYPE_KINDS: dict[exp.DType, str] = {
     **dict.fromkeys(
@@ -1085,6 +1086,28 @@ def _dayofweek(c: Call) -> exp.Expr:
     return _fn("dayofweek", date) + _num(1) if c.duck else _fn("dayofweek", date)
 
 
+# --------------------------------------------------------------------------- geometry
+
+# TDengine SQL manual, "Geometry Functions": the conversions run as DuckDB functions of the
+# session (``query.duck.GEOMETRY_UDFS``: WKT <-> WKB, sql/typed_values.py); the predicates
+# (ST_Intersects, ST_Contains...) need a geometry engine and are refused (sandbox).
+
+
+def _geometry(udf: str, kinds: tuple[tuple[str, ...], ...]) -> Rewrite:
+    """A rewrite into the session function ``udf``; argument ``i`` must be of a kind in
+    ``kinds[i]`` (or unknown: NULL, an expression): else "Invalid parameter data type"."""
+
+    def rewrite(c: Call) -> exp.Expr:
+        if not c.duck:
+            raise c.error("is not supported in streams", code=Code.NOT_SUPPORTED)
+        for kind, allowed in zip(c.kinds, kinds, strict=True):
+            if kind is not None and kind not in allowed:
+                raise SqlError(f"Invalid parameter data type : {c.name}", code=Code.FUNC_PARA_TYPE)
+        return _fn(udf, *c.args)
+
+    return rewrite
+
+
 # --------------------------------------------------------------------------- the catalog
 
 
@@ -1149,6 +1172,10 @@ def _catalog() -> dict[str, ScalarFunction]:
         ScalarFunction("weekday", 1, 1, _weekday, "int"),
         ScalarFunction("dayofweek", 1, 1, _dayofweek, "int"),
         ScalarFunction("weekofyear", 1, 1, _weekofyear, "int"),
+        # geometry
+        ScalarFunction("st_geomfromtext", 1, 1, _geometry("td_st_geomfromtext", (("str",),)), "geo"),
+        ScalarFunction("st_astext", 1, 1, _geometry("td_st_astext", (("geo",),)), "str"),
+        ScalarFunction("st_makepoint", 2, 2, _geometry("td_st_makepoint", (("int", "float"),) * 2), "geo"),
     ]
     catalog = {f.name: f for f in specs}
     for alias, name in (("substring", "substr"), ("ltrim", "trim"), ("rtrim", "trim"), ("power", "pow")):
@@ -1170,7 +1197,7 @@ _TYPED: dict[type[exp.Expr], str] = {
     exp.Trim: "trim", exp.Substring: "substr", exp.StrPosition: "position", exp.Replace: "replace",
     exp.Repeat: "repeat", exp.SubstringIndex: "substring_index", exp.ToBase64: "to_base64",
     exp.Greatest: "greatest", exp.Least: "least", exp.ToChar: "to_char", exp.Week: "week",
-    exp.DayOfWeek: "dayofweek", exp.WeekOfYear: "weekofyear",
+    exp.DayOfWeek: "dayofweek", exp.WeekOfYear: "weekofyear", exp.StPoint: "st_makepoint",
 }  # fmt: skip
 
 

@@ -158,6 +158,40 @@ def merge_placeholders(tokens: list[Token]) -> list[Token]:
     return out
 
 
+# MATCH / NMATCH (TDengine SQL manual, "Data Querying", "Regular Expression Filtering"): after an
+# operand and before a string, they are the regular-expression operators
+_OPERAND_END = frozenset(
+    {TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN, TokenType.STRING, TokenType.NUMBER}
+)
+
+
+def regex_operators(tokens: list[Token]) -> list[Token]:
+    """``a MATCH 'p'`` -> ``a RLIKE 'p'`` and ``a NMATCH 'p'`` -> ``a NOT RLIKE 'p'`` (the new tokens
+    keep the operator's character range and text); the MySQL spellings ``REGEXP`` / ``RLIKE``,
+    which are not TDengine's, become plain words (a syntax error where an operator is expected).
+    ``sqlglot`` parses RLIKE into ``exp.RegexpLike``, which therefore only comes from MATCH."""
+    out: list[Token] = []
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.RLIKE:
+            out.append(Token(TokenType.VAR, tok.text, tok.line, tok.col, tok.start, tok.end, tok.comments))
+            continue
+        word = tok.text.upper() if tok.token_type == TokenType.VAR else ""
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if (
+            word in ("MATCH", "NMATCH")
+            and out
+            and out[-1].token_type in _OPERAND_END
+            and nxt is not None
+            and nxt.token_type in (TokenType.STRING, TokenType.NULL, *_OPERAND_END - {TokenType.R_PAREN})
+        ):
+            if word == "NMATCH":
+                out.append(Token(TokenType.NOT, tok.text, tok.line, tok.col, tok.start, tok.end))
+            out.append(Token(TokenType.RLIKE, tok.text, tok.line, tok.col, tok.start, tok.end, tok.comments))
+            continue
+        out.append(tok)
+    return out
+
+
 def tokenize(sql: str, tokenizer: Tokenizer) -> list[Token]:
     """Tokenize TDengine SQL with the TDengine dialect (placeholders merged).
 

@@ -13,8 +13,9 @@ translated for a backend (docs/decisions.md, "SQL sandbox and limits"):
   structural nodes may only carry the arguments TDengine's syntax gives them (no ``GROUP BY ALL``,
   ``DISTINCT ON``, ``WITH RECURSIVE``, ``UNION BY NAME``, ``TABLESAMPLE``, ``* EXCLUDE``...);
 - **functions**: every call must be in tdweb's catalogue: the scalar functions of
-  :data:`spark_workers.sql.functions.FUNCTIONS`, the engine's aggregates and selection functions
-  (:data:`spark_workers.engine.aggregates.AGGREGATES`), ``now``, and eKuiper's ``window_start()`` /
+  :data:`spark_workers.sql.functions.FUNCTIONS`, the aggregate, selection and time-series
+  functions of :data:`spark_workers.sql.aggregate_functions.FUNCTIONS` (their argument rules
+  checked here: ``0x2801`` / ``0x2802`` / ``0x2803``), ``now``, and eKuiper's ``window_start()`` /
   ``window_end()``; anything else is TDengine's ``0x264D`` "Invalid function name: read_csv_auto"
   (TDengine functions tdweb does not implement yet are ``NOT_SUPPORTED``);
 - **tables**: a FROM item is a ``[db.]table`` name or a subquery; a table function or a string
@@ -30,9 +31,10 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
-from spark_workers.engine.aggregates import AGGREGATES
+from spark_workers.engine.aggregates import AGGREGATES, ALIASES
 from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast
+from spark_workers.sql.aggregate_functions import NOT_TDENGINE_SPELLINGS, check_call, spec_of
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.functions import CAST_TYPES, td_name
 from spark_workers.sql.scope import func_name
@@ -64,40 +66,18 @@ STREAM_FORBIDDEN = frozenset(
     }
 )
 # TDengine functions (SQL manual, "Functions") tdweb does not compute yet: NOT_SUPPORTED, not an
-# invalid name. Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN).
+# invalid name (aggregate / selection / time-series ones: spark_workers.sql.aggregate_functions).
+# Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN). The geometry
+# predicates need a geometry engine (GEOS in TDengine).
 TDENGINE_NOT_IMPLEMENTED = frozenset(
     {
-        "apercentile",
-        "bottom",
-        "client_version",
-        "cols",
-        "csum",
-        "current_user",
-        "database",
-        "derivative",
-        "diff",
-        "elapsed",
-        "histogram",
-        "hyperloglog",
         "interp",
-        "irate",
-        "leastsquares",
-        "mavg",
-        "mode",
-        "percentile",
-        "sample",
-        "server_status",
-        "server_version",
-        "statecount",
-        "stateduration",
-        "std",
-        "tail",
-        "top",
-        "twa",
-        "unique",
-        "user",
-        "var_pop",
-        "variance",
+        "st_contains",
+        "st_containsproperly",
+        "st_covers",
+        "st_equals",
+        "st_intersects",
+        "st_touches",
     }
 )
 
@@ -166,8 +146,12 @@ _STRUCTURE: dict[type[exp.Expr], frozenset[str] | None] = {
     exp.In: frozenset({"this", "expressions", "query"}),
     exp.Between: frozenset({"this", "low", "high"}),
     exp.Like: None,
+    exp.RegexpLike: frozenset({"this", "expression"}),  # MATCH / NMATCH (sql/lexer.py)
     exp.BitwiseAnd: None,
     exp.BitwiseOr: None,
+    # JSON tags: tag->'key', tag CONTAINS 'key' (TDengine SQL manual, "JSON Type"; sql/json_ops.py)
+    exp.JSONExtract: frozenset({"this", "expression"}),
+    exp.JSONBContains: frozenset({"this", "expression"}),
 }
 _JOIN_KINDS = frozenset({"", "INNER", "OUTER", "CROSS"})
 _JOIN_SIDES = frozenset({"", "LEFT", "RIGHT", "FULL"})
@@ -195,14 +179,12 @@ _CONSTRUCTS: dict[type[exp.Expr], str] = {
     exp.Qualify: "QUALIFY",
     exp.Lock: "FOR UPDATE",
     exp.Filter: "FILTER (WHERE ...) outside an eKuiper window",
-    exp.JSONExtract: "the JSON operator ->",
     exp.JSONExtractScalar: "the JSON operator ->>",
     exp.BitwiseXor: "the operator ^",
     exp.BitwiseNot: "the operator ~",
     exp.BitwiseLeftShift: "the operator <<",
     exp.BitwiseRightShift: "the operator >>",
     exp.IntDiv: "DIV",
-    exp.RegexpLike: "REGEXP",
     exp.NullSafeEQ: "the operator <=>",
 }
 # arguments of allowed nodes that are not TDengine's, in the user's words
@@ -284,8 +266,29 @@ def check_stream(stmt: ast.CreateStreamLegacy | ast.CreateStream337, sql: str) -
         also += [stmt.output_subtable, stmt.options.pre_filter, stmt.options.fill_history_start]
         also += [getattr(stmt.trigger, name, None) for name in ("expr", "start", "end")]
     if query is not None:
+        _refuse_query_clauses(query, sql)
         check_select(query, sql, streaming=streaming)
     check_query(exp.Null(), sql, also=[e for e in also if isinstance(e, exp.Expr)])
+
+
+def _refuse_query_clauses(q: ast.SelectQuery, sql: str) -> None:
+    """INTERP's RANGE / EVERY and SLIMIT are ad-hoc query clauses: a stream's query refuses them
+    (TDengine: "Stream Unsupported RANGE clause"; tdweb computes no INTERP in streams)."""
+    if q.interp is not None:
+        span = q.interp.range_span or q.interp.every_span
+        raise SqlError(
+            "Stream Unsupported RANGE clause: INTERP (RANGE, EVERY) is not supported in stream computing",
+            sql=sql,
+            offset=span.start if span else None,
+            code=Code.NOT_SUPPORTED,
+        )
+    if q.slimit is not None:
+        raise SqlError(
+            "SLIMIT / SOFFSET are not supported in stream computing",
+            sql=sql,
+            offset=q.slimit_span.start if q.slimit_span else None,
+            code=Code.NOT_SUPPORTED,
+        )
 
 
 def check_expression(tree: exp.Expr) -> None:
@@ -403,7 +406,11 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
     if td_name(node) is not None:
         return
     name = func_name(node)
-    if name in AGGREGATES:
+    spec = spec_of(node)
+    if spec is not None and (isinstance(node, exp.Anonymous) or name in AGGREGATES or "start" in node.meta):
+        _check_registry_call(node, spec.name, sql, streaming)
+        return
+    if (name in AGGREGATES or name in ALIASES) and not (streaming and name in STREAM_FORBIDDEN):
         return
     if isinstance(node, exp.Anonymous) and name in EKUIPER_PSEUDO_FUNCTIONS:
         return
@@ -432,8 +439,31 @@ def _check_call(node: exp.Func, sql: str | None, streaming: bool) -> None:
             Code.NOT_SUPPORTED,
         )
     if low in TDENGINE_NOT_IMPLEMENTED or low in STREAM_FORBIDDEN:
-        raise _error(f"function {low} is not supported yet", node, sql, Code.NOT_SUPPORTED)
+        where = (
+            "is only allowed in the select list of an INTERP query (RANGE, EVERY, FILL; query/interp.py)"
+            if low == "interp"
+            else "is not supported yet"
+        )
+        raise _error(f"function {low} {where}", node, sql, Code.NOT_SUPPORTED)
     raise _error(f"Invalid function name: {written}", node, sql, Code.INVALID_FUNCTION_NAME)
+
+
+def _check_registry_call(node: exp.Func, name: str, sql: str | None, streaming: bool) -> None:
+    """An aggregate / selection / time-series call (:mod:`spark_workers.sql.aggregate_functions`):
+    spelled as TDengine spells it (``std(x)`` is sqlglot's, not TDengine's: ``0x264D``), allowed
+    in a legacy stream (seed 000), with TDengine's argument rules."""
+    written = written_name(node, sql)
+    if written.lower() in NOT_TDENGINE_SPELLINGS:
+        raise _error(f"Invalid function name: {written}", node, sql, Code.INVALID_FUNCTION_NAME)
+    if streaming and name in STREAM_FORBIDDEN:
+        raise _error(
+            f"function {name} is not allowed in stream computing (seed 000 lists the 19 "
+            "aggregate/selection functions streams reject)",
+            node,
+            sql,
+            Code.INVALID_FUNCTION,
+        )
+    check_call(node, name, sql)
 
 
 def visible_ctes(table: exp.Table) -> set[str]:

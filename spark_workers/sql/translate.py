@@ -21,12 +21,18 @@ column) still cannot call DuckDB's or Spark's own functions (``read_text``, ``ja
 
 from __future__ import annotations
 
+import re
+import warnings
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from spark_workers import timestamps
 from spark_workers.duration import Duration
 from spark_workers.errors import Code, SqlError
-from spark_workers.sql import functions
+from spark_workers.sql import aggregate_functions as aggs
+from spark_workers.sql import binary_ops, decimal_ops, functions, json_ops, row_functions
+from spark_workers.sql.ast import join_spec, offset_of
 from spark_workers.sql.sandbox import check_expression
 from spark_workers.sql.scope import PSEUDO_TS, Scope, func_name
 
@@ -101,11 +107,176 @@ def _interval_check(node: exp.Interval) -> None:
         )
 
 
+_POSIX_CLASSES = frozenset(
+    {
+        "alnum",
+        "alpha",
+        "blank",
+        "cntrl",
+        "digit",
+        "graph",
+        "lower",
+        "print",
+        "punct",
+        "space",
+        "upper",
+        "xdigit",
+    }
+)
+
+
+_US_PER = {"ms": 1000, "us": 1, "ns": None}  # microseconds per unit of a database precision
+Recurse = Callable[[exp.Expr], exp.Expr]
+
+
+def _epoch_us(node: exp.Expr, kind: str | None, backend: str, precision: str) -> exp.Expr:
+    """Microseconds since the epoch of a timestamp, or of an integer epoch in ``precision``."""
+    if kind == "ts":
+        return exp.Anonymous(this="epoch_us" if backend == "duckdb" else "unix_micros", expressions=[node])
+    value = exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
+    per = _US_PER[precision]
+    if per is None:
+        thousand = exp.Literal.number(1000)
+        if backend == "duckdb":
+            return exp.IntDiv(this=value, expression=thousand)
+        return exp.Anonymous(this="div", expressions=[value, thousand])
+    return exp.Mul(this=value, expression=exp.Literal.number(per)) if per != 1 else value
+
+
+def _from_us(us: exp.Expr, backend: str) -> exp.Expr:
+    """The UTC timestamp ``us`` microseconds after the epoch (marked as the translator's own, so
+    the catalog does not read ``timezone(...)`` as TDengine's TIMEZONE())."""
+    if backend == "duckdb":
+        big = exp.Cast(this=us, to=exp.DataType.build("BIGINT"))
+        stamp = exp.Anonymous(this="make_timestamp", expressions=[big])
+        out: exp.Expr = exp.Anonymous(this="timezone", expressions=[exp.Literal.string("UTC"), stamp])
+    else:
+        out = exp.Anonymous(this="timestamp_micros", expressions=[us])
+    return out
+
+
+def timestamp_arithmetic(node: exp.Add | exp.Sub, backend: str, scope: Scope, recurse: Recurse) -> exp.Expr:
+    """``+`` / ``-`` with a timestamp operand, as TDengine types it (``parTranslater.c``,
+    ``translateArithmeticOperator``): a timestamp and an integer or boolean give a TIMESTAMP (the
+    integer counts units of the database precision); two timestamps, or a timestamp and a float or
+    string, are ``0x2605`` wrong value type. A duration (``ts + 1h``) is left to the backend.
+    ``recurse`` rewrites the operands; a rewritten result is a new node the caller does not
+    descend into.
+
+    Raises:
+        SqlError: WRONG_VALUE_TYPE, positioned at the operator's right operand.
+    """
+    left, right = node.this, node.expression
+    if isinstance(left, exp.Interval) or isinstance(right, exp.Interval):
+        return node
+    lk, rk = functions.kind_of(left, scope), functions.kind_of(right, scope)
+    if "ts" not in (lk, rk):
+        return node
+    other = rk if lk == "ts" else lk
+    if other not in ("int", "bool"):
+        verb = "added to" if isinstance(node, exp.Add) else "subtracted from"
+        what = "a timestamp" if other == "ts" else f"a {other or 'non-integer'} value"
+        raise SqlError(
+            f"Invalid value type: {what} cannot be {verb} a timestamp",
+            offset=offset_of(right),
+            code=Code.WRONG_VALUE_TYPE,
+        )
+    op = exp.Add if isinstance(node, exp.Add) else exp.Sub
+    lus = _epoch_us(recurse(left), lk, backend, scope.precision)
+    rus = _epoch_us(recurse(right), rk, backend, scope.precision)
+    return _from_us(op(this=lus, expression=rus), backend)
+
+
+def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse) -> exp.Expr:
+    """A comparison of a timestamp with an integer expression (``ts > 1668073288000 + 500``): the
+    integer is an epoch in the database precision, as TDengine reads it (literals alone are made
+    timestamp literals by :func:`normalize`). Returns ``node`` itself when no operand needs it."""
+    left, right = node.this, node.expression
+    lk, rk = functions.kind_of(left, scope), functions.kind_of(right, scope)
+    if {lk, rk} != {"ts", "int"}:
+        return node
+    left, right = recurse(left), recurse(right)
+    if rk == "int":
+        right = _from_us(_epoch_us(right, rk, backend, scope.precision), backend)
+    else:
+        left = _from_us(_epoch_us(left, lk, backend, scope.precision), backend)
+    return type(node)(this=left, expression=right)
+
+
+def check_match(node: exp.RegexpLike, scope: Scope) -> None:
+    """TDengine's rules of ``a MATCH 'p'`` / ``a NMATCH 'p'`` (scalar.c ``sclGetCompOperatorResType``):
+    the left operand a string (VARCHAR / NCHAR / tbname), the right a string constant (or NULL)
+    holding a valid POSIX extended regular expression; matching is a search (``regexec``), as
+    DuckDB's ``regexp_matches`` and Spark's ``RLIKE`` do. Perl-only syntax (``(?...)``
+    groups, back-references) is not POSIX ERE.
+
+    Raises:
+        SqlError: ``0x0200`` (TSDB_CODE_TSC_INVALID_OPERATION) for the operand types, ``0x2681``
+            (TSDB_CODE_PAR_REGULAR_EXPRESSION_ERROR) for the pattern, positioned at it.
+    """
+    left, right = node.this, node.expression
+    if isinstance(left, exp.Column) and not left.table:
+        t = scope.columns.get(left.name.lower())
+        if t is not None and not t.is_string:
+            raise SqlError(
+                f"Invalid operation: MATCH / NMATCH need a string operand, {left.name} is {t.name}",
+                offset=offset_of(left),
+                code=Code.INVALID_OPERATION,
+            )
+    if isinstance(right, exp.Null):
+        return
+    if not (isinstance(right, exp.Literal) and right.is_string):
+        raise SqlError(
+            "Invalid operation: the right operand of MATCH / NMATCH is a string constant",
+            offset=offset_of(right) or offset_of(node),
+            code=Code.INVALID_OPERATION,
+        )
+    pattern = right.this
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # POSIX classes ([[:upper:]]) are "possible nested sets"
+            re.compile(pattern)
+        bad = "(?" in pattern or re.search(r"\\[1-9]", pattern) is not None
+        # what POSIX regcomp (and DuckDB's RE2) reject although Python compiles it
+        bad = bad or any(n not in _POSIX_CLASSES for n in re.findall(r"\[:(\w*):\]", pattern))
+        bad = bad or any(
+            int(n) > 1000 for n in re.findall(r"\{(\d+)", pattern) + re.findall(r",(\d+)\}", pattern)
+        )
+    except re.error:
+        bad = True
+    if bad:
+        raise SqlError(
+            f"Syntax error in regular expression: {pattern!r}",
+            offset=offset_of(right),
+            code=Code.REGULAR_EXPRESSION_ERROR,
+        )
+
+
 def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
+    def recurse(arg: exp.Expr) -> exp.Expr:
+        return arg.transform(visit, copy=False)
+
     def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.RegexpLike):
+            check_match(node, scope)
+            return node
         if isinstance(node, exp.Interval):
             _interval_check(node)
             return node
+        if json_ops.handles(node):  # JSON tags: ->, CONTAINS and what compares a -> value
+            return json_ops.rewrite(node, backend, scope)
+        decimal_ops.promote(node, scope)  # DECIMAL with a float or string operand is DOUBLE
+        binary_ops.bind_constants(node, scope)  # '\x..' / WKT constants against VARBINARY, GEOMETRY
+        if isinstance(node, exp.Add | exp.Sub) and not node.meta.get("td_ts_arith"):
+            node.meta["td_ts_arith"] = True
+            return timestamp_arithmetic(node, backend, scope, recurse)
+        if isinstance(node, _CMP):
+            return _epoch_operands(node, backend, scope, recurse)
+        spec = aggs.spec_of(node)
+        if spec is not None:
+            aggs.check_types(node, spec.name, scope)
+            if spec.name in aggs.DUCKDB_AGGREGATES:
+                return _duckdb_aggregate(node, spec.name, backend, scope)
         if functions.lookup(node) is not None:  # single-row functions, ``%`` included (MOD)
             return functions.rewrite(node, backend, scope, lambda arg: arg.transform(visit, copy=False))
         if isinstance(node, exp.Div) and not node.meta.get("td_safe"):
@@ -155,6 +326,19 @@ def _backend_rewrite(expr: exp.Expr, backend: str, scope: Scope) -> exp.Expr:
     return expr.transform(visit, copy=False)
 
 
+def _duckdb_aggregate(node: exp.Expr, name: str, backend: str, scope: Scope) -> exp.Expr:
+    """A registry aggregate computed by DuckDB (:func:`aggregate_functions.aggregate_sql`), as
+    raw backend text; Spark computes none of them (windows run on the engine)."""
+    if backend != "duckdb":
+        raise SqlError(f"function {name} is not supported in this context", code=Code.NOT_SUPPORTED)
+
+    def sql_of(arg: exp.Expr) -> str:
+        return _backend_rewrite(arg.copy(), backend, scope).sql(dialect=backend, identify=True)
+
+    text = aggs.aggregate_sql(node, name, sql_of, scope)
+    return exp.Var(this=text) if text is not None else node
+
+
 def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     """Backend SQL text for a TDengine expression (or query, its tables bound to backend views).
 
@@ -166,6 +350,45 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend}")
+    _refuse_td_joins(expr)
     check_expression(expr)
+    if isinstance(expr, exp.Select) and row_functions.row_calls(expr):
+        return row_functions.select_sql(expr, backend, scope, to_sql)
+    expr = expr.copy()
+    for sel in list(expr.find_all(exp.Select)):
+        if sel is not expr and row_functions.row_calls(sel):  # a subquery's: its own text
+            sel.replace(exp.Var(this=row_functions.select_sql(sel, backend, scope, to_sql)))
+        else:
+            row_functions.selection_rule(sel, scope)
     e = _backend_rewrite(normalize(expr, scope), backend, scope)
     return e.sql(dialect=backend, identify=True)
+
+
+def _refuse_td_joins(expr: exp.Expr) -> None:
+    """SEMI/ANTI/ASOF/WINDOW joins have no plain SQL form: only ``query/joins.py`` runs them (the
+    interactive SELECT); anywhere else (a stream's computation) they are refused, never read as the
+    LEFT/RIGHT JOIN ``sqlglot`` holds.
+
+    Raises:
+        SqlError: ``0x2664`` at the join."""
+    for j in expr.find_all(exp.Join):
+        spec = join_spec(j)
+        if spec.kind:
+            raise SqlError(
+                f"Not supported join since '{spec.side} {spec.kind.upper()} JOIN is supported in "
+                "SELECT statements only'",
+                offset=spec.span.start if spec.span else None,
+                code=Code.NOT_SUPPORT_JOIN,
+            )
+
+
+def to_tree(expr: exp.Expr, backend: str, scope: Scope, *, checked: bool = True) -> exp.Expr:
+    """:func:`to_sql` as a tree, for a query tdweb composes around it (``query/joins.py``);
+    ``checked=False`` skips the allow-list for trees tdweb built itself (their user parts passed
+    it with the statement). Raises as :func:`to_sql`."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend}")
+    if checked:
+        _refuse_td_joins(expr)
+        check_expression(expr)
+    return _backend_rewrite(normalize(expr, scope), backend, scope)

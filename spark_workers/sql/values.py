@@ -18,6 +18,7 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import NS_PER_PRECISION, Duration
 from spark_workers.errors import Code, SqlError
+from spark_workers.sql import typed_values
 from spark_workers.tdtypes import TIMESTAMP, TdType
 
 # sqlglot's type names -> TDengine's, for ``cast(x AS type)`` in constants.
@@ -40,6 +41,31 @@ _CAST_TYPES = {
     "NCHAR": ("NCHAR", False),
     "TEXT": ("VARCHAR", False),
 }
+
+
+class HexText(str):
+    """A string literal written ``'\\x...'``: its value as other types read it, and ``raw``, the
+    text between the quotes as written, which VARBINARY reads as hex (TDengine SQL manual, "Data
+    Types": VARBINARY)."""
+
+    raw: str
+
+    def __new__(cls, value: str, raw: str) -> HexText:
+        out = super().__new__(cls, value)
+        out.raw = raw
+        return out
+
+
+class DecimalText(float):
+    """A number literal with a point or an exponent: a float for every type but DECIMAL, which
+    reads ``text`` (the digits as written) so that no digit is lost to binary floating point."""
+
+    text: str
+
+    def __new__(cls, text: str) -> DecimalText:
+        out = super().__new__(cls, text)
+        out.text = text
+        return out
 
 
 class Now:
@@ -158,14 +184,19 @@ def constant(node: exp.Expr, precision: str, tz: str, now: Now) -> Any:
         return bool(node.this)
     if isinstance(node, exp.Literal):
         if node.is_string:
+            raw = node.meta.get("td_raw")
+            if isinstance(raw, str) and raw[:2] in ("\\x", "\\X"):
+                return HexText(node.this, raw)
             return node.this
         text = node.this
         try:
             return int(text)
         except ValueError:
-            return float(text)
+            return DecimalText(text)
     if isinstance(node, exp.Neg):
         v = constant(node.this, precision, tz, now)
+        if isinstance(v, DecimalText):
+            return DecimalText(v.text[1:] if v.text.startswith("-") else "-" + v.text)
         if _number(v):
             return -v
         raise SqlError("minus applies to numbers only", code=Code.WRONG_VALUE_TYPE)
@@ -262,6 +293,10 @@ def _function(node: exp.Func, precision: str, tz: str, now: Now) -> Any:
         return None
 
 
+# sqlglot's node names that are not TDengine's for the same call
+_SQLGLOT_NAMES: dict[type, str] = {exp.CurrentSchema: "database", exp.CurrentUser: "current_user"}
+
+
 def _describe(node: exp.Expr) -> str:
     """What a non-constant is, in the user's terms (never ``sqlglot``'s rendering)."""
     if isinstance(node, exp.Column):
@@ -269,7 +304,9 @@ def _describe(node: exp.Expr) -> str:
     if _duration_of(node) is not None:
         return "a duration can only be added to or subtracted from a timestamp"
     if isinstance(node, exp.Func):
-        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        name = (
+            node.name if isinstance(node, exp.Anonymous) else _SQLGLOT_NAMES.get(type(node), node.sql_name())
+        )
         return f"function {name.lower()}() is not folded to a constant here"
     return "the expression is not a constant (literals, now, cast(), arithmetic and durations are)"
 
@@ -277,7 +314,9 @@ def _describe(node: exp.Expr) -> str:
 def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:
     """Convert a constant to storage form for a column of type ``t``.
 
-    Returns int epoch (precision units) for TIMESTAMP, int/float/bool/str otherwise, None for NULL.
+    Returns int epoch (precision units) for TIMESTAMP, bytes for VARBINARY and GEOMETRY (WKB),
+    ``decimal.Decimal`` for DECIMAL, the canonical text (or None) for JSON, int/float/bool/str
+    otherwise, None for NULL.
 
     Raises:
         SqlError: WRONG_VALUE_TYPE / VALUE_OUT_OF_RANGE naming ``what`` (e.g. "column a INT").
@@ -285,6 +324,8 @@ def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:
     if value is None:
         return None
     name = t.name
+    if name in _EXTENDED:
+        return _coerce_extended(value, t, what)
     if isinstance(value, tuple):  # ("ts", epoch) from now/arithmetic
         if name == "TIMESTAMP":
             return value[1]
@@ -347,3 +388,29 @@ def coerce(value: Any, t: TdType, precision: str, tz: str, what: str) -> Any:
             f"value of length {size} is too long for {what} (max {t.length})", code=Code.VALUE_OUT_OF_RANGE
         )
     return s
+
+
+_EXTENDED = frozenset({"JSON", "VARBINARY", "GEOMETRY", "DECIMAL"})
+
+
+def _coerce_extended(value: Any, t: TdType, what: str) -> Any:
+    """JSON, VARBINARY, GEOMETRY and DECIMAL values (:mod:`spark_workers.sql.typed_values`)."""
+    if isinstance(value, tuple):
+        if t.name == "VARBINARY":
+            raise SqlError(f"Invalid varbinary value: a timestamp for {what}", code=Code.INVALID_VARBINARY)
+        raise SqlError(f"a timestamp does not fit {what}", code=Code.WRONG_VALUE_TYPE)
+    if t.name == "JSON":
+        return typed_values.json_tag(value, what)
+    if t.name == "DECIMAL":
+        exact = value.text if isinstance(value, DecimalText) else value
+        return typed_values.decimal_value(exact, t.length, t.scale, what)
+    if t.name == "VARBINARY":
+        out = typed_values.varbinary(value, value.raw if isinstance(value, HexText) else None, what)
+    else:
+        out = typed_values.geometry(value, what)
+    if out is not None and len(out) > t.length:
+        raise SqlError(
+            f"value of length {len(out)} is too long for {what} (max {t.length})",
+            code=Code.VALUE_OUT_OF_RANGE,
+        )
+    return out

@@ -20,6 +20,7 @@ from spark_workers.errors import CatalogError, Code, SqlError
 from spark_workers.lake.catalog import Database
 from spark_workers.lake.store import Lake
 from spark_workers.query.context import QueryContext
+from spark_workers.query.system_functions import fold_expression
 from spark_workers.sql import ast
 from spark_workers.sql.values import Now, coerce, constant
 from spark_workers.statements.sysinfo import system_source
@@ -79,8 +80,10 @@ class Session(QueryContext):
         self, node: exp.Expr, t: TdType, precision: str, now: Now, what: str, *, sql: str, offset: int | None
     ) -> Any:
         """A constant expression converted for a column or tag of type ``t`` (``what`` names it in
-        errors, positioned at ``offset``)."""
+        errors, positioned at ``offset``); system functions (``DATABASE()``...) are this session's
+        constants, as TDengine folds them."""
         try:
+            node, _ = fold_expression(node, database=self.default_db, user=self.principal.name, sql=sql)
             return coerce(constant(node, precision, self.tz, now), t, precision, self.tz, what)
         except SqlError as e:
             raise SqlError(e.message, sql=sql, offset=offset, code=e.code) from None

@@ -54,12 +54,10 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
             [ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
             [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]],
         )
-    if w == "vgroups":
-        access.require_sysinfo(ex.principal, "SHOW VGROUPS")
-        return ResultSet(
-            [ResultColumn("vgroup_id", INT), ResultColumn("db_name", varchar(64))],
-            [[1, ex.visible_database(s.db).name]],
-        )
+    if w == "vgroups":  # SHOW [db.]VGROUPS: ins_vgroups of the (current) database
+        db = ex.visible_database(s.db)
+        res = system_rows(ex, "ins_vgroups", None)
+        return ResultSet(res.columns, [r for r in res.rows if r[1] == db.name])
     if w in _SYSTEM_SHOWS:
         return system_rows(ex, _SYSTEM_SHOWS[w], s.like)
     if w == "local_variables":
@@ -73,6 +71,11 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
         return ResultSet([ResultColumn(n, t) for n, t in st.columns], st.rows(ex))
     if w == "table_tags" and s.target is not None:
         return table_tags(ex, s, sql)
+    if w == "indexes" and s.target is not None:  # tdweb has no indexes: the table's list is empty
+        dbname = ex.db_name(s.target.db)
+        t = _known_table(ex, dbname, s.target, sql)
+        ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=s.target.span)
+        return system_rows(ex, "ins_indexes", None)
     if w == "users":
         return system_rows(ex, "ins_users", None)
     if w == "user_privileges":
@@ -86,12 +89,21 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     raise SqlError(f"SHOW {w.upper()} is not supported", sql=sql, code=Code.NOT_SUPPORTED)
 
 
+def _known_table(ex: Session, dbname: str, target: ast.TableName, sql: str) -> Table:
+    """Table ``target`` of ``dbname``; a missing one is ``TABLE_NOT_EXIST`` only for users who may
+    see the whole database, else ``0x2644`` (:meth:`QueryContext.no_such_table`)."""
+    t = ex.catalog.table(dbname, target.name)
+    if t is None:
+        raise ex.no_such_table(dbname, target.name, sql=sql, span=target.span)
+    return t
+
+
 def subtable_tags(ex: Session, target: ast.TableName, sql: str) -> ResultSet:
     """SHOW TAGS FROM subtable: one row per tag (``table_name, db_name, stable_name, tag_name,
     tag_type, tag_value``); READ on the table is required; a table that is not a subtable is
     refused (INVALID_OPERATION)."""
     dbname = ex.db_name(target.db)
-    t = ex.catalog.require_table(dbname, target.name)
+    t = _known_table(ex, dbname, target, sql)
     ex.require_storage(READ, ex.catalog.require_database(dbname), t, sql=sql, span=target.span)
     if t.kind != "sub":
         raise SqlError(f"{t.name} is not a subtable", sql=sql, code=Code.INVALID_OPERATION)
@@ -117,7 +129,7 @@ def show_create_table(ex: Session, target: ast.TableName, sql: str, *, virtual: 
     required; SHOW CREATE VTABLE of a table that is not a virtual normal or child table is refused
     (INVALID_TABLE_TYPE)."""
     dbname = ex.db_name(target.db)
-    t = ex.catalog.require_table(dbname, target.name)
+    t = _known_table(ex, dbname, target, sql)
     if virtual and (not t.virtual or t.kind == "super"):
         raise SqlError(
             f"Invalid table type: {dbname}.{t.name} is not a virtual normal or child table",
@@ -148,7 +160,20 @@ def local_variables(ex: Session, pattern: str | None) -> ResultSet:
 
 
 # SHOW statements answered by an ``information_schema`` table, filtered by LIKE on its first column
-_SYSTEM_SHOWS = {"dnodes": "ins_dnodes", "functions": "ins_functions", "variables": "ins_configs"}
+_SYSTEM_SHOWS = {
+    "dnodes": "ins_dnodes",
+    "functions": "ins_functions",
+    "variables": "ins_configs",
+    "cluster": "ins_cluster",
+    "mnodes": "ins_mnodes",
+    "qnodes": "ins_qnodes",
+    "snodes": "ins_snodes",
+    "vnodes": "ins_vnodes",
+    "topics": "ins_topics",
+    "subscriptions": "ins_subscriptions",
+    "views": "ins_views",
+    "compacts": "ins_compacts",
+}
 # SHOW statements answered by a ``performance_schema`` table
 _PERF_SHOWS = {
     "connections": "perf_connections",
@@ -172,7 +197,7 @@ def table_tags(ex: Session, s: ast.Show, sql: str) -> ResultSet:
     assert s.target is not None
     dbname = ex.db_name(s.target.db)
     db = ex.catalog.require_database(dbname)
-    t = ex.catalog.require_table(dbname, s.target.name)
+    t = _known_table(ex, dbname, s.target, sql)
     ex.require_storage(READ, db, t, sql=sql, span=s.target.span)
     if t.kind == "normal":
         raise SqlError(f"{t.name} is a normal table: it has no tags", sql=sql, code=Code.INVALID_OPERATION)
@@ -328,14 +353,7 @@ def describe(ex: Session, s: ast.Describe, sql: str) -> ResultSet:
             )
         return ResultSet(_DESCRIBE_COLUMNS, [[n, t.meta_name, t.byte_length, ""] for n, t in st.columns])
     dbname = ex.db_name(s.table.db)
-    t = ex.catalog.table(dbname, s.table.name)
-    if t is None:
-        raise SqlError(
-            f"table {dbname}.{s.table.name} does not exist",
-            sql=sql,
-            offset=s.table.span.start if s.table.span else None,
-            code=Code.TABLE_NOT_EXIST,
-        )
+    t = _known_table(ex, dbname, s.table, sql)
     db = ex.catalog.require_database(dbname)
     if not ex.principal.may_see_table(db, t.storage):
         raise access.denied(

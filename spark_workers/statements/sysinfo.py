@@ -14,8 +14,14 @@ for a table without them (0 / 1 / 0).
 whose rows it cannot know truthfully (a REST request is not a connection; tdweb keeps no list of
 running statements or client applications) with no rows, never with invented ones.
 
+The cluster's topology is this one server: ``ins_cluster``, ``ins_mnodes``, ``ins_dnodes`` (one
+node), ``ins_vgroups`` / ``ins_vnodes`` (one vgroup per database). Objects tdweb does not have
+(TMQ topics and subscriptions, indexes, views, compactions, qnodes, snodes) have their tables with
+TDengine's columns and no rows.
+
 Which tables a SYSINFO 0 user may not read follows TDengine's ``systable.c`` (the tables marked
-``sysInfo = true``: ``ins_dnodes``, ``ins_users``, ``ins_user_privileges``,
+``sysInfo = true``: ``ins_dnodes``, ``ins_mnodes``, ``ins_qnodes``, ``ins_snodes``,
+``ins_cluster``, ``ins_vgroups``, ``ins_vnodes``, ``ins_users``, ``ins_user_privileges``,
 ``ins_dnode_variables``); every other table lists only what the client may see.
 """
 
@@ -35,6 +41,7 @@ from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.names import SYSTEM_DB
 from spark_workers.limits import current_limits
 from spark_workers.query.planner import Source
+from spark_workers.query.system_functions import SERVER_VERSION as SERVER_RELEASE
 from spark_workers.sql import ast
 from spark_workers.streams.registry import StreamInfo, StreamRegistry
 from spark_workers.tdtypes import BIGINT, BOOL, INT, TIMESTAMP, TdType, varchar
@@ -254,6 +261,47 @@ def _dnodes(ex: SystemView) -> list[list[Any]]:
     return [[1, socket.gethostname(), vnodes, None, "ready", None, STARTED_MS, ""]]
 
 
+def _cluster(ex: SystemView) -> list[list[Any]]:
+    """``ins_cluster`` (SHOW CLUSTER; SYSINFO 1 only): one cluster, this server: its host name, the
+    seconds since this process started, the TDengine release whose SQL it speaks."""
+    require_sysinfo(ex.principal, "information_schema.ins_cluster")
+    uptime = int(time.time() - STARTED_MS / 1000)
+    return [[1, socket.gethostname(), uptime, STARTED_MS, SERVER_RELEASE, None]]
+
+
+def _mnodes(ex: SystemView) -> list[list[Any]]:
+    """``ins_mnodes`` (SHOW MNODES; SYSINFO 1 only): the one management node, this server."""
+    require_sysinfo(ex.principal, "information_schema.ins_mnodes")
+    return [[1, socket.gethostname(), "leader", "ready", STARTED_MS, STARTED_MS]]
+
+
+def _vgroups(ex: SystemView) -> list[list[Any]]:
+    """``ins_vgroups`` (SHOW VGROUPS; SYSINFO 1 only): one vgroup per visible database, on dnode 1,
+    holding its tables; ids are 1-based in database-name order."""
+    require_sysinfo(ex.principal, "information_schema.ins_vgroups")
+    out: list[list[Any]] = []
+    for i, (db, _) in enumerate(_visible_databases(ex), start=1):
+        n = len(ex.catalog.tables(db.name, kinds=("sub", "normal")))
+        out.append([i, db.name, n, 1, "leader", None, None, None, None, None, None, 0, 0, 0])
+    return out
+
+
+def _vnodes(ex: SystemView) -> list[list[Any]]:
+    """``ins_vnodes`` (SYSINFO 1 only): the vnode of each vgroup (:func:`_vgroups`)."""
+    require_sysinfo(ex.principal, "information_schema.ins_vnodes")
+    return [[1, r[0], r[1], "leader", STARTED_MS, STARTED_MS, True] for r in _vgroups(ex)]
+
+
+def _sysinfo_none(table: str) -> Callable[[SystemView], list[list[Any]]]:
+    """No rows, for SYSINFO 1 users only: node kinds tdweb does not run (qnodes, snodes)."""
+
+    def rows(ex: SystemView) -> list[list[Any]]:
+        require_sysinfo(ex.principal, f"information_schema.{table}")
+        return []
+
+    return rows
+
+
 def _configs(ex: SystemView) -> list[list[Any]]:
     """``ins_configs`` (SHOW [CLUSTER] VARIABLES): the settings of this server a TDengine client
     asks for, with their real values: the time zone literals are read in (``TDWEB_TIMEZONE``),
@@ -456,6 +504,138 @@ TABLES: dict[str, SystemTable] = {
             _none,
         ),
         SystemTable("ins_configs", (("name", varchar(64)), ("value", varchar(64))), _configs),
+        SystemTable(
+            "ins_cluster",
+            (
+                ("id", BIGINT),
+                ("name", varchar(134)),
+                ("uptime", INT),
+                ("create_time", TIMESTAMP),
+                ("version", varchar(10)),
+                ("expire_time", TIMESTAMP),
+            ),
+            _cluster,
+            sysinfo=True,
+        ),
+        SystemTable(
+            "ins_mnodes",
+            (
+                ("id", INT),
+                ("endpoint", varchar(134)),
+                ("role", varchar(12)),
+                ("status", varchar(9)),
+                ("create_time", TIMESTAMP),
+                ("role_time", TIMESTAMP),
+            ),
+            _mnodes,
+            sysinfo=True,
+        ),
+        SystemTable(
+            "ins_qnodes",
+            (("id", INT), ("endpoint", varchar(134)), ("create_time", TIMESTAMP)),
+            _sysinfo_none("ins_qnodes"),
+            sysinfo=True,
+        ),
+        SystemTable(
+            "ins_snodes",
+            (("id", INT), ("endpoint", varchar(134)), ("create_time", TIMESTAMP)),
+            _sysinfo_none("ins_snodes"),
+            sysinfo=True,
+        ),
+        SystemTable(
+            "ins_vgroups",
+            (
+                ("vgroup_id", INT),
+                ("db_name", varchar(64)),
+                ("tables", INT),
+                *(
+                    (f"v{i}_{part}", SMALLINT if part == "dnode" else varchar(9))
+                    for i in range(1, 5)
+                    for part in ("dnode", "status")
+                ),
+                ("cacheload", INT),
+                ("cacheelements", INT),
+                ("tsma", TINYINT),
+            ),
+            _vgroups,
+            sysinfo=True,
+        ),
+        SystemTable(
+            "ins_vnodes",
+            (
+                ("dnode_id", INT),
+                ("vgroup_id", INT),
+                ("db_name", varchar(64)),
+                ("status", varchar(9)),
+                ("role_time", TIMESTAMP),
+                ("start_time", TIMESTAMP),
+                ("restored", BOOL),
+            ),
+            _vnodes,
+            sysinfo=True,
+        ),
+        # objects tdweb does not have (TDengine's TMQ topics, indexes, views, compactions): their
+        # tables exist with TDengine's columns and no rows; CREATE TOPIC / INDEX / VIEW are refused
+        SystemTable(
+            "ins_topics",
+            (
+                ("topic_name", varchar(192)),
+                ("db_name", varchar(64)),
+                ("create_time", TIMESTAMP),
+                ("sql", varchar(1024)),
+                ("schema", varchar(16384)),
+                ("meta", varchar(4)),
+                ("type", varchar(8)),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "ins_subscriptions",
+            (
+                ("topic_name", varchar(256)),
+                ("consumer_group", varchar(192)),
+                ("vgroup_id", INT),
+                ("consumer_id", varchar(32)),
+                ("user", varchar(23)),
+                ("fqdn", varchar(128)),
+                ("offset", varchar(64)),
+                ("rows", BIGINT),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "ins_indexes",
+            (
+                ("index_name", varchar(192)),
+                ("db_name", varchar(64)),
+                ("table_name", varchar(192)),
+                ("vgroup_id", INT),
+                ("create_time", TIMESTAMP),
+                ("column_name", varchar(192)),
+                ("index_type", varchar(192)),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "ins_views",
+            (
+                ("view_name", varchar(192)),
+                ("db_name", varchar(64)),
+                ("effective_user", varchar(23)),
+                ("create_time", TIMESTAMP),
+                ("type", varchar(128)),
+                ("query_sql", varchar(1024)),
+                ("parameters", varchar(2048)),
+                ("default_values", varchar(2048)),
+                ("target_table", varchar(192)),
+            ),
+            _none,
+        ),
+        SystemTable(
+            "ins_compacts",
+            (("compact_id", INT), ("db_name", varchar(64)), ("start_time", TIMESTAMP)),
+            _none,
+        ),
         SystemTable(
             "ins_dnode_variables",
             (("dnode_id", INT), ("name", varchar(64)), ("value", varchar(4096)), ("scope", varchar(8))),

@@ -90,11 +90,12 @@ def _insert_target(
         table = subtable(ex, target.using, sql)
         to_create.append(table)
     if table is None:
-        raise SqlError(
-            f"Table does not exist: {dbname}.{target.table.name}",
+        raise ex.no_such_table(
+            dbname,
+            target.table.name,
             sql=sql,
-            offset=target.table.span.start if target.table.span else None,
-            code=Code.TABLE_NOT_EXIST,
+            span=target.table.span,
+            message=f"Table does not exist: {dbname}.{target.table.name}",
         )
     refuse_write(table, "INSERT", sql=sql, span=target.table.span)
     if table.kind == "super" and not any(c.lower() == "tbname" for c in target.columns or []):
@@ -417,11 +418,12 @@ def delete(ex: Session, s: ast.Delete, sql: str) -> ResultSet:
     db = ex.catalog.require_database(dbname)
     table = ex.catalog.table(dbname, s.table.name)
     if table is None:
-        raise SqlError(
-            f"Table does not exist: {dbname}.{s.table.name}",
+        raise ex.no_such_table(
+            dbname,
+            s.table.name,
             sql=sql,
-            offset=s.table.span.start if s.table.span else None,
-            code=Code.TABLE_NOT_EXIST,
+            span=s.table.span,
+            message=f"Table does not exist: {dbname}.{s.table.name}",
         )
     refuse_write(table, "DELETE", sql=sql, span=s.table.span)
     storage = table if table.kind != "sub" else ex.catalog.require_table(dbname, table.storage)

@@ -188,6 +188,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         else:
             view = duck.register_source(src)
         input_types, group_types, aggs, out_schema = empty_stage_types(plan, duck, view, tz)
+    _refuse_unstreamed_types(src, input_types, plan.inputs)
     computation = None
     if plan.projection:
         columns = _projection_columns(plan, out_schema)
@@ -231,6 +232,38 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         history_from=_history_from(spec, src.db.precision, tz),
         fill=fill,
     )
+
+
+def _refuse_unstreamed_types(
+    src: Source, input_types: dict[str, pa.DataType], exprs: dict[str, exp.Expr]
+) -> None:
+    """Refuse a stream whose window engine would read VARBINARY, GEOMETRY or DECIMAL values
+    (NOT_SUPPORTED, naming the source's column): the engine (numpy) and the sink have no rules
+    for them yet, and a stream must never compute them wrongly. Stage 1 runs on DuckDB, so
+    expressions over them (``st_astext(g)``, ``j->'k'``, ``cast(d as double)``) stream as their
+    results; JSON tags stream as their text. BIGINT UNSIGNED values are decimals of scale 0 too:
+    those pass unless the source has a DECIMAL column of exactly that type."""
+    for name, t in input_types.items():
+        binary = pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+        decimal = pa.types.is_decimal(t)
+        if not (binary or decimal):
+            continue
+        e = exprs.get(name)
+        read = {c.name.lower() for c in e.find_all(exp.Column)} if e is not None else set(src.columns)
+        for key, (display, td) in src.columns.items():
+            if key not in read:
+                continue
+            if (binary and td.name in ("VARBINARY", "GEOMETRY")) or (decimal and td.stores_as(t)):
+                raise SqlError(
+                    f"column {display} of type {td.sql} is not supported in stream computations yet "
+                    "(convert it in the query, e.g. cast or st_astext)",
+                    code=Code.NOT_SUPPORTED,
+                )
+        if binary or t.scale > 0:  # scale 0: integers (BIGINT UNSIGNED arithmetic)
+            raise SqlError(
+                "a VARBINARY, GEOMETRY or DECIMAL value is not supported in stream computations yet",
+                code=Code.NOT_SUPPORTED,
+            )
 
 
 def _history_from(spec: StreamSpec, precision: str, tz: str) -> int | None:
@@ -305,7 +338,9 @@ def _stream_plan(spec: StreamSpec, src: Source, tz: str) -> tuple[str, WindowPla
         check_stream_fill(q.fill, spec.options.trigger, sql)
     try:
         # a 3.3.7 COUNT_WINDOW trigger counts from 1 ("The minimum value is 1", seed 002)
-        plan = plan_window(q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None)
+        plan = plan_window(
+            q, src, sql, streaming=True, tz=tz, min_count=1 if v337 else None, stream_functions=v337
+        )
     except SqlError as e:
         if not v337:
             raise

@@ -90,6 +90,31 @@ def test_normal_users_cannot_read_write_or_drop_each_others_data(users) -> None:
     ]
 
 
+def test_a_missing_table_and_a_forbidden_one_get_the_same_answer(users) -> None:
+    """Whether ``ann_db.<name>`` exists must not leak to ben: a missing table and an existing one
+    he may not read both answer 0x2644 (TDengine's "Permission denied or target object not
+    exist"), for every statement that names a table; ann, who owns the database, learns that the
+    missing one does not exist."""
+    ben, ann, root = users["ben"], users["ann"], users["root"]
+    forms = (
+        "SELECT * FROM ann_db.{t}",
+        "SELECT count(*) FROM ann_db.{t} INTERVAL(1m)",
+        "DESCRIBE ann_db.{t}",
+        "SHOW CREATE TABLE ann_db.{t}",
+        "SHOW TAGS FROM ann_db.{t}",
+        "SHOW TABLE TAGS FROM ann_db.{t}",
+        "INSERT INTO ann_db.{t} VALUES ('2024-01-02 00:00:00', 9)",
+        "DELETE FROM ann_db.{t} WHERE ts < '2025-01-01'",
+    )
+    for form in forms:
+        existing, missing = _code(ben, form.format(t="d1")), _code(ben, form.format(t="no_such"))
+        assert existing == missing == Code.PERMISSION_DENIED, form
+        assert _code(ann, form.format(t="no_such")) == Code.TABLE_NOT_EXIST, form
+    # with a database-wide grant, ben may learn what exists
+    root.sql("GRANT READ ON ann_db.* TO ben")
+    assert _code(ben, "SELECT * FROM ann_db.no_such") == Code.TABLE_NOT_EXIST
+
+
 def test_grant_opens_what_it_names_and_revoke_closes_it(users) -> None:
     ben, root = users["ben"], users["root"]
     root.sql("GRANT READ ON ann_db.* TO ben")
@@ -107,6 +132,31 @@ def test_grant_opens_what_it_names_and_revoke_closes_it(users) -> None:
     root.sql("REVOKE ALL ON ann_db.* FROM ben")
     assert _code(ben, "SELECT count(*) FROM ann_db.meters") == Code.PERMISSION_DENIED
     assert not any(r[0] == "ben" for r in root.sql("SHOW USER PRIVILEGES")["data"])
+
+
+def test_every_join_type_needs_read_on_each_joined_table(users) -> None:
+    """TDengine's join types (query/joins.py) bind each table through the one READ check: ben
+    joining his own table with ann's is refused until a grant names ann's database."""
+    ben, root = users["ben"], users["root"]
+    ben.sql("CREATE DATABASE ben_db")
+    ben.sql("CREATE TABLE ben_db.mine (ts TIMESTAMP, k INT)")
+    ben.sql("INSERT INTO ben_db.mine VALUES ('2024-01-01 00:00:00', 7)")
+    joins = (
+        "SELECT m.ts, n.msg FROM ben_db.mine m JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT SEMI JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT ANTI JOIN ann_db.notes n ON m.ts = n.ts",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT ASOF JOIN ann_db.notes n",
+        "SELECT m.ts, n.msg FROM ann_db.notes n RIGHT ASOF JOIN ben_db.mine m",
+        "SELECT m.ts, n.msg FROM ben_db.mine m LEFT WINDOW JOIN ann_db.notes n WINDOW_OFFSET(-1s, 1s)",
+        "SELECT m.ts, count(d.v) FROM ben_db.mine m LEFT WINDOW JOIN ann_db.meters d WINDOW_OFFSET(-1m, 1m)",
+    )
+    for sql in joins:
+        assert _code(ben, sql) == Code.PERMISSION_DENIED, sql
+    root.sql("GRANT READ ON ann_db.* TO ben")
+    for sql in joins:  # now ben reads what root reads
+        assert ben.sql(sql)["data"] == root.sql(sql)["data"], sql
+    assert ben.sql(joins[2])["data"] and not ben.sql(joins[3])["data"]  # the note matches: semi, not anti
 
 
 def test_table_level_grants(users) -> None:

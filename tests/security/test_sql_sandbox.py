@@ -164,7 +164,7 @@ def test_unknown_function_error_is_tdengines(env: Env) -> None:
         ("select a from st group by all", "GROUP BY ALL"),
         ("with recursive x as (select 1) select * from x", "RECURSIVE"),
         ("select cast(a as json) from st", "JSON"),
-        ("select a -> '$.x' from st", "->"),
+        ("select a ->> '$.x' from st", "->>"),  # -> is TDengine's (JSON tags)
         ("select * from st natural join st", "NATURAL"),
         ("select * from (values (1)) v(a)", "VALUES"),
         ("select * from st tablesample 10%", "TABLESAMPLE"),
@@ -179,8 +179,15 @@ def test_constructs_outside_tdengine_sql_are_syntax_errors(env: Env, sql: str, w
 
 
 def test_tdengine_functions_not_implemented_are_not_supported(env: Env) -> None:
-    e = env.refused("select twa(a) from st")
-    assert e.code == NOT_SUPPORTED and "twa" in e.desc
+    # INTERP is implemented (query/interp.py): without its clause it is TDengine's 0x265D
+    e = env.refused("select interp(a) from st")
+    assert e.code == 0x265D and "Missing RANGE clause" in e.desc
+    # anywhere but an INTERP query's select list it is refused by name
+    e = env.refused("select a from st where interp(a) > 1")
+    assert e.code == NOT_SUPPORTED and "interp" in e.desc
+    # the geometry predicates are still refused by name
+    e = env.refused("select st_intersects(a, a) from st")
+    assert e.code == NOT_SUPPORTED and "st_intersects" in e.desc
 
 
 def test_cte_names_only_shadow_inside_their_scope(env: Env) -> None:

@@ -183,3 +183,30 @@ def test_now_into_an_int_column_is_out_of_range_and_writes_nothing(ex: Executor,
     assert ex.lake.version("p", "t") == before
     ex.execute("INSERT INTO p.t VALUES (1704067300000, 5)")  # the table still takes a good row
     assert [list(r) for r in ex.execute_one("SELECT v FROM p.t").rows] == [[5]]
+
+
+# ---------------------------------------------------------------------- clauses DuckDB's binder refuses
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "words", "token"),
+    [
+        ("select v from p.t order by 5", Code.WRONG_NUMBER_OF_SELECT, "ORDER BY item", "order by"),
+        (
+            "select v from p.t union all select ts, v from p.t",
+            Code.INCORRECT_NUM_OF_COL,
+            "result columns",
+            "union",
+        ),
+        ("select * from p.t limit -1", Code.SYNTAX_ERROR, "LIMIT", "limit"),
+        ("select x.v from p.t", Code.TABLE_NOT_EXIST, "Table does not exist: x", "x.v"),
+        ("select v + 'x' from p.t", Code.WRONG_VALUE_TYPE, "wrong value type", None),
+    ],
+)
+def test_binder_refusals_in_tdengines_words(
+    ex: Executor, sql: str, code: int, words: str, token: str | None
+) -> None:
+    e = refused(ex, sql)
+    assert e.code == code and words in e.message, e.desc
+    if token is not None:
+        at(e, sql, token)

@@ -146,6 +146,13 @@ def test_show_table_tags_errors_in_tdengine_words(lake: Lake, ex: Executor) -> N
         "show dnode 1 variables",
         "show users",
         "select * from information_schema.ins_users",
+        "show cluster",
+        "show mnodes",
+        "show qnodes",
+        "show snodes",
+        "show vnodes",
+        "select * from information_schema.ins_vgroups",
+        "select * from information_schema.ins_cluster",
     ],
 )
 def test_sysinfo_0_users_are_refused_system_information(lake: Lake, sql: str) -> None:
@@ -163,6 +170,56 @@ def test_ins_dnodes_is_this_server(ex: Executor) -> None:
     (row,) = res.rows
     assert row[0] == 1 and row[1] == socket.gethostname() and row[4] == "ready"
     assert row[2] == len(rows(ex, "show d1.vgroups")) * 2  # one vgroup per database: d1, d2
+
+
+def test_cluster_mnodes_vgroups_and_vnodes_are_this_server_and_its_databases(
+    lake: Lake, ex: Executor
+) -> None:
+    """SHOW CLUSTER / MNODES / VGROUPS / VNODES with TDengine's columns (``systable.c``): one node,
+    this process; one vgroup per database the client may see, counting its subtables and normal
+    tables."""
+    cols = [c.name for c in ex.execute_one("show cluster").columns]
+    assert cols == ["id", "name", "uptime", "create_time", "version", "expire_time"]
+    ((_, name, uptime, _, version, _),) = rows(ex, "show cluster")
+    assert name == socket.gethostname() and uptime >= 0 and version == SERVER_VERSION
+    assert [r[1:5] for r in rows(ex, "show mnodes")] == [
+        [socket.gethostname(), "leader", "ready", rows(ex, "show mnodes")[0][4]]
+    ]
+    got = rows(
+        ex, "select db_name, tables, v1_dnode, v1_status from information_schema.ins_vgroups order by db_name"
+    )
+    assert got == [["d1", len(ST_TAGS) + 1, 1, "leader"], ["d2", 1, 1, "leader"]]
+    assert [r[1] for r in rows(ex, "show d2.vgroups")] == ["d2"]
+    assert sorted(r[2] for r in rows(ex, "show vnodes")) == ["d1", "d2"]
+    # a user sees the vgroups of the databases they hold a privilege in only
+    erin = as_user(lake, Principal("erin", sysinfo=True, grants=(Grant("d2", None, read=True),)))
+    assert [r[1] for r in rows(erin, "select * from information_schema.ins_vgroups")] == ["d2"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "table"),
+    [
+        ("show topics", "ins_topics"),
+        ("show subscriptions", "ins_subscriptions"),
+        ("show views", "ins_views"),
+        ("show compacts", "ins_compacts"),
+        ("show indexes from d1.st", "ins_indexes"),
+        ("show indexes from st from d1", "ins_indexes"),
+        ("show qnodes", "ins_qnodes"),
+        ("show snodes", "ins_snodes"),
+    ],
+)
+def test_objects_tdweb_does_not_have_are_listed_empty_with_tdengines_columns(
+    ex: Executor, sql: str, table: str
+) -> None:
+    res = ex.execute_one(sql)
+    described = [r[0] for r in rows(ex, f"describe information_schema.{table}")]
+    assert [c.name for c in res.columns] == described and res.rows == []
+
+
+def test_show_indexes_of_a_table_the_user_may_not_read(lake: Lake, ex: Executor) -> None:
+    e = error(as_user(lake, ALICE), "show indexes from d1.secret")
+    assert e.code == Code.PERMISSION_DENIED
 
 
 # ---------------------------------------------------------------------- variables, functions

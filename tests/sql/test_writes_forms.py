@@ -200,6 +200,21 @@ def test_insert_values_fold_scalar_functions_of_constants(ex: Executor) -> None:
     assert rows(ex, "select count(*) from w.copy") == [[3]]
 
 
+def test_insert_values_fold_system_functions(ex: Executor) -> None:
+    """TDengine folds DATABASE() / SERVER_VERSION() / CURRENT_USER() to the session's constants in
+    VALUES as it does in SELECT."""
+    import socket
+
+    ex.execute_one("use w")
+    ex.execute_one(
+        f"insert into w.copy values ({BASE_MS}, 1, 1, database()) ({BASE_MS + 1}, server_status(), 2, user())"
+    )
+    assert rows(ex, "select a, s from w.copy") == [[1, "w"], [1, f"root@{socket.gethostname()}"]]
+    e = error(ex, f"insert into w.copy values ({BASE_MS + 2}, 1, 1, database(1))")
+    assert e.code == Code.INVALID_FUNCTION and "database" in e.message
+    assert rows(ex, "select count(*) from w.copy") == [[2]]
+
+
 def _ms(text: str) -> int:
     return int(dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp() * 1000)
 

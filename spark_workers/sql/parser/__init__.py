@@ -25,6 +25,7 @@ from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.parser.base import L_PAREN, ParserBase
 from spark_workers.sql.parser.introspection import IntrospectionParser
 from spark_workers.sql.parser.streams import StreamsParser
+from spark_workers.sql.parser.unsupported import refuse_unsupported
 from spark_workers.sql.parser.users import UsersParser
 from spark_workers.sql.parser.writes import WritesParser
 
@@ -138,6 +139,7 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
     """Recursive-descent parser of one statement: picks the family by the first words."""
 
     def statement(self) -> ast.Statement:
+        refuse_unsupported(self)
         w = self.word()
         first = w[0] if w else ""
         if self.is_type(L_PAREN) or first in ("SELECT", "WITH"):

@@ -363,11 +363,15 @@ class ParserBase:
         tt = t.token_type
         if tt == TokenType.NUMBER:
             lit = exp.Literal.number(t.text)
+            lit.meta["start"] = self.toks[lo].start  # where a tag value's error points (offset_of)
             return exp.Neg(this=lit) if neg else lit
         if neg:
             return None
         if tt == TokenType.STRING:
-            return exp.Literal.string(t.text)
+            lit = exp.Literal.string(t.text)
+            lit.meta["start"] = t.start
+            lit.meta["td_raw"] = self.sql[t.start + 1 : t.end]  # as written: VARBINARY reads '\\x..' as hex
+            return lit
         if tt == TokenType.NULL:
             return exp.Null()
         if tt in (TokenType.TRUE, TokenType.FALSE):
@@ -456,6 +460,16 @@ class ParserBase:
             return int(t.text)
         return None
 
+    def type_scale(self, type_name: str) -> int | None:
+        """The ``, s`` of ``DECIMAL(p, s)`` (None when absent; TDengine SQL manual "Data Types")."""
+        if not self.accept_type(COMMA):
+            return None
+        n = self.tok()
+        if n is None or n.token_type != TokenType.NUMBER or not n.text.isdigit():
+            raise self.error(f"syntax error: expected the scale of {type_name}")
+        self.i += 1
+        return int(n.text)
+
     def data_type(self) -> TdType:
         t = self.tok()
         if t is None or not lexer.is_word(t) or " " in t.text:
@@ -469,8 +483,11 @@ class ParserBase:
                 raise self.error(f"syntax error: expected the length of {t.text}")
             length = int(n.text)
             self.i += 1
+            scale = self.type_scale(t.text)
             self.expect_type(R_PAREN, f"syntax error: expected ')' after the length of {t.text}")
+        else:
+            scale = None
         try:
-            return TdType.parse(t.text, length, unsigned)
+            return TdType.parse(t.text, length, unsigned, scale)
         except SqlError as e:
             raise e.at(self.sql, t.start) from None

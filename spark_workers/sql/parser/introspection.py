@@ -27,6 +27,14 @@ _SHOW_FIXED: tuple[tuple[tuple[str, ...], str], ...] = (
     (("APPS",), "apps"),
     (("CONSUMERS",), "consumers"),
     (("TRANSACTIONS",), "transactions"),
+    (("MNODES",), "mnodes"),
+    (("QNODES",), "qnodes"),
+    (("SNODES",), "snodes"),
+    (("VNODES",), "vnodes"),
+    (("TOPICS",), "topics"),
+    (("SUBSCRIPTIONS",), "subscriptions"),
+    (("VIEWS",), "views"),
+    (("COMPACTS",), "compacts"),
 )
 
 
@@ -74,6 +82,14 @@ class IntrospectionParser(ParserBase):
             return ast.Show(what="local_variables", like=self._like())
         if self.accept("CLUSTER", "VARIABLES") or self.accept("VARIABLES"):
             return ast.Show(what="variables", like=self._like())
+        if self.accept("CLUSTER"):
+            return ast.Show(what="cluster")
+        if self.accept("INDEXES") or self.accept("INDEX"):  # SHOW INDEXES FROM [db.]tb [FROM db]
+            self.expect("FROM", message="syntax error: expected FROM after SHOW INDEXES")
+            target = self.table_name()
+            if self.accept("FROM"):
+                target = TableName(name=target.name, db=self.name("a database name")[0], span=target.span)
+            return ast.Show(what="indexes", target=target, db=target.db)
         if self.accept("DNODE"):
             t = self.expect_type(TokenType.NUMBER, "syntax error: expected a dnode id after SHOW DNODE")
             self.expect("VARIABLES", message="syntax error: expected VARIABLES after SHOW DNODE <id>")
@@ -100,8 +116,8 @@ class IntrospectionParser(ParserBase):
                 "syntax error: expected VTABLES after SHOW NORMAL / SHOW CHILD"
                 if vkind
                 else "syntax error: expected DATABASES, STABLES, TABLES, VTABLES, STREAMS, VGROUPS, TAGS, "
-                "TABLE TAGS, CREATE ..., USERS, DNODES, FUNCTIONS, VARIABLES, LOCAL VARIABLES, CONNECTIONS, "
-                "QUERIES or APPS after SHOW"
+                "TABLE TAGS, CREATE ..., USERS, DNODES, MNODES, CLUSTER, FUNCTIONS, VARIABLES, "
+                "LOCAL VARIABLES, CONNECTIONS, QUERIES, APPS, TOPICS, INDEXES or VIEWS after SHOW"
             )
         self.i += 1
         what = _SHOW_KINDS[w[0]]

@@ -21,6 +21,7 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast, lexer
 from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
+from spark_workers.sql.parser.joins import attach_joins, join_words
 
 _WINDOW_WORDS = frozenset({"INTERVAL", "SESSION", "STATE_WINDOW", "COUNT_WINDOW"})
 # Seed 004 (the blog's second example, "With a sliding window, aggregating the streams of all
@@ -66,7 +67,9 @@ _QUERY_STOP = frozenset(
         ("OUTPUT_SUBTABLE",),
     }
 )
-_FILL_MODES = frozenset({"NONE", "NULL", "PREV", "NEXT", "LINEAR", "VALUE", "NULL_F", "VALUE_F"})
+_FILL_MODES = frozenset({"NONE", "NULL", "PREV", "NEXT", "LINEAR", "VALUE", "NULL_F", "VALUE_F", "NEAR"})
+# INTERP's clause keywords (TDengine SQL manual, "Data Querying", interp_clause)
+_INTERP_WORDS = frozenset({"RANGE", "EVERY"})
 
 
 # the order of a query's clauses in TDengine's SELECT grammar (sql.y: from, where, partition by,
@@ -82,6 +85,8 @@ _CLAUSE_RANK = {
     "COUNT_WINDOW": 4,
     "SLIDING": 4,
     "FILL": 4,
+    "RANGE": 4,
+    "EVERY": 4,
     "GROUP": 5,
     "HAVING": 6,
     "ORDER": 7,
@@ -109,6 +114,9 @@ class _Clauses:
     window: ast.Window | None = None
     fill: ast.Fill | None = None
     set_op: int | None = None
+    range_: tuple[exp.Expr, exp.Expr | None, Duration | None, ast.Span] | None = None
+    every: tuple[Duration, ast.Span] | None = None
+    slimit: tuple[int | None, int | None, ast.Span] | None = None
 
 
 class QueriesParser(ParserBase):
@@ -148,6 +156,7 @@ class QueriesParser(ParserBase):
             or self._match(j, ("PARTITION", "BY")) > 0
             or (w in (("FILL",), ("SLIDING",)) and nxt_paren)
             or (len(w) == 1 and w[0] in _EKUIPER_FUNCTIONS and nxt_paren)
+            or self.starts_interp(j)
         )
 
     def check_nested(self, lo: int, hi: int) -> None:
@@ -164,9 +173,12 @@ class QueriesParser(ParserBase):
                         stack.pop()
                 elif stack and stack[-1] and self.starts_td_clause(j):
                     what = "PARTITION BY" if self._match(j, ("PARTITION", "BY")) > 0 else "window clauses"
+                    what = "RANGE / EVERY" if self.starts_interp(j) else what
                     raise self.err_at(
                         f"{what} in a subquery: PARTITION BY and window clauses are supported in the "
-                        "outermost query only",
+                        "outermost query only"
+                        if not self.starts_interp(j)
+                        else f"{what} in a subquery: INTERP is supported in the outermost query only",
                         j,
                         code=Code.NOT_SUPPORTED,
                     )
@@ -226,11 +238,14 @@ class QueriesParser(ParserBase):
             window = ek[0]
             removed.extend(ek[1])
         gone: set[int] = set()
-        for a, b in removed:
+        join_found = join_words(self, lo, hi)  # TDengine's join words (parser/joins.py)
+        for a, b in [*removed, *join_found.cut]:
             gone.update(range(a, b))
         kept = [self.toks[k] for k in range(lo, hi) if k not in gone]
         tree = self.sg_query(kept, lo, hi)
+        attach_joins(self, tree, join_found)
         span = self.span(lo, hi)
+        slimit, soffset, slimit_span = clauses.slimit or (None, None, None)
         return ast.SelectQuery(
             select=tree,
             partition_by=clauses.partition,
@@ -239,6 +254,10 @@ class QueriesParser(ParserBase):
             item_texts=self.item_texts(lo, hi, tree),
             text=self.sql[span.start : span.end],
             span=span,
+            interp=self.interp_of(clauses),
+            slimit=slimit,
+            soffset=soffset,
+            slimit_span=slimit_span,
         )
 
     def td_clauses(self, lo: int, hi: int) -> _Clauses:
@@ -279,7 +298,7 @@ class QueriesParser(ParserBase):
         if w[0] in ("UNION", "INTERSECT", "EXCEPT"):
             return 0
         r = _CLAUSE_RANK.get(w[0])
-        if r is None:
+        if r is None or (w[0] in _INTERP_WORDS and not self.starts_interp(j)):
             return rank
         if r < rank and not (clauses.removed and w[0] in ("FROM", "WHERE")):  # td_clause_at says it
             raise self.err_at(
@@ -314,9 +333,11 @@ class QueriesParser(ParserBase):
             if clauses.fill is not None:
                 raise self.err_at("syntax error: duplicate FILL", j)
             clauses.fill = self.fill_clause()
+        else:
+            self.interp_or_slimit_at(j, clauses)
 
     def window_end_stop_or_window(self, j: int) -> bool:
-        return self.window_end_stop(j) or self.starts_window(j)
+        return self.window_end_stop(j) or self.starts_window(j) or self.starts_interp(j)
 
     def sg_query(self, kept: list[Token], lo: int, hi: int) -> exp.Expr:
         parser = DIALECT.parser()
@@ -618,3 +639,105 @@ class QueriesParser(ParserBase):
             filter=filter_,
             span=self.span(lo, hi),
         )
+
+    # ------------------------------------------------------------------ INTERP clause, SLIMIT
+
+    def starts_interp(self, j: int) -> bool:
+        """``RANGE(`` / ``EVERY(`` after the query's FROM, at its depth (INTERP's clause)."""
+        w = lexer.words(self.toks[j])
+        return (
+            len(w) == 1
+            and w[0] in _INTERP_WORDS
+            and j + 1 < self.end
+            and self.toks[j + 1].token_type == L_PAREN
+            and self.after_from(j)
+        )
+
+    def interp_or_slimit_at(self, j: int, clauses: _Clauses) -> None:
+        """Parse ``RANGE(...)``, ``EVERY(...)`` or ``SLIMIT n [SOFFSET m]`` / ``SLIMIT m, n``
+        at depth-0 token ``j`` into ``clauses`` (the cursor stays at ``j`` for anything else).
+        TDengine SQL manual, "Data Querying": interp_clause, SLIMIT."""
+        if self.starts_interp(j):
+            if self.at("RANGE"):
+                if clauses.range_ is not None:
+                    raise self.err_at("syntax error: duplicate RANGE", j)
+                clauses.range_ = self.range_clause()
+            else:
+                if clauses.every is not None:
+                    raise self.err_at("syntax error: duplicate EVERY", j)
+                self.i += 1
+                items, _, close = self.paren_items("after EVERY duration")
+                if len(items) != 1:
+                    raise self.err_at("syntax error: EVERY expects one duration", close if not items else j)
+                clauses.every = (self.duration_range(*items[0], "an EVERY duration"), self.span(j, self.i))
+        elif self.at("SLIMIT") or self.at("SOFFSET"):
+            if clauses.slimit is not None or self.at("SOFFSET"):
+                raise self.err_at(f"syntax error near '{self.text_of(self.toks[j])}'", j)
+            clauses.slimit = self.slimit_clause(j)
+
+    def range_clause(self) -> tuple[exp.Expr, exp.Expr | None, Duration | None, ast.Span]:
+        """``RANGE(ts)``, ``RANGE(start, end)``, ``RANGE(ts, surrounding)`` or ``RANGE(start, end,
+        surrounding)``: timestamps are constant expressions, the surrounding time a duration
+        literal (TDengine 3.3.4.9+; a quoted or bare number there is "Invalid range interval")."""
+        start = self.i
+        self.expect("RANGE")
+        items, _, close = self.paren_items("after RANGE times")
+        if not items or len(items) > 3:
+            raise self.err_at("syntax error: RANGE expects (start[, end][, surrounding_time])", start)
+        exprs = [self.sg(a, b, exp.Expr, "a RANGE time") if a < b else None for a, b in items]
+        for (a, _b), e in zip(items, exprs, strict=True):
+            if e is None:
+                raise self.err_at("syntax error: expected a RANGE time", a)
+        surround: Duration | None = None
+        last = exprs[-1]
+        if len(items) == 3 or (len(items) == 2 and isinstance(last, exp.Interval)):
+            a, b = items[-1]
+            if not isinstance(last, exp.Interval):
+                raise self.err_at(
+                    "Invalid range interval: the surrounding time is a duration literal such as 10s",
+                    a,
+                    code=Code.INVALID_INTERP_CLAUSE,
+                )
+            surround = self.duration_range(a, b, "a surrounding time")
+            exprs = exprs[:-1]
+        for (a, _b), e in zip(items, exprs, strict=False):
+            if isinstance(e, exp.Interval):
+                raise self.err_at("Invalid range interval: a RANGE time is expected here", a)
+        end = exprs[1] if len(exprs) == 2 else None
+        assert exprs[0] is not None
+        return exprs[0], end, surround, self.span(start, close + 1)
+
+    def slimit_clause(self, j: int) -> tuple[int | None, int | None, ast.Span]:
+        """``SLIMIT n [SOFFSET m]`` or ``SLIMIT m, n`` (offset, count) at the cursor."""
+        self.expect("SLIMIT")
+
+        def number(what: str) -> int:
+            t = self.tok()
+            if t is None or t.token_type != TokenType.NUMBER or not t.text.isdigit():
+                raise self.error(f"syntax error: SLIMIT expects {what}")
+            self.i += 1
+            return int(t.text)
+
+        limit = number("a non-negative integer")
+        offset: int | None = None
+        if self.accept_type(COMMA):
+            offset, limit = limit, number("a non-negative integer after the comma")
+        elif self.accept("SOFFSET"):
+            offset = number("a non-negative integer after SOFFSET")
+        return limit, offset, self.span(j, self.i)
+
+    def interp_of(self, clauses: _Clauses) -> ast.InterpClause | None:
+        """The INTERP clause of a query's RANGE / EVERY (None without either)."""
+        if clauses.range_ is None and clauses.every is None:
+            return None
+        every, every_span = clauses.every or (None, None)
+        if clauses.range_ is None:
+            assert every_span is not None
+            raise SqlError(
+                "Missing RANGE clause, EVERY clause or FILL clause",
+                sql=self.sql,
+                offset=every_span.start,
+                code=Code.INVALID_INTERP_CLAUSE,
+            )
+        start, end, surround, range_span = clauses.range_
+        return ast.InterpClause(start, end, surround, every, range_span, every_span)

@@ -6,10 +6,27 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from spark_workers.errors import Code
+from spark_workers.errors import Code, SqlError
 from spark_workers.sql import ast, lexer
 from spark_workers.sql.ast import Span, TableName
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
+from spark_workers.tdtypes import check_placement, placement_code
+
+# TDengine's db_options of CREATE DATABASE (3.3, sql.y ``db_options``; "Manage Databases"). tdweb
+# honours PRECISION and DURATION (the lake's time buckets); the others tune vnodes, caches, the WAL
+# and compaction, which a single node over Delta tables does not have: they are stored and shown
+# by SHOW CREATE DATABASE / ins_databases, change no result, and ALTER DATABASE refuses them.
+CREATE_DB_OPTIONS = frozenset(
+    {
+        "BUFFER", "CACHEMODEL", "CACHESIZE", "COMP", "DURATION", "WAL_FSYNC_PERIOD", "MAXROWS", "MINROWS",
+        "KEEP", "PAGES", "PAGESIZE", "TSDB_PAGESIZE", "PRECISION", "REPLICA", "STRICT", "WAL_LEVEL",
+        "VGROUPS", "SINGLE_STABLE", "RETENTIONS", "SCHEMALESS", "WAL_RETENTION_PERIOD",
+        "WAL_RETENTION_SIZE", "WAL_ROLL_PERIOD", "WAL_SEGMENT_SIZE", "STT_TRIGGER", "TABLE_PREFIX",
+        "TABLE_SUFFIX", "KEEP_TIME_OFFSET", "ENCRYPT_ALGORITHM", "S3_CHUNKPAGES", "S3_KEEPLOCAL",
+        "S3_COMPACT", "SS_CHUNKSIZE", "SS_KEEPLOCAL", "SS_COMPACT", "DNODES", "COMPACT_INTERVAL",
+        "COMPACT_TIME_RANGE", "COMPACT_TIME_OFFSET",
+    }
+)  # fmt: skip
 
 
 class TablesParser(ParserBase):
@@ -23,7 +40,12 @@ class TablesParser(ParserBase):
     def create_database(self) -> ast.CreateDatabase:
         ine = self.if_not_exists()
         name = self.name("a database name")[0]
+        start = self.i
         options, _ = self.database_options()
+        for j in range(start, self.i):  # an option name is a word followed by its value
+            t = self.toks[j]
+            if lexer.is_word(t) and t.text.upper() in options and t.text.upper() not in CREATE_DB_OPTIONS:
+                raise self.error(f"syntax error: {t.text} is not a database option", t)
         return ast.CreateDatabase(name=name, if_not_exists=ine, options=options, span=Span(0, len(self.sql)))
 
     def database_options(self) -> tuple[dict[str, object], dict[str, Span]]:
@@ -157,6 +179,7 @@ class TablesParser(ParserBase):
             else:
                 break
         kind = "super" if stable or tags else "normal"
+        self.check_type_placement(columns, tags)
         if virtual and kind != "super":
             raise self.error(
                 "Invalid table option: VIRTUAL 1 creates a virtual supertable and needs TAGS (...); "
@@ -172,6 +195,16 @@ class TablesParser(ParserBase):
             comment=comment,
             virtual=virtual,
         )
+
+    def check_type_placement(self, columns: list[ast.ColumnDef], tags: list[ast.ColumnDef]) -> None:
+        """JSON only as the one tag, DECIMAL only as a column (``tdtypes.check_placement``); the
+        error points at the offending definition."""
+        for defs, tag in ((columns, False), (tags, True)):
+            for d in defs:
+                why = check_placement(d.type, tag=tag, tag_count=len(tags))
+                if why is not None:
+                    at = d.span.start if d.span is not None else None
+                    raise SqlError(why, sql=self.sql, offset=at, code=placement_code(d.type, tag=tag))
 
     def create_vtable(self) -> ast.CreateVTable:
         """``CREATE VTABLE [IF NOT EXISTS] [db.]vt (defs) [USING vstb [(tags)] TAGS (values)]``

@@ -51,6 +51,12 @@ class WritesParser(TablesParser, QueriesParser):
                 query=query,
                 span=self.span(start, self.i),
             )
+        if self.at("FILE"):  # TDengine's INSERT ... FILE 'csv' reads a file of the server
+            raise self.error(
+                "INSERT ... FILE is not supported: nothing a client sends reads the server's files; "
+                "send the rows with VALUES or the REST ingest API",
+                code=Code.NOT_SUPPORTED,
+            )
         self.expect("VALUES", message="syntax error: expected VALUES or a subquery")
         rows: list[list[exp.Expr]] = []
         row_spans: list[list[Span]] = []
