@@ -24,10 +24,12 @@ import os
 import re
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
+import shapely
 from duckdb import sqltypes
 
 from spark_workers import limits as sql_limits
@@ -131,6 +133,16 @@ def _st_makepoint(x: float, y: float) -> bytes:
     return struct.pack("<BIdd", 1, 1, x, y)
 
 
+def _predicate(name: str) -> Callable[[bytes, bytes], bool]:
+    """A GEOS predicate over two WKB values (``shapely``, GEOS as in TDengine)."""
+    fn = getattr(shapely, name)
+
+    def apply(a: bytes, b: bytes) -> bool:
+        return bool(fn(shapely.from_wkb(a), shapely.from_wkb(b)))
+
+    return apply
+
+
 # TDengine's geometry conversions as session functions (sql/functions.py rewrites ST_AsText,
 # ST_GeomFromText and ST_MakePoint into them; users cannot name them: the sandbox checks the
 # TDengine tree first). NULL in, NULL out; a bad value fails the statement (InvalidInput ->
@@ -139,12 +151,16 @@ GEOMETRY_UDFS = (
     ("td_st_astext", _st_astext, [sqltypes.BLOB], sqltypes.VARCHAR),
     ("td_st_geomfromtext", _st_geomfromtext, [sqltypes.VARCHAR], sqltypes.BLOB),
     ("td_st_makepoint", _st_makepoint, [sqltypes.DOUBLE, sqltypes.DOUBLE], sqltypes.BLOB),
+    *(
+        (f"td_st_{n.replace('_', '')}", _predicate(n), [sqltypes.BLOB, sqltypes.BLOB], sqltypes.BOOLEAN)
+        for n in ("intersects", "equals", "touches", "covers", "contains", "contains_properly")
+    ),
 )
 
 
 def _register_geometry(con: duckdb.DuckDBPyConnection) -> None:
     for name, fn, args, out in GEOMETRY_UDFS:
-        con.create_function(name, fn, args, out)  # type: ignore[arg-type]
+        con.create_function(name, fn, args, out)  # type: ignore[arg-type,call-overload]
 
 
 _pool_lock = threading.Lock()

@@ -126,8 +126,9 @@ class ScalarFunction:
     returns: str | None = None
 
     def check_arity(self, n: int) -> None:
-        """Raise ``SqlError`` (INVALID_FUNCTION) unless ``n`` arguments are allowed, e.g.
-        ``function substr expects 2 or 3 arguments, got 1``."""
+        """Raise ``SqlError`` (``0x2801`` TSDB_CODE_FUNC_FUNTION_PARA_NUM, as TDengine's parser
+        answers a wrong argument count) unless ``n`` arguments are allowed, e.g. ``Invalid number
+        of parameters : substr (expects 2 or 3 arguments, got 1)``."""
         lo, hi = self.min_args, self.max_args
         if lo <= n and (hi is None or n <= hi):
             return
@@ -139,7 +140,10 @@ class ScalarFunction:
             expected = f"{lo} or {hi} arguments"
         else:
             expected = f"{lo} to {hi} arguments"
-        raise SqlError(f"function {self.name} expects {expected}, got {n}", code=Code.INVALID_FUNCTION)
+        raise SqlError(
+            f"Invalid number of parameters : {self.name} (expects {expected}, got {n})",
+            code=Code.FUNC_PARA_NUM,
+        )
 
 
 def _count(n: int) -> str:
@@ -1090,7 +1094,8 @@ def _dayofweek(c: Call) -> exp.Expr:
 
 # TDengine SQL manual, "Geometry Functions": the conversions run as DuckDB functions of the
 # session (``query.duck.GEOMETRY_UDFS``: WKT <-> WKB, sql/typed_values.py); the predicates
-# (ST_Intersects, ST_Contains...) need a geometry engine and are refused (sandbox).
+# (ST_Intersects, ST_Equals, ST_Touches, ST_Covers, ST_Contains, ST_ContainsProperly) run GEOS
+# through ``shapely``, as TDengine runs GEOS.
 
 
 def _geometry(udf: str, kinds: tuple[tuple[str, ...], ...]) -> Rewrite:
@@ -1176,6 +1181,10 @@ def _catalog() -> dict[str, ScalarFunction]:
         ScalarFunction("st_geomfromtext", 1, 1, _geometry("td_st_geomfromtext", (("str",),)), "geo"),
         ScalarFunction("st_astext", 1, 1, _geometry("td_st_astext", (("geo",),)), "str"),
         ScalarFunction("st_makepoint", 2, 2, _geometry("td_st_makepoint", (("int", "float"),) * 2), "geo"),
+        *(
+            ScalarFunction(f"st_{n}", 2, 2, _geometry(f"td_st_{n}", (("geo",),) * 2), "bool")
+            for n in ("intersects", "equals", "touches", "covers", "contains", "containsproperly")
+        ),
     ]
     catalog = {f.name: f for f in specs}
     for alias, name in (("substring", "substr"), ("ltrim", "trim"), ("rtrim", "trim"), ("power", "pow")):

@@ -67,19 +67,9 @@ STREAM_FORBIDDEN = frozenset(
 )
 # TDengine functions (SQL manual, "Functions") tdweb does not compute yet: NOT_SUPPORTED, not an
 # invalid name (aggregate / selection / time-series ones: spark_workers.sql.aggregate_functions).
-# Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN). The geometry
-# predicates need a geometry engine (GEOS in TDengine).
-TDENGINE_NOT_IMPLEMENTED = frozenset(
-    {
-        "interp",
-        "st_contains",
-        "st_containsproperly",
-        "st_covers",
-        "st_equals",
-        "st_intersects",
-        "st_touches",
-    }
-)
+# Streams reject the seed-000 list with their own message (STREAM_FORBIDDEN). INTERP is computed
+# by its own query form (query/interp.py), refused anywhere else.
+TDENGINE_NOT_IMPLEMENTED = frozenset({"interp"})
 
 # TDengine's system functions: a client's query replaces them by the session's constants before
 # this check (spark_workers.query.system_functions); anywhere else (streams) they have no value

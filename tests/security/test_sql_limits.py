@@ -39,8 +39,19 @@ EXCEED_SQL_LIMIT = 0x0219
 SYNTAX_ERROR = 0x2600
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
 ROWS = 200
-# 200^5 = 3.2e11 rows: runs until it is interrupted
-RUNAWAY = "select count(*) from st a, st b, st c, st d, st e"
+# ``wide``: 60 subtables sharing 20 timestamps; joins on the primary key (the only joins TDengine
+# accepts) multiply: 60^5 x 20 = 1.6e10 rows, which run until interrupted
+WIDE_TABLES, WIDE_ROWS = 60, 20
+
+
+def wide_join(n: int, items: str = "count(*)") -> str:
+    """``SELECT items FROM wide a JOIN wide b ON a.ts = b.ts ...`` over ``n`` copies of ``wide``."""
+    names = "abcdefgh"[:n]
+    joins = " ".join(f"JOIN wide {x} ON a.ts = {x}.ts" for x in names[1:])
+    return f"select {items} from wide a {joins}"
+
+
+RUNAWAY = wide_join(5)
 
 
 class Env:
@@ -55,6 +66,15 @@ class Env:
         )
         self.ex.execute(
             "insert into c1 values " + " ".join(f"({T0 + i * 1000}, {i}, {i % 7})" for i in range(ROWS))
+        )
+        self.ex.execute("create stable wide (ts timestamp, a int) tags (k int)")
+        self.ex.execute(
+            "insert into "
+            + " ".join(
+                f"w{k} using wide tags ({k}) values "
+                + " ".join(f"({T0 + i * 1000}, {i})" for i in range(WIDE_ROWS))
+                for k in range(WIDE_TABLES)
+            )
         )
 
     def executor(self) -> Executor:
@@ -144,7 +164,9 @@ def test_sql_text_length_is_capped(env: Env, limits) -> None:  # type: ignore[no
 
 def test_memory_limit_is_answered_with_query_memory_exhausted(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
     limits(memory_limit_bytes=64 * MIB)
-    e = env.refused("select count(*) from (select distinct a.ts, b.ts t2, c.ts t3 from st a, st b, st c) q")
+    e = env.refused(
+        "select count(*) from (" + wide_join(4, "distinct a.k, b.k k2, c.k k3, d.k k4, a.ts") + ") q"
+    )
     assert e.code == QUERY_MEM_EXHAUSTED and "64.0 MiB" in e.desc and "TDWEB_SQL_MEMORY_LIMIT" in e.desc
     assert env.ex.execute_one("select count(*) from st").rows == [[ROWS]]  # the next statement runs
 
@@ -157,12 +179,11 @@ def test_runaway_join_is_stopped_at_the_timeout(env: Env, limits) -> None:  # ty
 
 def test_result_rows_are_capped_while_fetching(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
     limits(max_rows=1000)
-    e = env.refused("select a.ts, b.a from st a, st b")  # 40,000 rows
+    e = env.refused(wide_join(2, "a.ts, b.a"))  # 72,000 rows
     assert e.code == RESULT_TOO_LARGE and "1,000 rows" in e.desc and "TDWEB_SQL_MAX_ROWS" in e.desc
-    # 1.6e9 rows: refused after the first batches, not after computing them all (which would
-    # outlast the test's timeout)
-    assert env.refused("select a.ts from st a, st b, st c, st d").code == RESULT_TOO_LARGE
-    assert len(env.ex.execute_one("select a.ts from st a, st b limit 1000").rows) == 1000
+    # 4.3e6 rows: refused after the first batches, not after computing them all
+    assert env.refused(wide_join(3, "a.ts")).code == RESULT_TOO_LARGE
+    assert len(env.ex.execute_one(wide_join(2, "a.ts") + " limit 1000").rows) == 1000
 
 
 def test_result_size_is_capped(env: Env, limits) -> None:  # type: ignore[no-untyped-def]
@@ -268,8 +289,11 @@ _MEMORY_PROBE = textwrap.dedent(
     limit = int(sys.argv[1]) * MIB
     configure_limits(Limits(memory_limit_bytes=limit, timeout_s=30))
     ex = Executor(Lake(Path(tempfile.mkdtemp()) / "lake"), MemoryRegistry(), tz="UTC", default_db="d")
-    ex.execute("create database d; create table t (ts timestamp, a int)")
-    ex.execute("insert into t values " + " ".join(f"({1735689600000 + i * 1000}, {i})" for i in range(400)))
+    ex.execute("create database d; create stable t (ts timestamp, a int) tags (k int)")
+    ex.execute("insert into " + " ".join(
+        f"t{k} using t tags ({k}) values " + " ".join(f"({1735689600000 + i * 1000}, {i})" for i in range(20))
+        for k in range(100)
+    ))
     ex.execute_one("select count(*) from t")
     base = rss()
     peak = [base]
@@ -284,8 +308,11 @@ _MEMORY_PROBE = textwrap.dedent(
 
     threading.Thread(target=watch, daemon=True).start()
     code = 0
-    try:  # 400^3 = 64M distinct triples: gigabytes without a limit
-        ex.execute_one("select count(*) from (select distinct a.ts, b.ts t2, c.ts t3 from t a, t b, t c) q")
+    try:  # 100^4 x 20 = 2e9 distinct rows: gigabytes without a limit
+        ex.execute_one(
+            "select count(*) from (select distinct a.k, b.k k2, c.k k3, d.k k4, a.ts from t a "
+            "join t b on a.ts = b.ts join t c on a.ts = c.ts join t d on a.ts = d.ts) q"
+        )
     except SqlError as e:
         code = e.code
     time.sleep(0.05)
@@ -364,6 +391,17 @@ def test_runaway_join_over_taosrest_while_other_clients_are_served(
     root.sql("CREATE DATABASE big")
     root.sql("CREATE TABLE big.t (ts TIMESTAMP, a INT)")
     root.sql("INSERT INTO big.t VALUES " + " ".join(f"({T0 + i * 1000}, {i})" for i in range(ROWS)))
+    # 60 subtables sharing their 20 timestamps: a 5-way join on the primary key (the join TDengine
+    # accepts) has 60^5 x 20 = 15.6 billion rows to count
+    root.sql("CREATE STABLE big.st (ts TIMESTAMP, a INT) TAGS (k INT)")
+    root.sql(
+        "INSERT INTO "
+        + " ".join(
+            f"big.c{k} USING big.st TAGS ({k}) VALUES "
+            + " ".join(f"({T0 + i * 1000}, {i})" for i in range(20))
+            for k in range(60)
+        )
+    )
     root.sql("CREATE USER mallory PASS 'Mallory_pw-1'")
     root.sql("GRANT READ ON big.* TO mallory")
     mallory = taosrest.RestClient(live_server.url, user="mallory", password="Mallory_pw-1", timezone="UTC")
@@ -371,7 +409,10 @@ def test_runaway_join_over_taosrest_while_other_clients_are_served(
 
     def runaway() -> None:
         try:
-            mallory.sql("SELECT count(*) FROM big.t a, big.t b, big.t c, big.t d, big.t e")
+            mallory.sql(
+                "SELECT count(*) FROM big.st a JOIN big.st b ON a.ts = b.ts JOIN big.st c ON a.ts = c.ts "
+                "JOIN big.st d ON a.ts = d.ts JOIN big.st e ON a.ts = e.ts"
+            )
             outcome["answer"] = "rows"
         except taosrest.Error as e:
             outcome["answer"] = e.errno

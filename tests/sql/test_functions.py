@@ -477,32 +477,38 @@ def test_spark(spark_values: dict[str, Any], case: Case) -> None:
 # --------------------------------------------------------------------------- errors
 
 ARITY = [
-    ("substr(s)", "function substr expects 2 or 3 arguments, got 1"),
-    ("substr(s, 1, 2, 3)", "function substr expects 2 or 3 arguments, got 4"),
-    ("concat(s)", "function concat expects 2 to 8 arguments, got 1"),
-    ("concat(s, s, s, s, s, s, s, s, s)", "function concat expects 2 to 8 arguments, got 9"),
-    ("concat_ws(',', s)", "function concat_ws expects 3 to 9 arguments, got 2"),
-    ("round(d, 1, 2)", "function round expects 1 or 2 arguments, got 3"),
-    ("truncate(d)", "function truncate expects 2 arguments, got 1"),
-    ("ceil(d, 2)", "function ceil expects 1 argument, got 2"),
-    ("floor()", "function floor expects 1 argument, got 0"),
-    ("char_length(s, 2)", "function char_length expects 1 argument, got 2"),
-    ("replace(s, 'a')", "function replace expects 3 arguments, got 2"),
-    ("rand(1, 2)", "function rand expects 0 or 1 arguments, got 2"),
-    ("crc32()", "function crc32 expects 1 argument, got 0"),
-    ("crc32(s, s)", "function crc32 expects 1 argument, got 2"),
-    ("to_char(ts)", "function to_char expects 2 arguments, got 1"),
-    ("to_timestamp(s)", "function to_timestamp expects 2 arguments, got 1"),
-    ("to_iso8601()", "function to_iso8601 expects 1 or 2 arguments, got 0"),
-    ("to_unixtimestamp(s, 1, 2)", "function to_unixtimestamp expects 1 or 2 arguments, got 3"),
-    ("now(1)", "function now expects no arguments, got 1"),
-    ("today(1)", "function today expects no arguments, got 1"),
-    ("timezone(1)", "function timezone expects no arguments, got 1"),
-    ("timediff(ts)", "function timediff expects 2 or 3 arguments, got 1"),
-    ("timetruncate(ts)", "function timetruncate expects 2 or 3 arguments, got 1"),
-    ("week()", "function week expects 1 or 2 arguments, got 0"),
-    ("weekday()", "function weekday expects 1 argument, got 0"),
-    ("dayofweek()", "function dayofweek expects 1 argument, got 0"),
+    ("substr(s)", "Invalid number of parameters : substr (expects 2 or 3 arguments, got 1)"),
+    ("substr(s, 1, 2, 3)", "Invalid number of parameters : substr (expects 2 or 3 arguments, got 4)"),
+    ("concat(s)", "Invalid number of parameters : concat (expects 2 to 8 arguments, got 1)"),
+    (
+        "concat(s, s, s, s, s, s, s, s, s)",
+        "Invalid number of parameters : concat (expects 2 to 8 arguments, got 9)",
+    ),
+    ("concat_ws(',', s)", "Invalid number of parameters : concat_ws (expects 3 to 9 arguments, got 2)"),
+    ("round(d, 1, 2)", "Invalid number of parameters : round (expects 1 or 2 arguments, got 3)"),
+    ("truncate(d)", "Invalid number of parameters : truncate (expects 2 arguments, got 1)"),
+    ("ceil(d, 2)", "Invalid number of parameters : ceil (expects 1 argument, got 2)"),
+    ("floor()", "Invalid number of parameters : floor (expects 1 argument, got 0)"),
+    ("char_length(s, 2)", "Invalid number of parameters : char_length (expects 1 argument, got 2)"),
+    ("replace(s, 'a')", "Invalid number of parameters : replace (expects 3 arguments, got 2)"),
+    ("rand(1, 2)", "Invalid number of parameters : rand (expects 0 or 1 arguments, got 2)"),
+    ("crc32()", "Invalid number of parameters : crc32 (expects 1 argument, got 0)"),
+    ("crc32(s, s)", "Invalid number of parameters : crc32 (expects 1 argument, got 2)"),
+    ("to_char(ts)", "Invalid number of parameters : to_char (expects 2 arguments, got 1)"),
+    ("to_timestamp(s)", "Invalid number of parameters : to_timestamp (expects 2 arguments, got 1)"),
+    ("to_iso8601()", "Invalid number of parameters : to_iso8601 (expects 1 or 2 arguments, got 0)"),
+    (
+        "to_unixtimestamp(s, 1, 2)",
+        "Invalid number of parameters : to_unixtimestamp (expects 1 or 2 arguments, got 3)",
+    ),
+    ("now(1)", "Invalid number of parameters : now (expects no arguments, got 1)"),
+    ("today(1)", "Invalid number of parameters : today (expects no arguments, got 1)"),
+    ("timezone(1)", "Invalid number of parameters : timezone (expects no arguments, got 1)"),
+    ("timediff(ts)", "Invalid number of parameters : timediff (expects 2 or 3 arguments, got 1)"),
+    ("timetruncate(ts)", "Invalid number of parameters : timetruncate (expects 2 or 3 arguments, got 1)"),
+    ("week()", "Invalid number of parameters : week (expects 1 or 2 arguments, got 0)"),
+    ("weekday()", "Invalid number of parameters : weekday (expects 1 argument, got 0)"),
+    ("dayofweek()", "Invalid number of parameters : dayofweek (expects 1 argument, got 0)"),
 ]
 
 
@@ -511,7 +517,7 @@ ARITY = [
 def test_wrong_number_of_arguments(text: str, message: str, backend: str) -> None:
     with pytest.raises(SqlError) as e:
         to_sql(parse_expression(text), backend, Scope(dict(COLUMNS), "ts"))
-    assert e.value.code == Code.INVALID_FUNCTION
+    assert e.value.code == Code.FUNC_PARA_NUM  # TDengine's 0x2801 "Invalid function para number"
     assert e.value.message == message
 
 
@@ -611,5 +617,5 @@ def test_functions_in_where_group_by_and_windows(executor: Executor) -> None:
 def test_executor_reports_arity_errors(executor: Executor) -> None:
     with pytest.raises(SqlError) as e:
         executor.execute_one("select substr(s) from t")
-    assert e.value.code == Code.INVALID_FUNCTION
-    assert "function substr expects 2 or 3 arguments, got 1" in e.value.message
+    assert e.value.code == Code.FUNC_PARA_NUM
+    assert "Invalid number of parameters : substr (expects 2 or 3 arguments, got 1)" in e.value.message

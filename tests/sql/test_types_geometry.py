@@ -165,8 +165,8 @@ def test_st_geomfromtext_and_st_makepoint_build_wkb(tmp_path):
     [
         ("select st_astext(n) from t", "st_astext", Code.FUNC_PARA_TYPE),
         ("select st_geomfromtext(n) from t", "st_geomfromtext", Code.FUNC_PARA_TYPE),
-        ("select st_intersects(g, g) from t", "st_intersects", Code.NOT_SUPPORTED),
-        ("select st_contains(g, g) from t", "st_contains", Code.NOT_SUPPORTED),
+        ("select st_intersects(n, g) from t", "st_intersects", Code.FUNC_PARA_TYPE),
+        ("select st_contains(g) from t", "st_contains", Code.FUNC_PARA_NUM),
     ],
 )
 def test_geometry_function_errors(tmp_path, sql, token, code):
@@ -196,3 +196,26 @@ def test_where_compares_with_the_wkb_of_a_wkt_constant(tmp_path):
         ex.execute(sql)
     assert err.value.code == Code.SYNTAX_ERROR
     assert err.value.offset == sql.index("'POINT(1'")
+
+
+def test_spatial_predicates_follow_their_definitions(tmp_path):
+    """ST_Intersects / Equals / Touches / Covers / Contains / ContainsProperly (TDengine SQL manual,
+    "Geometry Functions"; GEOS through shapely) on cases whose answer follows from the
+    definitions: a point inside the square, one on its edge, one outside; NULL gives NULL."""
+    ex = _ex(tmp_path)
+    ex.execute(
+        "insert into t values (1000, 'POINT(1 1)', 1) (2000, 'POINT(2 1)', 2) (3000, 'POINT(5 5)', 3) "
+        "(4000, null, 4)"
+    )
+    sq = "st_geomfromtext('POLYGON((0 0, 0 2, 2 2, 2 0, 0 0))')"
+    rows = ex.execute_one(
+        f"select n, st_intersects(g, {sq}), st_contains({sq}, g), st_containsproperly({sq}, g), "
+        f"st_covers({sq}, g), st_touches(g, {sq}), st_equals(g, st_makepoint(1, 1)) from t order by ts"
+    ).rows
+    inside, edge = (True, True, True, True, False, True), (True, False, False, True, True, False)
+    assert rows == [
+        [1, *inside],
+        [2, *edge],
+        [3, False, False, False, False, False, False],
+        [4, None, None, None, None, None, None],
+    ]
