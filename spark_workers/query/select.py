@@ -196,7 +196,9 @@ _AGG_CALL = re.compile(rf"(?<![\w.])(?:{_AGG_NAMES})\s*\(", re.IGNORECASE)
 _NESTED_AGG = re.compile(rf"(?<![\w.])(?:{_AGG_NAMES})\s*\(\s*(?:{_AGG_NAMES})\s*\(", re.IGNORECASE)
 _SPELLINGS = {"power": "pow", "pow": "power", "ceil": "ceiling", "substr": "substring"}
 _WHERE = re.compile(r"\bWHERE\b", re.IGNORECASE)
-_NAMED_FUNCTION = re.compile(r"(?:Invalid parameter data type|Invalid function name) ?: ?(\w+)")
+_NAMED_FUNCTION = re.compile(
+    r"(?:Invalid parameter data type|Invalid function name|Invalid number of parameters) ?: ?(\w+)"
+)
 # aggregates of the engine that take numbers only (TDengine's function reference: sum, avg and
 # stddev take numeric columns; spread numeric and timestamp ones), by the input kinds they refuse
 _AGG_REFUSED_KINDS = {

@@ -77,7 +77,8 @@ class CreateDatabase:
     """``CREATE DATABASE [IF NOT EXISTS] db [option value ...]``.
 
     ``options`` maps upper-case option names to values (``{"PRECISION": "ms", "VGROUPS": 1,
-    "KEEP": "3650d", "DURATION": "10d"}``); unknown TDengine options are accepted and stored.
+    "KEEP": "3650d", "DURATION": "10d"}``): TDengine's db_options only (``parser.tables.CREATE_DB_OPTIONS``;
+    any other word is a syntax error).
     """
 
     name: str

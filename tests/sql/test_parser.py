@@ -140,7 +140,7 @@ def test_trailing_semicolon_is_allowed() -> None:
 def test_create_database_options() -> None:
     s = parse_one(
         "CREATE DATABASE IF NOT EXISTS power VGROUPS 1 BUFFER 8 PRECISION 'ms' KEEP 3650d DURATION 10d "
-        "REPLICA 1 WAL_LEVEL 1 CACHEMODEL 'none' wal_retention_period -1 SOME_NEW_OPTION foo"
+        "REPLICA 1 WAL_LEVEL 1 CACHEMODEL 'none' wal_retention_period -1 TABLE_PREFIX 2"
     )
     assert isinstance(s, ast.CreateDatabase)
     assert s.name == "power" and s.if_not_exists
@@ -154,7 +154,7 @@ def test_create_database_options() -> None:
         "WAL_LEVEL": 1,
         "CACHEMODEL": "none",
         "WAL_RETENTION_PERIOD": -1,
-        "SOME_NEW_OPTION": "foo",
+        "TABLE_PREFIX": 2,
     }
 
 
