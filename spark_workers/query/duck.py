@@ -33,7 +33,6 @@ import shapely
 from duckdb import sqltypes
 
 from spark_workers import limits as sql_limits
-from spark_workers.engine.extended import EXTENDED
 from spark_workers.errors import Code, SqlError, para_type_error
 from spark_workers.lake.catalog import Table
 from spark_workers.lake.keys import key_column, row_key
@@ -644,11 +643,6 @@ def duck_error(e: Exception, limits: sql_limits.Limits | None = None) -> SqlErro
         return SqlError(
             "There mustn't be aggregation: aggregate functions are not allowed in WHERE",
             code=Code.ILLEGAL_USE_AGG_FUNCTION,
-        )
-    if (m := _FUNCTION.search(text)) and m.group(1).lower() in EXTENDED:  # the engine's, in windows
-        return SqlError(
-            f"function {m.group(1).lower()} is not supported yet outside a window query",
-            code=Code.NOT_SUPPORTED,
         )
     if m := _FUNCTION.search(text):
         return SqlError(f"Invalid function name: {m.group(1)}", code=Code.INVALID_FUNCTION_NAME)
