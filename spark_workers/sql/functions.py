@@ -221,14 +221,24 @@ def _is_utc(tz: str) -> bool:
     return tz.upper() in ("UTC", "Z", "ETC/UTC")
 
 
+def epoch_us(ts: exp.Expr, duck: bool) -> exp.Expr:
+    """Microseconds since the epoch (BIGINT) of timestamp ``ts``, on DuckDB or Spark."""
+    return _fn("epoch_us" if duck else "unix_micros", ts)
+
+
+def ts_from_us(us: exp.Expr, duck: bool) -> exp.Expr:
+    """The UTC timestamp ``us`` microseconds after the epoch, on DuckDB or Spark."""
+    if duck:
+        return _fn("timezone", _str("UTC"), _fn("make_timestamp", _cast(us, "BIGINT")))
+    return _fn("timestamp_micros", us)
+
+
 def _epoch_us(ts: exp.Expr, c: Call) -> exp.Expr:
-    return _fn("epoch_us" if c.duck else "unix_micros", ts)
+    return epoch_us(ts, c.duck)
 
 
 def _ts_from_us(us: exp.Expr, c: Call) -> exp.Expr:
-    if c.duck:
-        return _fn("timezone", _str("UTC"), _fn("make_timestamp", _cast(us, "BIGINT")))
-    return _fn("timestamp_micros", us)
+    return ts_from_us(us, c.duck)
 
 
 def _to_local(ts: exp.Expr, c: Call) -> exp.Expr:
@@ -245,7 +255,9 @@ def _from_local(wall: exp.Expr, c: Call) -> exp.Expr:
     return wall if _is_utc(c.scope.tz) else _fn("to_utc_timestamp", wall, _str(c.scope.tz))
 
 
-def _epoch_to_us(epoch: exp.Expr, precision: str) -> exp.Expr:
+def epoch_to_us(epoch: exp.Expr, precision: str) -> exp.Expr:
+    """Microseconds since the epoch of an integer epoch counted in ``precision`` (ms/us/ns; ns
+    truncates toward zero)."""
     if precision == "ms":
         return epoch * _num(1000)
     if precision == "ns":
@@ -289,7 +301,7 @@ def _as_ts(c: Call, i: int) -> exp.Expr:
     if kind in ("ts", None):
         return arg
     if kind == "int":
-        return _ts_from_us(_epoch_to_us(arg, c.scope.precision), c)
+        return _ts_from_us(epoch_to_us(arg, c.scope.precision), c)
     if kind == "str":
         return _parse_ts(arg, c)
     raise c.error("expects a timestamp, an integer epoch or a date-time string", Code.WRONG_VALUE_TYPE)
@@ -738,10 +750,10 @@ def _cast_fn(c: Call) -> exp.Expr:
         if kind == "ts":
             return x
         if kind in ("int", "bool"):
-            return _ts_from_us(_epoch_to_us(_cast(x, "BIGINT"), c.scope.precision), c)
+            return _ts_from_us(epoch_to_us(_cast(x, "BIGINT"), c.scope.precision), c)
         if kind == "float":
             whole = _fn("trunc", x) if c.duck else x
-            return _ts_from_us(_epoch_to_us(_cast(whole, "BIGINT"), c.scope.precision), c)
+            return _ts_from_us(epoch_to_us(_cast(whole, "BIGINT"), c.scope.precision), c)
         if kind == "str":
             return _parse_ts(x, c)
         return _cast(x, "TIMESTAMPTZ", safe=True)

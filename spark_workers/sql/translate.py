@@ -125,34 +125,14 @@ _POSIX_CLASSES = frozenset(
 )
 
 
-_US_PER = {"ms": 1000, "us": 1, "ns": None}  # microseconds per unit of a database precision
 Recurse = Callable[[exp.Expr], exp.Expr]
 
 
 def _epoch_us(node: exp.Expr, kind: str | None, backend: str, precision: str) -> exp.Expr:
     """Microseconds since the epoch of a timestamp, or of an integer epoch in ``precision``."""
     if kind == "ts":
-        return exp.Anonymous(this="epoch_us" if backend == "duckdb" else "unix_micros", expressions=[node])
-    value = exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
-    per = _US_PER[precision]
-    if per is None:
-        thousand = exp.Literal.number(1000)
-        if backend == "duckdb":
-            return exp.IntDiv(this=value, expression=thousand)
-        return exp.Anonymous(this="div", expressions=[value, thousand])
-    return exp.Mul(this=value, expression=exp.Literal.number(per)) if per != 1 else value
-
-
-def _from_us(us: exp.Expr, backend: str) -> exp.Expr:
-    """The UTC timestamp ``us`` microseconds after the epoch (marked as the translator's own, so
-    the catalog does not read ``timezone(...)`` as TDengine's TIMEZONE())."""
-    if backend == "duckdb":
-        big = exp.Cast(this=us, to=exp.DataType.build("BIGINT"))
-        stamp = exp.Anonymous(this="make_timestamp", expressions=[big])
-        out: exp.Expr = exp.Anonymous(this="timezone", expressions=[exp.Literal.string("UTC"), stamp])
-    else:
-        out = exp.Anonymous(this="timestamp_micros", expressions=[us])
-    return out
+        return functions.epoch_us(node, backend == "duckdb")
+    return functions.epoch_to_us(exp.Cast(this=node, to=exp.DataType.build("BIGINT")), precision)
 
 
 def timestamp_arithmetic(node: exp.Add | exp.Sub, backend: str, scope: Scope, recurse: Recurse) -> exp.Expr:
@@ -184,7 +164,7 @@ def timestamp_arithmetic(node: exp.Add | exp.Sub, backend: str, scope: Scope, re
     op = exp.Add if isinstance(node, exp.Add) else exp.Sub
     lus = _epoch_us(recurse(left), lk, backend, scope.precision)
     rus = _epoch_us(recurse(right), rk, backend, scope.precision)
-    return _from_us(op(this=lus, expression=rus), backend)
+    return functions.ts_from_us(op(this=lus, expression=rus), backend == "duckdb")
 
 
 def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse) -> exp.Expr:
@@ -197,9 +177,9 @@ def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse
         return node
     left, right = recurse(left), recurse(right)
     if rk == "int":
-        right = _from_us(_epoch_us(right, rk, backend, scope.precision), backend)
+        right = functions.ts_from_us(_epoch_us(right, rk, backend, scope.precision), backend == "duckdb")
     else:
-        left = _from_us(_epoch_us(left, lk, backend, scope.precision), backend)
+        left = functions.ts_from_us(_epoch_us(left, lk, backend, scope.precision), backend == "duckdb")
     return type(node)(this=left, expression=right)
 
 
