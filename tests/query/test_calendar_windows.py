@@ -6,7 +6,6 @@ the real Beijing readings by their local (Asia/Shanghai) month or year."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,8 +18,8 @@ from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
+from tests import beijing
 
-DATA = Path(__file__).resolve().parents[2] / "data/beijing-air-quality"
 STATIONS = {"aotizhongxin": "Aotizhongxin", "dongsi": "Dongsi"}
 TZ = "Asia/Shanghai"
 
@@ -29,12 +28,11 @@ def readings() -> pd.DataFrame:
     """``tbname``, ``ts`` (epoch ms), ``local`` (the Beijing wall time), ``pm25``, from the CSVs."""
     frames = []
     for tb, name in STATIONS.items():
-        df = pd.read_csv(
-            DATA / f"PRSA_Data_{name}_20130301-20170228.csv.gz", na_values=["NA"], low_memory=False
-        )
+        df = beijing.station_csv(name)
         local = pd.to_datetime(df[["year", "month", "day", "hour"]])
-        ts = local.dt.tz_localize(TZ).dt.tz_convert("UTC").astype("int64") // 1_000_000
-        frames.append(pd.DataFrame({"tbname": tb, "ts": ts, "local": local, "pm25": df["PM2.5"]}))
+        frames.append(
+            pd.DataFrame({"tbname": tb, "ts": beijing.epoch_ms(df, TZ), "local": local, "pm25": df["PM2.5"]})
+        )
     return pd.concat(frames, ignore_index=True)
 
 

@@ -5,8 +5,6 @@ empty windows), plus TDengine's own rules: the range from WHERE, the forced mode
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -16,8 +14,8 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
+from tests import beijing
 
-DATA = Path(__file__).resolve().parents[2] / "data/beijing-air-quality"
 STATIONS = {"aotizhongxin": "Aotizhongxin", "changping": "Changping"}
 HOUR = 3_600_000
 LO = 1_389_456_000_000  # 2014-01-11 16:00 UTC (2014-01-12 00:00 Beijing)
@@ -27,15 +25,7 @@ HI = LO + 20 * 24 * HOUR - 1
 def readings() -> pd.DataFrame:
     """``tbname``, ``ts`` (epoch ms of the local Beijing hour), ``pm25`` (NaN for NA), read
     straight from the CSVs."""
-    frames = []
-    for tb, name in STATIONS.items():
-        df = pd.read_csv(
-            DATA / f"PRSA_Data_{name}_20130301-20170228.csv.gz", na_values=["NA"], low_memory=False
-        )
-        local = pd.to_datetime(df[["year", "month", "day", "hour"]]).dt.tz_localize("Asia/Shanghai")
-        ts = local.dt.tz_convert("UTC").astype("int64") // 1_000_000
-        frames.append(pd.DataFrame({"tbname": tb, "ts": ts, "pm25": df["PM2.5"]}))
-    d = pd.concat(frames, ignore_index=True)
+    d = beijing.readings(STATIONS, {"pm25": "PM2.5"})
     return d[(d.ts >= LO - 48 * HOUR) & (d.ts <= HI + 48 * HOUR)].reset_index(drop=True)
 
 

@@ -18,6 +18,7 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
+from tests import beijing
 
 T0 = 1_580_515_200_000  # 2020-02-01 00:00:00 UTC
 S = 1000
@@ -233,7 +234,6 @@ def test_order_limit_and_slimit(ex: Executor) -> None:
 
 # ---------------------------------------------------------------------- Beijing air quality
 
-DATA = Path(__file__).resolve().parents[2] / "data/beijing-air-quality"
 STATIONS = {"aotizhongxin": "Aotizhongxin", "changping": "Changping"}
 HOUR = 3_600_000
 LO = 1_392_912_000_000  # 2014-02-20 16:00 UTC: 16 and 18 hours without a PM2.5 reading follow
@@ -241,15 +241,7 @@ HI = LO + 10 * 24 * HOUR
 
 
 def readings() -> pd.DataFrame:
-    frames = []
-    for tb, name in STATIONS.items():
-        df = pd.read_csv(
-            DATA / f"PRSA_Data_{name}_20130301-20170228.csv.gz", na_values=["NA"], low_memory=False
-        )
-        local = pd.to_datetime(df[["year", "month", "day", "hour"]]).dt.tz_localize("Asia/Shanghai")
-        ts = local.dt.tz_convert("UTC").astype("int64") // 1_000_000
-        frames.append(pd.DataFrame({"tbname": tb, "ts": ts, "pm25": df["PM2.5"]}))
-    d = pd.concat(frames, ignore_index=True)
+    d = beijing.readings(STATIONS, {"pm25": "PM2.5"})
     return d[(d.ts >= LO - 72 * HOUR) & (d.ts <= HI + 72 * HOUR)].reset_index(drop=True)
 
 

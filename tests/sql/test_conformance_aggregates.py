@@ -23,8 +23,8 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.store import Lake
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
+from tests import beijing
 
-DATA = Path(__file__).resolve().parents[2] / "data/beijing-air-quality"
 STATIONS = {"aotizhongxin": "Aotizhongxin", "changping": "Changping"}
 HOUR = 3_600_000
 LO = 1_389_456_000_000  # 2014-01-11 16:00 UTC
@@ -217,15 +217,7 @@ def test_tdengine_argument_errors(small: Executor, sql: str, code: int, at: str)
 
 
 def readings() -> pd.DataFrame:
-    frames = []
-    for tb, name in STATIONS.items():
-        df = pd.read_csv(
-            DATA / f"PRSA_Data_{name}_20130301-20170228.csv.gz", na_values=["NA"], low_memory=False
-        )
-        local = pd.to_datetime(df[["year", "month", "day", "hour"]]).dt.tz_localize("Asia/Shanghai")
-        ts = local.dt.tz_convert("UTC").astype("int64") // 1_000_000
-        frames.append(pd.DataFrame({"tbname": tb, "ts": ts, "pm25": df["PM2.5"], "temp": df["TEMP"]}))
-    d = pd.concat(frames, ignore_index=True)
+    d = beijing.readings(STATIONS, {"pm25": "PM2.5", "temp": "TEMP"})
     return d[(d.ts >= LO) & (d.ts < HI)].sort_values(["tbname", "ts"]).reset_index(drop=True)
 
 
