@@ -20,6 +20,7 @@ import environ
 import structlog
 from django.core.exceptions import ImproperlyConfigured
 
+from streams_app.api.schema import TAGS as API_TAGS  # plain data, no Django import
 from tdweb.secret_key import secret_key_load
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -70,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI from our own static files (no CDN: works offline)
     "axes",
     "django_vite",
     "channels",
@@ -223,9 +225,13 @@ CELERY_BEAT_SCHEDULE = {
 
 # ---------------------------------------------------------------- API
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate makes a request without valid credentials HTTP 401 (not
+    # 403); HTTP Basic (the credentials TDengine's REST clients hold) goes through the lockout
+    # backend like every password check; the browser's session last
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "streams_app.api.authentication.ApiTokenAuthentication",  # hashed at rest
+        "streams_app.api.authentication.ApiBasicAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     # JSON bounded in size (DATA_UPLOAD_MAX_MEMORY_SIZE) and depth (TDWEB_JSON_MAX_DEPTH)
     "DEFAULT_PARSER_CLASSES": [
@@ -248,6 +254,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "TAGS": API_TAGS,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "streams_app.api.schema.tag_by_resource",
+    ],
 }
 
 TDWEB_SQL_MAX_BYTES = env.int("TDWEB_SQL_MAX_BYTES", default=1_048_576)  # TDengine's maxSQLLength default

@@ -3,6 +3,8 @@
 - ``LockoutBackend``: the authentication backend in front of every password check (django-axes).
 - ``ApiTokenAuthentication``: DRF authentication of ``Authorization: Token <key>`` against the
   hashed ``ApiToken`` store (``streams_app.services.api_tokens``).
+- ``ApiBasicAuthentication``: DRF authentication of ``Authorization: Basic`` (the credentials a
+  TDengine REST client holds) through ``authenticate()`` and so through the lockout.
 - ``lockout_response``: django-axes' ``AXES_LOCKOUT_CALLABLE``. After ``TDWEB_AUTH_FAILURE_LIMIT``
   failed password checks of one user name from one client address within
   ``TDWEB_AUTH_COOLOFF_S``, axes refuses further checks of that pair without looking at the
@@ -19,10 +21,12 @@ from typing import Any
 
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
+from django.contrib.auth import authenticate
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework.authentication import BasicAuthentication, TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 
 from spark_workers.errors import Code
 from streams_app.services.api_tokens import api_token_user
@@ -65,6 +69,39 @@ class ApiTokenAuthentication(TokenAuthentication):
         if not user.is_active:
             raise AuthenticationFailed("User inactive or deleted.")
         return user, None
+
+
+class ApiBasicAuthentication(BasicAuthentication):
+    """``Authorization: Basic`` checked by ``authenticate()`` with the Django request, so the
+    lockout backend counts every wrong password (``LockoutBackend``, docs/decisions.md
+    "Authentication throttling"). No ``WWW-Authenticate: Basic`` challenge is sent: the API's
+    401 names ``Token`` (a browser would otherwise pop up its own password dialog).
+
+    Raises:
+        AuthenticationFailed: wrong user name or password, inactive user (HTTP 401).
+        Throttled: the user name and address are locked out (HTTP 429 with ``Retry-After``).
+    """
+
+    def authenticate_credentials(self, userid: str, password: str, request: Any = None) -> tuple[Any, None]:
+        django_request = getattr(request, "_request", request)
+        user = authenticate(request=django_request, username=userid, password=password)
+        if is_locked_out(django_request):
+            raise Throttled(wait=cooloff_seconds(), detail=lockout_message())
+        if user is None:
+            raise AuthenticationFailed("Invalid username/password.")
+        if not user.is_active:
+            raise AuthenticationFailed("User inactive or deleted.")
+        return user, None
+
+
+class ApiBasicScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme ``basicAuth`` of :class:`ApiBasicAuthentication`."""
+
+    target_class = "streams_app.api.authentication.ApiBasicAuthentication"
+    name = "basicAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "basic"}
 
 
 def cooloff_seconds() -> int:

@@ -97,7 +97,7 @@ def test_anonymous_is_refused(power, method, name, kwargs) -> None:
         {"sql": "SHOW DATABASES", "rows": [{"ts": 1, "current": 1.0}], "desired_state": "paused"},
         format="json",
     )
-    assert r.status_code == 403
+    assert r.status_code == 401 and r["WWW-Authenticate"] == "Token"  # 401, so a client knows to sign in
     assert r.json()["detail"].startswith("Authentication credentials were not provided")
     after = (
         Stream.objects.count(),
@@ -126,7 +126,7 @@ def test_token_authentication(power, alice) -> None:
     ] == [[6]]
     c.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     r = c.get("/api/v1/me/")
-    assert r.status_code == 403 and r.json()["detail"] == "Invalid token."
+    assert r.status_code == 401 and r.json()["detail"] == "Invalid token."
 
 
 def test_me_lists_own_inboxes_with_their_url(root_api, admin, settings) -> None:
@@ -604,3 +604,77 @@ def test_openapi_schema_validates_without_warnings(tmp_path: Path) -> None:
     assert paths["/api/v1/auth/token/"]["post"].get("security", [{}]) == [{}]  # no credentials needed
     assert "security" not in schema  # so other operations list their own (cookie, token)
     assert {"cookieAuth": []} in paths["/api/v1/streams/"]["get"]["security"]
+
+
+# ---------------------------------------------------------------------- HTTP Basic, Swagger UI
+
+
+def test_http_basic_credentials_sign_in_and_wrong_ones_are_401(alice) -> None:
+    """``Authorization: Basic`` (what a TDengine REST client holds) is a way into ``/api/v1``: the
+    right password is the user, and no more than the user; a wrong one is HTTP 401 with a
+    ``WWW-Authenticate`` challenge (never 403), and it counts against the lockout like every
+    password check (issue 16, item 7)."""
+    from tests.web.conftest import basic
+
+    c = APIClient()
+    me = c.get("/api/v1/me/", HTTP_AUTHORIZATION=basic("alice", "alice-pw"))
+    assert me.status_code == 200 and me.json()["username"] == "alice" and me.json()["is_staff"] is False
+    # alice's Basic credentials do not reach an admin-only surface
+    assert c.get("/api/v1/streams/", HTTP_AUTHORIZATION=basic("alice", "alice-pw")).status_code == 200
+    wrong = c.get("/api/v1/me/", HTTP_AUTHORIZATION=basic("alice", "nope"))
+    assert wrong.status_code == 401 and wrong["WWW-Authenticate"] == "Token"
+    assert "Invalid username/password" in wrong.json()["detail"]
+    unknown = c.get("/api/v1/me/", HTTP_AUTHORIZATION=basic("mallory", "x"))
+    assert unknown.status_code == 401
+
+
+def test_http_basic_guessing_is_locked_out(alice, settings) -> None:
+    """After ``AXES_FAILURE_LIMIT`` wrong Basic passwords the pair is locked out: even the right
+    password is refused (HTTP 429) until the cool-off."""
+    from tests.web.conftest import basic
+
+    c = APIClient()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        c.get("/api/v1/me/", HTTP_AUTHORIZATION=basic("alice", "guess"))
+    r = c.get("/api/v1/me/", HTTP_AUTHORIZATION=basic("alice", "alice-pw"))
+    assert r.status_code == 429
+
+
+def test_openapi_operations_are_grouped_by_resource(tmp_path: Path) -> None:
+    """Swagger UI lists the operations under their resource's tag, not one list (issue 16)."""
+    from streams_app.api.schema import TAGS
+
+    out = tmp_path / "schema.yml"
+    call_command("spectacular", "--file", str(out))
+    schema = yaml.safe_load(out.read_text())
+    names = {t["name"] for t in TAGS}
+    assert {t["name"] for t in schema["tags"]} == names
+    tags = {
+        path: op["tags"]
+        for path, item in schema["paths"].items()
+        for op in item.values()
+        if isinstance(op, dict)
+    }
+    assert all(len(t) == 1 and t[0] in names for t in tags.values()), tags
+    assert tags["/api/v1/streams/"] == ["streams"] and tags["/api/v1/designer/preview/"] == ["designer"]
+    assert tags["/api/v1/databases/{db}/tables/"] == ["tables"] and tags["/api/v1/me/"] == ["auth"]
+    assert {t[0] for t in tags.values()} == names  # every tag holds operations
+
+
+def test_swagger_ui_loads_only_our_own_static_files(db) -> None:
+    """``/api/docs/`` names no CDN: Swagger UI's script, style and favicon are our static files
+    (drf-spectacular-sidecar), so the page works offline; each of them is served."""
+    import re
+
+    from django.test import Client
+
+    page = Client().get("/api/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    refs = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html)
+    assets = [r for r in refs if r.endswith((".js", ".css", ".png"))]
+    assert assets and all(r.startswith("/static/drf_spectacular_sidecar/") for r in assets), refs
+    assert not re.search(r"https?://", " ".join(refs))
+    for a in assets:
+        served = Client().get(a)
+        assert served.status_code == 200, a

@@ -106,7 +106,7 @@ def test_endpoint_list_covers_every_designer_route() -> None:
 @pytest.mark.parametrize(("method", "name", "kwargs"), ENDPOINTS, ids=[f"{e[0]}-{e[1]}" for e in ENDPOINTS])
 def test_anonymous_is_refused(air, method, name, kwargs) -> None:
     r = getattr(APIClient(), method)(reverse(name, kwargs=kwargs), {"sql": EPISODES}, format="json")
-    assert r.status_code == 403
+    assert r.status_code == 401
     assert r.json()["detail"].startswith("Authentication credentials were not provided")
     assert not StreamDraft.objects.exists() and not Stream.objects.exists()
 
@@ -117,7 +117,7 @@ def test_token_authentication(air, alice) -> None:
     body = _compile(c, EPISODES)
     assert body["design"]["nodes"]["trigger"]["type"] == "event"
     c.credentials(HTTP_AUTHORIZATION="Token not-a-token")
-    assert c.post("/api/v1/designer/compile/", {"sql": EPISODES}, format="json").status_code == 403
+    assert c.post("/api/v1/designer/compile/", {"sql": EPISODES}, format="json").status_code == 401
 
 
 # ---------------------------------------------------------------------- compile
