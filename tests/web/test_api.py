@@ -678,3 +678,11 @@ def test_swagger_ui_loads_only_our_own_static_files(db) -> None:
     for a in assets:
         served = Client().get(a)
         assert served.status_code == 200, a
+
+
+def test_favicon_is_served(db) -> None:
+    """Browsers ask for ``/favicon.ico``: it leads to our icon (no 404 in the web log)."""
+    from django.test import Client
+
+    r = Client().get("/favicon.ico", follow=True)
+    assert r.status_code == 200 and b"<svg" in b"".join(r.streaming_content)
