@@ -15,6 +15,11 @@ snapshot (decision in docs/decisions.md):
 3. the events' queries run as one ``UNION ALL`` (in chunks of ``CHUNK`` events), each row tagged
    with its event's index ``__td_ev``.
 
+A query with joins (every TDengine join type: inner, outer, SEMI, ANTI, ASOF, WINDOW) is planned in
+step 1 by the interactive SELECT's join planner (``query/joins.py``, TDengine "Join Queries"), the
+markers read there as constants and ``%%tbname`` as the trigger table; a query with a window clause
+runs per event through the interactive window path (``select.window_arrow``), joins included.
+
 Placeholders (seed 002 table): ``_twstart`` / ``_twend`` (TIMESTAMP), ``_twduration`` (precision
 units), ``_twrownum``, ``_tgrpid`` (BIGINT), ``_tcurrent_ts`` / ``_tprev_ts`` / ``_tnext_ts``
 (TIMESTAMP, sliding triggers), ``_tlocaltime`` / ``_tprev_localtime`` / ``_tnext_localtime``
@@ -37,7 +42,7 @@ from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
-from spark_workers.query.joins import refuse_in_stream
+from spark_workers.query.joins import SOURCE_META, join_query
 from spark_workers.query.planner import GroupColumn, Source, aggregate_call, output_type
 from spark_workers.query.results import ResultColumn
 from spark_workers.query.select import bind_sources, query_scope, result_columns, window_arrow
@@ -47,6 +52,7 @@ from spark_workers.sql.dialect import DIALECT
 from spark_workers.sql.lexer import PARTITION_PREFIX, TBNAME, TROWS
 from spark_workers.sql.parser import parse_expression, parse_one
 from spark_workers.sql.sandbox import check_select
+from spark_workers.sql.scope import Scope
 from spark_workers.sql.translate import to_sql
 from spark_workers.tdtypes import TdType
 
@@ -222,7 +228,6 @@ class Computation:
                 "a stream's computation must be a query", sql=query, code=Code.INVALID_STREAM_QUERY
             )
         check_select(stmt.query, query)  # the front door: TDengine's SQL only
-        refuse_in_stream(stmt.query, query)  # SEMI/ANTI/ASOF/WINDOW joins (query/joins.py)
         if stmt.query.fill is not None and stmt.query.window is None:
             raise SqlError(
                 "FILL needs an INTERVAL window clause",
@@ -343,25 +348,7 @@ class Computation:
                 trig.db.precision if trig else "ms",
             )
         sel = self.q.select.copy()
-        trig_alias = "__td_trig"
-        uses_trigger = False
-        for t in list(sel.find_all(exp.Table)):
-            if t.name.lower() in (TBNAME, TROWS):
-                if self.trigger is None:
-                    raise SqlError(
-                        f"{'%%tbname' if t.name.lower() == TBNAME else '%%trows'} needs a trigger table "
-                        "(FROM [db.]table)",
-                        sql=self.sql,
-                        code=Code.INVALID_STREAM_QUERY,
-                    )
-                alias = t.alias or trig_alias
-                t.replace(
-                    exp.Table(
-                        this=exp.to_identifier(TRIGGER_SRC, quoted=True),
-                        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
-                    )
-                )
-                uses_trigger = True
+        uses_trigger = self._trigger_tables(sel)
         ts_types: set[str] = set()
 
         def mark(node: exp.Expr) -> exp.Expr:
@@ -378,12 +365,17 @@ class Computation:
         ctx = QueryContext(lake, tz=self.tz, default_db=self.default_db)
         others = bind_sources(ctx, duck, sel, self.sql, skip=frozenset({TRIGGER_SRC}))
         sources = ([self.trigger] if uses_trigger and self.trigger is not None else []) + others
-        names = self._expand(sel, sources)
+        joins = isinstance(sel, exp.Select) and bool(sel.args.get("joins"))
+        names = [] if joins else self._expand(sel, sources)
         sel = sel.transform(mark, copy=False)
         scope = query_scope(sources, self.tz)
         scope.timestamp_names = frozenset(ts_types)
         try:
-            text = to_sql(sel, "duckdb", scope)
+            if joins:
+                assert isinstance(sel, exp.Select)
+                text, names = self._join_text(sel, scope)
+            else:
+                text = to_sql(sel, "duckdb", scope)
         except SqlError as e:
             raise SqlError(e.message, sql=self.sql, offset=None, code=e.code) from None
         trigger_view = ""
@@ -398,6 +390,47 @@ class Computation:
             if self.pre_filter is not None:
                 pre_filter = to_sql(self.pre_filter, "duckdb", tscope)
         return Bound(duck, text, trigger_view, names, sources, pre_filter, ts_column, precision, ts_types)
+
+    def _trigger_tables(self, sel: exp.Expr) -> bool:
+        """Point ``FROM %%tbname`` / ``FROM %%trows`` at the trigger table's marker (its rows are
+        chosen per event, ``_trigger_rows``), its Source kept for the join planner; returns whether
+        the query reads the trigger table.
+
+        Raises:
+            SqlError: ``INVALID_STREAM_QUERY`` a placeholder table without a trigger table."""
+        uses_trigger = False
+        for t in list(sel.find_all(exp.Table)):
+            if t.name.lower() not in (TBNAME, TROWS):
+                continue
+            if self.trigger is None:
+                raise SqlError(
+                    f"{'%%tbname' if t.name.lower() == TBNAME else '%%trows'} needs a trigger table "
+                    "(FROM [db.]table)",
+                    sql=self.sql,
+                    code=Code.INVALID_STREAM_QUERY,
+                )
+            node = exp.Table(
+                this=exp.to_identifier(TRIGGER_SRC, quoted=True),
+                alias=exp.TableAlias(this=exp.to_identifier(t.alias or "__td_trig", quoted=True)),
+            )
+            node.meta[SOURCE_META] = self.trigger  # a join side (query/joins.py)
+            t.replace(node)
+            uses_trigger = True
+        return uses_trigger
+
+    def _join_text(self, sel: exp.Select, scope: Scope) -> tuple[str, list[str]]:
+        """DuckDB text and output names of a computation with joins, through the interactive
+        SELECT's join planner (``query/joins.py``: TDengine's join rules, every join type): its
+        placeholders are marker columns the planner reads as constants, ``%%tbname`` / ``%%trows``
+        the trigger table; the markers are replaced per event (``_event_sql``), so the events of a
+        micro-batch still run as one query.
+
+        Raises:
+            SqlError: the join rules, with TDengine's codes and the offset in the statement."""
+        markers = frozenset(c.name.lower() for c in sel.find_all(exp.Column) if c.name.startswith(PH))
+        joined = join_query(sel, self.q, self.sql, markers)
+        names = [_display(n) for n in joined.names or []]  # None: a subquery's ``*`` names itself
+        return joined.sql(scope), names
 
     # ------------------------------------------------------------------ running
     def schema(self, lake: Lake) -> list[ResultColumn]:
@@ -616,6 +649,23 @@ class Computation:
                 conds.append(f"({b.pre_filter})")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
         return f"SELECT * FROM {ev.rows_view or source or b.trigger_view}{where}"
+
+
+def _display(name: str) -> str:
+    """An output column's name as written: a placeholder marker's name is the placeholder's
+    (``_twstart``, ``%%tbname``, ``%%1``'s column), as :meth:`Computation._expand` names them."""
+    if not name.startswith(PH):
+        return name
+    key = name[len(PH) :]
+    if key == "tbname":
+        return "%%tbname"
+    if key.startswith("p") and key[1:].isdigit():
+        return PARTITION_PREFIX + key[1:]
+    return (
+        key[: -len(NS_SUFFIX)]
+        if key.endswith(NS_SUFFIX) and key[: -len(NS_SUFFIX)] in NS_PLACEHOLDERS
+        else key
+    )
 
 
 def _constant(v: Any, timestamp: bool) -> exp.Expr:

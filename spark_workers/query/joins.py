@@ -11,8 +11,15 @@ checked by ``select.bind_sources``):
   on an inner join is a cross join, ``0x2702``; one only under OR, ``0x2703``); ASOF's condition is
   at most one primary key comparison (``> >= = < <=``) and column equalities, WINDOW's only column
   equalities (``0x2703``); only inner joins nest or chain (``0x2664``); ASOF/WINDOW join tables, not
-  subqueries (``0x2664``); JLIMIT is in [0, 1024] (``0x0200``); WINDOW_OFFSET has fixed units no
-  finer than the precision (``0x2673``) and start <= end (``0x0200``).
+  subqueries (``0x2664``: the manual's "Only supports ASOF Join between tables, not between
+  subqueries" and the same for Window Join, and TDengine's own tests ``tsim/join/left_asof_join.sim``
+  / ``left_win_join`` refuse ``(select * from sta) a left asof|window join sta b``); JLIMIT is in
+  [0, 1024] (``0x0200``); WINDOW_OFFSET has fixed units no finer than the precision (``0x2673``) and
+  start <= end (``0x0200``).
+- **Where**: an interactive SELECT and a 3.3.7 stream's computation (seed 002, "a computation task
+  ... can be any type of query statement") both come here; a computation's placeholders reach the
+  planner as marker columns (``query/compute.py``), named in ``constants``, which read as themselves
+  over the join's rows; ``%%tbname`` as a join side is the trigger table (its Source).
 - **Inner and outer joins** run as written; ``*`` is every column and tag of each table in FROM
   order (no ``tbname``), and without ORDER BY the rows come in the driving table's timestamp order
   (the left table's; a RIGHT JOIN's right table; FULL: either timestamp).
@@ -137,24 +144,6 @@ def sides_of(sel: exp.Select, sql: str = "") -> list[Side]:
 def has_td_join(sel: exp.Expr) -> bool:
     """Whether a query holds a SEMI, ANTI, ASOF or WINDOW join anywhere."""
     return any(join_spec(j).kind for j in sel.find_all(exp.Join))
-
-
-def refuse_in_stream(q: ast.SelectQuery, sql: str) -> None:
-    """A 3.3.7 stream's computation joins with inner and outer joins only: SEMI/ANTI/ASOF/WINDOW
-    joins are refused when the stream is created (tdweb runs them in SELECT statements only).
-
-    Raises:
-        SqlError: ``0x2664`` at the join."""
-    for j in q.select.find_all(exp.Join):
-        spec = join_spec(j)
-        if spec.kind:
-            raise _err(
-                f"Not supported join since '{spec.side} {spec.kind.upper()} JOIN in a stream's computation: "
-                "tdweb runs it in SELECT statements only'",
-                sql,
-                _span_start(spec, j),
-                Code.NOT_SUPPORT_JOIN,
-            )
 
 
 def check_nested(sel: exp.Expr, sql: str) -> None:
@@ -295,9 +284,10 @@ def plan_td_join(sel: exp.Select, sides: list[Side], sql: str) -> Plan:
     plan = Plan(spec, drive, other, left, right, j.args.get("on"))
     at = _span_start(spec, j)
     if spec.kind in ("asof", "window"):
-        if left.source is None or right.source is None:
+        if left.source is None or right.source is None:  # TDengine's rule (module docstring)
             raise _err(
-                f"Not supported join since '{spec.kind.upper()} JOIN between subqueries'",
+                f"Not supported join since 'only supports {spec.kind.upper()} JOIN between tables, not "
+                "between subqueries'",
                 sql,
                 at,
                 Code.NOT_SUPPORT_JOIN,
@@ -635,6 +625,9 @@ class Names:
 
 
 def _reader(names: Names, sql: str, aliases: frozenset[str]):
+    """A transform reading the query's column names over the flat join rows; names in ``aliases``
+    (select aliases, a computation's placeholder markers) stay as they are."""
+
     def visit(n: exp.Expr) -> exp.Expr:
         if not isinstance(n, exp.Column) or isinstance(n.this, exp.Star):
             return n
@@ -699,8 +692,11 @@ def _aggregated(sel: exp.Select) -> bool:
     )
 
 
-def over_join_rows(sel: exp.Select, plan: Plan, q: ast.SelectQuery, sql: str) -> tuple[exp.Select, list[str]]:
+def over_join_rows(
+    sel: exp.Select, plan: Plan, q: ast.SelectQuery, sql: str, constants: frozenset[str] = frozenset()
+) -> tuple[exp.Select, list[str]]:
     """The query read over :func:`join_rows` (module docstring); returns it and its output names.
+    ``constants``: lower-case names of placeholder markers (a stream's computation).
 
     Raises:
         SqlError: ``0x2664`` GROUP BY / PARTITION BY / a window clause with a WINDOW JOIN,
@@ -720,12 +716,13 @@ def over_join_rows(sel: exp.Select, plan: Plan, q: ast.SelectQuery, sql: str) ->
     expanded = expand_stars(out, [plan.left, plan.right], q.item_texts)
     assert expanded is not None  # both sides are tables
     out_names = expanded
-    aliases = frozenset(i.alias.lower() for i in out.expressions if isinstance(i, exp.Alias))
+    aliases = constants | frozenset(i.alias.lower() for i in out.expressions if isinstance(i, exp.Alias))
     visit = _reader(Names.of([plan.left, plan.right]), sql, aliases)
     items = []
     for item, name in zip(out.expressions, out_names, strict=True):
         new = item.transform(visit)
-        items.append(exp.alias_(new, name, quoted=True) if isinstance(item, exp.Column) else new)
+        named = isinstance(item, exp.Column) and item.name.lower() not in constants  # markers: replaced
+        items.append(exp.alias_(new, name, quoted=True) if named else new)
     out.set("expressions", items)
     out.set("joins", None)
     for key in ("where", "group", "having", "order", "qualify"):
@@ -835,6 +832,7 @@ def render_over_rows(sel: exp.Select, plan: Plan, scope: Scope) -> str:
         f"{plan.drive.alias}.{plan.drive.ts}",
         scope.precision,
         scope.tz,
+        timestamp_names=scope.timestamp_names,  # a computation's timestamp placeholders
     )
     outer = sel.copy()
     outer.set("from_", exp.From(this=exp.to_table(_J)))
@@ -851,8 +849,11 @@ def _flat_types(s: Side) -> list[tuple[str, TdType]]:
     return [(f"{s.alias}.{name}", t) for name, t in s.source.columns.values()]
 
 
-def join_query(sel: exp.Select, q: ast.SelectQuery, sql: str) -> JoinQuery:
-    """A bound query with joins, checked and ready for DuckDB (module docstring).
+def join_query(
+    sel: exp.Select, q: ast.SelectQuery, sql: str, constants: frozenset[str] = frozenset()
+) -> JoinQuery:
+    """A bound query with joins, checked and ready for DuckDB (module docstring); ``constants``:
+    lower-case names of a stream computation's placeholder markers.
 
     Raises:
         SqlError: the join rules (module docstring, Rules) with TDengine's codes, at the join."""
@@ -870,7 +871,7 @@ def join_query(sel: exp.Select, q: ast.SelectQuery, sql: str) -> JoinQuery:
                 sel.set("order", exp.Order(expressions=[exp.Ordered(this=_col(drive.alias, drive.ts))]))
             return direct
         plan = plan_td_join(sel, sides, sql)
-        out, out_names = over_join_rows(sel, plan, q, sql)
+        out, out_names = over_join_rows(sel, plan, q, sql, constants)
         return JoinQuery(out, out_names, plan)
     names = expand_stars(sel, sides, q.item_texts)
     _default_order(sel, sides)

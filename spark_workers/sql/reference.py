@@ -516,6 +516,16 @@ _C_WINDOW = "create stream {s} interval(5s) sliding(5s) from t into {o} as selec
 _C_PERIOD = "create stream {s} period(5s) into {o} as select "
 _C_SLIDING = "create stream {s} sliding(5s) from t into {o} as select "
 _C_ROWS = "create stream {s} count_window(2) from st partition by tbname into {o} as select "
+_C_JOIN = "create stream {s} interval(5s) sliding(5s) from t into {o} as select a.ts, "
+_C_JOIN_WHERE = " where a.ts >= _twstart and a.ts < _twend"
+
+
+def _join_tables(kind: str) -> str:
+    """The note of ASOF / WINDOW JOIN: TDengine's rule on their sides (SQL manual, "Join Queries")."""
+    return (
+        f'between tables: a subquery side is refused with 0x2664, as the manual says: "Only supports {kind} '
+        'Join between tables, not between subqueries"'
+    )
 
 
 _INTERP_NYI = Refused(
@@ -869,30 +879,46 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "every(1s) fill(linear)",
         "A",
     ),
-    S("JOIN (inner)", "select", "select a.v, b.v from ref.t a join ref.st1 b on a.ts = b.ts", _A),
+    S(
+        "JOIN (inner)",
+        "select",
+        "select a.v, b.v from ref.t a join ref.st1 b on a.ts = b.ts",
+        "AC",
+        probes={"C": _C_JOIN + "b.v from ref.t a join ref.st1 b on a.ts = b.ts" + _C_JOIN_WHERE},
+    ),
     S(
         "LEFT / RIGHT / FULL OUTER JOIN",
         "select",
         "select a.v, b.v from ref.t a left join ref.st1 b on a.ts = b.ts",
-        _A,
+        "AC",
+        probes={"C": _C_JOIN + "b.v from ref.t a left join ref.st1 b on a.ts = b.ts" + _C_JOIN_WHERE},
     ),
     S(
         "SEMI / ANTI JOIN",
         "select",
         "select a.v from ref.t a left semi join ref.st1 b on a.ts = b.ts",
-        "A",
+        "AC",
+        probes={"C": _C_JOIN + "a.v from ref.t a left anti join ref.st1 b on a.ts = b.ts" + _C_JOIN_WHERE},
     ),
     S(
         "ASOF JOIN",
         "select",
         "select a.v, b.v from ref.t a left asof join ref.st1 b on a.ts >= b.ts",
-        "A",
+        "AC",
+        probes={"C": _C_JOIN + "b.v from ref.t a left asof join ref.st1 b on a.ts >= b.ts" + _C_JOIN_WHERE},
+        note=_join_tables("ASOF"),
     ),
     S(
         "WINDOW JOIN",
         "select",
         "select a.v, b.v from ref.t a left window join ref.st1 b window_offset(-1s, 1s)",
-        "A",
+        "AC",
+        probes={
+            "C": _C_JOIN
+            + "count(b.v) from ref.t a left window join ref.st1 b window_offset(-1s, 1s)"
+            + _C_JOIN_WHERE
+        },
+        note=_join_tables("Window"),
     ),
     S("UNION ALL", "select", "select v from ref.t union all select v from ref.st1", _A),
     S("UNION", "select", "select i from ref.t union select i from ref.st1", _A),

@@ -345,9 +345,10 @@ def to_sql(expr: exp.Expr, backend: str, scope: Scope) -> str:
 
 
 def _refuse_td_joins(expr: exp.Expr) -> None:
-    """SEMI/ANTI/ASOF/WINDOW joins have no plain SQL form: only ``query/joins.py`` runs them (the
-    interactive SELECT); anywhere else (a stream's computation) they are refused, never read as the
-    LEFT/RIGHT JOIN ``sqlglot`` holds.
+    """SEMI/ANTI/ASOF/WINDOW joins have no plain SQL form: only ``query/joins.py`` runs them (an
+    interactive SELECT and a 3.3.7 stream's computation both plan them there, in their outermost
+    query, TDengine "Nested Join and Multi-table Join Limitations"); one reaching the translator
+    any other way is refused, never read as the LEFT/RIGHT JOIN ``sqlglot`` holds.
 
     Raises:
         SqlError: ``0x2664`` at the join."""
@@ -355,8 +356,8 @@ def _refuse_td_joins(expr: exp.Expr) -> None:
         spec = join_spec(j)
         if spec.kind:
             raise SqlError(
-                f"Not supported join since '{spec.side} {spec.kind.upper()} JOIN is supported in "
-                "SELECT statements only'",
+                f"Not supported join since '{spec.side} {spec.kind.upper()} JOIN is read in the "
+                "outermost query only'",
                 offset=spec.span.start if spec.span else None,
                 code=Code.NOT_SUPPORT_JOIN,
             )

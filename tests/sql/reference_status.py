@@ -38,7 +38,11 @@ def _observed(ex: Executor, e: Entry, n: int) -> tuple[str, dict[str, int]]:
     if e.statement:
         *setup, form = e.statements()
         codes = [_run(ex, sql) for sql in setup] + [_run(ex, form)]
-        return ("A", {}) if codes[-1] is None else ("", {"A": codes[-1]})
+        ok, errors = ("A", {}) if codes[-1] is None else ("", {"A": codes[-1]})
+        for c in (c for c in e.probes if c != "A"):  # a statement's other contexts (the joins)
+            code = _run(ex, e.probe_for(c, 100_000 + n * 4 + "AWLC".index(c)))
+            ok, errors = (ok + c, errors) if code is None else (ok, {**errors, c: code})
+        return ok, errors
     ok, errors = "", {}
     for c in e.probes or CONTEXTS:
         code = _run(ex, e.probe_for(c, n * 4 + "AWLC".index(c)))
