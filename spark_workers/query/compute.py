@@ -87,7 +87,21 @@ _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)
 _LIMIT_CODES = frozenset(
     {Code.TIMEOUT, Code.QUERY_MEM_EXHAUSTED, Code.RESULT_TOO_LARGE, Code.PERMISSION_DENIED}
 )
+# errors about a name the computation uses keep their code and point at the name
+_NAME_CODES = frozenset(
+    {Code.INVALID_COLUMN, Code.AMBIGUOUS_COLUMN, Code.INVALID_FUNCTION_NAME, Code.FUNC_PARA_TYPE}
+)
+_NAMED = re.compile(
+    r"^(?:(?:invalid|ambiguous) column name|Invalid function name:|Invalid parameter data type :) ?(\w+)"
+)
 _MARK = re.compile(r'"(__td_ph_[A-Za-z0-9_]+|__td_trigsrc)"')
+
+
+def _name_offset(sql: str, name: str) -> int | None:
+    """0-based offset of the first use of identifier ``name`` in ``sql`` (not a qualified part,
+    not a placeholder's suffix), or None."""
+    m = re.search(rf"(?<![\w.%`]){re.escape(name)}(?!\w)", sql, re.IGNORECASE)
+    return m.start() if m else None
 
 
 def placeholder_key(col: exp.Column) -> str | None:
@@ -581,11 +595,23 @@ class Computation:
         return conds
 
     def _query(self, duck: DuckSession, sql: str, what: str) -> pa.Table:
+        """``sql``'s rows; DuckDB's failure in TDengine's words (``duck.duck_error``): a statement
+        limit keeps its code, an unknown or ambiguous column or function keeps its code and points
+        at the name in the computation, anything else is ``0x2645`` naming ``what`` went wrong."""
         try:
             return duck.query(sql)
-        except SqlError as e:  # DuckDB's failure in TDengine's words (duck.duck_error)
-            code = e.code if e.code in _LIMIT_CODES else Code.INVALID_STREAM_QUERY
-            raise SqlError(f"the stream's computation {what}: {e.message}", sql=self.sql, code=code) from None
+        except SqlError as e:
+            if e.code in _LIMIT_CODES:
+                raise SqlError(
+                    f"the stream's computation {what}: {e.message}", sql=self.sql, code=e.code
+                ) from None
+            if e.code in _NAME_CODES and (m := _NAMED.match(e.message)):
+                raise SqlError(
+                    e.message, sql=self.sql, offset=_name_offset(self.sql, m.group(1)), code=e.code
+                ) from None
+            raise SqlError(
+                f"the stream's computation {what}: {e.message}", sql=self.sql, code=Code.INVALID_STREAM_QUERY
+            ) from None
 
     def _materialize(self, b: Bound, events: list[TriggerEvent]) -> str:
         """The trigger table's rows the batch's events can read, copied once into a DuckDB

@@ -437,7 +437,14 @@ def _computation_columns(
             sql=spec.sql,
             code=Code.NOT_SUPPORTED,
         )
-    columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(computation.schema(lake))]
+    try:
+        schema = computation.schema(lake)
+    except SqlError as e:  # a name the computation uses: point at it in the statement as written
+        original = parse_one(spec.sql)
+        if e.sql != computation.sql or e.offset is None or not isinstance(original, ast.CreateStream337):
+            raise
+        raise anchor_in_statement(e, computation.sql, spec.sql, original) from None
+    columns = [OutputColumnPlan(r.name, r.type, i) for i, r in enumerate(schema)]
     # the first column keys the output table: without one (no INTO, CALC_NOTIFY_ONLY) the results
     # are only notified and any first column will do (seed 002, count window example sm2)
     keyed = spec.output is not None and not spec.options.calc_notify_only

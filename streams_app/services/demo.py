@@ -68,17 +68,14 @@ RAIN_GAP_HOURS = 3
 
 
 def dataset_dir() -> Path:
-    """Where the CSVs are: ``TDWEB_DATASET``, ``../shared/datasets/beijing-air-quality``, or the copy
-    in ``data/``. Raises ``FileNotFoundError`` when none holds the 12 files."""
+    """Where the CSVs are: ``TDWEB_DATASET``, else the repository's own copy in
+    ``data/beijing-air-quality``, else ``../shared/datasets/beijing-air-quality`` beside the
+    checkout. Raises ``FileNotFoundError`` when none holds the 12 files."""
     import os
 
     base = Path(settings.BASE_DIR)
     candidates: list[Path] = [Path(os.environ["TDWEB_DATASET"])] if os.environ.get("TDWEB_DATASET") else []
-    candidates += [
-        base.parent / "shared/datasets/beijing-air-quality",
-        Path("/work/shared/datasets/beijing-air-quality"),
-        base / "data/beijing-air-quality",
-    ]
+    candidates += [base / "data/beijing-air-quality", base.parent / "shared/datasets/beijing-air-quality"]
     for c in candidates:
         if len(list(c.glob("PRSA_Data_*.csv.gz"))) == 12:
             return c

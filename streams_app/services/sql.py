@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -86,9 +87,26 @@ def sql_validate(*, sql: str, db: str | None = None, user: Any) -> dict[str, Any
                 check_create_stream(executor_for(db=db, user=user), last, text)
             except SqlError as e:
                 raise e.shifted(sql, start) from None
-        return {"ok": True, "statement": type(last).__name__}
+        return {"ok": True, "statement": statement_label(last, text)}
     except TdError as e:
         return {"ok": False, "code": e.code, "desc": e.desc, "position": error_position(e)}
+
+
+_LEADING = re.compile(
+    r"\s*([A-Za-z]+(?:\s+(?:STREAM|STABLE|TABLE|DATABASE|USER|TOPIC|VIEW|INDEX|TSMA|INTO|FROM))?)", re.I
+)
+
+
+def statement_label(stmt: ast.Statement, text: str) -> str:
+    """What the SQL console calls a valid statement: ``CREATE STREAM db.name (TDengine 3.3.7
+    syntax)`` / ``(legacy syntax)`` for the two stream syntaxes (seeds 000 and 002), else its
+    leading keywords as written, upper-cased (``SELECT``, ``INSERT INTO``, ``CREATE TABLE``)."""
+    if isinstance(stmt, ast.CreateStreamLegacy | ast.CreateStream337):
+        name = f"{stmt.db}.{stmt.name}" if stmt.db else stmt.name
+        syntax = "TDengine 3.3.7 syntax" if isinstance(stmt, ast.CreateStream337) else "legacy syntax"
+        return f"CREATE STREAM {name} ({syntax})"
+    m = _LEADING.match(text)
+    return " ".join(m.group(1).upper().split()) if m else "statement"
 
 
 def table_rows(

@@ -381,7 +381,7 @@ def test_sql_validate(power, root_api) -> None:
     ok = root_api.post(
         "/api/v1/sql/validate/", {"sql": STREAM.format(name="v", out="vo")}, format="json"
     ).json()
-    assert ok == {"ok": True, "statement": "CreateStreamLegacy"}
+    assert ok == {"ok": True, "statement": "CREATE STREAM v (legacy syntax)"}
     assert not Stream.objects.exists()  # validation changes nothing
     assert "vo" not in [t["name"] for t in root_api.get("/api/v1/databases/power/tables/").json()]
     sql = "SELECT avg(current)\nFROM power.meters INTERVAL(5q)"

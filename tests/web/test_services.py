@@ -595,9 +595,29 @@ def test_ack_and_ack_all(admin, alice, inbox) -> None:
 def test_sql_validate_does_not_create(power, admin) -> None:
     assert sql_validate(sql=STREAM.format(name="v", out="vo"), user=admin) == {
         "ok": True,
-        "statement": "CreateStreamLegacy",
+        "statement": "CREATE STREAM v (legacy syntax)",
     }
+    for sql, label in [
+        ("select * from power.meters", "SELECT"),
+        ("INSERT  into power.d1 values (now, 1, 2, 3)", "INSERT INTO"),
+        ("create table power.t9 (ts timestamp, v int)", "CREATE TABLE"),
+    ]:
+        assert sql_validate(sql=sql, user=admin) == {"ok": True, "statement": label}
     assert not Stream.objects.exists() and power.catalog.table("power", "vo") is None
+    v337 = (
+        "CREATE STREAM power.s7 INTERVAL(10s) SLIDING(10s) FROM power.meters PARTITION BY tbname "
+        "INTO power.o7 AS SELECT _twstart, avg(current) FROM %%tbname "
+        "WHERE {cond} ts >= _twstart AND ts < _twend"
+    )
+    assert sql_validate(sql=v337.format(cond=""), user=admin) == {
+        "ok": True,
+        "statement": "CREATE STREAM power.s7 (TDengine 3.3.7 syntax)",
+    }
+    # an unknown column of a computation is found at validation, where it stands (not at Create)
+    sql = v337.format(cond="nope > 1 AND")
+    unknown = sql_validate(sql=sql, user=admin)
+    assert unknown["ok"] is False and unknown["code"] == Code.INVALID_COLUMN
+    assert unknown["position"]["offset"] == sql.index("nope")
     bad = sql_validate(
         sql="CREATE STREAM v INTO power.vo AS SELECT _wstart, avg(current) FROM power.nope INTERVAL(10s)",
         user=admin,

@@ -16,31 +16,41 @@ export interface Snippet {
   sql: (db: string) => string;
 }
 
-/** Templates (legacy TDengine 3.x stream syntax). `db` is the selected database or "". */
+/** Templates over the demo's data (`make demo` loads the Beijing readings into `air.quality`),
+ * in both stream syntaxes; table names are qualified, so they run whichever database is selected. */
 export const SNIPPETS: Snippet[] = [
   {
     label: "Daily average per station",
-    title: "INTERVAL(1d) average per subtable, written when each day closes",
-    sql: (db) => `CREATE STREAM IF NOT EXISTS station_daily_avg
+    title: "Legacy syntax: INTERVAL(1d) average per station, written when each day closes",
+    sql: () => `CREATE STREAM IF NOT EXISTS station_daily_avg
   TRIGGER WINDOW_CLOSE
-  INTO station_daily_avg_out
-  AS SELECT _wstart, AVG(temperature) AS avg_temp, COUNT(*) AS samples
-  FROM ${db ? "" : "weather."}readings
+  INTO air.station_daily_avg_out
+  AS SELECT _wstart, AVG(pm25) AS avg_pm25, COUNT(*) AS samples
+  FROM air.quality
   PARTITION BY tbname
   INTERVAL(1d);`,
   },
   {
     label: "6-hour alerts (NOTIFY)",
-    title: "6-hour windows with a notification when each window closes",
-    sql: (db) => `CREATE STREAM IF NOT EXISTS alerts_6h
+    title: "Legacy syntax: 6-hour windows with a notification when each window closes",
+    sql: () => `CREATE STREAM IF NOT EXISTS pm25_alerts_6h
   TRIGGER WINDOW_CLOSE
-  INTO alerts_6h_out
-  AS SELECT _wstart, _wend, MAX(temperature) AS max_temp, COUNT(*) AS samples
-  FROM ${db ? "" : "weather."}readings
+  INTO air.pm25_alerts_6h_out
+  AS SELECT _wstart, _wend, MAX(pm25) AS max_pm25, COUNT(*) AS samples
+  FROM air.quality
   PARTITION BY tbname
   INTERVAL(6h)
   NOTIFY ('ws://localhost:8080/notify')
   ON ('WINDOW_CLOSE');`,
+  },
+  {
+    label: "Pollution episodes (3.3.7)",
+    title: "TDengine 3.3.7 syntax: an EVENT_WINDOW per station from PM2.5 > 150 until it is back under 75",
+    sql: () => `CREATE STREAM IF NOT EXISTS air.pm25_episodes
+  EVENT_WINDOW(START WITH pm25 > 150 END WITH pm25 <= 75)
+  FROM air.quality PARTITION BY tbname
+  INTO air.pm25_episodes_out
+  AS SELECT _twstart AS wstart, _twend AS wend, MAX(pm25) AS peak_pm25 FROM %%trows;`,
   },
 ];
 

@@ -560,7 +560,7 @@ function SqlConsole({ db, dbs, onDbChange }: { db: string; dbs: Database[]; onDb
         spellCheck={false}
         rows={5}
         value={sql}
-        placeholder="SELECT * FROM meters LIMIT 10"
+        placeholder="SELECT * FROM air.quality LIMIT 10"
         onChange={(e) => setSql(e.target.value)}
         onKeyDown={onKeyDown}
       />
