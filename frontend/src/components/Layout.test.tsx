@@ -8,8 +8,9 @@ describe("Layout", () => {
     mockFetch({ "GET /api/v1/notifications/unread-count/": { count: 0 }, "GET /api/v1/databases/": [] });
     const { container } = renderPage("tables", { username: "bob", isStaff: true, csrf: "xyz" });
     expect(screen.getByRole("link", { name: "tdweb" })).toHaveAttribute("href", "/");
-    expect(screen.getByRole("link", { name: "Tables" })).toHaveClass("active");
-    expect(screen.getByRole("link", { name: "SQL editor" })).toHaveAttribute("href", "/streams/new/");
+    // the nav says where each SQL surface is: stream creation and the query console
+    expect(screen.getByRole("link", { name: "Tables & SQL console" })).toHaveClass("active");
+    expect(screen.getByRole("link", { name: "New stream (SQL)" })).toHaveAttribute("href", "/streams/new/");
     expect(screen.getByRole("link", { name: "Inbox" })).toHaveAttribute("href", "/inbox/");
     expect(screen.getByText("bob")).toBeInTheDocument();
     expect(screen.getByRole("link", { name: "admin" })).toBeInTheDocument();

@@ -8,9 +8,9 @@ const NAV: { page: string[]; label: string; href: string }[] = [
   { page: ["dashboard"], label: "Dashboard", href: urls.dashboard() },
   { page: ["streams", "stream"], label: "Streams", href: urls.streams() },
   { page: ["designer"], label: "Designer", href: urls.designer() },
-  { page: ["tables"], label: "Tables", href: urls.tables() },
+  { page: ["create"], label: "New stream (SQL)", href: urls.create() },
+  { page: ["tables"], label: "Tables & SQL console", href: urls.tables() },
   { page: ["inbox"], label: "Inbox", href: urls.inbox() },
-  { page: ["create"], label: "SQL editor", href: urls.create() },
 ];
 
 export function Layout({ children }: { children: ReactNode }) {
