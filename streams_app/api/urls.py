@@ -9,6 +9,7 @@ urlpatterns = [
     path("me/", auth.MeApi.as_view(), name="api-me"),
     path("auth/token/", auth.AuthTokenApi.as_view(), name="api-auth-token"),
     path("dashboard/", dashboard.DashboardApi.as_view(), name="api-dashboard"),
+    path("dashboard/series/", dashboard.DashboardSeriesApi.as_view(), name="api-dashboard-series"),
     path("streams/", streams.StreamListApi.as_view(), name="api-streams"),
     path("streams/<int:stream_id>/", streams.StreamDetailApi.as_view(), name="api-stream"),
     path("streams/<int:stream_id>/actions/", streams.StreamActionApi.as_view(), name="api-stream-actions"),

@@ -50,6 +50,7 @@ def two_streams(power, root_api, alice_api):  # type: ignore[no-untyped-def]
 ENDPOINTS = [
     ("get", "api-me", {}),
     ("get", "api-dashboard", {}),
+    ("get", "api-dashboard-series", {}),
     ("get", "api-streams", {}),
     ("post", "api-streams", {}),
     ("get", "api-stream", {"stream_id": 1}),

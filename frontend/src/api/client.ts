@@ -3,6 +3,7 @@ import type {
   ActionResult,
   CreateStreamBody,
   Dashboard,
+  DashboardSeries,
   Database,
   Delivery,
   Draft,
@@ -212,6 +213,11 @@ export function getRuns(id: number, q: PageQuery = {}): Promise<Paginated<Run>> 
 
 export function getDashboard(): Promise<Dashboard> {
   return request("GET", `${API_ROOT}/dashboard/`);
+}
+
+/** Time series of throughput, lag and deliveries over `range` (15m, 1h, 6h, 24h, 7d) ending now. */
+export function getDashboardSeries(range: string): Promise<DashboardSeries> {
+  return request("GET", `${API_ROOT}/dashboard/series/?range=${encodeURIComponent(range)}`);
 }
 
 // --- databases / tables ----------------------------------------------------------------------

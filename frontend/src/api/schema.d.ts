@@ -47,6 +47,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dashboard/series/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Throughput, event-time lag and notification delivery over time, per stream and in total
+         *     (the streams the user sees), for the dashboard's charts and the streams table's sparklines.
+         */
+        get: operations["v1_dashboard_series_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/databases/": {
         parameters: {
             query?: never;
@@ -757,6 +777,32 @@ export interface components {
             delivery_rate: number | null;
             last_24h: components["schemas"]["DashboardDeliveries24h"];
         };
+        /** @description Time series per stream and in total (``selectors.dashboard_series``). */
+        DashboardSeries: {
+            streams: components["schemas"]["DashboardSeriesStream"][];
+            since: string;
+            until: string;
+            /** Format: double */
+            bucket_s: number;
+            t: number[];
+            totals: components["schemas"]["DashboardSeriesTotals"];
+        };
+        DashboardSeriesStream: {
+            id: number;
+            name: string;
+            db: string;
+            status: string;
+            lag_ms: number | null;
+            rows_per_s: number[];
+            lag_s: (number | null)[];
+            delivered: number[];
+            failed: number[];
+        };
+        DashboardSeriesTotals: {
+            rows_per_s: number[];
+            delivered: number[];
+            failed: number[];
+        };
         /** @description A database. */
         Database: {
             name: string;
@@ -1379,6 +1425,36 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+        };
+    };
+    v1_dashboard_series_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description * `15m` - 15m
+                 *     * `1h` - 1h
+                 *     * `6h` - 6h
+                 *     * `24h` - 24h
+                 *     * `7d` - 7d
+                 */
+                range?: "15m" | "1h" | "6h" | "24h" | "7d";
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DashboardSeries"];
                 };
             };
         };

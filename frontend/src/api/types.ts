@@ -99,6 +99,7 @@ export type Run = Schemas["Run"];
 // --- dashboard -----------------------------------------------------------------------------
 
 export type Dashboard = Schemas["Dashboard"];
+export type DashboardSeries = Schemas["DashboardSeries"];
 
 // --- databases / tables / ingestion --------------------------------------------------------
 
