@@ -487,8 +487,9 @@ def dashboard_series(*, user: Any, since: dt.datetime, until: dt.datetime) -> di
         "bucket_s": bucket_ms / 1000,
         "t": [start_ms + i * bucket_ms for i in range(n)],
         "totals": {
-            key: [sum(x[key][i] for x in out) for i in range(n)]
-            for key in ("rows_per_s", "delivered", "failed")
+            "rows_per_s": [sum(r[i] for r in rows.values()) * per_s for i in range(n)],
+            "delivered": [sum(v[i] for v in ok.values()) for i in range(n)],
+            "failed": [sum(v[i] for v in bad.values()) for i in range(n)],
         },
         "streams": out,
     }
