@@ -164,7 +164,7 @@ def _changed_options(db: Database, s: ast.AlterDatabase, sql: str) -> dict[str, 
                 Code.SYNTAX_ERROR,
             )
         current = db.options.get(key, 1 if key == "REPLICA" else None)
-        if current is not None and str(current).strip("'\"").lower() == str(value).strip("'\"").lower():
+        if current is not None and _same_value(key, current, value):
             continue
         changed[key] = value
     if not changed:
@@ -173,6 +173,17 @@ def _changed_options(db: Database, s: ast.AlterDatabase, sql: str) -> dict[str, 
             code=Code.DB_OPTION_UNCHANGED,
         )
     return changed
+
+
+def _same_value(key: str, current: object, value: object) -> bool:
+    """An option's new value equals its stored one: as written (case and quotes aside), or, for
+    KEEP, as the same three retentions (``30`` is ``30d`` is ``720h,30d,30d``)."""
+    if key == "KEEP":
+        try:
+            return retention.parse_keep(current) == retention.parse_keep(value)
+        except SqlError:
+            return False
+    return str(current).strip("'\"").lower() == str(value).strip("'\"").lower()
 
 
 def _check_honoured(
@@ -294,7 +305,9 @@ def _check_virtual_kind(s: ast.AlterTable, t: Table, sql: str) -> None:
 def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> ResultSet:
     """``COMMENT 'text'`` (at most 1,024 bytes; stored, shown by SHOW CREATE TABLE and
     ins_tables / ins_stables) and ``TTL 0`` ("never expire", TDengine's default and what tdweb
-    does); another TTL and KEEP are refused: tdweb drops no table and expires no rows by time."""
+    does); another TTL and KEEP are refused: tdweb drops no table by age (TDengine's TTL drops
+    it TTL days after its creation), and retention is the database's KEEP (``lake/retention.py``),
+    not a table's."""
     for key, value in s.options.items():
         span = s.option_spans.get(key, s.clause)
         if key == "TTL" and isinstance(value, int) and value == 0:
@@ -310,7 +323,8 @@ def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> Result
         if key not in ("TTL", "KEEP"):
             raise _err(f"syntax error: {key} is not a table option", sql, span, Code.SYNTAX_ERROR)
         raise _err(
-            f"ALTER TABLE {key} {value} is not supported: tdweb does not expire tables or rows by time",
+            f"ALTER TABLE {key} {value} is not supported: tdweb drops no table by age and keeps rows "
+            "by its database's KEEP only (ALTER DATABASE ... KEEP)",
             sql,
             span,
             Code.NOT_SUPPORTED,

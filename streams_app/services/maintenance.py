@@ -27,12 +27,13 @@ def lake_compact(*, min_files: int = 16) -> int:
     return done
 
 
-def lake_retain() -> int:
+def lake_retain(*, now_ms: int | None = None) -> int:
     """Apply every database's KEEP (``spark_workers/lake/retention.py``): delete the rows older than
-    ``now - KEEP - KEEP_TIME_OFFSET`` from its data tables (Delta DELETE commits). Returns the
-    number of rows deleted; a database that fails is logged and the others still run."""
+    ``now - KEEP - KEEP_TIME_OFFSET`` from its data tables (Delta DELETE commits); ``now_ms`` is
+    the clock (epoch ms, default the wall clock). Returns the number of rows deleted; a database
+    that fails is logged and the others still run."""
     lake = lake_get()
-    now_ms = int(time.time() * 1000)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     deleted = 0
     for db, _created in lake.catalog.databases():
         try:

@@ -325,7 +325,11 @@ def test_alter_database_refuses_what_tdweb_does_not_have_and_names_it(ex: Execut
         assert offset is not None and sql[offset:].lower().startswith(at), (sql, offset)
         word = at.split()[0].upper()
         assert word in e.message, e.message
-    for same_value in ("alter database d replica 1", "alter database d keep 3650"):
+    for same_value in (
+        "alter database d replica 1",
+        "alter database d keep 3650",
+        "alter database d keep 3650d,87600h",
+    ):
         assert error(ex, same_value).code == Code.DB_OPTION_UNCHANGED
     assert error(ex, "alter database nope keep 30").code == Code.DB_NOT_EXIST
     assert error(ex, "alter database d").code == Code.INCOMPLETE_SQL
@@ -540,6 +544,10 @@ def _plain(value: Any) -> Any:
         "alter stable st rename tag g h",
         "alter table a set tag g = -3, h = 'x', t = now + 1s",
         "alter table t comment 'it''s' ttl 3",
+        "alter vtable d.v add column c double from d.t.v",
+        "alter vtable v alter column c set other.t.v",
+        "alter vtable v alter column c set null",
+        "alter vtable v rename column c c2",
     ],
 )
 def test_alter_statements_render_and_parse_back(sql: str) -> None:

@@ -320,7 +320,9 @@ def _seed_sources(ex: Executor, rng: np.random.Generator) -> dict[str, pd.DataFr
     return frames
 
 
-def _model_rows(frames: dict[str, pd.DataFrame], cols: dict[str, tuple[str, str] | None]) -> list[list[object]]:
+def _model_rows(
+    frames: dict[str, pd.DataFrame], cols: dict[str, tuple[str, str] | None]
+) -> list[list[object]]:
     """The manual's alignment, computed with pandas: the union of the timestamps of the tables the
     columns reference, each column its source's value at that timestamp (NULL when absent)."""
     used = {src[0] for src in cols.values() if src is not None}
