@@ -831,3 +831,26 @@ def test_alter_from_another_process_while_rows_are_written_loses_nothing(tmp_pat
         assert (w.get(timeout=300), a.get(timeout=300)) == ([], [])
     assert rows(ex, "select count(*), sum(v) from st") == [[n, sum(range(n))]]
     assert [r[0] for r in rows(ex, "describe st")] == ["ts", "v", "c1", "c3", "c5", "c7", "c9", "g"]
+
+
+def test_alter_vtable_sources_are_stored_by_both_catalogs(ex: Executor) -> None:
+    """ALTER VTABLE and ALTER STABLE of a virtual supertable on the SQLite and the PostgreSQL
+    catalog (``Catalog.alter_table`` stores a virtual table's references; DROP COLUMN of a virtual
+    supertable forgets its children's); the rows read are the sources' (statements/alter.py)."""
+    ex.execute(
+        "create database d; create table t1 (ts timestamp, a int); create table t2 (ts timestamp, b int);"
+        f"insert into t1 values ({T0}, 1) ({T0 + 1000}, 2); insert into t2 values ({T0 + 1000}, 20);"
+        "create stable vst (ts timestamp, x int, y int) tags (g int) virtual 1;"
+        "create vtable c1 (x from t1.a, y from t2.b) using vst tags (1);"
+        "create vtable v (ts timestamp, p int from t1.a)"
+    )
+    ex.execute_one("alter vtable v add column q int from t2.b")
+    ex.execute_one("alter vtable v rename column p pp")
+    assert rows(ex, "select ts, pp, q from v order by ts") == [[T0, 1, None], [T0 + 1000, 2, 20]]
+    ex.execute_one("alter vtable c1 alter column x set t2.b")
+    assert rows(ex, "select ts, x, y from c1 order by ts") == [[T0 + 1000, 20, 20]]
+    ex.execute_one("alter stable vst drop column y")
+    ex.execute_one("alter stable vst add column y int")  # the dropped name has no source any more
+    assert rows(ex, "select ts, x, y from c1 order by ts") == [[T0 + 1000, 20, None]]
+    ddl = rows(ex, "show create vtable c1")[0][1]
+    assert "`x` FROM `d`.`t2`.`b`" in ddl and "`y` FROM" not in ddl, ddl
