@@ -1,5 +1,7 @@
-"""ALTER DATABASE, ALTER STABLE and ALTER TABLE (TDengine SQL manual "Manage Databases",
-"Manage Supertables", "Manage Tables"), with the schema evolution of the Delta tables behind them.
+"""ALTER DATABASE, ALTER STABLE, ALTER TABLE and ALTER VTABLE (TDengine SQL manual "Manage
+Databases", "Manage Supertables", "Manage Tables", "Virtual Tables"), with the schema evolution of
+the Delta tables behind them. ALTER DATABASE KEEP / KEEP_TIME_OFFSET apply retention
+(``lake/retention.py``: hidden from queries, refused by INSERT, deleted from the Delta tables).
 
 What each clause does to stored rows (rows are never rewritten):
 
@@ -22,8 +24,8 @@ supertable change the catalog only (:func:`_alter_vcolumn`).
 Streams (seed 002, "Database and Table Operations"): changing the tag value of a subtable of a
 stream's trigger supertable is refused when the stream groups by that tag (PARTITION BY); so is a
 column change of a virtual table a stream reads (seed 000, "Support for Virtual Tables in Stream
-Computing"); every other ALTER is "ignored; no additional handling" by streams (a running stream keeps its
-compiled form).
+Computing"); every other ALTER is "ignored; no additional handling" by streams (a running stream
+keeps its compiled form).
 
 Privileges (``spark_workers.access``): ALTER DATABASE is for the database's owner and superusers;
 ALTER STABLE / TABLE needs WRITE on the database (a subtable's SET TAG / COMMENT: WRITE on its
