@@ -653,11 +653,15 @@ def _syntax(token: str, reason: str = "not implemented yet") -> Refused:
     return Refused(Code.SYNTAX_ERROR, f"{reason} (not parsed)", token=token)
 
 
-_ALTER_NYI = _syntax("alter")
-_KEEP_NYI = Refused(
-    Code.NOT_SUPPORTED,
-    "KEEP: the lake keeps every row (no retention yet); other options: see ALTER DATABASE's notes",
-    token="KEEP",
+_KEEP_NOTE = (
+    "KEEP (1 to 3 values, days or m/h/d; retention is the last) and KEEP_TIME_OFFSET are enforced: "
+    "queries return no row older than now - KEEP, INSERT of one is 0x060B, and the retention job "
+    "(after ALTER and hourly, task lake.retain) deletes them from the Delta tables (KEEP_TIME_OFFSET "
+    "hours later); a database created without KEEP keeps every row. CACHEMODEL is stored and shown "
+    "(SHOW CREATE DATABASE, ins_databases) and has no effect on results (TDengine's last-row cache "
+    "only makes LAST / LAST_ROW faster; tdweb has none). BUFFER, CACHESIZE, PAGES, WAL_*, "
+    "STT_TRIGGER, MINROWS, SS_*, COMPACT_* are refused (0x0100) naming the option and what tdweb "
+    "lacks for it; REPLICA other than 1 is 0x0200"
 )
 
 
@@ -668,9 +672,15 @@ def _unsupported(token: str, reason: str = "not implemented yet") -> Refused:
 
 STATEMENT_ENTRIES: tuple[Entry, ...] = (
     # databases
-    S("CREATE DATABASE", "database", "create database if not exists ref_db2 precision 'us' keep 3650", _A),
+    S(
+        "CREATE DATABASE",
+        "database",
+        "create database if not exists ref_db2 precision 'us' keep 3650",
+        _A,
+        note="KEEP is enforced (see ALTER DATABASE); the other storage options are stored and shown",
+    ),
     S("USE", "database", "use ref", _A),
-    S("ALTER DATABASE", "database", "alter database ref_db2 keep 7300", _KEEP_NYI),
+    S("ALTER DATABASE", "database", "alter database ref_db2 keep 7300", _A, note=_KEEP_NOTE),
     S("FLUSH DATABASE", "database", "flush database ref_db2", _unsupported("flush", _NO_VNODES)),
     S("TRIM DATABASE", "database", "trim database ref_db2", _unsupported("trim", _NO_VNODES)),
     S("COMPACT DATABASE", "database", "compact database ref_db2", _unsupported("compact", _NO_VNODES)),
@@ -759,7 +769,14 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("ALTER TABLE RENAME COLUMN", "table", "alter table ref.nt rename column d dd", "A"),
     S("ALTER TABLE DROP COLUMN", "table", "alter table ref.nt drop column dd", "A"),
     S("ALTER TABLE SET TAG", "table", "alter table ref.st2 set tag g = 20", "A"),
-    S("ALTER TABLE COMMENT / TTL", "table", "alter table ref.nt comment 'probe'", "A"),
+    S(
+        "ALTER TABLE COMMENT / TTL",
+        "table",
+        "alter table ref.nt comment 'probe'",
+        "A",
+        note="TTL 0 only: another TTL is refused (0x0100), tdweb drops no table by age; "
+        "table KEEP is refused",
+    ),
     S(
         "DROP TABLE",
         "table",
@@ -805,7 +822,14 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create vtable ref.vc1 (x from ref.t.v) using ref.vst tags (1)",
         _A,
     ),
-    S("ALTER VTABLE", "virtual table", "alter vtable ref.vt add column y int", _ALTER_NYI),
+    S(
+        "ALTER VTABLE",
+        "virtual table",
+        "alter vtable ref.vt add column y int",
+        _A,
+        note="ADD / DROP / MODIFY / RENAME COLUMN, ALTER COLUMN ... SET {ref | NULL}, SET TAG; a "
+        "virtual supertable takes ALTER STABLE; refused (0x0200) while a stream reads the table",
+    ),
     S("DROP VTABLE", "virtual table", "drop vtable ref.vc1", _A),
     # INSERT
     S(
