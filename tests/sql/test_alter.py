@@ -5,16 +5,19 @@ DESCRIBE / SHOW CREATE TABLE / ins_columns / ins_tags, TDengine's error codes wi
 privileges, the Delta table's evolution (no data file rewritten), and streams over an altered
 trigger table (seed 002, "Database and Table Operations") through the local pipeline.
 
-PostgreSQL is real: database ``tdweb_h_alter`` (``TDWEB_TEST_ALTER_PG_DB``) on the server of
-``TDWEB_TEST_PG_URL`` (default ``postgres://postgres@127.0.0.1:5432/postgres``), created when
-missing; its catalog schema is reset for each test. The PostgreSQL cases are skipped, saying why,
-only when that server cannot be reached.
+PostgreSQL is real: a database ``tdweb_alter_<random>`` of this run alone (two runs sharing one
+database reset each other's catalog) on the server of ``TDWEB_TEST_PG_URL`` (default
+``postgres://postgres@127.0.0.1:5432/postgres``), dropped afterwards; its catalog schema is reset
+for each test. The PostgreSQL cases are skipped, saying why, only when that server cannot be
+reached.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,28 +38,37 @@ from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 
 ADMIN_URL = os.environ.get("TDWEB_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-PG_DB = os.environ.get("TDWEB_TEST_ALTER_PG_DB", "tdweb_h_alter")
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
 
 
-def _pg_url() -> str:
+@pytest.fixture(scope="module")
+def pg_database() -> Iterator[str]:
+    """The URL of a fresh PostgreSQL database for this module's run (dropped afterwards)."""
     psycopg = pytest.importorskip("psycopg")
     try:
         admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
         pytest.skip(f"PostgreSQL unreachable at {ADMIN_URL}: {exc}")
-    with admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DB,)).fetchone():
-            admin.execute(f"CREATE DATABASE {PG_DB}")
-    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + PG_DB
-    with psycopg.connect(url, autocommit=True) as con:
-        con.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA_NAME} CASCADE")
-    return url
+    name = f"tdweb_alter_{uuid.uuid4().hex[:10]}"
+    admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def catalog_url(request: pytest.FixtureRequest) -> str:
-    return _pg_url() if request.param == "postgres" else ""
+    """ "" (the SQLite catalog in the lake) or the run's PostgreSQL database, its catalog reset."""
+    if request.param != "postgres":
+        return ""
+    import psycopg
+
+    url = request.getfixturevalue("pg_database")
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA_NAME} CASCADE")
+    return url
 
 
 @pytest.fixture
@@ -810,15 +822,12 @@ def _race_alterer(root: str, url: str, n: int) -> list[str]:
     return errors
 
 
-def test_alter_from_another_process_while_rows_are_written_loses_nothing(tmp_path: Path) -> None:
+def test_alter_from_another_process_while_rows_are_written_loses_nothing(lake: Lake) -> None:
     """ADD / DROP COLUMN in one process while another inserts into the same supertable (Delta
-    optimistic concurrency; each side retries a commit it lost): every row arrives, no error.
-    SQLite catalog only: with the PostgreSQL catalog this test failed 2 times in 11 when it ran
-    right after the SQLite case in one session (the writer's process saw no table ``a`` for its
-    whole run; never alone, never in a standalone script), left for the catalog's owners."""
+    optimistic concurrency; each side retries a commit it lost), on both catalogs: every row
+    arrives, no error."""
     import multiprocessing
 
-    lake = Lake(tmp_path / "lake")
     ex = Executor(lake, MemoryRegistry(), tz="UTC", default_db="d")
     ex.execute(
         "create database d; create stable st (ts timestamp, v int) tags (g int);"
