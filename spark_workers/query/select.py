@@ -541,10 +541,21 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
             td = json_ops.result_type(name, known) or varchar(256)
         elif pa.types.is_binary(t) and name.lower().startswith(("st_geomfromtext(", "st_makepoint(")):
             td = GEOMETRY_RESULT  # TDengine types the geometry functions' results GEOMETRY
+        elif pa.types.is_binary(t) and (m := _SELECTED_COLUMN.match(name)) and m.group(1).lower() in known:
+            td = known[m.group(1).lower()]  # a selection function's result has its input's type
         else:
             td = from_arrow(t)
         out.append(ResultColumn(name, td, precision))
     return out
+
+
+# ``first(g)``, ``last_row(v)``, ``top(x, 2)``...: TDengine's selection functions return their
+# input's type (``builtins.c`` ``translateOutFirstIn``)
+_SELECTED_COLUMN = re.compile(
+    r"^\s*(?:first|last|last_row|min|max|mode|sample|top|bottom|tail|unique)\s*\(\s*`?(\w+)`?\s*"
+    r"(?:,[^()]*)?\)\s*$",
+    re.IGNORECASE,
+)
 
 
 # ---------------------------------------------------------------------- window queries

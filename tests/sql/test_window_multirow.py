@@ -259,6 +259,8 @@ def test_geometry_first_last_count_per_interval(tmp_path: Path) -> None:
         [0, stored[1000], stored[3000], stored[3000], 2, 3],
         [10000, stored[12000], stored[12000], None, 1, 2],
     ]
+    res = ex.execute_one("select _wstart, last(g), first(g) from p interval(10s)")  # translateOutFirstIn
+    assert [(c.type.name, c.type.length) for c in res.columns[1:]] == [("GEOMETRY", 64)] * 2
 
 
 def test_no_rows_no_windows(air: tuple[Executor, pd.DataFrame]) -> None:
