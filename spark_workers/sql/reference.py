@@ -230,6 +230,15 @@ _UNKNOWN = Refused(Code.INVALID_FUNCTION_NAME, "not implemented (an unknown func
 _V338 = "new in TDengine 3.3.8"
 _SESSION = "answers about the client's session: refused in streams (0x0100)"
 _MINMAX_STR = "window queries refuse strings (0x2800: the window engine compares numbers only)"
+_MULTI_W = (
+    "window queries compute it per window over the window's rows (its rows for each window, with "
+    "_wstart...); it mixes with no other aggregate and takes no FILL (TDengine, 0x264F); SLIMIT and "
+    "HAVING with it are not implemented yet (0x0100), nor a 3.3.7 computation's own window clause"
+)
+_PERCENTILE_W = (
+    "several p (a JSON array text) in windows too: window queries compute it over each window's "
+    "rows (not in a 3.3.7 computation's own window clause)"
+)
 
 FUNCTION_ENTRIES: tuple[Entry, ...] = (
     # math
@@ -394,8 +403,8 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     ),
     F("SUM", "aggregate", "sum(v)", _ALL),
     F("HYPERLOGLOG", "aggregate", "hyperloglog(v)", "AWLC"),
-    F("HISTOGRAM", "aggregate", "histogram(v, 'user_input', '[1, 3, 5, 7]', 0)", "A"),
-    F("PERCENTILE", "aggregate", "percentile(v, 50)", "AW"),
+    F("HISTOGRAM", "aggregate", "histogram(v, 'user_input', '[1, 3, 5, 7]', 0)", "AW", note=_MULTI_W),
+    F("PERCENTILE", "aggregate", "percentile(v, 50)", "AW", note=_PERCENTILE_W),
     # control flow
     F("IF", "control flow", "if(v > 1, 1, 0)", _UNKNOWN),
     F("IFNULL", "control flow", "ifnull(v, 0)", _UNKNOWN),
@@ -403,16 +412,16 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     F("NULLIF", "control flow", "nullif(v, 0)", _UNKNOWN),
     F("NVL2", "control flow", "nvl2(v, 1, 0)", _UNKNOWN),
     # selection
-    F("BOTTOM", "selection", "bottom(v, 2)", "AC"),
+    F("BOTTOM", "selection", "bottom(v, 2)", "AWC", note=_MULTI_W),
     F("FIRST", "selection", "first(v)", _ALL),
     F("LAST", "selection", "last(v)", _ALL),
     F("LAST_ROW", "selection", "last_row(v)", _ALL),
     F("MAX", "selection", "max(v)", _ALL, diff=_MINMAX_STR),
     F("MIN", "selection", "min(v)", _ALL, diff=_MINMAX_STR),
     F("MODE", "selection", "mode(v)", "AWC"),
-    F("SAMPLE", "selection", "sample(v, 2)", "AC"),
+    F("SAMPLE", "selection", "sample(v, 2)", "AWC", note=_MULTI_W),
     F("TAIL", "selection", "tail(v, 2)", "AC"),
-    F("TOP", "selection", "top(v, 2)", "AC"),
+    F("TOP", "selection", "top(v, 2)", "AWC", note=_MULTI_W),
     F(
         "UNIQUE",
         "selection",
