@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Q, QuerySet, Sum, Window
+from django.db.models import Count, F, Max, Q, QuerySet, Sum, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -224,18 +224,127 @@ def notifications_filter(
     event_type: str | None,
     acknowledged: bool | None,
     since: dt.datetime | None = None,
+    group: str | None = None,
 ) -> QuerySet[Notification]:
-    """Notifications of stream ``stream``, of ``event_type``, (un)acknowledged, received at or
-    after ``since``."""
+    """Notifications of stream ``stream``, of ``event_type``, of the group whose events name the
+    table ``group`` (the event's ``tableName``: the group's output subtable, seed 002
+    "Notification Content"), (un)acknowledged, received at or after ``since``. Narrows ``qs``
+    only: the inboxes a user sees stay those of ``notifications_visible``."""
     if since is not None:
         qs = qs.filter(created_at__gte=since)
     if stream:
         qs = qs.filter(stream_name=stream)
     if event_type:
         qs = qs.filter(event_type=event_type)
+    if group:
+        qs = qs.filter(table_name=group)
     if acknowledged is not None:
         qs = qs.filter(acknowledged=acknowledged)
     return qs
+
+
+def notification_groups(qs: QuerySet[Notification], *, limit: int = 200) -> list[dict[str, Any]]:
+    """The groups of the notifications ``qs`` (one per stream and ``tableName``), most unread first:
+    ``[{stream_name, table_name, tags: {tag: value}, total, unread, latest_id}]``, at most
+    ``limit``. ``tags`` as ``notification_group_tags``. One aggregate query plus the catalog
+    look-ups of the groups listed."""
+    rows = list(
+        qs.order_by()
+        .values("inbox__owner_id", "stream_name", "table_name")
+        .annotate(total=Count("id"), unread=Count("id", filter=Q(acknowledged=False)), latest_id=Max("id"))
+        .order_by("-unread", "-latest_id")[:limit]
+    )
+    keys: list[GroupKey] = [(r["inbox__owner_id"], r["stream_name"], r["table_name"]) for r in rows]
+    tags = notification_group_tags(keys=keys)
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, r in zip(keys, rows, strict=True):  # several inboxes (staff): one group per stream and table
+        g = groups.setdefault(
+            (r["stream_name"], r["table_name"]),
+            {
+                "stream_name": r["stream_name"],
+                "table_name": r["table_name"],
+                "tags": {},
+                "total": 0,
+                "unread": 0,
+                "latest_id": 0,
+            },
+        )
+        g["tags"] = g["tags"] or tags.get(key, {})
+        g["total"] += r["total"]
+        g["unread"] += r["unread"]
+        g["latest_id"] = max(g["latest_id"], r["latest_id"])
+    return sorted(groups.values(), key=lambda g: (-g["unread"], -g["latest_id"]))
+
+
+GroupKey = tuple[int | None, str, str]
+
+
+def _json_value(v: Any) -> Any:
+    """A catalog tag value as JSON: numbers, strings, booleans and null as they are, bytes as
+    UTF-8 text (hex when not text), anything else (timestamps, decimals) as its ``str``."""
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, bytes | bytearray):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return "\\x" + bytes(v).hex()
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    return str(v)
+
+
+def notification_group_tags(*, keys: list[GroupKey]) -> dict[GroupKey, dict[str, Any]]:
+    """The tags of the groups that notifications name: for each ``(inbox owner id, streamName,
+    tableName)`` of an event, the tag values (``{tag: value}``, in the supertable's tag order) of
+    the output subtable ``tableName`` of a stream called ``streamName`` that the inbox's owner
+    created (any stream for a superuser's inbox: a message sent to one's own inbox cannot read the
+    tags of another user's tables) — the PARTITION BY values (or the TAGS / OUTPUT_SUBTABLE tag
+    expressions over them) the stream gave its group (seed 000 "Stream Output"; seed 002
+    "Notification Content": ``tableName`` is "the name of the target child table associated with
+    the event").
+
+    A key whose stream is not tdweb's, writes no output (notify-only), or whose subtable is gone is
+    left out: the inbox shows its ``tableName``. Catalog look-ups are cached per process.
+    """
+    out: dict[GroupKey, dict[str, Any]] = {}
+    wanted = {k for k in keys if k[1] and k[2]}
+    if not wanted:
+        return out
+    owners = {o for o, _s, _t in wanted if o is not None}
+    supers = set(
+        get_user_model().objects.filter(pk__in=owners, is_superuser=True).values_list("pk", flat=True)
+    )
+    streams = (
+        Stream.objects.filter(name__in={s for _o, s, _t in wanted})
+        .exclude(status=Stream.Status.DROPPED)
+        .order_by("-id")
+        .values_list("owner_id", "name", "spec")
+    )
+    outputs: list[tuple[int | None, str, str, str]] = []  # (owner, stream name, db, supertable)
+    for stream_owner, name, spec in streams:
+        o = StreamSpec.from_json(spec).output
+        if o is not None:
+            outputs.append((stream_owner, name, o.db, o.table))
+    try:
+        catalog = lake_get().catalog
+    except Exception as e:  # no lake here: the inbox shows tableName
+        log.warning("group tags: %s", e)
+        return out
+    for key in wanted:
+        owner, stream_name, table_name = key
+        for s_owner, s_name, db, stable in outputs:
+            if s_name != stream_name or (s_owner != owner and owner not in supers):
+                continue
+            try:
+                t = catalog.table(db, table_name)
+            except Exception as e:  # a label is best effort; the notification stays readable
+                log.warning("tags of %s.%s: %s", db, table_name, e)
+                continue
+            if t is not None and t.kind == "sub" and (t.stable or "").lower() == stable.lower():
+                out[key] = {tag.name: _json_value(t.tag_values.get(tag.name.lower())) for tag in t.tags}
+                break
+    return out
 
 
 # ---------------------------------------------------------------------- the lake

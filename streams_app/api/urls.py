@@ -22,6 +22,11 @@ urlpatterns = [
         name="api-stream-deliveries",
     ),
     path("streams/<int:stream_id>/runs/", streams.StreamRunsApi.as_view(), name="api-stream-runs"),
+    path(
+        "streams/<int:stream_id>/sql/reveal/",
+        streams.StreamSqlRevealApi.as_view(),
+        name="api-stream-sql-reveal",
+    ),
     path("sql/", sql.SqlExecuteApi.as_view(), name="api-sql"),
     path("sql/validate/", sql.SqlValidateApi.as_view(), name="api-sql-validate"),
     path("databases/", tables.DatabaseListApi.as_view(), name="api-databases"),
@@ -31,6 +36,11 @@ urlpatterns = [
     path("imports/", tables.ImportListApi.as_view(), name="api-imports"),
     path("imports/<int:import_id>/", tables.ImportDetailApi.as_view(), name="api-import"),
     path("notifications/", notifications.NotificationListApi.as_view(), name="api-notifications"),
+    path(
+        "notifications/groups/",
+        notifications.NotificationGroupListApi.as_view(),
+        name="api-notifications-groups",
+    ),
     path(
         "notifications/ack-all/",
         notifications.NotificationAckAllApi.as_view(),

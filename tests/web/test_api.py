@@ -71,6 +71,8 @@ ENDPOINTS = [
     ("get", "api-import", {"import_id": 1}),
     ("get", "api-notifications", {}),
     ("post", "api-notifications-ack-all", {}),
+    ("get", "api-notifications-groups", {}),
+    ("post", "api-stream-sql-reveal", {"stream_id": 1}),
     ("get", "api-notifications-unread", {}),
     ("post", "api-notification-ack", {"notification_id": 1}),
 ]

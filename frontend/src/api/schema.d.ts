@@ -346,7 +346,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The inbox, newest first, paginated. */
+        /** @description The inbox, newest first, paginated; each notification with its group's tags. */
         get: operations["v1_notifications_list"];
         put?: never;
         post?: never;
@@ -381,7 +381,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * @description Acknowledge every unread notification of the user's inbox(es) that matches the filters (none:
+         *     all of them); the filters are the list's.
+         */
         post: operations["v1_notifications_ack_all_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/groups/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The groups of the inbox's notifications (stream and tableName, with the group's tags and its
+         *     unread and total counts), most unread first, for the same filters as the list.
+         */
+        get: operations["v1_notifications_groups"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -571,6 +595,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/streams/{stream_id}/sql/reveal/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description A stream's SQL with its NOTIFY secrets (the inbox key of a NOTIFY URL), for its owner or a
+         *     superuser only (403 for anyone else): the explicit "show" / copy of the stream page; every
+         *     other answer shows the SQL redacted.
+         */
+        post: operations["v1_streams_sql_reveal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/streams/{stream_id}/versions/": {
         parameters: {
             query?: never;
@@ -638,7 +683,8 @@ export interface components {
         ActionResult: {
             id: number;
             name: string;
-            db: string | null;
+            /** @description the stream's database; a legacy stream (whose name TDengine keeps outside any database) is shown with its source table's database (ins_streams.source_db), else its output's (target_db); null when it has neither */
+            readonly db: string | null;
             syntax: components["schemas"]["SyntaxEnum"];
             status: components["schemas"]["StatusEnum"];
             desired_state: components["schemas"]["DesiredStateEnum"];
@@ -1015,6 +1061,23 @@ export interface components {
             acknowledged: boolean;
             /** Format: date-time */
             created_at: string;
+            /** @description the tags of the event's group: {tag: value} of its output subtable (tableName), e.g. the PARTITION BY values; {} when unknown (notify-only stream, other sender) */
+            readonly group_tags: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One group of the inbox (``selectors.notification_groups``). */
+        NotificationGroup: {
+            stream_name: string;
+            /** @description the events' tableName */
+            table_name: string;
+            /** @description {tag: value}; {} when unknown */
+            tags: {
+                [key: string]: unknown;
+            };
+            total: number;
+            unread: number;
+            latest_id: number;
         };
         NotificationPage: {
             results: components["schemas"]["Notification"][];
@@ -1183,7 +1246,8 @@ export interface components {
         Stream: {
             id: number;
             name: string;
-            db: string | null;
+            /** @description the stream's database; a legacy stream (whose name TDengine keeps outside any database) is shown with its source table's database (ins_streams.source_db), else its output's (target_db); null when it has neither */
+            readonly db: string | null;
             syntax: components["schemas"]["SyntaxEnum"];
             status: components["schemas"]["StatusEnum"];
             desired_state: components["schemas"]["DesiredStateEnum"];
@@ -1217,7 +1281,8 @@ export interface components {
         StreamDetail: {
             id: number;
             name: string;
-            db: string | null;
+            /** @description the stream's database; a legacy stream (whose name TDengine keeps outside any database) is shown with its source table's database (ins_streams.source_db), else its output's (target_db); null when it has neither */
+            readonly db: string | null;
             syntax: components["schemas"]["SyntaxEnum"];
             status: components["schemas"]["StatusEnum"];
             desired_state: components["schemas"]["DesiredStateEnum"];
@@ -1256,6 +1321,9 @@ export interface components {
             next: string | null;
             /** Format: uri */
             previous: string | null;
+        };
+        StreamSqlRevealed: {
+            sql: string;
         };
         StreamVersionDiff: {
             from: number;
@@ -2002,6 +2070,8 @@ export interface operations {
                 acknowledged?: boolean;
                 /** @description WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ... */
                 event_type?: string;
+                /** @description the group: its events' tableName (the group's output subtable) */
+                group?: string;
                 /** @description page size (default 50, at most 500) */
                 limit?: number;
                 /** @description index of the first result (default 0) */
@@ -2050,7 +2120,16 @@ export interface operations {
     };
     v1_notifications_ack_all_create: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ... */
+                event_type?: string;
+                /** @description the group: its events' tableName (the group's output subtable) */
+                group?: string;
+                /** @description received at or after (epoch ms or ISO) */
+                since?: string;
+                /** @description stream name */
+                stream?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2063,6 +2142,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AckAll"];
+                };
+            };
+        };
+    };
+    v1_notifications_groups: {
+        parameters: {
+            query?: {
+                acknowledged?: boolean;
+                /** @description WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ... */
+                event_type?: string;
+                /** @description the group: its events' tableName (the group's output subtable) */
+                group?: string;
+                /** @description received at or after (epoch ms or ISO) */
+                since?: string;
+                /** @description stream name */
+                stream?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationGroup"][];
                 };
             };
         };
@@ -2419,6 +2527,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPage"];
+                };
+            };
+        };
+    };
+    v1_streams_sql_reveal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stream_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamSqlRevealed"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

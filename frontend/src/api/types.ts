@@ -161,9 +161,14 @@ export type Notification = Refine<
   }
 >;
 
+/** One group of the inbox: a stream's events naming one tableName, with that table's tags. */
+export type NotificationGroup = Schemas["NotificationGroup"];
+
 export interface NotificationFilter extends PageQuery {
   stream?: string;
   event_type?: string;
+  /** the group: its events' tableName */
+  group?: string;
   /** true → acknowledged=false is sent (only unacknowledged). */
   unacknowledgedOnly?: boolean;
 }
