@@ -124,25 +124,30 @@ def stream_lag_ms(*, stream: Stream) -> int | None:
 def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
     """Progress of a stream's long work: the FILL_HISTORY catch-up while ``catching_up``, else None.
 
-    Returns ``{phase: "history", fraction: 0..1 | None, label, rows_done, rows_total}``.
-    History micro-batches read whole time buckets of the snapshot in time order
-    (``spark_workers.lake.changes.next_offset``), so the rows done are the snapshot's rows in the
-    buckets up to the one holding the last batch's latest event time; totals come from the Delta
-    log's per-file record counts (one log read; only for streams catching up). For a subtable
-    source the counts are of its supertable.
+    Returns the payload of :func:`stream_history_progress`: the one stored with the last
+    micro-batch (``last_progress["history"]``), else (no history micro-batch yet) computed now.
     """
     if stream.status != Stream.Status.CATCHING_UP:
         return None
-    out: dict[str, Any] = {
-        "phase": "history",
-        "fraction": None,
-        "label": "catching up on history",
-        "rows_done": None,
-        "rows_total": None,
-    }
+    p = stream.last_progress or {}
+    if isinstance(p.get("history"), dict):
+        return dict(p["history"])
+    return stream_history_progress(stream=stream, progress=p, at=timezone.now())
+
+
+def _history_counts(stream: Stream, progress: dict[str, Any]) -> tuple[int, int] | None:
+    """``(rows_done, rows_total)`` of a stream's FILL_HISTORY snapshot after the micro-batch whose
+    report is ``progress`` (``BatchReport.to_json()``; ``{}`` before the first); None without a
+    snapshot or when the source's log cannot be read.
+
+    History micro-batches read whole time buckets of the snapshot in time order
+    (``spark_workers.lake.changes.next_offset``), so the rows done are the snapshot's rows in the
+    buckets up to the one holding the batch's latest event time; totals come from the Delta log's
+    per-file record counts (one log read). For a subtable source the counts are of its supertable.
+    """
     spec = StreamSpec.from_json(stream.spec)
     if stream.history_version is None or spec.source is None:
-        return out
+        return None
     try:
         lake = lake_get()
         db = lake.catalog.require_database(spec.source.db)
@@ -150,21 +155,69 @@ def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
         buckets = lake.buckets(db.name, table.storage, int(stream.history_version))
     except Exception as e:  # a dropped source, an unreadable log: no fraction
         log.debug("no history progress for stream %s: %s", stream.pk, e)
-        return out
+        return None
     total = sum(r for _, r in buckets)
-    p = stream.last_progress or {}
     done = 0
-    if p.get("phase") == "history" and p.get("max_event_ms") is not None:
-        per_ms = 1_000_000 // NS_PER_PRECISION[db.precision]
-        current = int(p["max_event_ms"]) * per_ms // db.duration.in_precision(db.precision)
-        done = sum(r for b, r in buckets if b <= current)
-    elif p.get("phase") == "live":
+    if progress.get("history_done") or progress.get("phase") == "live":
         done = total
-    fraction = min(1.0, done / total) if total else None
-    out.update(rows_done=done, rows_total=total, fraction=fraction)
-    if fraction is not None:
-        out["label"] = f"catching up on history: {fraction:.0%} ({done:,} of {total:,} rows)"
-    return out
+    elif progress.get("phase") == "history" and progress.get("max_event_ms") is not None:
+        per_ms = 1_000_000 // NS_PER_PRECISION[db.precision]
+        current = int(progress["max_event_ms"]) * per_ms // db.duration.in_precision(db.precision)
+        done = sum(r for b, r in buckets if b <= current)
+    return done, total
+
+
+def _history_label(fraction: float | None, done: int | None, total: int | None, eta_s: float | None) -> str:
+    if fraction is None or done is None or total is None:
+        return "catching up on history"
+    if fraction >= 1.0:
+        return f"history complete: {total:,} rows"
+    left = "" if eta_s is None else f", about {dt.timedelta(seconds=round(eta_s))} left"
+    return f"catching up on history: {fraction:.0%} ({done:,} of {total:,} rows{left})"
+
+
+def stream_history_progress(
+    *, stream: Stream, progress: dict[str, Any], at: dt.datetime, complete: bool = False
+) -> dict[str, Any]:
+    """The FILL_HISTORY catch-up's progress after the micro-batch ``progress`` (a
+    ``BatchReport.to_json()``, ``{}`` before the first) recorded at ``at``; ``complete``: the
+    snapshot has been read to its end (issue 16, "progress you can trust").
+
+    Returns ``{phase: "history", fraction: 0..1 | None, label, rows_done, rows_total,
+    rows_per_s, eta_s, started_at}``: ``rows_done`` never falls below the one stored with the
+    stream's previous micro-batch (``last_progress["history"]``), so the fraction is monotonic, and
+    is ``rows_total`` (fraction 1.0, ``eta_s`` 0) once ``complete``; ``rows_per_s`` is the
+    snapshot rows done per second of wall clock since the first history micro-batch began
+    (``started_at``, ISO 8601 UTC), ``eta_s`` the rows left at that rate (None before a rate is
+    known). Cost: one Delta log read (``_history_counts``).
+    """
+    prev = (stream.last_progress or {}).get("history") or {}
+    counts = _history_counts(stream, {**progress, "history_done": complete or progress.get("history_done")})
+    done, total = counts if counts is not None else (None, None)
+    if done is not None and prev.get("rows_done") is not None:
+        done = max(done, int(prev["rows_done"]))
+    if prev.get("started_at"):
+        started = dt.datetime.fromisoformat(str(prev["started_at"]))
+    else:
+        started = at - dt.timedelta(milliseconds=float(progress.get("duration_ms") or 0.0))
+    elapsed = (at - started).total_seconds()
+    rate = done / elapsed if done and elapsed > 0 else None
+    fraction = 1.0 if complete else (min(1.0, done / total) if total and done is not None else None)
+    eta: float | None = None
+    if fraction is not None and fraction >= 1.0:
+        eta = 0.0
+    elif rate and total is not None and done is not None:
+        eta = (total - done) / rate
+    return {
+        "phase": "history",
+        "fraction": fraction,
+        "label": _history_label(fraction, done, total, eta),
+        "rows_done": done,
+        "rows_total": total,
+        "rows_per_s": rate,
+        "eta_s": eta,
+        "started_at": started.isoformat(),
+    }
 
 
 def stream_throughput(*, stream_id: int, n: int = SPARKLINE) -> list[float]:

@@ -61,6 +61,19 @@ class WorkProgressSerializer(serializers.Serializer):
     label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     rows_done = serializers.IntegerField(allow_null=True)
     rows_total = serializers.IntegerField(allow_null=True)
+    rows_per_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="snapshot rows done per second since the catch-up began; null before",
+    )
+    eta_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="seconds left at that rate (0 when done); null while no rate is known",
+    )
+    started_at = serializers.DateTimeField(
+        required=False, help_text="when the first history micro-batch began (UTC)"
+    )
 
 
 class StreamCountersSerializer(serializers.Serializer):

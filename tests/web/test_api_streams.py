@@ -171,18 +171,24 @@ def test_catch_up_progress(history, root_api) -> None:
     stream_set_status(stream_id=sid, status=Stream.Status.CATCHING_UP)
     body = root_api.get(f"/api/v1/streams/{sid}/").json()
     assert body["status"] == "catching_up"
+    started_at = body["progress"].pop("started_at")
     assert body["progress"] == {
         "phase": "history",
         "fraction": 0.0,
         "label": "catching up on history: 0% (0 of 10 rows)",
         "rows_done": 0,
         "rows_total": 10,
+        "rows_per_s": None,  # no micro-batch yet: no rate, no ETA
+        "eta_s": None,
     }
+    assert dt.datetime.fromisoformat(started_at) <= timezone.now()
     _report(sid, 0, phase="history", input_rows=5, max_event_ms=T0 + DAY_MS + 2000, watermark_ms=T0 + DAY_MS)
     body = root_api.get("/api/v1/streams/").json()["results"][0]
     assert body["status"] == "catching_up"
     assert (body["progress"]["fraction"], body["progress"]["rows_done"]) == (0.5, 5)
-    assert body["progress"]["label"] == "catching up on history: 50% (5 of 10 rows)"
+    # 5 snapshot rows in the batch's 1 s: 5 rows/s, the 5 rows left in 1 s
+    assert (body["progress"]["rows_per_s"], body["progress"]["eta_s"]) == (5.0, 1.0)
+    assert body["progress"]["label"] == "catching up on history: 50% (5 of 10 rows, about 0:00:01 left)"
     assert body["lag_ms"] == 2000
     _report(sid, 1, phase="live", input_rows=5, max_event_ms=T0 + 2 * DAY_MS + 4000)
     body = root_api.get(f"/api/v1/streams/{sid}/").json()

@@ -1423,6 +1423,21 @@ export interface components {
             label: string;
             rows_done: number | null;
             rows_total: number | null;
+            /**
+             * Format: double
+             * @description snapshot rows done per second since the catch-up began; null before
+             */
+            rows_per_s?: number | null;
+            /**
+             * Format: double
+             * @description seconds left at that rate (0 when done); null while no rate is known
+             */
+            eta_s?: number | null;
+            /**
+             * Format: date-time
+             * @description when the first history micro-batch began (UTC)
+             */
+            started_at?: string;
         };
     };
     responses: never;
