@@ -99,13 +99,29 @@ def count_values(vseg: np.ndarray, v: np.ndarray, w: np.ndarray) -> tuple[np.nda
 
 
 def segment_value_order(vseg: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """The order sorting entries by (segment, key): the keys sort once, then a stable sort by
-    segment (a radix sort when the segment ids fit 16 bits) keeps their order within a segment."""
-    o1 = np.argsort(key)
-    s = vseg[o1]
-    if int(vseg.max()) < 1 << 16:
-        s = s.astype(np.uint16)
-    return o1[np.argsort(s, kind="stable")]
+    """The order sorting entries by (segment, key) (numeric keys, NaN last).
+
+    Segments of similar length (the windows of one micro-batch) sort as the rows of one padded
+    2-D array, each row small enough for the cache; otherwise the keys sort once, then a stable
+    sort by segment (a radix sort when the ids fit 16 bits) keeps their order within a segment."""
+    small = int(vseg.max()) < 1 << 16
+    by_seg = np.argsort(vseg.astype(np.uint16) if small else vseg, kind="stable")
+    counts = np.bincount(vseg)
+    width = int(counts.max())
+    n = key.shape[0]
+    if counts.shape[0] * width > 4 * n + 1024:
+        o1 = np.argsort(key)
+        s = vseg[o1]
+        return o1[np.argsort(s.astype(np.uint16) if small else s, kind="stable")]
+    s_sorted = vseg[by_seg]
+    col = np.arange(n) - (np.cumsum(counts) - counts)[s_sorted]
+    fill = np.inf if key.dtype.kind == "f" else np.iinfo(np.int64).max
+    pad = np.full((counts.shape[0], width), fill, np.float64 if key.dtype.kind == "f" else np.int64)
+    pad[s_sorted, col] = key[by_seg]
+    ent = np.full((counts.shape[0], width), -1, np.int64)
+    ent[s_sorted, col] = by_seg
+    out = np.take_along_axis(ent, np.argsort(pad, axis=1), axis=1).ravel()
+    return out[out >= 0]
 
 
 def cut(seg: np.ndarray, a0: np.ndarray, a1: np.ndarray, nseg: int) -> np.ndarray:

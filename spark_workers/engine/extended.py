@@ -181,7 +181,31 @@ def combine_one(
 
 
 def _combine_irate(get: dict[str, np.ndarray], seg: np.ndarray, nseg: int) -> dict[str, np.ndarray]:
-    """The last two points of each segment among every partial's two points."""
+    """The last two points of each segment among every partial's two points: without a sort when
+    each segment's partials hold a point and follow each other in time (rows in time order), else
+    ``_combine_irate_sorted``."""
+    t1, t2 = get["t1"], get["t2"]
+    same = seg[1:] == seg[:-1]
+    if (
+        t2.shape[0] == 0
+        or bool(np.any(t2 == I64_MIN))
+        or bool(np.any(t1 >= t2))
+        or bool(np.any(same & (t2[1:] <= t2[:-1])))
+    ):
+        return _combine_irate_sorted(get, seg, nseg)
+    last = np.flatnonzero(np.append(~same, True))  # one per segment: segments are never empty
+    p = np.maximum(last - 1, 0)
+    has_prev = (last > 0) & (seg[p] == seg[last])
+    # the point before the last: the previous partial's last one, unless this partial's first is
+    # later (equal times: the previous partial's, as the sort orders second points after first ones)
+    use_prev = has_prev & (t2[p] >= t1[last])
+    t1_out = np.where(use_prev, t2[p], t1[last])
+    v1_out = np.where(use_prev, get["v2"][p], np.where(t1[last] == I64_MIN, 0.0, get["v1"][last]))
+    return {"t1": t1_out, "v1": v1_out, "t2": t2[last].copy(), "v2": get["v2"][last].copy()}
+
+
+def _combine_irate_sorted(get: dict[str, np.ndarray], seg: np.ndarray, nseg: int) -> dict[str, np.ndarray]:
+    """The last two points of each segment among every partial's two points, in any order."""
     t = np.concatenate([get["t1"], get["t2"]])
     v = np.concatenate([get["v1"], get["v2"]])
     s = np.concatenate([seg, seg])

@@ -230,3 +230,23 @@ def test_buffer_bytes_round_trip_and_read_older_pickles(buf: tuple | None) -> No
             assert back[1].dtype == buf[1].dtype and list(back[1]) == list(buf[1])
     col = buffers.decode_column(buffers.encode_column(np.array([buf, None], dtype=object)))
     assert col[1] is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.booleans()), min_size=1, max_size=30))
+def test_irate_without_a_sort_equals_the_sorted_merge(rows: list[tuple[int, int, bool]]) -> None:
+    """irate's merge of in-order partials (no sort) picks the two points the sorted merge picks,
+    equal times included; other partials take the sorted merge."""
+    from spark_workers.engine.extended import I64_MIN, _combine_irate, _combine_irate_sorted
+
+    rows = sorted(rows)
+    seg = np.array([r[0] for r in rows], np.int64)
+    _, seg = np.unique(seg, return_inverse=True)
+    t2 = np.array([r[1] for r in rows], np.int64) * 10 + 5
+    t1 = np.where([r[2] for r in rows], t2 - 10, I64_MIN)  # may equal the previous t2
+    get = {"t1": t1, "v1": t1 / 3.0, "t2": t2, "v2": t2 / 5.0}
+    get["v1"][t1 == I64_MIN] = 0.0
+    nseg = int(seg.max()) + 1
+    fast, ref = _combine_irate(get, seg, nseg), _combine_irate_sorted(get, seg, nseg)
+    for f in ("t1", "v1", "t2", "v2"):
+        assert list(fast[f]) == list(ref[f]), f
