@@ -234,9 +234,44 @@ def encode_column(col: np.ndarray) -> pa.Array:
     return pa.array([None if b is None else encode(b) for b in col], pa.binary())
 
 
+def encode_lists(col: np.ndarray) -> pa.Array:
+    """An object column of buffers -> a struct of two Arrow lists (``a0``, ``a1``; None as NULL),
+    built from the concatenated arrays without a Python step per array; columns whose buffers
+    are not all pairs of one numeric dtype pair (text, hyperloglog registers) -> ``encode_column``."""
+    kinds = {(b[0].dtype, None if b[1] is None else b[1].dtype) for b in col if b is not None}
+    if len(kinds) != 1:
+        return encode_column(col)
+    d0, d1 = next(iter(kinds))
+    if d0 not in _CODES or d1 not in _CODES:
+        return encode_column(col)
+    none = np.array([b is None for b in col], bool)
+    bufs = [b for b in col if b is not None]
+    lens = np.zeros(col.shape[0], np.int64)
+    lens[~none] = [b[0].shape[0] for b in bufs]
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int64))
+    mask = pa.array(none)
+    lists = [
+        pa.LargeListArray.from_arrays(offsets, pa.array(np.concatenate([b[k] for b in bufs])), mask=mask)
+        for k in (0, 1)
+    ]
+    return pa.StructArray.from_arrays(lists, names=["a0", "a1"], mask=mask)
+
+
 def decode_column(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Inverse of ``encode_column`` (and of the per-window pickles of older checkpoints)."""
+    """Inverse of ``encode_column`` and ``encode_lists`` (and of the per-window pickles of older
+    checkpoints)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
     out = np.empty(len(col), dtype=object)
+    if pa.types.is_struct(col.type):
+        valid = col.is_valid().to_numpy(zero_copy_only=False).tolist()
+        l0, l1 = col.flatten()
+        o0, o1 = l0.offsets.to_numpy().tolist(), l1.offsets.to_numpy().tolist()
+        v0 = l0.values.to_numpy(zero_copy_only=False)
+        v1 = l1.values.to_numpy(zero_copy_only=False)
+        for i, ok in enumerate(valid):
+            out[i] = (v0[o0[i] : o0[i + 1]], v1[o1[i] : o1[i + 1]]) if ok else None
+        return out
     for i, b in enumerate(col.to_pylist()):
         out[i] = None if b is None else decode(b)
     return out

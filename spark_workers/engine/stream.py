@@ -191,8 +191,8 @@ class StreamState:
         )
         cols: dict[str, Any] = {"gid": self.open.gid, "wkey": self.open.wkey}
         for k, v in self.open.cols.items():
-            if k.endswith(".b"):  # value buffers (extended.py), compact bytes (buffers.py)
-                cols[k] = buffers.encode_column(v)
+            if k.endswith(".b"):  # value buffers (extended.py) as Arrow lists or bytes (buffers.py)
+                cols[k] = buffers.encode_lists(v)
             elif k.endswith(".r"):  # collected rows (eKuiper)
                 cols[k] = pa.array([pickle.dumps(x, protocol=5) for x in v], pa.binary())
             else:

@@ -9,6 +9,7 @@ import pickle
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -228,8 +229,15 @@ def test_buffer_bytes_round_trip_and_read_older_pickles(buf: tuple | None) -> No
         assert (back[1] is None) == (buf[1] is None)
         if buf[1] is not None:
             assert back[1].dtype == buf[1].dtype and list(back[1]) == list(buf[1])
-    col = buffers.decode_column(buffers.encode_column(np.array([buf, None], dtype=object)))
-    assert col[1] is None
+    col = np.empty(3, dtype=object)
+    col[0], col[2] = buf, buf
+    for enc in (buffers.encode_column, buffers.encode_lists):
+        back_col = buffers.decode_column(pa.table({"b": enc(col)}).slice(1).column("b"))
+        assert back_col[0] is None
+        if buf is not None:
+            assert [list(x) if x is not None else None for x in back_col[1]] == [
+                list(x) if x is not None else None for x in buf
+            ]
 
 
 @settings(max_examples=200, deadline=None)
