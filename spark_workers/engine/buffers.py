@@ -125,7 +125,9 @@ def segment_value_order(vseg: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 
 def cut(seg: np.ndarray, a0: np.ndarray, a1: np.ndarray, nseg: int) -> np.ndarray:
-    """One ``(a0, a1)`` buffer (views) per segment ``0 .. nseg - 1`` of the segment-sorted entries."""
+    """One ``(a0, a1)`` buffer per segment ``0 .. nseg - 1`` of the segment-sorted entries: views
+    of the flat arrays, never copied (``runtime/kernel.py`` checkpoints the state after every
+    micro-batch, so a view does not keep a batch's arrays alive past it)."""
     ends = np.cumsum(np.bincount(seg, minlength=nseg)).tolist()
     out = np.empty(nseg, dtype=object)
     s = 0
