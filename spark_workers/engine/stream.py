@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from spark_workers.engine import buffers
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, empty_partials, lift, lower
 from spark_workers.engine.rows import (
     DELETE,
@@ -190,7 +191,9 @@ class StreamState:
         )
         cols: dict[str, Any] = {"gid": self.open.gid, "wkey": self.open.wkey}
         for k, v in self.open.cols.items():
-            if k.endswith((".r", ".b")):  # collected rows (eKuiper) and value buffers (extended.py)
+            if k.endswith(".b"):  # value buffers (extended.py) as Arrow lists or bytes (buffers.py)
+                cols[k] = buffers.encode_lists(v)
+            elif k.endswith(".r"):  # collected rows (eKuiper)
                 cols[k] = pa.array([pickle.dumps(x, protocol=5) for x in v], pa.binary())
             else:
                 cols[k] = pa.array(v, from_pandas=True) if v.dtype == object else v
@@ -245,7 +248,9 @@ class StreamState:
         cols = {}
         for k, empty in template.cols.items():
             col = windows.column(k)
-            if k.endswith((".r", ".b")):
+            if k.endswith(".b"):
+                cols[k] = buffers.decode_column(col)
+            elif k.endswith(".r"):
                 cols[k] = np.empty(len(col), dtype=object)
                 for i, b in enumerate(col.to_pylist()):
                     cols[k][i] = pickle.loads(b)  # our own checkpointed state
