@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from streams_app.api import auth, dashboard, designer, notifications, sql, streams, tables
+from streams_app.api import auth, dashboard, designer, diagnosis, notifications, sql, streams, tables
 
 urlpatterns = [
     path("", include(designer.urlpatterns)),
@@ -21,6 +21,11 @@ urlpatterns = [
         name="api-stream-deliveries",
     ),
     path("streams/<int:stream_id>/runs/", streams.StreamRunsApi.as_view(), name="api-stream-runs"),
+    path(
+        "streams/<int:stream_id>/diagnosis/",
+        diagnosis.StreamDiagnosisApi.as_view(),
+        name="api-stream-diagnosis",
+    ),
     path("sql/", sql.SqlExecuteApi.as_view(), name="api-sql"),
     path("sql/validate/", sql.SqlValidateApi.as_view(), name="api-sql-validate"),
     path("databases/", tables.DatabaseListApi.as_view(), name="api-databases"),

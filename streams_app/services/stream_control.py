@@ -143,6 +143,7 @@ def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProg
         notifications_failed=report.notifications_failed,
         expired_rows=report.expired_rows,
         recalculated=report.recalculated,
+        drops=report.drops(),
     )
     status = Stream.Status.CATCHING_UP if report.phase == "history" else Stream.Status.RUNNING
     d["created_at"] = p.created_at.isoformat()

@@ -5,6 +5,7 @@ import type {
   Dashboard,
   Database,
   Delivery,
+  Diagnosis,
   Draft,
   ImportJob,
   Notification,
@@ -176,6 +177,11 @@ export async function validateSql(sql: string, db?: string): Promise<ValidateRes
 
 export function getStream(id: number): Promise<StreamDetail> {
   return request("GET", `${API_ROOT}/streams/${id}/`);
+}
+
+/** "Why no output?" for a stream (404 for a stream the user may not see). */
+export function getDiagnosis(id: number): Promise<Diagnosis> {
+  return request("GET", `${API_ROOT}/streams/${id}/diagnosis/`);
 }
 
 export async function dropStream(id: number): Promise<void> {

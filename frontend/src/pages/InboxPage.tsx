@@ -3,6 +3,7 @@ import { Fragment, useCallback, useEffect, useRef, useState } from "react";
 import { ackAllNotifications, ackNotification, errorText, listNotifications, listStreams } from "../api/client";
 import { EVENT_TYPES, type Notification, type NotificationFilter } from "../api/types";
 import { ConfirmDialog } from "../components/ConfirmDialog";
+import { useStreamIds, WhyNoOutputLink } from "../components/WhyNoOutput";
 import { Empty, ErrorBanner, LiveIndicator, Loading } from "../components/common";
 import { formatDateTime, formatTime, localOffsetLabel, toEpochMs } from "../format";
 import { useInbox } from "../inbox";
@@ -32,6 +33,7 @@ export function InboxPage() {
   const [streamNames, setStreamNames] = useState<string[]>([]);
   const [expanded, setExpanded] = useState<Set<number>>(new Set());
   const [confirmAll, setConfirmAll] = useState(false);
+  const streamIds = useStreamIds();
   const itemsRef = useRef(items);
   itemsRef.current = items;
 
@@ -150,6 +152,7 @@ export function InboxPage() {
             ))}
           </select>
         </label>
+        {filter.stream && <WhyNoOutputLink id={streamIds[filter.stream]} name={filter.stream} />}
         <label>
           Event type{" "}
           <select
@@ -207,7 +210,9 @@ export function InboxPage() {
                     <td className="nowrap" title={`received ${formatDateTime(n.created_at)}`}>
                       <span className="caret">{expanded.has(n.id) ? "▾" : "▸"}</span> {n.event_time === null ? "—" : formatTime(toEpochMs(n.event_time))}
                     </td>
-                    <td>{n.stream_name}</td>
+                    <td>
+                      <span>{n.stream_name}</span> <WhyNoOutputLink id={streamIds[n.stream_name]} name={n.stream_name} compact />
+                    </td>
                     <td>
                       <span className={`badge ev ev-${n.event_type.toLowerCase()}`}>{n.event_type}</span>
                     </td>
