@@ -144,6 +144,21 @@ def _compiled(stream: Stream, spec: StreamSpec) -> CompiledStream | None:
         return None
 
 
+def rows_at_creation(*, stream: Stream, c: CompiledStream) -> int | None:
+    """Rows the source table held at CREATE STREAM (its Delta version ``start_version``): what
+    FILL_HISTORY 0 leaves out (seed 000 "fill_history"). None when it cannot be read (dropped or
+    vacuumed since). Cost: one scan of the timestamp (and tbname) column of that snapshot."""
+    src = c.source
+    try:
+        t = lake_get().read(
+            src.db, src.storage, version=stream.start_version, columns=[src.storage.columns[0].physical]
+        )
+    except Exception:  # a dropped table, a vacuumed version: the diagnosis makes no claim
+        return None
+    sub = src.tbname_filter
+    return int(t.num_rows if sub is None else sum(1 for v in t.column("tbname").to_pylist() if v == sub))
+
+
 def _window_end_ms(c: CompiledStream, t_ms: int) -> int | None:
     """The exclusive end (epoch ms) of the last INTERVAL window holding a row at ``t_ms``; None
     for other windows (their end depends on rows still to come)."""
@@ -212,8 +227,11 @@ def _closes_when(c: CompiledStream, end_ms: int | None, wm_ms: int) -> str:
 
 
 def _trigger_mode(spec: StreamSpec) -> str:
+    """What decides when a window is done: the legacy TRIGGER option (``WINDOW_CLOSE``), or a
+    3.3.7 stream's trigger clause (``INTERVAL(10s) SLIDING(10s)``: its windows close when the
+    watermark passes their end, seed 002 "Trigger Types")."""
     if spec.syntax == V337:
-        return "WINDOW_CLOSE" if "WINDOW_CLOSE" in (spec.notify.events if spec.notify else []) else "window"
+        return selectors.stream_window_text(spec=spec)
     return spec.options.trigger
 
 
@@ -222,21 +240,19 @@ def _cause(option: str | None, text: str) -> dict[str, Any]:
     return {"option": option, "text": f"{option}: {text}" if option else text}
 
 
-def _state_causes(
-    stream: Stream, spec: StreamSpec, t: Totals, groups: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The stream's state, FILL_HISTORY and silence since the last row."""
+def _state_causes(stream: Stream, spec: StreamSpec, t: Totals, before: int | None) -> list[dict[str, Any]]:
+    """The stream's state, FILL_HISTORY (``before``: rows of the source at CREATE STREAM) and
+    silence since the last row."""
     out = []
     if stream.status in (Stream.Status.PAUSED, Stream.Status.STOPPED, Stream.Status.FAILED):
         why = f" ({stream.last_error})" if stream.last_error else ""
         out.append(_cause(None, f"the stream is {stream.status.upper()}{why}: it reads no rows"))
-    in_source = sum(g["rows"] for g in groups)
-    if not spec.options.fill_history and stream.history_version is None and in_source > t.input_rows:
+    if not spec.options.fill_history and stream.history_version is None and before:
         out.append(
             _cause(
                 "FILL_HISTORY 0",
-                f"rows before the stream's creation are not computed ({in_source} rows in the "
-                f"source table, {t.input_rows} read by the stream)",
+                f"rows before the stream's creation are not computed (the {before} rows the source "
+                "table held when it was created)",
             )
         )
     quiet = t.last_batch_at is None or (timezone.now() - t.last_batch_at).total_seconds() > QUIET_S
@@ -363,7 +379,7 @@ def stream_diagnosis(*, stream: Stream, user: Any) -> dict[str, Any]:
     failures = notification_failures(stream=stream)
     groups = group_states(stream=stream, c=c, user=user) if c is not None else []
     causes = [
-        *_state_causes(stream, spec, t, groups),
+        *_state_causes(stream, spec, t, rows_at_creation(stream=stream, c=c) if c is not None else None),
         *_row_causes(spec, c, t),
         *_window_causes(spec, c, t),
         *_notify_causes(spec, t, failures),

@@ -111,7 +111,7 @@ def test_a_stream_whose_rows_are_all_expired_is_diagnosed(power, admin) -> None:
     fill = [c["text"] for c in d["causes"] if c["option"] == "FILL_HISTORY 0"]
     assert fill == [
         "FILL_HISTORY 0: rows before the stream's creation are not computed "
-        f"({6 + 2 + behind} rows in the source table, {2 + behind} read by the stream)"
+        "(the 6 rows the source table held when it was created)"
     ]
     # windows [01:00:00, 01:00:10) are open: a row at or after their end closes them
     window = [c for c in d["causes"] if c["option"] == "WINDOW_CLOSE"]
@@ -144,6 +144,12 @@ def test_a_stream_whose_receiver_is_down_is_diagnosed(power, admin) -> None:
         "ON_FAILURE DROP: the messages were dropped"
     ]
     assert d["dropped"]["expired"] == 0 and not any(c["option"] == "IGNORE_EXPIRED 1" for c in d["causes"])
+    # the 3.3.7 trigger decides when windows close: d1001's rows at 100..125 s leave [120, 130) open
+    assert d["trigger"] == "INTERVAL(10s) SLIDING(10s)"
+    d1001 = next(g for g in d["groups"] if g["group"] == "d1001")
+    assert d1001["closes_when"].startswith(
+        f"INTERVAL(10s) SLIDING(10s): a row of this group at or after {iso(_ms(130))}"
+    )
 
 
 def test_diagnosis_api_is_for_the_owner_and_privileged_only(power, admin, alice) -> None:
@@ -157,3 +163,24 @@ def test_diagnosis_api_is_for_the_owner_and_privileged_only(power, admin, alice)
     assert any(c["text"].startswith("no row since the stream was created") for c in body["causes"])
     own = stream_create(user=alice, sql=EXPIRED_SQL.replace("exp_s", "alice_s").replace("o_exp", "o_al"))
     assert api_client(alice).get(f"/api/v1/streams/{own.pk}/diagnosis/").status_code == 200
+
+
+def test_history_windows_without_notify_history_are_named(power, admin) -> None:
+    """FILL_HISTORY computes the fixture's six rows (per subtable, rows at 0-1, 5-6 and 12-13 s:
+    [0, 10) closes, [10, 20) stays open); without NOTIFY_HISTORY no window is notified."""
+    stream = stream_create(
+        user=admin,
+        sql=NOTIFY_SQL.replace("ntf_s", "hist_s")
+        .replace("o_ntf", "o_hist")
+        .replace("PARTITION BY tbname ", "PARTITION BY tbname STREAM_OPTIONS(FILL_HISTORY) "),
+    )
+    assert stream.history_version is not None
+    drive = Drive(stream)
+    drive.runner.run()
+    assert drive.attempts == []  # nothing was sent: not even tried
+    d = stream_diagnosis(stream=stream, user=admin)
+    assert d["input_rows"] == 6 and d["output_rows"] > 0
+    options = [c["option"] for c in d["causes"]]
+    assert "NOTIFY_HISTORY 0" in options and "FILL_HISTORY 0" not in options
+    (text,) = [c["text"] for c in d["causes"] if c["option"] == "NOTIFY_HISTORY 0"]
+    assert text.startswith("NOTIFY_HISTORY 0: history windows are not notified")
