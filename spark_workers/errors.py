@@ -123,6 +123,8 @@ class Code:
     TOO_MANY_TAGS = 0x0364  # TSDB_CODE_MND_TOO_MANY_TAGS "Too many tags"
     TOO_MANY_COLUMNS = 0x0365  # TSDB_CODE_MND_TOO_MANY_COLUMNS "Too many columns"
     DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
+    INVALID_DB_OPTION = 0x2619  # TSDB_CODE_PAR_INVALID_DB_OPTION "Invalid database option"
+    TIMESTAMP_OUT_OF_RANGE = 0x060B  # TSDB_CODE_TDB_TIMESTAMP_OUT_OF_RANGE "Timestamp data out of range"
 
 
 class TdError(Exception):

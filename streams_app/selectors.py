@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models import Count, F, Max, Q, QuerySet, Sum, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 SPARKLINE = 60
 STREAM_ORDERINGS = ("name", "created_at", "status", "id")
 ACTIVE = (Stream.Status.RUNNING, Stream.Status.CATCHING_UP)
+THROUGHPUT_WINDOW_S = 60  # the dashboard's current throughput: rows processed over the last minute
 
 
 def streams_visible(*, user: Any) -> QuerySet[Stream]:
@@ -123,25 +124,30 @@ def stream_lag_ms(*, stream: Stream) -> int | None:
 def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
     """Progress of a stream's long work: the FILL_HISTORY catch-up while ``catching_up``, else None.
 
-    Returns ``{phase: "history", fraction: 0..1 | None, label, rows_done, rows_total}``.
-    History micro-batches read whole time buckets of the snapshot in time order
-    (``spark_workers.lake.changes.next_offset``), so the rows done are the snapshot's rows in the
-    buckets up to the one holding the last batch's latest event time; totals come from the Delta
-    log's per-file record counts (one log read; only for streams catching up). For a subtable
-    source the counts are of its supertable.
+    Returns the payload of :func:`stream_history_progress`: the one stored with the last
+    micro-batch (``last_progress["history"]``), else (no history micro-batch yet) computed now.
     """
     if stream.status != Stream.Status.CATCHING_UP:
         return None
-    out: dict[str, Any] = {
-        "phase": "history",
-        "fraction": None,
-        "label": "catching up on history",
-        "rows_done": None,
-        "rows_total": None,
-    }
+    p = stream.last_progress or {}
+    if isinstance(p.get("history"), dict):
+        return dict(p["history"])
+    return stream_history_progress(stream=stream, progress=p, at=timezone.now())
+
+
+def _history_counts(stream: Stream, progress: dict[str, Any]) -> tuple[int, int] | None:
+    """``(rows_done, rows_total)`` of a stream's FILL_HISTORY snapshot after the micro-batch whose
+    report is ``progress`` (``BatchReport.to_json()``; ``{}`` before the first); None without a
+    snapshot or when the source's log cannot be read.
+
+    History micro-batches read whole time buckets of the snapshot in time order
+    (``spark_workers.lake.changes.next_offset``), so the rows done are the snapshot's rows in the
+    buckets up to the one holding the batch's latest event time; totals come from the Delta log's
+    per-file record counts (one log read). For a subtable source the counts are of its supertable.
+    """
     spec = StreamSpec.from_json(stream.spec)
     if stream.history_version is None or spec.source is None:
-        return out
+        return None
     try:
         lake = lake_get()
         db = lake.catalog.require_database(spec.source.db)
@@ -149,21 +155,69 @@ def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
         buckets = lake.buckets(db.name, table.storage, int(stream.history_version))
     except Exception as e:  # a dropped source, an unreadable log: no fraction
         log.debug("no history progress for stream %s: %s", stream.pk, e)
-        return out
+        return None
     total = sum(r for _, r in buckets)
-    p = stream.last_progress or {}
     done = 0
-    if p.get("phase") == "history" and p.get("max_event_ms") is not None:
-        per_ms = 1_000_000 // NS_PER_PRECISION[db.precision]
-        current = int(p["max_event_ms"]) * per_ms // db.duration.in_precision(db.precision)
-        done = sum(r for b, r in buckets if b <= current)
-    elif p.get("phase") == "live":
+    if progress.get("history_done") or progress.get("phase") == "live":
         done = total
-    fraction = min(1.0, done / total) if total else None
-    out.update(rows_done=done, rows_total=total, fraction=fraction)
-    if fraction is not None:
-        out["label"] = f"catching up on history: {fraction:.0%} ({done:,} of {total:,} rows)"
-    return out
+    elif progress.get("phase") == "history" and progress.get("max_event_ms") is not None:
+        per_ms = 1_000_000 // NS_PER_PRECISION[db.precision]
+        current = int(progress["max_event_ms"]) * per_ms // db.duration.in_precision(db.precision)
+        done = sum(r for b, r in buckets if b <= current)
+    return done, total
+
+
+def _history_label(fraction: float | None, done: int | None, total: int | None, eta_s: float | None) -> str:
+    if fraction is None or done is None or total is None:
+        return "catching up on history"
+    if fraction >= 1.0:
+        return f"history complete: {total:,} rows"
+    left = "" if eta_s is None else f", about {dt.timedelta(seconds=round(eta_s))} left"
+    return f"catching up on history: {fraction:.0%} ({done:,} of {total:,} rows{left})"
+
+
+def stream_history_progress(
+    *, stream: Stream, progress: dict[str, Any], at: dt.datetime, complete: bool = False
+) -> dict[str, Any]:
+    """The FILL_HISTORY catch-up's progress after the micro-batch ``progress`` (a
+    ``BatchReport.to_json()``, ``{}`` before the first) recorded at ``at``; ``complete``: the
+    snapshot has been read to its end (issue 16, "progress you can trust").
+
+    Returns ``{phase: "history", fraction: 0..1 | None, label, rows_done, rows_total,
+    rows_per_s, eta_s, started_at}``: ``rows_done`` never falls below the one stored with the
+    stream's previous micro-batch (``last_progress["history"]``), so the fraction is monotonic, and
+    is ``rows_total`` (fraction 1.0, ``eta_s`` 0) once ``complete``; ``rows_per_s`` is the
+    snapshot rows done per second of wall clock since the first history micro-batch began
+    (``started_at``, ISO 8601 UTC), ``eta_s`` the rows left at that rate (None before a rate is
+    known). Cost: one Delta log read (``_history_counts``).
+    """
+    prev = (stream.last_progress or {}).get("history") or {}
+    counts = _history_counts(stream, {**progress, "history_done": complete or progress.get("history_done")})
+    done, total = counts if counts is not None else (None, None)
+    if done is not None and prev.get("rows_done") is not None:
+        done = max(done, int(prev["rows_done"]))
+    if prev.get("started_at"):
+        started = dt.datetime.fromisoformat(str(prev["started_at"]))
+    else:
+        started = at - dt.timedelta(milliseconds=float(progress.get("duration_ms") or 0.0))
+    elapsed = (at - started).total_seconds()
+    rate = done / elapsed if done and elapsed > 0 else None
+    fraction = 1.0 if complete else (min(1.0, done / total) if total and done is not None else None)
+    eta: float | None = None
+    if fraction is not None and fraction >= 1.0:
+        eta = 0.0
+    elif rate and total is not None and done is not None:
+        eta = (total - done) / rate
+    return {
+        "phase": "history",
+        "fraction": fraction,
+        "label": _history_label(fraction, done, total, eta),
+        "rows_done": done,
+        "rows_total": total,
+        "rows_per_s": rate,
+        "eta_s": eta,
+        "started_at": started.isoformat(),
+    }
 
 
 def stream_throughput(*, stream_id: int, n: int = SPARKLINE) -> list[float]:
@@ -223,18 +277,127 @@ def notifications_filter(
     event_type: str | None,
     acknowledged: bool | None,
     since: dt.datetime | None = None,
+    group: str | None = None,
 ) -> QuerySet[Notification]:
-    """Notifications of stream ``stream``, of ``event_type``, (un)acknowledged, received at or
-    after ``since``."""
+    """Notifications of stream ``stream``, of ``event_type``, of the group whose events name the
+    table ``group`` (the event's ``tableName``: the group's output subtable, seed 002
+    "Notification Content"), (un)acknowledged, received at or after ``since``. Narrows ``qs``
+    only: the inboxes a user sees stay those of ``notifications_visible``."""
     if since is not None:
         qs = qs.filter(created_at__gte=since)
     if stream:
         qs = qs.filter(stream_name=stream)
     if event_type:
         qs = qs.filter(event_type=event_type)
+    if group:
+        qs = qs.filter(table_name=group)
     if acknowledged is not None:
         qs = qs.filter(acknowledged=acknowledged)
     return qs
+
+
+def notification_groups(qs: QuerySet[Notification], *, limit: int = 200) -> list[dict[str, Any]]:
+    """The groups of the notifications ``qs`` (one per stream and ``tableName``), most unread first:
+    ``[{stream_name, table_name, tags: {tag: value}, total, unread, latest_id}]``, at most
+    ``limit``. ``tags`` as ``notification_group_tags``. One aggregate query plus the catalog
+    look-ups of the groups listed."""
+    rows = list(
+        qs.order_by()
+        .values("inbox__owner_id", "stream_name", "table_name")
+        .annotate(total=Count("id"), unread=Count("id", filter=Q(acknowledged=False)), latest_id=Max("id"))
+        .order_by("-unread", "-latest_id")[:limit]
+    )
+    keys: list[GroupKey] = [(r["inbox__owner_id"], r["stream_name"], r["table_name"]) for r in rows]
+    tags = notification_group_tags(keys=keys)
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, r in zip(keys, rows, strict=True):  # several inboxes (staff): one group per stream and table
+        g = groups.setdefault(
+            (r["stream_name"], r["table_name"]),
+            {
+                "stream_name": r["stream_name"],
+                "table_name": r["table_name"],
+                "tags": {},
+                "total": 0,
+                "unread": 0,
+                "latest_id": 0,
+            },
+        )
+        g["tags"] = g["tags"] or tags.get(key, {})
+        g["total"] += r["total"]
+        g["unread"] += r["unread"]
+        g["latest_id"] = max(g["latest_id"], r["latest_id"])
+    return sorted(groups.values(), key=lambda g: (-g["unread"], -g["latest_id"]))
+
+
+GroupKey = tuple[int | None, str, str]
+
+
+def _json_value(v: Any) -> Any:
+    """A catalog tag value as JSON: numbers, strings, booleans and null as they are, bytes as
+    UTF-8 text (hex when not text), anything else (timestamps, decimals) as its ``str``."""
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, bytes | bytearray):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return "\\x" + bytes(v).hex()
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
+    return str(v)
+
+
+def notification_group_tags(*, keys: list[GroupKey]) -> dict[GroupKey, dict[str, Any]]:
+    """The tags of the groups that notifications name: for each ``(inbox owner id, streamName,
+    tableName)`` of an event, the tag values (``{tag: value}``, in the supertable's tag order) of
+    the output subtable ``tableName`` of a stream called ``streamName`` that the inbox's owner
+    created (any stream for a superuser's inbox: a message sent to one's own inbox cannot read the
+    tags of another user's tables) — the PARTITION BY values (or the TAGS / OUTPUT_SUBTABLE tag
+    expressions over them) the stream gave its group (seed 000 "Stream Output"; seed 002
+    "Notification Content": ``tableName`` is "the name of the target child table associated with
+    the event").
+
+    A key whose stream is not tdweb's, writes no output (notify-only), or whose subtable is gone is
+    left out: the inbox shows its ``tableName``. Catalog look-ups are cached per process.
+    """
+    out: dict[GroupKey, dict[str, Any]] = {}
+    wanted = {k for k in keys if k[1] and k[2]}
+    if not wanted:
+        return out
+    owners = {o for o, _s, _t in wanted if o is not None}
+    supers = set(
+        get_user_model().objects.filter(pk__in=owners, is_superuser=True).values_list("pk", flat=True)
+    )
+    streams = (
+        Stream.objects.filter(name__in={s for _o, s, _t in wanted})
+        .exclude(status=Stream.Status.DROPPED)
+        .order_by("-id")
+        .values_list("owner_id", "name", "spec")
+    )
+    outputs: list[tuple[int | None, str, str, str]] = []  # (owner, stream name, db, supertable)
+    for stream_owner, name, spec in streams:
+        o = StreamSpec.from_json(spec).output
+        if o is not None:
+            outputs.append((stream_owner, name, o.db, o.table))
+    try:
+        catalog = lake_get().catalog
+    except Exception as e:  # no lake here: the inbox shows tableName
+        log.warning("group tags: %s", e)
+        return out
+    for key in wanted:
+        owner, stream_name, table_name = key
+        for s_owner, s_name, db, stable in outputs:
+            if s_name != stream_name or (s_owner != owner and owner not in supers):
+                continue
+            try:
+                t = catalog.table(db, table_name)
+            except Exception as e:  # a label is best effort; the notification stays readable
+                log.warning("tags of %s.%s: %s", db, table_name, e)
+                continue
+            if t is not None and t.kind == "sub" and (t.stable or "").lower() == stable.lower():
+                out[key] = {tag.name: _json_value(t.tag_values.get(tag.name.lower())) for tag in t.tags}
+                break
+    return out
 
 
 # ---------------------------------------------------------------------- the lake
@@ -329,10 +492,10 @@ def dashboard_get(*, user: Any) -> dict[str, Any]:
     Returns ``{streams_total, streams_by_status: {status: n}, throughput_rows_per_s,
     failures: {streams_failed, recent_errors: [{stream_id, name, error, at}]},
     notifications: {sent, failed, delivery_rate, last_24h: {attempts, ok, failed,
-    delivery_rate}}, inbox_unread}``: ``throughput_rows_per_s`` sums the last micro-batch rate of
-    the running and catching-up streams; ``sent``/``failed`` are the streams' notification
-    counters; ``last_24h`` counts the delivery log's attempts; a rate is None without attempts.
-    Cost: four small queries.
+    delivery_rate}}, inbox_unread}``: ``throughput_rows_per_s`` is the rows the streams processed
+    in the last ``THROUGHPUT_WINDOW_S`` seconds per second (0 when nothing flows);
+    ``sent``/``failed`` are the streams' notification counters; ``last_24h`` counts the delivery
+    log's attempts; a rate is None without attempts. Cost: five small queries.
     """
     streams = list(
         streams_visible(user=user).only(
@@ -347,19 +510,21 @@ def dashboard_get(*, user: Any) -> dict[str, Any]:
         )
     )
     by_status: dict[str, int] = {}
-    throughput = 0.0
     sent = failed = 0
     errors: list[dict[str, Any]] = []
     for s in streams:
         by_status[s.status] = by_status.get(s.status, 0) + 1
-        if s.status in ACTIVE and s.last_progress:
-            throughput += float(s.last_progress.get("rows_per_s") or 0.0)
         sent += s.notifications_sent
         failed += s.notifications_failed
         if s.last_error:
             errors.append({"stream_id": s.pk, "name": s.name, "error": s.last_error, "at": s.updated_at})
     ids = [s.pk for s in streams]
     names = {s.pk: s.name for s in streams}
+    minute_ago = timezone.now() - dt.timedelta(seconds=THROUGHPUT_WINDOW_S)
+    recent_rows = StreamProgress.objects.filter(stream_id__in=ids, created_at__gte=minute_ago).aggregate(
+        n=Sum("input_rows")
+    )["n"]
+    throughput = (recent_rows or 0) / THROUGHPUT_WINDOW_S
     runs = (
         StreamRun.objects.filter(stream_id__in=ids)
         .exclude(error="")
@@ -419,3 +584,74 @@ def stream_get(*, user: Any, stream_id: int) -> Stream | None:
 def inboxes_owned(*, user: Any) -> QuerySet[Inbox]:
     """The inboxes ``user`` owns, by name."""
     return Inbox.objects.filter(owner_id=getattr(user, "pk", None)).order_by("name")
+
+
+SERIES_BUCKETS = 60  # points per series of the dashboard's charts
+
+
+def dashboard_series(*, user: Any, since: dt.datetime, until: dt.datetime) -> dict[str, Any]:
+    """Time series of the dashboard over ``[since, until)`` (wall clock), for the streams ``user``
+    sees: ``SERIES_BUCKETS`` equal buckets (at least 1 s each).
+
+    Returns ``{since, until, bucket_s, t: [bucket start, epoch ms], totals: {rows_per_s,
+    delivered, failed}, streams: [{id, name, db, status, lag_ms, rows_per_s, lag_s, delivered,
+    failed}]}``; each series has one value per bucket: ``rows_per_s`` the rows processed in the
+    bucket per second, ``lag_s`` the event-time lag (latest event − watermark, seconds) of the
+    bucket's last micro-batch (None without one), ``delivered`` / ``failed`` the notification
+    delivery attempts. Micro-batch records are kept per stream up to ``TDWEB_PROGRESS_KEEP``, so
+    older buckets of a busy stream may be empty. Cost: two queries, one pass over their rows.
+    """
+    streams = list(streams_visible(user=user).only("id", "name", "db", "status", "last_progress"))
+    ids = [s.pk for s in streams]
+    span_ms = max(1000, int((until - since).total_seconds() * 1000))
+    bucket_ms = max(1000, -(-span_ms // SERIES_BUCKETS))
+    start_ms = int(since.timestamp() * 1000)
+    n = -(-span_ms // bucket_ms)
+
+    def slot(at: dt.datetime) -> int | None:
+        i = (int(at.timestamp() * 1000) - start_ms) // bucket_ms
+        return i if 0 <= i < n else None
+
+    rows = {sid: [0] * n for sid in ids}
+    lag: dict[int, list[float | None]] = {sid: [None] * n for sid in ids}
+    progress = StreamProgress.objects.filter(stream_id__in=ids, created_at__gte=since, created_at__lt=until)
+    for sid, at, nrows, wm, mx in progress.order_by("id").values_list(
+        "stream_id", "created_at", "input_rows", "watermark_ms", "max_event_ms"
+    ):
+        if (i := slot(at)) is not None:
+            rows[sid][i] += nrows
+            if wm is not None and mx is not None:
+                lag[sid][i] = max(0, mx - wm) / 1000
+    ok = {sid: [0] * n for sid in ids}
+    bad = {sid: [0] * n for sid in ids}
+    deliveries = Delivery.objects.filter(stream_id__in=ids, created_at__gte=since, created_at__lt=until)
+    for sid, at, good in deliveries.values_list("stream_id", "created_at", "ok"):
+        if (i := slot(at)) is not None:
+            (ok if good else bad)[sid][i] += 1
+    per_s = 1000 / bucket_ms
+    out = [
+        {
+            "id": s.pk,
+            "name": s.name,
+            "db": s.db,
+            "status": s.status,
+            "lag_ms": stream_lag_ms(stream=s),
+            "rows_per_s": [r * per_s for r in rows[s.pk]],
+            "lag_s": lag[s.pk],
+            "delivered": ok[s.pk],
+            "failed": bad[s.pk],
+        }
+        for s in streams
+    ]
+    return {
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "bucket_s": bucket_ms / 1000,
+        "t": [start_ms + i * bucket_ms for i in range(n)],
+        "totals": {
+            "rows_per_s": [sum(r[i] for r in rows.values()) * per_s for i in range(n)],
+            "delivered": [sum(v[i] for v in ok.values()) for i in range(n)],
+            "failed": [sum(v[i] for v in bad.values()) for i in range(n)],
+        },
+        "streams": out,
+    }

@@ -61,6 +61,19 @@ class WorkProgressSerializer(serializers.Serializer):
     label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     rows_done = serializers.IntegerField(allow_null=True)
     rows_total = serializers.IntegerField(allow_null=True)
+    rows_per_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="snapshot rows done per second since the catch-up began; null before",
+    )
+    eta_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="seconds left at that rate (0 when done); null while no rate is known",
+    )
+    started_at = serializers.DateTimeField(
+        required=False, help_text="when the first history micro-batch began (UTC)"
+    )
 
 
 class StreamCountersSerializer(serializers.Serializer):
@@ -82,7 +95,11 @@ class StreamSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     name = serializers.CharField()
-    db = BlankAsNullCharField()
+    db = serializers.SerializerMethodField(
+        help_text="the stream's database; a legacy stream (whose name TDengine keeps outside any "
+        "database) is shown with its source table's database (ins_streams.source_db), else its "
+        "output's (target_db); null when it has neither"
+    )
     syntax = serializers.ChoiceField(choices=Stream.Syntax.choices)
     status = serializers.ChoiceField(choices=Stream.Status.choices)
     desired_state = serializers.ChoiceField(choices=Stream.Desired.choices)
@@ -110,6 +127,13 @@ class StreamSerializer(serializers.Serializer):
     def to_representation(self, instance: Stream) -> dict[str, Any]:
         self._spec = StreamSpec.from_json(instance.spec)  # read once for the fields below
         return super().to_representation(instance)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_db(self, stream: Stream) -> str | None:
+        if stream.db:
+            return stream.db
+        src, out = self._spec.source, self._spec.output
+        return (src.db if src and src.db else None) or (out.db if out and out.db else None)
 
     def get_source(self, stream: Stream) -> str:
         src = self._spec.source
@@ -165,12 +189,45 @@ class NotificationSerializer(serializers.Serializer):
     payload = serializers.JSONField()
     acknowledged = serializers.BooleanField()
     created_at = IsoDateTimeField()
+    group_tags = serializers.SerializerMethodField(
+        help_text="the tags of the event's group: {tag: value} of its output subtable (tableName), "
+        "e.g. the PARTITION BY values; {} when unknown (notify-only stream, other sender)"
+    )
+
+    @extend_schema_field(serializers.DictField(child=serializers.JSONField()))
+    def get_group_tags(self, n: Notification) -> dict[str, Any]:
+        known: dict[selectors.GroupKey, dict[str, Any]] | None = self.context.get("group_tags")
+        key = _group_key(n)
+        if known is None:
+            known = selectors.notification_group_tags(keys=[key])
+        return known.get(key, {})
 
 
-def notification_json(n: Notification) -> dict[str, Any]:
+def _group_key(n: Notification) -> selectors.GroupKey:
+    return (n.inbox.owner_id, n.stream_name, n.table_name)
+
+
+class NotificationGroupSerializer(serializers.Serializer):
+    """One group of the inbox (``selectors.notification_groups``)."""
+
+    stream_name = serializers.CharField()
+    table_name = serializers.CharField(allow_blank=True, help_text="the events' tableName")
+    tags = serializers.DictField(child=serializers.JSONField(), help_text="{tag: value}; {} when unknown")
+    total = serializers.IntegerField()
+    unread = serializers.IntegerField()
+    latest_id = serializers.IntegerField()
+
+
+def notification_group_context(notifications: list[Notification]) -> dict[str, Any]:
+    """The serializer context of a page of notifications: their groups' tags, looked up once
+    (``selectors.notification_group_tags``)."""
+    return {"group_tags": selectors.notification_group_tags(keys=[_group_key(n) for n in notifications])}
+
+
+def notification_json(n: Notification, *, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """``NotificationSerializer``'s JSON of ``n`` as plain dicts (the ``inbox.notification``
-    message)."""
-    return _plain(NotificationSerializer(n).data)
+    message); ``context`` as ``notification_group_context`` of the batch ``n`` belongs to."""
+    return _plain(NotificationSerializer(n, context=context or {}).data)
 
 
 def _plain(v: Any) -> Any:

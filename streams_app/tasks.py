@@ -40,6 +40,14 @@ def lake_compact_task() -> int:
     return lake_compact()
 
 
+@shared_task(name="lake.retain", ignore_result=True)
+def lake_retain_task() -> int:
+    """Delete rows older than each database's KEEP (beat)."""
+    from streams_app.services.maintenance import lake_retain
+
+    return lake_retain()
+
+
 @worker_ready.connect
 def _on_worker_ready(sender=None, **kwargs):  # type: ignore[no-untyped-def]
     import threading

@@ -221,6 +221,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("TDWEB_RECONCILE_S", default=5.0),
     },
     "lake-compact": {"task": "lake.compact", "schedule": 3600.0},
+    "lake-retain": {"task": "lake.retain", "schedule": 3600.0},
 }
 
 # ---------------------------------------------------------------- API

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
   formatAgo,
+  formatUtc,
+  msToUtcInput,
+  utcInputToIso,
   formatBytes,
   formatCount,
   formatDateTime,
@@ -108,5 +111,27 @@ describe("sizes and rates", () => {
   it("truncates with an ellipsis", () => {
     expect(truncate("short", 10)).toBe("short");
     expect(truncate("a long error message", 8)).toBe("a long …");
+  });
+});
+
+describe("UTC times (inbox, recalculation dialog)", () => {
+  it("formats epoch ms as UTC whatever the browser's zone", () => {
+    const ms = Date.UTC(2013, 2, 1, 6, 0, 0); // 2013-03-01T06:00:00Z
+    expect(formatUtc(ms)).toBe("2013-03-01 06:00:00 UTC");
+    expect(formatUtc(ms + 5)).toBe("2013-03-01 06:00:00.005 UTC");
+    expect(formatUtc(ms, true)).toBe("2013-03-01 06:00:00.000 UTC");
+    expect(formatUtc(null)).toBe("—");
+  });
+
+  it("round-trips an ISO UTC input and refuses what is not one", () => {
+    const ms = Date.UTC(2024, 5, 1, 9, 0, 7);
+    expect(msToUtcInput(ms + 999)).toBe("2024-06-01T09:00:07Z");
+    expect(utcInputToIso(msToUtcInput(ms))).toBe(new Date(ms).toISOString());
+    expect(utcInputToIso("2024-06-01 09:00")).toBe("2024-06-01T09:00:00.000Z");
+    expect(utcInputToIso("2024-06-01T09:00:07.25 UTC")).toBe("2024-06-01T09:00:07.250Z");
+    expect(utcInputToIso("06/01/2024 09:00 AM")).toBeUndefined();
+    expect(utcInputToIso("2024-06-01T09:00:00+05:30")).toBeUndefined(); // another zone
+    expect(utcInputToIso("2024-02-30T00:00:00Z")).toBeUndefined();
+    expect(utcInputToIso("")).toBeUndefined();
   });
 });

@@ -157,3 +157,37 @@ export function percent(fraction: number | null | undefined): number | null {
   if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return null;
   return Math.round(Math.max(0, Math.min(1, fraction)) * 100);
 }
+
+/**
+ * Epoch ms → "2024-01-02 03:04:05 UTC" (".123" before " UTC" when the time has milliseconds, or
+ * always with `withMs`). "—" for null/undefined/NaN.
+ */
+export function formatUtc(ms: number | null | undefined, withMs = false): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return "—";
+  const iso = new Date(ms).toISOString(); // 2024-01-02T03:04:05.123Z
+  const frac = iso.slice(19, 23);
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${withMs || frac !== ".000" ? frac : ""} UTC`;
+}
+
+/** Epoch ms → an ISO 8601 UTC input value "2024-01-02T03:04:05Z" (whole seconds). */
+export function msToUtcInput(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+const UTC_INPUT = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?\s*(?:Z|UTC|\+00:?00)?$/i;
+
+/**
+ * A UTC time typed as ISO 8601 ("2024-01-02T03:04:05Z", "2024-01-02 03:04", with or without "Z",
+ * " UTC" or "+00:00") → the ISO string the API takes ("2024-01-02T03:04:05.000Z"); undefined when
+ * it is not such a time (another offset, a US date, a day that does not exist).
+ */
+export function utcInputToIso(v: string): string | undefined {
+  const m = UTC_INPUT.exec(v.trim());
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? "0"].map(Number);
+  const ms = m[7] ? Math.round(Number(m[7]) * 1000) : 0;
+  const t = Date.UTC(y, mo - 1, d, h, mi, s, ms);
+  const back = new Date(t);
+  if (back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d || h > 23 || mi > 59 || s > 59) return undefined;
+  return back.toISOString();
+}

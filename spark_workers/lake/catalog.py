@@ -780,6 +780,7 @@ class Catalog:
         *,
         tag_renames: dict[str, str | None] | None = None,
         column_rename: tuple[str, str] | None = None,
+        child_ref_drop: str | None = None,
     ) -> None:
         """Store the new definition of an existing table (ALTER STABLE / ALTER TABLE, TDengine SQL
         manual "Manage Supertables", "Manage Tables"): a supertable's or normal table's ``columns``,
@@ -790,15 +791,23 @@ class Catalog:
         added later under a dropped name reads NULL, never the old values. ``column_rename``
         ``(old, new)`` (RENAME COLUMN of a normal table) moves the column references of every
         virtual table that reads it (``col FROM db.table.old``) to the new name, in the same
-        transaction.
+        transaction. A virtual table's ``refs`` are stored too (ALTER VTABLE); ``child_ref_drop``
+        (a lower-case column name, DROP COLUMN of a virtual supertable) removes that column's
+        reference from every child table of ``table`` in the same transaction, so a column added
+        later under that name reads NULL, never the old source.
 
         Raises:
             CatalogError: TABLE_NOT_EXIST when the table is gone.
         """
         key = (table.db.lower(), table.name.lower())
+        refs = json.dumps({k: r.to_json() for k, r in table.refs.items()}) if table.refs else None
         with self._tx() as con:
             if not con.execute("SELECT 1 FROM tables WHERE db = ? AND key = ?", key).fetchone():
                 raise CatalogError(f"table {table.db}.{table.name} does not exist", code=Code.TABLE_NOT_EXIST)
+            if table.virtual:
+                con.execute("UPDATE tables SET refs = ? WHERE db = ? AND key = ?", (refs, *key))
+            if child_ref_drop:
+                self._drop_child_refs(con, key, child_ref_drop)
             if table.kind == "sub":
                 con.execute(
                     "UPDATE tables SET comment = ?, tag_values = ? WHERE db = ? AND key = ?",
@@ -818,6 +827,20 @@ class Catalog:
                 self._move_tag_values(con, key, tag_renames)
             if column_rename:
                 self._move_column_refs(con, key, column_rename)
+
+    @staticmethod
+    def _drop_child_refs(con: _Con, stable: tuple[str, str], column: str) -> None:
+        """Remove the reference of ``column`` (lower case) from every child of virtual supertable
+        ``stable`` (lower-case db, name)."""
+        changed = []
+        for ckey, raw in con.execute(
+            "SELECT key, refs FROM tables WHERE db = ? AND stable_key = ? AND refs IS NOT NULL", stable
+        ).fetchall():
+            refs = json.loads(raw or "{}")
+            if refs.pop(column, None) is not None:
+                changed.append((json.dumps(refs) if refs else None, stable[0], ckey))
+        if changed:
+            con.executemany("UPDATE tables SET refs = ? WHERE db = ? AND key = ?", changed)
 
     @staticmethod
     def _move_column_refs(con: _Con, table: tuple[str, str], rename: tuple[str, str]) -> None:

@@ -24,6 +24,7 @@ import os
 import re
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,8 +35,9 @@ from duckdb import sqltypes
 
 from spark_workers import limits as sql_limits
 from spark_workers.errors import Code, SqlError, para_type_error
-from spark_workers.lake.catalog import Table
+from spark_workers.lake.catalog import Database, Table
 from spark_workers.lake.keys import key_column, row_key
+from spark_workers.lake.retention import kept_from
 from spark_workers.lake.store import Lake, storage_schema
 from spark_workers.lake.virtual import Origin, members, origins, storages
 from spark_workers.query.planner import Source, resolve
@@ -390,6 +392,7 @@ class DuckSession:
             conds.append(f"{ts} >= {lo} AND {ts} <= {hi}")
             bucket = db.duration.in_precision(db.precision)
             conds.append(f"d._bucket >= {ts_range[0] // bucket} AND d._bucket <= {ts_range[1] // bucket}")
+        conds += _keep_conds(db, f"d.{quote(storage.columns[0].physical)}")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
         # a table with a composite key is read in its row-key order (TDengine: (ts, key) per
         # table), so data-defined windows see rows of one timestamp in key order
@@ -702,6 +705,19 @@ def _storage_duck_type(t: pa.DataType) -> str:
         pa.float64(): "DOUBLE",
         pa.binary(): "BLOB",
     }.get(t, "VARCHAR")
+
+
+def _keep_conds(db: Database, ts: str) -> list[str]:
+    """The conditions hiding the rows of ``db`` older than its KEEP (``lake/retention.py``;
+    TDengine: "data older than KEEP is not returned"), on timestamp expression ``ts`` and the
+    ``_bucket`` partition column (so whole expired partitions are pruned); none without KEEP."""
+    kept = kept_from(db, int(time.time() * 1000))
+    if kept is None:
+        return []
+    return [
+        f"{ts} >= {_ts_sql(kept, db.precision)}",
+        f"d._bucket >= {kept // db.duration.in_precision(db.precision)}",
+    ]
 
 
 def _ts_sql(value: int, precision: str) -> str:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from spark_workers.access import READ
-from spark_workers.engine.aggregates import AGGREGATES, AggSpec, result_arrow_type, to_arrow
+from spark_workers.engine.aggregates import AGGREGATES, ROWS, AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.borders import interval_borders
 from spark_workers.engine.rows import RowBatch, column_arrays, group_keys, kind_of
 from spark_workers.engine.shape import WindowShape, batch_windows
@@ -67,13 +67,22 @@ from spark_workers.query.results import ResultColumn, ResultSet, arrow_rows
 from spark_workers.query.slimit import add_group_keys, check_slimit, slice_groups, slice_windows
 from spark_workers.query.subquery import merge_subquery
 from spark_workers.query.system_functions import fold_system_functions
+from spark_workers.query.window_rows import (
+    ROW_ID,
+    WINDOW_COLUMNS,
+    assignment_query,
+    check_rows_query,
+    needs_rows,
+    over_windows,
+    window_members,
+)
 from spark_workers.sql import ast, json_ops
 from spark_workers.sql.aggregate_functions import expand_item, spec_of
 from spark_workers.sql.ast import offset_of
 from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.scope import PSEUDO_TS, Scope
 from spark_workers.sql.translate import to_sql
-from spark_workers.tdtypes import TIMESTAMP, TdType, from_arrow, varchar
+from spark_workers.tdtypes import BIGINT, TIMESTAMP, TdType, from_arrow, varchar
 
 GEOMETRY_RESULT = TdType("GEOMETRY", 16384)  # ST_GeomFromText / ST_MakePoint results
 
@@ -218,11 +227,13 @@ def _check_agg_types(aggs: list[AggSpec], sql: str) -> None:
             raise para_type_error(a.func, sql=sql, offset=function_offset(sql, a.func))
 
 
-def _check_engine_inputs(plan: WindowPlan, schema: pa.Schema, sql: str) -> None:
-    """Refuse, by name, window aggregates over values the engine cannot hold: DECIMAL (its exact
-    digits would be lost to a float) and GEOMETRY / VARBINARY bytes (the engine holds text)
-    (``0x0100``, at the call). ``CAST(x AS DOUBLE)`` is the way to aggregate a DECIMAL in a
-    window, ``ST_AsText(g)`` / ``CAST(b AS VARCHAR)`` the way to select bytes."""
+def _engine_input_error(plan: WindowPlan, schema: pa.Schema, sql: str) -> SqlError | None:
+    """The refusal, by name, of window aggregates over values the engine cannot hold: DECIMAL
+    (its exact digits would be lost to a float) and GEOMETRY / VARBINARY bytes (the engine holds
+    text) (``0x0100``, at the call), or None. An ad-hoc query computes them over its rows instead
+    (``query/window_rows.py``); a stream's window computation refuses them (``CAST(x AS DOUBLE)``
+    is the way to aggregate a DECIMAL there, ``ST_AsText(g)`` / ``CAST(b AS VARCHAR)`` the way to
+    select bytes)."""
     for a in plan.aggs:
         if a.input is None or a.input not in schema.names:
             continue
@@ -230,13 +241,14 @@ def _check_engine_inputs(plan: WindowPlan, schema: pa.Schema, sql: str) -> None:
         binary = pa.types.is_binary(t) or pa.types.is_large_binary(t)
         if pa.types.is_decimal(t) or binary:
             what = "DECIMAL" if pa.types.is_decimal(t) else "VARBINARY / GEOMETRY"
-            raise SqlError(
-                f"{a.func}() over {what} values is not supported in window queries yet "
+            return SqlError(
+                f"{a.func}() over {what} values is not supported in a stream's window computation "
                 "(CAST the value to DOUBLE or VARCHAR first)",
                 sql=sql,
                 offset=function_offset(sql, a.func),
                 code=Code.NOT_SUPPORTED,
             )
+    return None
 
 
 def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
@@ -260,55 +272,73 @@ def run_select(ex: QueryContext, q: ast.SelectQuery, sql: str) -> ResultSet:
             code=Code.INVALID_WINDOW,
         )
     with statement_budget(sql), DuckSession(ex.lake) as duck:
-        sel = q.select.copy()
         if q.window is not None:
-            return _run_window(ex, duck, q, sel, sql)
+            return _run_window(ex, duck, q, q.select.copy(), sql)
         over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
         if over_join is not None:
             q, src, view = over_join
-            sel = q.select.copy()
-            bind_sources(ex, duck, sel, sql, skip=frozenset({view}))
-            sources = [src]
-        else:
-            sources = bind_sources(ex, duck, sel, sql)
-        qbare: frozenset[int] = frozenset()
-        if isinstance(sel, exp.Select) and sources and uses_query_range(sel):
-            sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
-        if q.partition_by and isinstance(sel, exp.Select):
-            parts = [p.expr.copy() for p in q.partition_by]
-            if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
-                group = exp.Group(
-                    expressions=[*parts, *(sel.args["group"].expressions if sel.args.get("group") else [])]
-                )
-                group.meta["td_partition"] = len(parts)  # row functions read these as PARTITION BY
-                sel.set("group", group)
-            elif not sel.args.get("order"):
-                sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
-        joined = None
-        if has_td_join(sel):
-            check_nested(sel, sql)  # SEMI/ANTI/ASOF/WINDOW in the outermost query only
-        if isinstance(sel, exp.Select) and sel.args.get("joins"):
-            joined = join_query(sel, q, sql)  # query/joins.py: TDengine's join rules and types
-            sel = joined.select
-            names: list[str] | None = joined.names
-        else:
-            names = _expand_and_check(sel, q, sources, sql)
-        _default_order(sel, sources)
-        scope = query_scope(sources, ex.tz)
-        n_keys, limit, offset = 0, None, None
-        if q.slimit is not None and isinstance(sel, exp.Select):
-            n_keys, limit, offset = add_group_keys(q, sel)
-        try:
-            text = joined.sql(scope) if joined is not None else to_sql(sel, "duckdb", scope)
-            result = duck.query(text, ResultCap.result(duck.limits))
-            if n_keys:
-                result = slice_groups(duck, result, n_keys, q, limit, offset)
-        except SqlError as e:
-            raise _anchored(e, sql) from None
-        columns = result_columns(result, names, sources)
-        for i in qbare:  # _qstart / _qend (qrange.py)
-            columns[i] = ResultColumn(columns[i].name, TIMESTAMP, columns[i].precision)
-        return ResultSet(columns, arrow_rows(result, columns))
+            return run_plain(ex, duck, q, sql, over=(src, frozenset({view})))
+        return run_plain(ex, duck, q, sql)
+
+
+def run_plain(
+    ex: QueryContext,
+    duck: DuckSession,
+    q: ast.SelectQuery,
+    sql: str,
+    *,
+    over: tuple[Source, frozenset[str]] | None = None,
+) -> ResultSet:
+    """A query without a window clause on ``duck``; with ``over`` its FROM reads an already
+    registered view described by the Source (the names given are left unbound).
+
+    Raises:
+        SqlError: as :func:`run_select`.
+    """
+    sel = q.select.copy()
+    if over is not None:
+        bind_sources(ex, duck, sel, sql, skip=over[1])
+        sources = [over[0]]
+    else:
+        sources = bind_sources(ex, duck, sel, sql)
+    qbare: frozenset[int] = frozenset()
+    if isinstance(sel, exp.Select) and sources and uses_query_range(sel):
+        sel, qbare = _fold_query_range(sel, sources[0], duck, ex.tz, sql)
+    if q.partition_by and isinstance(sel, exp.Select):
+        parts = [p.expr.copy() for p in q.partition_by]
+        if any(spec_of(n) or aggregate_call(n) for item in sel.expressions for n in item.walk()):
+            group = exp.Group(
+                expressions=[*parts, *(sel.args["group"].expressions if sel.args.get("group") else [])]
+            )
+            group.meta["td_partition"] = len(parts)  # row functions read these as PARTITION BY
+            sel.set("group", group)
+        elif not sel.args.get("order"):
+            sel.set("order", exp.Order(expressions=[exp.Ordered(this=p) for p in parts]))
+    joined = None
+    if has_td_join(sel):
+        check_nested(sel, sql)  # SEMI/ANTI/ASOF/WINDOW in the outermost query only
+    if isinstance(sel, exp.Select) and sel.args.get("joins"):
+        joined = join_query(sel, q, sql)  # query/joins.py: TDengine's join rules and types
+        sel = joined.select
+        names: list[str] | None = joined.names
+    else:
+        names = _expand_and_check(sel, q, sources, sql)
+    _default_order(sel, sources)
+    scope = query_scope(sources, ex.tz)
+    n_keys, limit, offset = 0, None, None
+    if q.slimit is not None and isinstance(sel, exp.Select):
+        n_keys, limit, offset = add_group_keys(q, sel)
+    try:
+        text = joined.sql(scope) if joined is not None else to_sql(sel, "duckdb", scope)
+        result = duck.query(text, ResultCap.result(duck.limits))
+        if n_keys:
+            result = slice_groups(duck, result, n_keys, q, limit, offset)
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    columns = result_columns(result, names, sources)
+    for i in qbare:  # _qstart / _qend (qrange.py)
+        columns[i] = ResultColumn(columns[i].name, TIMESTAMP, columns[i].precision)
+    return ResultSet(columns, arrow_rows(result, columns))
 
 
 def _fold_query_range(
@@ -511,10 +541,21 @@ def result_columns(result: pa.Table, names: list[str] | None, sources: list[Sour
             td = json_ops.result_type(name, known) or varchar(256)
         elif pa.types.is_binary(t) and name.lower().startswith(("st_geomfromtext(", "st_makepoint(")):
             td = GEOMETRY_RESULT  # TDengine types the geometry functions' results GEOMETRY
+        elif pa.types.is_binary(t) and (m := _SELECTED_COLUMN.match(name)) and m.group(1).lower() in known:
+            td = known[m.group(1).lower()]  # a selection function's result has its input's type
         else:
             td = from_arrow(t)
         out.append(ResultColumn(name, td, precision))
     return out
+
+
+# ``first(g)``, ``last_row(v)``, ``top(x, 2)``...: TDengine's selection functions return their
+# input's type (``builtins.c`` ``translateOutFirstIn``)
+_SELECTED_COLUMN = re.compile(
+    r"^\s*(?:first|last|last_row|min|max|mode|sample|top|bottom|tail|unique)\s*\(\s*`?(\w+)`?\s*"
+    r"(?:,[^()]*)?\)\s*$",
+    re.IGNORECASE,
+)
 
 
 # ---------------------------------------------------------------------- window queries
@@ -649,10 +690,17 @@ def stage3_sql(
     return sql
 
 
+WindowOut = tuple[pa.Table, WindowPlan] | ResultSet
+"""A window query's stage-3 result and plan, or (ad-hoc, computed per row) its result set."""
+
+
 def _run_window(
     ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str
 ) -> ResultSet:
-    out, plan = window_arrow(ex, duck, q, sel, sql)
+    got = _window_any(ex, duck, q, sel, sql, adhoc=True)
+    if isinstance(got, ResultSet):
+        return got
+    out, plan = got
     columns = [
         ResultColumn(name, output_type(name, out.schema.field(i).type, plan), plan.source.db.precision)
         for i, name in enumerate(plan.output_names)
@@ -669,9 +717,19 @@ def window_arrow(
     Raises:
         SqlError: as :func:`run_select`.
     """
+    got = _window_any(ex, duck, q, sel, sql, adhoc=False)
+    assert not isinstance(got, ResultSet)
+    return got
+
+
+def _window_any(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Expr, sql: str, *, adhoc: bool
+) -> WindowOut:
+    """:func:`window_arrow`; with ``adhoc`` a query the engine cannot answer one row per window
+    is computed over its rows (``query/window_rows.py``) and answers its result set."""
     over_join = join_subquery(ex, duck, q, sql)  # FROM (a SEMI/ANTI/ASOF/WINDOW join)
     if over_join is not None:
-        return _window_result(ex, duck, *over_join, sql)
+        return _window_result(ex, duck, *over_join, sql, adhoc=adhoc)
     try:
         q = merge_subquery(
             q, sql, aggregate_call
@@ -679,12 +737,12 @@ def window_arrow(
     except SqlError as e:
         if e.code != Code.NOT_SUPPORTED:
             raise
-        return _run_window_over_subquery(ex, duck, q, sql)  # what cannot be merged: its rows
+        return _run_window_over_subquery(ex, duck, q, sql, adhoc=adhoc)  # what cannot be merged: its rows
     sel = q.select
     if not isinstance(sel, exp.Select):
         raise SqlError("window clauses need a plain SELECT", sql=sql, code=Code.INVALID_WINDOW)
     if sel.args.get("joins"):
-        return _run_window_over_join(ex, duck, q, sel, sql)
+        return _run_window_over_join(ex, duck, q, sel, sql, adhoc=adhoc)
     tables = _tables(sel)
     if len(tables) != 1:
         raise SqlError(
@@ -700,14 +758,24 @@ def window_arrow(
         raise SqlError("a window query needs FROM", sql=sql, code=Code.INVALID_WINDOW)
     if uses_query_range(sel):
         q = dataclasses.replace(q, select=_fold_query_range(sel, src, duck, ex.tz, sql)[0])
-    return _window_result(ex, duck, q, src, view, sql)
+    return _window_result(ex, duck, q, src, view, sql, adhoc=adhoc)
 
 
 def _window_result(
-    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, src: Source, view: str, sql: str
-) -> tuple[pa.Table, WindowPlan]:
+    ex: QueryContext,
+    duck: DuckSession,
+    q: ast.SelectQuery,
+    src: Source,
+    view: str,
+    sql: str,
+    *,
+    adhoc: bool = False,
+) -> WindowOut:
     """The three stages of a window query over the rows of ``view`` (``src`` names them), with
-    FILL when the query has one: the result (``_o<i>`` per select item) and its plan."""
+    FILL when the query has one: the result (``_o<i>`` per select item) and its plan; with
+    ``adhoc`` a query needing its rows (``query/window_rows.py``) answers its result set."""
+    if adhoc and needs_rows(q.select, src.columns):
+        return _window_rows(ex, duck, q, src, view, sql)
     plan = plan_window(q, src, sql, tz=ex.tz)
     assert plan.shape is not None
     spec = fill_spec(q.fill, plan.window, [e for _, e in plan.items], sql)
@@ -720,7 +788,10 @@ def _window_result(
     if budget is not None:
         budget.check(sql)
     _check_window_work(plan.shape, t1.num_rows, duck.limits.max_window_rows, sql)
-    _check_engine_inputs(plan, t1.schema, sql)
+    if (err := _engine_input_error(plan, t1.schema, sql)) is not None:
+        if adhoc:  # an expression of these types the syntax did not show (CAST(i AS DECIMAL(9, 2)))
+            return _window_rows(ex, duck, q, src, view, sql)
+        raise err
     rows, gvalues, aggs = rows_from_stage1(plan, t1)
     _check_agg_types(aggs, sql)
     res = batch_windows(plan.shape, aggs, rows)
@@ -747,6 +818,64 @@ def _window_result(
     except SqlError as e:
         raise _anchored(e, sql) from None
     return out, plan
+
+
+def _window_rows(
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, src: Source, view: str, sql: str
+) -> ResultSet:
+    """An ad-hoc window query computed over its rows (``query/window_rows.py``): the rows of
+    ``view`` numbered, the engine's windows of the query collecting those numbers (a ``rows``
+    aggregate), every row joined to each of its windows (``_wstart``, ``_wend``, ``_wduration``),
+    and the query run as a plain one over them, partitioned by its PARTITION BY and the window.
+
+    Raises:
+        SqlError: :func:`~spark_workers.query.window_rows.check_rows_query`'s refusals, the
+            window clause's and the plain query's errors, the statement limits.
+    """
+    check_rows_query(q, sql)
+    cap = ResultCap.window_input(duck.limits)
+    rid = quote(ROW_ID)
+    try:
+        t0 = duck.query(f"SELECT *, CAST(row_number() OVER () AS BIGINT) AS {rid} FROM {view}", cap)
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    numbered = duck.register_arrow(t0)
+    plan = plan_window(assignment_query(q), src, sql, tz=ex.tz)
+    shape = plan.shape
+    assert shape is not None
+    plan = dataclasses.replace(
+        plan,
+        inputs={**plan.inputs, "_rid": exp.column(ROW_ID, quoted=True)},
+        aggs=[AggSpec(ROWS, None, "_rows", columns=("_rid",))],
+    )
+    try:
+        t1 = duck.query(stage1_sql(plan, numbered, "duckdb", ex.tz), cap)
+    except SqlError as e:
+        raise _anchored(e, sql) from None
+    _check_window_work(shape, t1.num_rows, duck.limits.max_window_rows, sql)
+    rows, _gvalues, aggs = rows_from_stage1(plan, t1)
+    res = batch_windows(shape, aggs, rows)
+    ts_name = src.table.columns[0].name
+    ts_type = t0.schema.field(ts_name).type if ts_name in t0.schema.names else pa.timestamp("us", tz="UTC")
+    members = duck.register_arrow(window_members(res, ts_type, src.db.precision))
+    window_cols = ", ".join(f"w.{quote(c)}" for c in WINDOW_COLUMNS)
+    joined = duck.query(
+        f"SELECT v.* EXCLUDE ({rid}), {window_cols} FROM {numbered} v JOIN {members} w ON v.{rid} = w.{rid}",
+        cap,
+    )
+    over = duck.register_arrow(joined)
+    columns = {
+        **src.columns,
+        "_wstart": ("_wstart", TIMESTAMP),
+        "_wend": ("_wend", TIMESTAMP),
+        "_wduration": ("_wduration", BIGINT),
+    }
+    for p in q.partition_by:  # PARTITION BY tbname AS tb: tb is typed as tbname
+        if p.alias and isinstance(p.expr, exp.Column) and p.expr.name.lower() in src.columns:
+            columns.setdefault(p.alias.lower(), src.columns[p.expr.name.lower()])
+    bound = Source(src.db, src.table, src.storage, columns)
+    skip = frozenset({over, *(t.name for t in _tables(q.select))})
+    return run_plain(ex, duck, over_windows(q, over), sql, over=(bound, skip))
 
 
 def _fill_range(plan: WindowPlan, duck: DuckSession, tz: str, sql: str) -> tuple[int, int]:
@@ -877,8 +1006,8 @@ def _final_sql(plan: WindowPlan, view: str, tz: str) -> str:
 
 
 def _run_window_over_join(
-    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Select, sql: str
-) -> tuple[pa.Table, WindowPlan]:
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sel: exp.Select, sql: str, *, adhoc: bool
+) -> WindowOut:
     """A window clause over a JOIN (TDengine "Join Queries", "Primary Key Timeline"): the join's
     rows are computed first (ON and WHERE), then windowed on the primary key of the driving table
     (the right table of a RIGHT JOIN, else the first table). Every column of table ``a`` is
@@ -928,12 +1057,13 @@ def _run_window_over_join(
     d = sources[drive]
     table = Table(d.db.name, view, "normal", (Column(ts_name, TIMESTAMP, ts_name),))
     src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
-    return _window_result(ex, duck, _over_join_rows(q, view, ts_name, owners, sql), src, view, sql)
+    over = _over_join_rows(q, view, ts_name, owners, sql)
+    return _window_result(ex, duck, over, src, view, sql, adhoc=adhoc)
 
 
 def _run_window_over_subquery(
-    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str
-) -> tuple[pa.Table, WindowPlan]:
+    ex: QueryContext, duck: DuckSession, q: ast.SelectQuery, sql: str, *, adhoc: bool
+) -> WindowOut:
     """A window clause over a subquery that cannot be merged into it (``query/subquery.py``: GROUP
     BY, aggregates, DISTINCT, LIMIT, UNION, joins inside it): the subquery's rows are computed
     first (DuckDB, capped as a window query's input), then windowed on its first TIMESTAMP output
@@ -982,7 +1112,7 @@ def _run_window_over_subquery(
     src = Source(d.db, table, table, {"tbname": columns.get("tbname", ("tbname", varchar(192))), **columns})
     outer = sel.copy()
     outer.set("from_", exp.From(this=exp.to_table(view)))
-    return _window_result(ex, duck, dataclasses.replace(q, select=outer), src, view, sql)
+    return _window_result(ex, duck, dataclasses.replace(q, select=outer), src, view, sql, adhoc=adhoc)
 
 
 def _over_join_rows(

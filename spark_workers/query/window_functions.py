@@ -5,7 +5,8 @@ Rules (TDengine SQL manual, "Functions"; ``parTranslater.c``):
 
 - ``apercentile(x, p [, 'default' | 't-digest'])`` and ``percentile(x, p)``: ``0 <= p <= 100``;
   the engine computes one percentile per call (``percentile(x, p1, p2...)`` returns a JSON text in
-  TDengine: refused as NOT_SUPPORTED); ``t-digest`` is computed by the same 1000-bin histogram as
+  TDengine: ad-hoc queries compute it over their rows, ``query/window_rows.py``; the engine refuses
+  it as NOT_SUPPORTED); ``t-digest`` is computed by the same 1000-bin histogram as
   ``default`` (both approximations, within TDengine's error);
 - ``elapsed(ts [, unit])``: ``ts`` is the table's primary timestamp; ``unit`` one of 1b, 1u, 1a,
   1s, 1m, 1h, 1d, 1w, not finer than the database precision (default: the precision);
@@ -14,7 +15,9 @@ Rules (TDengine SQL manual, "Functions"; ``parTranslater.c``):
   unique) in a window query: TDengine's ``0x264F`` "%s function is not supported in window query
   or group query";
 - multi-row functions TDengine allows in windows but the engine, which outputs one row per window,
-  does not compute (top, bottom, sample, histogram): NOT_SUPPORTED naming them.
+  does not compute (top, bottom, sample, histogram): an ad-hoc query computes them over its rows
+  (``query/window_rows.py``), a stream's window computation refuses them (NOT_SUPPORTED naming
+  them); the same for ``percentile`` with several p.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ MULTI_ROWS_NOT_SUPPORTED = frozenset({"top", "bottom", "sample", "histogram"})
 _TIME_UNITS = ("b", "u", "a", "s", "m", "h", "d", "w")
 
 
-def refuse_window_functions(sel: exp.Expr, sql: str) -> None:
-    """Refuse the functions a window query cannot hold (module docstring), at the call.
+def refuse_window_functions(sel: exp.Expr, sql: str, *, multi_rows: bool = True) -> None:
+    """Refuse the functions a window query cannot hold (module docstring), at the call; with
+    ``multi_rows`` False the multi-row functions pass (an ad-hoc query computes them per row,
+    ``query/window_rows.py``).
 
     Raises:
         SqlError: NOT_ALLOWED_FUNC (0x264F) or NOT_SUPPORTED (0x0100).
@@ -50,9 +55,9 @@ def refuse_window_functions(sel: exp.Expr, sql: str) -> None:
                 offset=offset_of(node),
                 code=Code.NOT_ALLOWED_FUNC,
             )
-        if name in MULTI_ROWS_NOT_SUPPORTED:
+        if multi_rows and name in MULTI_ROWS_NOT_SUPPORTED:
             raise SqlError(
-                f"{name}() returns several rows per window: not supported in a window query yet",
+                f"{name}() returns several rows per window: not supported in a stream's window computation",
                 sql=sql,
                 offset=offset_of(node),
                 code=Code.NOT_SUPPORTED,
@@ -118,7 +123,7 @@ def _percentile_p(fname: str, node: exp.Expr, args: list[exp.Expr], sql: str) ->
         raise _error(
             node,
             sql,
-            "percentile() with several p in a window query is not supported yet",
+            "percentile() with several p is not supported in a stream's window computation",
             Code.NOT_SUPPORTED,
         )
     if fname == "apercentile" and len(args) > 3:

@@ -109,7 +109,8 @@ class LocalRunner:
         phase = "history" if self.offset["h"] >= 0 else "live"
         rows = read_range(self.reader, self.offset, end, ignore_until=self.ignore_until)
         out = self._process(rows)
-        rep = self.sink.process(out, self.batch_id, phase=phase, now=self.clock())
+        done = phase == "history" and int(end["h"]) < 0  # the snapshot's last bucket
+        rep = self.sink.process(out, self.batch_id, phase=phase, now=self.clock(), history_done=done)
         self.offset = end
         self.batch_id += 1
         return rep

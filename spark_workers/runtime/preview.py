@@ -123,14 +123,17 @@ class _RecordingSink(OutputSink):
         phase: str = "live",
         started: float | None = None,
         now: int | None = None,
+        history_done: bool = False,
     ) -> BatchReport:
         if "_kind" not in batch.column_names:  # a stream without a window: rows, no windows
-            return super().process(batch, batch_id, phase=phase, started=started)
+            return super().process(batch, batch_id, phase=phase, started=started, history_done=history_done)
         kind = batch.column("_kind")
         cols = ["_gkey", "_wstart", "_wend"]
         self.events.append(batch.filter(pc.equal(kind, "e")).select([*cols, "_event"]))
         self.results.append(batch.filter(pc.equal(kind, "r")).select(cols))
-        return super().process(batch, batch_id, phase=phase, started=started, now=now)
+        return super().process(
+            batch, batch_id, phase=phase, started=started, now=now, history_done=history_done
+        )
 
     def groups_by_subtable(self) -> dict[str, str]:
         """Output subtable name -> the group key whose rows went there."""

@@ -61,7 +61,12 @@ from spark_workers.streams.spec import V337
 
 @dataclass
 class BatchReport:
-    """Progress of one micro-batch (published live and stored)."""
+    """Progress of one micro-batch (published live and stored).
+
+    ``phase`` is "history" for a micro-batch of the FILL_HISTORY snapshot, "live" for the change
+    feed, "recalc" for a recalculation; ``history_done`` is True for the micro-batch that
+    delivers the snapshot's last time bucket (the stream is then caught up, issue 16 item 2).
+    """
 
     batch_id: int
     input_rows: int = 0
@@ -77,6 +82,7 @@ class BatchReport:
     watermark_ms: int | None = None
     max_event_ms: int | None = None
     phase: str = "live"
+    history_done: bool = False
     duration_ms: float = 0.0
     rows_per_s: float = 0.0
     # why rows made no window ("why no output?", engine/stream.py ``drop_stats``)
@@ -204,12 +210,14 @@ class OutputSink:
         phase: str = "live",
         started: float | None = None,
         now: int | None = None,
+        history_done: bool = False,
     ) -> BatchReport:
         """Handle one micro-batch of kernel output rows (any bucket order); ``started`` is the
         ``time.perf_counter()`` at which the micro-batch began (for its duration); ``now`` the
-        wall clock in precision units (default: the system clock) for FORCE_WINDOW_CLOSE's FILL."""
+        wall clock in precision units (default: the system clock) for FORCE_WINDOW_CLOSE's FILL;
+        ``history_done``: this micro-batch ends the FILL_HISTORY snapshot (``BatchReport``)."""
         t0 = started if started is not None else time.perf_counter()
-        rep = BatchReport(batch_id, phase=phase)
+        rep = BatchReport(batch_id, phase=phase, history_done=history_done)
         self._verified.clear()  # a subtable dropped since the last batch is created again
         if self.c.plan.projection:  # no window: ``batch`` is stage-1 rows (runtime/projection.py)
             self._project(batch, batch_id, rep)

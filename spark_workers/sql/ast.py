@@ -120,11 +120,17 @@ class AlterTable:
     value span)`` items;
     ``options`` the table options (``COMMENT``, ``TTL``, ...) of ``OPTIONS``; ``stable`` is True
     for ALTER STABLE; ``clause`` the span of the clause after the table name.
+
+    ``vtable`` is True for ``ALTER VTABLE`` (TDengine SQL manual, "Virtual Tables"), which also
+    takes ``ALTER COLUMN col SET {[db.]table.col | NULL}`` (action ``ALTER COLUMN``, ``ref`` the
+    new source, None for NULL) and ``ADD COLUMN col type [FROM ref]`` (``ref``).
     """
 
     table: TableName
     stable: bool
     action: str
+    vtable: bool = False
+    ref: ColumnRefName | None = None
     column: ColumnDef | None = None
     name: str | None = None
     new_name: str | None = None

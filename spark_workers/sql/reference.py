@@ -230,6 +230,15 @@ _UNKNOWN = Refused(Code.INVALID_FUNCTION_NAME, "not implemented (an unknown func
 _V338 = "new in TDengine 3.3.8"
 _SESSION = "answers about the client's session: refused in streams (0x0100)"
 _MINMAX_STR = "window queries refuse strings (0x2800: the window engine compares numbers only)"
+_MULTI_W = (
+    "window queries compute it per window over the window's rows (its rows for each window, with "
+    "_wstart...); it mixes with no other aggregate and takes no FILL (TDengine, 0x264F); SLIMIT and "
+    "HAVING with it are not implemented yet (0x0100), nor a 3.3.7 computation's own window clause"
+)
+_PERCENTILE_W = (
+    "several p (a JSON array text) in windows too: window queries compute it over each window's "
+    "rows (not in a 3.3.7 computation's own window clause)"
+)
 
 FUNCTION_ENTRIES: tuple[Entry, ...] = (
     # math
@@ -394,8 +403,8 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     ),
     F("SUM", "aggregate", "sum(v)", _ALL),
     F("HYPERLOGLOG", "aggregate", "hyperloglog(v)", "AWLC"),
-    F("HISTOGRAM", "aggregate", "histogram(v, 'user_input', '[1, 3, 5, 7]', 0)", "A"),
-    F("PERCENTILE", "aggregate", "percentile(v, 50)", "AW"),
+    F("HISTOGRAM", "aggregate", "histogram(v, 'user_input', '[1, 3, 5, 7]', 0)", "AW", note=_MULTI_W),
+    F("PERCENTILE", "aggregate", "percentile(v, 50)", "AW", note=_PERCENTILE_W),
     # control flow
     F("IF", "control flow", "if(v > 1, 1, 0)", _UNKNOWN),
     F("IFNULL", "control flow", "ifnull(v, 0)", _UNKNOWN),
@@ -403,16 +412,16 @@ FUNCTION_ENTRIES: tuple[Entry, ...] = (
     F("NULLIF", "control flow", "nullif(v, 0)", _UNKNOWN),
     F("NVL2", "control flow", "nvl2(v, 1, 0)", _UNKNOWN),
     # selection
-    F("BOTTOM", "selection", "bottom(v, 2)", "AC"),
+    F("BOTTOM", "selection", "bottom(v, 2)", "AWC", note=_MULTI_W),
     F("FIRST", "selection", "first(v)", _ALL),
     F("LAST", "selection", "last(v)", _ALL),
     F("LAST_ROW", "selection", "last_row(v)", _ALL),
     F("MAX", "selection", "max(v)", _ALL, diff=_MINMAX_STR),
     F("MIN", "selection", "min(v)", _ALL, diff=_MINMAX_STR),
     F("MODE", "selection", "mode(v)", "AWC"),
-    F("SAMPLE", "selection", "sample(v, 2)", "AC"),
+    F("SAMPLE", "selection", "sample(v, 2)", "AWC", note=_MULTI_W),
     F("TAIL", "selection", "tail(v, 2)", "AC"),
-    F("TOP", "selection", "top(v, 2)", "AC"),
+    F("TOP", "selection", "top(v, 2)", "AWC", note=_MULTI_W),
     F(
         "UNIQUE",
         "selection",
@@ -653,11 +662,15 @@ def _syntax(token: str, reason: str = "not implemented yet") -> Refused:
     return Refused(Code.SYNTAX_ERROR, f"{reason} (not parsed)", token=token)
 
 
-_ALTER_NYI = _syntax("alter")
-_KEEP_NYI = Refused(
-    Code.NOT_SUPPORTED,
-    "KEEP: the lake keeps every row (no retention yet); other options: see ALTER DATABASE's notes",
-    token="KEEP",
+_KEEP_NOTE = (
+    "KEEP (1 to 3 values, days or m/h/d; retention is the last) and KEEP_TIME_OFFSET are enforced: "
+    "queries return no row older than now - KEEP, INSERT of one is 0x060B, and the retention job "
+    "(after ALTER and hourly, task lake.retain) deletes them from the Delta tables (KEEP_TIME_OFFSET "
+    "hours later); a database created without KEEP keeps every row. CACHEMODEL is stored and shown "
+    "(SHOW CREATE DATABASE, ins_databases) and has no effect on results (TDengine's last-row cache "
+    "only makes LAST / LAST_ROW faster; tdweb has none). BUFFER, CACHESIZE, PAGES, WAL_*, "
+    "STT_TRIGGER, MINROWS, SS_*, COMPACT_* are refused (0x0100) naming the option and what tdweb "
+    "lacks for it; REPLICA other than 1 is 0x0200"
 )
 
 
@@ -668,9 +681,15 @@ def _unsupported(token: str, reason: str = "not implemented yet") -> Refused:
 
 STATEMENT_ENTRIES: tuple[Entry, ...] = (
     # databases
-    S("CREATE DATABASE", "database", "create database if not exists ref_db2 precision 'us' keep 3650", _A),
+    S(
+        "CREATE DATABASE",
+        "database",
+        "create database if not exists ref_db2 precision 'us' keep 3650",
+        _A,
+        note="KEEP is enforced (see ALTER DATABASE); the other storage options are stored and shown",
+    ),
     S("USE", "database", "use ref", _A),
-    S("ALTER DATABASE", "database", "alter database ref_db2 keep 7300", _KEEP_NYI),
+    S("ALTER DATABASE", "database", "alter database ref_db2 keep 7300", _A, note=_KEEP_NOTE),
     S("FLUSH DATABASE", "database", "flush database ref_db2", _unsupported("flush", _NO_VNODES)),
     S("TRIM DATABASE", "database", "trim database ref_db2", _unsupported("trim", _NO_VNODES)),
     S("COMPACT DATABASE", "database", "compact database ref_db2", _unsupported("compact", _NO_VNODES)),
@@ -759,7 +778,14 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S("ALTER TABLE RENAME COLUMN", "table", "alter table ref.nt rename column d dd", "A"),
     S("ALTER TABLE DROP COLUMN", "table", "alter table ref.nt drop column dd", "A"),
     S("ALTER TABLE SET TAG", "table", "alter table ref.st2 set tag g = 20", "A"),
-    S("ALTER TABLE COMMENT / TTL", "table", "alter table ref.nt comment 'probe'", "A"),
+    S(
+        "ALTER TABLE COMMENT / TTL",
+        "table",
+        "alter table ref.nt comment 'probe'",
+        "A",
+        note="TTL 0 only: another TTL is refused (0x0100), tdweb drops no table by age; "
+        "table KEEP is refused",
+    ),
     S(
         "DROP TABLE",
         "table",
@@ -805,7 +831,14 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "create vtable ref.vc1 (x from ref.t.v) using ref.vst tags (1)",
         _A,
     ),
-    S("ALTER VTABLE", "virtual table", "alter vtable ref.vt add column y int", _ALTER_NYI),
+    S(
+        "ALTER VTABLE",
+        "virtual table",
+        "alter vtable ref.vt add column y int",
+        _A,
+        note="ADD / DROP / MODIFY / RENAME COLUMN, ALTER COLUMN ... SET {ref | NULL}, SET TAG; a "
+        "virtual supertable takes ALTER STABLE; refused (0x0200) while a stream reads the table",
+    ),
     S("DROP VTABLE", "virtual table", "drop vtable ref.vc1", _A),
     # INSERT
     S(

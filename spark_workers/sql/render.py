@@ -450,15 +450,20 @@ def _alter_database_sql(stmt: ast.AlterDatabase) -> str:
 
 
 def _alter_table_sql(stmt: ast.AlterTable) -> str:
-    """``ALTER {STABLE | TABLE} t clause`` (:class:`ast.AlterTable`)."""
-    head = f"ALTER {'STABLE' if stmt.stable else 'TABLE'} {table_sql(stmt.table)}"
+    """``ALTER {STABLE | TABLE | VTABLE} t clause`` (:class:`ast.AlterTable`)."""
+    kind = "VTABLE" if stmt.vtable else "STABLE" if stmt.stable else "TABLE"
+    head = f"ALTER {kind} {table_sql(stmt.table)}"
+    ref = "" if stmt.ref is None else _column_ref_sql(stmt.ref)
+    if stmt.action == "ALTER COLUMN":
+        return f"{head} ALTER COLUMN {name_sql(stmt.name or '')} SET {ref or 'NULL'}"
     if stmt.action == "SET TAG":
         items = ", ".join(f"{name_sql(n)} = {expr_sql(v)}" for n, v, _, _ in stmt.tag_values)
         return f"{head} SET TAG {items}"
     if stmt.action == "OPTIONS":
         return _join([head, *(f"{k} {_option_value_sql(v)}" for k, v in stmt.options.items())])
     if stmt.column is not None:  # ADD / MODIFY
-        return f"{head} {stmt.action} {_column_defs_sql([stmt.column])[1:-1]}"
+        src = f" FROM {ref}" if ref else ""
+        return f"{head} {stmt.action} {_column_defs_sql([stmt.column])[1:-1]}{src}"
     rename = f" {name_sql(stmt.new_name)}" if stmt.new_name is not None else ""
     return f"{head} {stmt.action} {name_sql(stmt.name or '')}{rename}"
 

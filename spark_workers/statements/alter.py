@@ -1,5 +1,7 @@
-"""ALTER DATABASE, ALTER STABLE and ALTER TABLE (TDengine SQL manual "Manage Databases",
-"Manage Supertables", "Manage Tables"), with the schema evolution of the Delta tables behind them.
+"""ALTER DATABASE, ALTER STABLE, ALTER TABLE and ALTER VTABLE (TDengine SQL manual "Manage
+Databases", "Manage Supertables", "Manage Tables", "Virtual Tables"), with the schema evolution of
+the Delta tables behind them. ALTER DATABASE KEEP / KEEP_TIME_OFFSET apply retention
+(``lake/retention.py``: hidden from queries, refused by INSERT, deleted from the Delta tables).
 
 What each clause does to stored rows (rows are never rewritten):
 
@@ -16,10 +18,14 @@ What each clause does to stored rows (rows are never rewritten):
 - ADD / DROP / RENAME TAG, SET TAG: tags live in the catalog (``Catalog.alter_table`` moves every
   subtable's stored value in the same transaction); a new tag reads NULL.
 
+Virtual tables (TDengine SQL manual, "Virtual Tables"): ALTER VTABLE and ALTER STABLE of a virtual
+supertable change the catalog only (:func:`_alter_vcolumn`).
+
 Streams (seed 002, "Database and Table Operations"): changing the tag value of a subtable of a
-stream's trigger supertable is refused when the stream groups by that tag (PARTITION BY); every
-other ALTER is "ignored; no additional handling" by streams (a running stream keeps its
-compiled form).
+stream's trigger supertable is refused when the stream groups by that tag (PARTITION BY); so is a
+column change of a virtual table a stream reads (seed 000, "Support for Virtual Tables in Stream
+Computing"); every other ALTER is "ignored; no additional handling" by streams (a running stream
+keeps its compiled form).
 
 Privileges (``spark_workers.access``): ALTER DATABASE is for the database's owner and superusers;
 ALTER STABLE / TABLE needs WRITE on the database (a subtable's SET TAG / COMMENT: WRITE on its
@@ -28,6 +34,8 @@ supertable).
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +44,7 @@ from sqlglot import exp
 from spark_workers import access
 from spark_workers.access import WRITE
 from spark_workers.errors import CatalogError, Code, SqlError
+from spark_workers.lake import retention
 from spark_workers.lake.catalog import RESERVED_PHYSICAL, Column, Database, Table
 from spark_workers.lake.names import check_name
 from spark_workers.query.results import ResultSet
@@ -43,6 +52,8 @@ from spark_workers.sql import ast
 from spark_workers.sql.ast import Span, offset_of
 from spark_workers.sql.parser import parse_expression
 from spark_workers.sql.values import Now
+from spark_workers.statements import vtables
+from spark_workers.statements.ddl import check_cachemodel
 from spark_workers.statements.session import Session
 from spark_workers.tdtypes import VAR_TYPES
 
@@ -59,14 +70,13 @@ ALTERABLE_DB_OPTIONS = frozenset(
         "COMPACT_TIME_OFFSET",
     }
 )  # fmt: skip
-# The alterable options tdweb applies: none yet (it has no retention job for KEEP); one added here
-# is stored by ``Catalog.alter_database`` and shown by SHOW CREATE DATABASE / ins_databases.
-HONOURED_DB_OPTIONS: frozenset[str] = frozenset()
-# What each refused option would need in tdweb (it has no vnodes, cache, WAL or retention job).
+# The alterable options tdweb applies, stored by ``Catalog.alter_database`` and shown by SHOW CREATE
+# DATABASE / ins_databases: KEEP and KEEP_TIME_OFFSET (``lake/retention.py``) and CACHEMODEL
+# (TDengine's last-row cache only makes LAST / LAST_ROW faster; tdweb has no such cache and the
+# results are the same whatever its value: stored and shown, no effect on any result).
+HONOURED_DB_OPTIONS = frozenset({"KEEP", "KEEP_TIME_OFFSET", "CACHEMODEL"})
+# What each refused option would need in tdweb (it has no vnodes, cache, WAL or compaction policy).
 _NO_MEANING = {
-    "KEEP": "data retention (tdweb keeps every row; KEEP is not enforced)",
-    "KEEP_TIME_OFFSET": "data retention",
-    "CACHEMODEL": "a vnode last-row cache",
     "CACHESIZE": "a vnode last-row cache",
     "BUFFER": "vnode write buffers",
     "PAGES": "vnode metadata pages",
@@ -78,7 +88,7 @@ _NO_MEANING = {
     "MINROWS": "TDengine's data blocks",
     "SS_KEEPLOCAL": "shared storage tiers",
     "SS_COMPACT": "shared storage tiers",
-    "COMPACT_INTERVAL": "TDengine's automatic compaction",
+    "COMPACT_INTERVAL": "TDengine's automatic compaction (the lake.compact job compacts files hourly)",
     "COMPACT_TIME_RANGE": "TDengine's automatic compaction",
     "COMPACT_TIME_OFFSET": "TDengine's automatic compaction",
 }
@@ -86,6 +96,10 @@ STABLE_ACTIONS = frozenset({"ADD COLUMN", "DROP COLUMN", "MODIFY COLUMN", "ADD T
                             "MODIFY TAG", "RENAME TAG", "OPTIONS"})  # fmt: skip
 NORMAL_ACTIONS = frozenset({"ADD COLUMN", "DROP COLUMN", "MODIFY COLUMN", "RENAME COLUMN", "OPTIONS"})
 SUB_ACTIONS = frozenset({"SET TAG", "OPTIONS"})
+# ALTER VTABLE (TDengine SQL manual, "Virtual Tables"): a virtual normal table's columns and their
+# sources; a virtual child table's sources and tags (its columns are its supertable's).
+VNORMAL_ACTIONS = frozenset({"ADD COLUMN", "DROP COLUMN", "MODIFY COLUMN", "RENAME COLUMN", "ALTER COLUMN"})
+VCHILD_ACTIONS = frozenset({"ALTER COLUMN", "SET TAG"})
 
 
 def _err(message: str, sql: str, span: Span | None, code: int) -> SqlError:
@@ -98,36 +112,28 @@ def _err(message: str, sql: str, span: Span | None, code: int) -> SqlError:
 def alter_database(ex: Session, s: ast.AlterDatabase, sql: str) -> ResultSet:
     """``ALTER DATABASE db option value ...`` (TDengine SQL manual, "Manage Databases").
 
-    tdweb is one node over a Delta lake: ``REPLICA 1`` is the only replica count (an unchanged
-    value, TDengine's 0x038A); the other options TDengine lets ALTER change configure vnode
-    caches, buffers, the WAL, compaction or retention, which tdweb does not have, and are refused
-    naming them (NOT_SUPPORTED), never stored and ignored; options ALTER cannot change
+    KEEP and KEEP_TIME_OFFSET are applied (``lake/retention.py``): once stored, queries stop
+    returning rows older than ``now - KEEP`` and the retention job runs at once, deleting them
+    from the Delta tables. CACHEMODEL is stored and shown (no effect on results: tdweb has no
+    last-row cache). tdweb is one node over a Delta lake: ``REPLICA 1`` is the only replica count
+    (an unchanged value, TDengine's 0x038A); the other options TDengine lets ALTER change
+    configure vnode caches, buffers, the WAL or compaction, which tdweb does not have, and are
+    refused naming them (NOT_SUPPORTED), never stored and ignored; options ALTER cannot change
     (PRECISION, DURATION, VGROUPS, ...) are syntax errors as in TDengine.
 
     Raises:
         CatalogError: DB_NOT_EXIST; PERMISSION_DENIED unless owner or superuser.
         SqlError: SYNTAX_ERROR, NOT_SUPPORTED, INVALID_OPERATION (REPLICA other than 1),
+            INVALID_DB_OPTION (a KEEP, KEEP_TIME_OFFSET or CACHEMODEL value TDengine refuses),
             DB_OPTION_UNCHANGED, each positioned at its option.
     """
     db = ex.catalog.require_database(s.name)
     access.require_owner(ex.principal, db, "alter database")
-    changed: dict[str, Any] = {}
-    for key, value in s.options.items():
-        span = s.spans.get(key)
-        if key not in ALTERABLE_DB_OPTIONS:
-            raise _err(f"syntax error: database option {key} cannot be altered", sql, span, Code.SYNTAX_ERROR)
-        current = db.options.get(key, 1 if key == "REPLICA" else None)
-        if current is not None and str(current).strip("'\"").lower() == str(value).strip("'\"").lower():
-            continue
-        changed[key] = value
-    if not changed:
-        raise CatalogError(
-            f"Database options not changed: {', '.join(s.options)} already hold these values",
-            code=Code.DB_OPTION_UNCHANGED,
-        )
+    changed = _changed_options(db, s, sql)
     for key, value in changed.items():
         span = s.spans.get(key)
         if key in HONOURED_DB_OPTIONS:
+            _check_honoured(key, value, {**db.options, **changed}, db, sql, span)
             continue
         if key == "REPLICA":
             raise _err(
@@ -143,7 +149,56 @@ def alter_database(ex: Session, s: ast.AlterDatabase, sql: str) -> ResultSet:
             Code.NOT_SUPPORTED,
         )
     ex.catalog.alter_database(db.name, {**db.options, **changed})
+    if "KEEP" in changed or "KEEP_TIME_OFFSET" in changed:
+        retention.expire(ex.lake, ex.catalog.require_database(db.name), now_ms=int(time.time() * 1000))
     return ResultSet.affected(0)
+
+
+def _changed_options(db: Database, s: ast.AlterDatabase, sql: str) -> dict[str, Any]:
+    """The options of ``s`` whose value differs from the stored one (TDengine's 0x038A when none)."""
+    changed: dict[str, Any] = {}
+    for key, value in s.options.items():
+        if key not in ALTERABLE_DB_OPTIONS:
+            raise _err(
+                f"syntax error: database option {key} cannot be altered",
+                sql,
+                s.spans.get(key),
+                Code.SYNTAX_ERROR,
+            )
+        current = db.options.get(key, 1 if key == "REPLICA" else None)
+        if current is not None and _same_value(key, current, value):
+            continue
+        changed[key] = value
+    if not changed:
+        raise CatalogError(
+            f"Database options not changed: {', '.join(s.options)} already hold these values",
+            code=Code.DB_OPTION_UNCHANGED,
+        )
+    return changed
+
+
+def _same_value(key: str, current: object, value: object) -> bool:
+    """An option's new value equals its stored one: as written (case and quotes aside), or, for
+    KEEP, as the same three retentions (``30`` is ``30d`` is ``720h,30d,30d``)."""
+    if key == "KEEP":
+        try:
+            return retention.parse_keep(current) == retention.parse_keep(value)
+        except SqlError:
+            return False
+    return str(current).strip("'\"").lower() == str(value).strip("'\"").lower()
+
+
+def _check_honoured(
+    key: str, value: object, merged: dict[str, Any], db: Database, sql: str, span: Span | None
+) -> None:
+    """Check an applied option's new value (``merged``: the options after the ALTER)."""
+    try:
+        if key == "CACHEMODEL":
+            check_cachemodel(value)
+        else:
+            retention.check_options({key: merged[key]}, db)
+    except SqlError as e:
+        raise _err(e.message, sql, span, e.code) from None
 
 
 # --------------------------------------------------------------------------- ALTER STABLE / TABLE
@@ -156,13 +211,18 @@ def alter_table(ex: Session, s: ast.AlterTable, sql: str) -> ResultSet:
     ALTER TABLE on a supertable is ALTER STABLE (TDengine rewrites it so); ALTER STABLE needs a
     supertable. A normal table takes ADD / DROP / MODIFY / RENAME COLUMN and COMMENT; a subtable
     SET TAG and COMMENT (its columns and tags are its supertable's); a supertable ADD / DROP /
-    MODIFY COLUMN, ADD / DROP / MODIFY / RENAME TAG and COMMENT. TTL and KEEP are refused
-    (tdweb drops no table and expires no rows by time).
+    MODIFY COLUMN, ADD / DROP / MODIFY / RENAME TAG and COMMENT. ALTER VTABLE takes a virtual
+    normal table's ADD / DROP / MODIFY / RENAME COLUMN and ``ALTER COLUMN ... SET``, a virtual
+    child table's ``ALTER COLUMN ... SET`` and SET TAG (:func:`_alter_vcolumn`). TTL other than 0
+    and table KEEP are refused: tdweb drops no table by age (TDengine's TTL drops a table TTL days
+    after its creation; a database's KEEP is the retention tdweb applies, ``lake/retention.py``).
 
     Raises:
         SqlError: TABLE_NOT_EXIST / STB_NOT_EXIST, INVALID_ALTER_TABLE (a clause the table kind
             does not take), COLUMN_ / TAG_ ALREADY_EXIST / NOT_EXIST, CANNOT_DROP_PRIMARY_KEY,
-            INVALID_DROP_COL, INVALID_MODIFY_COL, NOT_SUPPORTED (virtual tables, TTL, KEEP),
+            INVALID_DROP_COL, INVALID_MODIFY_COL, NOT_SUPPORTED (TTL, KEEP), INVALID_TABLE_TYPE
+            (ALTER TABLE of a virtual table, ALTER VTABLE of a physical one), the virtual
+            references' INVALID_REF_COLUMN / _TYPE and VTABLE_PRIMTS_HAS_REF,
             INVALID_OPERATION (SET TAG of a stream's grouping tag, seed 002), each positioned.
         CatalogError: PERMISSION_DENIED without WRITE.
     """
@@ -173,6 +233,8 @@ def alter_table(ex: Session, s: ast.AlterTable, sql: str) -> ResultSet:
         return _set_tags(ex, s, sql, db, t)
     if s.action.endswith("TAG"):
         return _alter_tag(ex, s, sql, t)
+    if t.virtual:
+        return _alter_vcolumn(ex, s, sql, db, t)
     return _alter_column(ex, s, sql, db, t)
 
 
@@ -197,16 +259,14 @@ def _target(ex: Session, s: ast.AlterTable, sql: str) -> tuple[Database, Table]:
             s.table.span,
             Code.INVALID_ALTER_TABLE,
         )
-    if t.virtual:
-        raise _err(
-            f"ALTER of virtual table {t.name} is not supported (drop and create it again)",
-            sql,
-            s.table.span,
-            Code.NOT_SUPPORTED,
-        )
-    allowed = {"super": STABLE_ACTIONS, "normal": NORMAL_ACTIONS, "sub": SUB_ACTIONS}[t.kind]
+    _check_virtual_kind(s, t, sql)
+    if t.virtual and t.kind != "super":
+        allowed = VNORMAL_ACTIONS if t.kind == "normal" else VCHILD_ACTIONS
+    else:
+        allowed = {"super": STABLE_ACTIONS, "normal": NORMAL_ACTIONS, "sub": SUB_ACTIONS}[t.kind]
     if s.action not in allowed:
         what = {"super": "a supertable", "normal": "a normal table", "sub": "a subtable"}[t.kind]
+        what = what.replace("a ", "a virtual ", 1) if t.virtual else what
         raise _err(
             f"Invalid alter table statement: {s.action} does not apply to {what} ({t.name}); "
             f"{what} takes {', '.join(sorted(allowed - {'OPTIONS'}))} or COMMENT",
@@ -217,10 +277,39 @@ def _target(ex: Session, s: ast.AlterTable, sql: str) -> tuple[Database, Table]:
     return db, t
 
 
+def _check_virtual_kind(s: ast.AlterTable, t: Table, sql: str) -> None:
+    """ALTER VTABLE takes a virtual normal or child table; ALTER TABLE does not (TDengine SQL
+    manual, "Virtual Tables"); a virtual supertable is altered with ALTER STABLE."""
+    if s.vtable and not t.virtual:
+        raise _err(
+            f"Invalid table type: ALTER VTABLE needs a virtual table; {t.name} is not virtual "
+            "(use ALTER TABLE or ALTER STABLE)",
+            sql,
+            s.table.span,
+            Code.INVALID_TABLE_TYPE,
+        )
+    if s.vtable and t.kind == "super":
+        raise _err(
+            f"Invalid alter table statement: {t.name} is a virtual supertable (use ALTER STABLE)",
+            sql,
+            s.table.span,
+            Code.INVALID_ALTER_TABLE,
+        )
+    if not s.vtable and t.virtual and t.kind != "super":
+        raise _err(
+            f"Invalid table type: {t.name} is a virtual table (use ALTER VTABLE)",
+            sql,
+            s.table.span,
+            Code.INVALID_TABLE_TYPE,
+        )
+
+
 def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> ResultSet:
     """``COMMENT 'text'`` (at most 1,024 bytes; stored, shown by SHOW CREATE TABLE and
     ins_tables / ins_stables) and ``TTL 0`` ("never expire", TDengine's default and what tdweb
-    does); another TTL and KEEP are refused: tdweb drops no table and expires no rows by time."""
+    does); another TTL and KEEP are refused: tdweb drops no table by age (TDengine's TTL drops
+    it TTL days after its creation), and retention is the database's KEEP (``lake/retention.py``),
+    not a table's."""
     for key, value in s.options.items():
         span = s.option_spans.get(key, s.clause)
         if key == "TTL" and isinstance(value, int) and value == 0:
@@ -236,7 +325,8 @@ def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> Result
         if key not in ("TTL", "KEEP"):
             raise _err(f"syntax error: {key} is not a table option", sql, span, Code.SYNTAX_ERROR)
         raise _err(
-            f"ALTER TABLE {key} {value} is not supported: tdweb does not expire tables or rows by time",
+            f"ALTER TABLE {key} {value} is not supported: tdweb drops no table by age and keeps rows "
+            "by its database's KEEP only (ALTER DATABASE ... KEEP)",
             sql,
             span,
             Code.NOT_SUPPORTED,
@@ -346,6 +436,106 @@ def _alter_column(ex: Session, s: ast.AlterTable, sql: str, db: Database, t: Tab
         return ResultSet.affected(0)
     ex.catalog.alter_table(replace(t, columns=tuple(cols)))
     return ResultSet.affected(0)
+
+
+def _alter_vcolumn(ex: Session, s: ast.AlterTable, sql: str, db: Database, t: Table) -> ResultSet:
+    """The column clauses of a virtual table (TDengine SQL manual, "Virtual Tables"): its columns
+    and their sources live in the catalog only (a virtual table has no Delta table). ADD COLUMN
+    ``[FROM ref]`` (a column without a source reads NULL), DROP COLUMN, MODIFY COLUMN (VARCHAR /
+    NCHAR longer; a source must then have the same type), RENAME COLUMN (the source follows),
+    ``ALTER COLUMN c SET {ref | NULL}`` (a new source, checked as CREATE VTABLE checks it, or
+    none); a virtual supertable takes ADD / DROP / MODIFY COLUMN (DROP also forgets its children's
+    sources of that column). Seed 000, "Support for Virtual Tables in Stream Computing",
+    restrictions 1 and 2: not while a stream reads the table.
+    """
+    assert s.name is not None
+    _refuse_vtable_in_use(ex, db, t, sql, s.table.span)
+    cols, refs = list(t.columns), dict(t.refs)
+    if s.action == "ADD COLUMN":
+        assert s.column is not None
+        _check_new_name(s.column, t, "column", sql, s.name_span)
+        col = Column(s.column.name, s.column.type, _fresh_physical(s.column.name, {c.physical for c in cols}))
+        cols.append(col)
+        if s.ref is not None:
+            refs[col.name.lower()] = vtables.resolve_ref(ex, db.name, col, s.ref, sql)
+        ex.catalog.alter_table(replace(t, columns=tuple(cols), refs=refs))
+        return ResultSet.affected(0)
+    old = t.column(s.name)
+    if old is None:
+        raise _err(f"Column does not exist: {s.name}", sql, s.name_span, Code.COLUMN_NOT_EXIST)
+    i, key = cols.index(old), old.name.lower()
+    if i == 0 and s.action in ("ALTER COLUMN", "DROP COLUMN"):
+        alter = s.action == "ALTER COLUMN"
+        head = (
+            "Virtual table prim timestamp column should not has ref"
+            if alter
+            else "Primary timestamp column cannot be dropped"
+        )
+        raise _err(
+            f"{head}: {old.name} is the primary timestamp, the union of its sources' timestamps",
+            sql,
+            s.name_span,
+            Code.VTABLE_PRIMTS_HAS_REF if alter else Code.CANNOT_DROP_PRIMARY_KEY,
+        )
+    if s.action == "ALTER COLUMN":
+        refs.pop(key, None)
+        if s.ref is not None:
+            refs[key] = vtables.resolve_ref(ex, db.name, old, s.ref, sql)
+        ex.catalog.alter_table(replace(t, refs=refs))
+        return ResultSet.affected(0)
+    if s.action == "DROP COLUMN":
+        if len(cols) <= 2:
+            raise _err(
+                f"No columns can be dropped: {t.name} keeps its timestamp and at least one column",
+                sql,
+                s.name_span,
+                Code.INVALID_DROP_COL,
+            )
+        del cols[i]
+        refs.pop(key, None)
+        drop = key if t.kind == "super" else None
+        ex.catalog.alter_table(replace(t, columns=tuple(cols), refs=refs), child_ref_drop=drop)
+        return ResultSet.affected(0)
+    if s.action == "MODIFY COLUMN":
+        assert s.column is not None
+        cols[i] = _widened(old, s.column, "column", sql, s.column.span)
+        if key in refs:  # the source must keep the column's type (0x268F)
+            r = refs[key]
+            vtables.resolve_ref(
+                ex, db.name, cols[i], ast.ColumnRefName(r.db, r.table, r.column, s.column.span), sql
+            )
+    else:  # RENAME COLUMN
+        assert s.new_name is not None
+        _check_new_name(s.new_name, t, "column", sql, s.clause)
+        cols[i] = replace(old, name=s.new_name)
+        if key in refs:
+            refs[s.new_name.lower()] = refs.pop(key)
+    ex.catalog.alter_table(replace(t, columns=tuple(cols), refs=refs))
+    return ResultSet.affected(0)
+
+
+def _refuse_vtable_in_use(ex: Session, db: Database, t: Table, sql: str, span: Span | None) -> None:
+    """Seed 000, "Support for Virtual Tables in Stream Computing": the schema and column sources of
+    a virtual table a stream reads cannot change. A stream reads it when it is the stream's
+    trigger table (a child through its supertable too) or its query names it."""
+    names = {t.name.lower()} | ({t.stable.lower()} if t.stable else set())
+    users = []
+    for info in ex.registry.list():
+        src, query = info.spec.source, info.spec.query or ""
+        hit = src is not None and src.db.lower() == db.name.lower() and src.table.lower() in names
+        hit = hit or any(
+            re.search(rf"(?<![\w`]){re.escape(n)}(?![\w`])", query, re.IGNORECASE) for n in names
+        )
+        if hit:
+            users.append(f"{info.db}.{info.name}" if info.db else info.name)
+    if users:
+        raise _err(
+            f"virtual table {t.name} is read by stream(s) {', '.join(sorted(users))}: its columns "
+            "and their sources cannot change while they exist (drop them first)",
+            sql,
+            span,
+            Code.INVALID_OPERATION,
+        )
 
 
 def _alter_tag(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> ResultSet:

@@ -14,7 +14,8 @@ from spark_workers import access
 from spark_workers.access import WRITE
 from spark_workers.duration import PRECISIONS, Duration
 from spark_workers.errors import CatalogError, Code, SqlError
-from spark_workers.lake.catalog import Catalog, Column, Table, physical_names
+from spark_workers.lake import retention
+from spark_workers.lake.catalog import Catalog, Column, Database, Table, physical_names
 from spark_workers.lake.keys import check_composite_key
 from spark_workers.lake.names import SYSTEM_DATABASES, check_name
 from spark_workers.lake.virtual import storages
@@ -27,6 +28,21 @@ from spark_workers.statements.session import Session
 from spark_workers.statements.stream_commands import drop_output_subtables
 
 MAX_COLUMNS = 4096
+CACHEMODELS = ("none", "last_row", "last_value", "both")
+
+
+def check_cachemodel(value: object) -> None:
+    """CACHEMODEL is one of 'none', 'last_row', 'last_value', 'both' (TDengine SQL manual,
+    "Manage Databases"); stored and shown, it changes no result (tdweb has no last-row cache).
+
+    Raises:
+        SqlError: 0x2619 Invalid database option.
+    """
+    if str(value).strip("'\"").lower() not in CACHEMODELS:
+        raise SqlError(
+            f"Invalid database option: CACHEMODEL {value}: one of {', '.join(CACHEMODELS)}",
+            code=Code.INVALID_DB_OPTION,
+        )
 
 
 def create_database(ex: Session, s: ast.CreateDatabase, sql: str) -> ResultSet:
@@ -51,6 +67,9 @@ def create_database(ex: Session, s: ast.CreateDatabase, sql: str) -> ResultSet:
         d = Duration.parse(text if not text.isdigit() else f"{text}m")
         if d.is_calendar or d.ns < 60 * 1_000_000_000:
             raise SqlError("DURATION must be at least 1m", sql=sql, code=Code.INVALID_OPERATION)
+    retention.check_options(opts, Database(s.name, precision, opts))  # KEEP is enforced: lake/retention.py
+    if "CACHEMODEL" in opts:
+        check_cachemodel(opts["CACHEMODEL"])
     ex.catalog.create_database(
         s.name,
         precision=precision,

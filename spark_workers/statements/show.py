@@ -49,7 +49,11 @@ def show(ex: Session, s: ast.Show, sql: str) -> ResultSet:
         return show_create_table(ex, s.target, sql, virtual=w == "create_vtable")
     if w == "create_database" and s.db:
         db = ex.visible_database(s.db)
-        opts = " ".join(f"{k} {v}" for k, v in db.options.items() if k != "PRECISION")
+        opts = " ".join(
+            f"{k} '{str(v).strip(chr(39) + chr(34))}'" if k == "CACHEMODEL" else f"{k} {v}"
+            for k, v in db.options.items()
+            if k != "PRECISION"
+        )
         return ResultSet(
             [ResultColumn("Database", varchar(64)), ResultColumn("Create Database", varchar(1024))],
             [[db.name, f"CREATE DATABASE `{db.name}` PRECISION '{db.precision}' {opts}".strip()]],

@@ -102,8 +102,8 @@ def _visible_tables(
 
 def _databases(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = [
-        [SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready"],
-        [PERF_DB, None, 0, len(PERF_TABLES), "ms", None, None, "ready"],
+        [SYSTEM_DB, None, 0, len(TABLES), "ms", None, None, "ready", None, None],
+        [PERF_DB, None, 0, len(PERF_TABLES), "ms", None, None, "ready", None, None],
     ]
     for db, created in _visible_databases(ex):
         ntables = len(ex.catalog.tables(db.name, kinds=("sub", "normal")))
@@ -117,6 +117,8 @@ def _databases(ex: SystemView) -> list[list[Any]]:
                 str(db.options.get("KEEP", "3650d")),
                 str(db.duration),
                 "ready",
+                str(db.options.get("CACHEMODEL", "none")).strip("'\""),  # stored; no effect on results
+                int(str(db.options.get("KEEP_TIME_OFFSET", 0)).strip("'\"")),
             ]
         )
     return out
@@ -347,6 +349,8 @@ TABLES: dict[str, SystemTable] = {
                 ("keep", varchar(32)),
                 ("duration", varchar(10)),
                 ("status", varchar(10)),
+                ("cachemodel", varchar(11)),
+                ("keep_time_offset", INT),
             ),
             _databases,
         ),

@@ -21,6 +21,7 @@ from spark_workers.errors import Code, SqlError
 from spark_workers.lake.catalog import Column, Database, Table
 from spark_workers.lake.keys import key_column
 from spark_workers.lake.names import check_name
+from spark_workers.lake.retention import kept_from
 from spark_workers.lake.store import engine_schema
 from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.query.select import run_select
@@ -31,6 +32,7 @@ from spark_workers.statements.ddl import subtable
 from spark_workers.statements.session import Session
 from spark_workers.statements.vtables import refuse_write
 from spark_workers.tdtypes import TIMESTAMP, TdType, varchar
+from spark_workers.timestamps import render as render_ts
 
 
 def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
@@ -69,7 +71,8 @@ def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
             cells, offsets = _select_cells(ex, target, table, layout, db.precision, sql)
         else:
             cells, offsets = _value_cells(ex, target, table, layout, db.precision, now, sql)
-        data = _rows_data(ex, table, layout, cells, offsets, sql, to_create)
+        kept = kept_from(db, int(time.time() * 1000))
+        data = _rows_data(ex, table, layout, cells, offsets, sql, to_create, kept)
         total += len(cells)
         batches[(dbname, storage.name)].append(data)
     if to_create:
@@ -296,10 +299,13 @@ def _rows_data(
     offsets: list[list[int | None]],
     sql: str,
     to_create: list[Table],
+    kept: int | None = None,
 ) -> dict[str, list[Any]]:
     """A target's converted rows as column lists keyed by physical name, plus ``tbname``: the
-    timestamp (and composite key) never NULL; for a supertable target, each row's ``tbname`` names
-    an existing subtable of it or one to create with that row's tags (appended to ``to_create``)."""
+    timestamp (and composite key) never NULL nor older than ``kept`` (the database's
+    ``now - KEEP`` in precision units, ``lake/retention.py``: TDengine's 0x060B); for a supertable
+    target, each row's ``tbname`` names an existing subtable of it or one to create with that row's
+    tags (appended to ``to_create``)."""
     data: dict[str, list[Any]] = {"tbname": []}
     key = key_column(table)
     for c in layout.columns.values():
@@ -316,6 +322,15 @@ def _rows_data(
                     sql=sql,
                     offset=offs[i],
                     code=Code.WRONG_VALUE_TYPE,
+                )
+            if c == ts_col and kept is not None and v < kept:
+                precision = ex.catalog.require_database(table.db).precision
+                raise SqlError(
+                    f"Timestamp data out of range: {c.name} {render_ts(v, precision, ex.tz)} is older "
+                    f"than the database's KEEP allows (now - KEEP = {render_ts(kept, precision, ex.tz)})",
+                    sql=sql,
+                    offset=offs[i],
+                    code=Code.TIMESTAMP_OUT_OF_RANGE,
                 )
             if v is None and c == key:
                 raise SqlError(

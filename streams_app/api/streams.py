@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from spark_workers.access import redact_json
+from spark_workers.errors import SqlError
 from streams_app import selectors
 from streams_app.api.common import (
     PAGE_PARAMS,
@@ -36,6 +37,7 @@ from streams_app.api.errors import ErrorSerializer
 from streams_app.api.sql import SqlInputSerializer
 from streams_app.models import Stream, StreamRun
 from streams_app.serializers import IsoDateTimeField, StreamSerializer
+from streams_app.services.access import stream_sql_reveal
 from streams_app.services.stream_control import stream_action, stream_drop
 from streams_app.services.streams import StreamExists, stream_create, stream_recalculate
 
@@ -260,6 +262,26 @@ class StreamDetailApi(APIView):
     def delete(self, request: Request, stream_id: int) -> Response:
         stream_drop(stream=stream_or_404(request, stream_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class StreamSqlRevealApi(APIView):
+    """A stream's SQL with its NOTIFY secrets (the inbox key of a NOTIFY URL), for its owner or a
+    superuser only (403 for anyone else): the explicit "show" / copy of the stream page; every
+    other answer shows the SQL redacted."""
+
+    td_error_status = {SqlError: status.HTTP_403_FORBIDDEN}
+
+    @extend_schema(
+        operation_id="v1_streams_sql_reveal",
+        request=None,
+        responses={
+            200: inline_serializer("StreamSqlRevealed", {"sql": serializers.CharField()}),
+            403: ErrorSerializer,
+        },
+    )
+    def post(self, request: Request, stream_id: int) -> Response:
+        stream = stream_or_404(request, stream_id)
+        return Response({"sql": stream_sql_reveal(user=request.user, stream=stream)})
 
 
 class StreamActionApi(APIView):

@@ -9,6 +9,7 @@ urlpatterns = [
     path("me/", auth.MeApi.as_view(), name="api-me"),
     path("auth/token/", auth.AuthTokenApi.as_view(), name="api-auth-token"),
     path("dashboard/", dashboard.DashboardApi.as_view(), name="api-dashboard"),
+    path("dashboard/series/", dashboard.DashboardSeriesApi.as_view(), name="api-dashboard-series"),
     path("streams/", streams.StreamListApi.as_view(), name="api-streams"),
     path("streams/<int:stream_id>/", streams.StreamDetailApi.as_view(), name="api-stream"),
     path("streams/<int:stream_id>/actions/", streams.StreamActionApi.as_view(), name="api-stream-actions"),
@@ -26,6 +27,11 @@ urlpatterns = [
         diagnosis.StreamDiagnosisApi.as_view(),
         name="api-stream-diagnosis",
     ),
+    path(
+        "streams/<int:stream_id>/sql/reveal/",
+        streams.StreamSqlRevealApi.as_view(),
+        name="api-stream-sql-reveal",
+    ),
     path("sql/", sql.SqlExecuteApi.as_view(), name="api-sql"),
     path("sql/validate/", sql.SqlValidateApi.as_view(), name="api-sql-validate"),
     path("databases/", tables.DatabaseListApi.as_view(), name="api-databases"),
@@ -35,6 +41,11 @@ urlpatterns = [
     path("imports/", tables.ImportListApi.as_view(), name="api-imports"),
     path("imports/<int:import_id>/", tables.ImportDetailApi.as_view(), name="api-import"),
     path("notifications/", notifications.NotificationListApi.as_view(), name="api-notifications"),
+    path(
+        "notifications/groups/",
+        notifications.NotificationGroupListApi.as_view(),
+        name="api-notifications-groups",
+    ),
     path(
         "notifications/ack-all/",
         notifications.NotificationAckAllApi.as_view(),

@@ -11,7 +11,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from spark_workers.access import REDACTED, Grant, Principal, UserInfo, merge_grant, redact_secrets
+from spark_workers.access import (
+    REDACTED,
+    Grant,
+    Principal,
+    UserInfo,
+    denied,
+    merge_grant,
+    redact_secrets,
+)
 from spark_workers.errors import CatalogError, Code
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Inbox, Privilege, Stream, UserProfile
@@ -168,3 +176,16 @@ def notify_url_unredact(*, user: Any, url: str) -> str | None:
             if redact_secrets(real) == url:
                 return real
     return None
+
+
+def stream_sql_reveal(*, user: Any, stream: Stream) -> str:
+    """A stream's SQL as written, NOTIFY URL secrets included (inbox keys, receivers' tokens), for
+    its owner or a superuser: the SQL shown everywhere else is redacted (``redact_secrets``), and
+    this is the owner's explicit "show" / copy.
+
+    Raises:
+        SqlError: PERMISSION_DENIED (0x2644) for anyone else, staff users included.
+    """
+    if getattr(user, "is_superuser", False) or stream.owner_id == getattr(user, "pk", None):
+        return stream.sql
+    raise denied(f"the NOTIFY secrets of stream {stream.name} are shown to its owner only")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
 
+from spark_workers.lake.retention import expire
 from streams_app.services.lake import lake_get
 
 log = logging.getLogger(__name__)
@@ -23,3 +25,19 @@ def lake_compact(*, min_files: int = 16) -> int:
             except Exception:
                 log.exception("compaction of %s.%s failed", db.name, name)
     return done
+
+
+def lake_retain(*, now_ms: int | None = None) -> int:
+    """Apply every database's KEEP (``spark_workers/lake/retention.py``): delete the rows older than
+    ``now - KEEP - KEEP_TIME_OFFSET`` from its data tables (Delta DELETE commits); ``now_ms`` is
+    the clock (epoch ms, default the wall clock). Returns the number of rows deleted; a database
+    that fails is logged and the others still run."""
+    lake = lake_get()
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    deleted = 0
+    for db, _created in lake.catalog.databases():
+        try:
+            deleted += expire(lake, db, now_ms=now_ms)
+        except Exception:
+            log.exception("retention of %s failed", db.name)
+    return deleted

@@ -9,6 +9,7 @@ nothing, while a window recalculated with a new result is a new notification.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -22,8 +23,12 @@ from django.db.models import Q
 
 from spark_workers.errors import Code, TdError
 from streams_app.models import Inbox, Notification
-from streams_app.selectors import notification_unread_count, notifications_visible
-from streams_app.serializers import notification_json
+from streams_app.selectors import (
+    notification_unread_count,
+    notifications_filter,
+    notifications_visible,
+)
+from streams_app.serializers import notification_group_context, notification_json
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -147,11 +152,13 @@ def notifications_push(*, inbox: Inbox, notifications: list[Notification]) -> No
     layer = get_channel_layer()
     if layer is None:
         return
+    context = notification_group_context(notifications)
+    messages = [notification_json(n, context=context) for n in notifications]
     for uid in inbox_users(inbox):
         try:
-            for n in notifications:
+            for m in messages:
                 async_to_sync(layer.group_send)(
-                    f"inbox.{uid}", {"type": "inbox.notification", "notification": notification_json(n)}
+                    f"inbox.{uid}", {"type": "inbox.notification", "notification": m}
                 )
         except Exception as e:  # live push is best effort; the inbox keeps the truth
             log.warning("push to inbox.%s failed: %s", uid, e)
@@ -185,10 +192,28 @@ def notification_ack(*, notification: Notification) -> Notification:
     return notification
 
 
-def notification_ack_all(*, user: Any) -> int:
-    """Acknowledge every notification the user sees; returns how many changed. The new unread
-    counts of the users of the inboxes concerned are pushed to their browsers (after commit)."""
-    unread = notifications_visible(user=user).filter(acknowledged=False)
+def notification_ack_all(
+    *,
+    user: Any,
+    stream: str | None = None,
+    event_type: str | None = None,
+    group: str | None = None,
+    since: dt.datetime | None = None,
+) -> int:
+    """Acknowledge every unread notification the user sees (``notifications_visible``: the
+    inboxes he owns; staff: every inbox) that matches the inbox page's filters (as
+    ``notifications_filter``: stream, event type, group ``tableName``, received since); returns how
+    many changed. The filters only narrow what the user sees: no filter reaches another user's
+    inbox. The new unread counts of the users of the inboxes concerned are pushed to their browsers
+    (after commit)."""
+    unread = notifications_filter(
+        notifications_visible(user=user),
+        stream=stream,
+        event_type=event_type,
+        group=group,
+        since=since,
+        acknowledged=False,
+    )
     inbox_ids = set(unread.order_by().values_list("inbox_id", flat=True).distinct())
     changed = unread.update(acknowledged=True)
     if changed:

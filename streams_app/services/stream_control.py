@@ -24,6 +24,7 @@ from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.sink import BatchReport
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Delivery, Stream, StreamProgress
+from streams_app.selectors import stream_history_progress
 from streams_app.serializers import stream_json
 from streams_app.services.lake import lake_get
 
@@ -122,7 +123,14 @@ def checkpoint_remove(stream: Stream, lake_root: str) -> None:
 
 
 def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProgress:
-    """Store a micro-batch's progress, update the stream's counters and status, push it live."""
+    """Store a micro-batch's progress, update the stream's counters and status, push it live.
+
+    A FILL_HISTORY micro-batch keeps the stream CATCHING_UP and carries the catch-up's progress
+    (``progress["history"]``: fraction, rows/s, ETA; ``selectors.stream_history_progress``); the
+    one that ends the snapshot (``report.history_done``) and any live one make it RUNNING at once
+    (issue 16 item 2). The message ``stream.progress`` goes to the groups ``stream.<id>`` and
+    ``streams``, and ``stream.status`` too when the status changed.
+    """
     d = report.to_json()
     rows_per_s = report.input_rows / (report.duration_ms / 1000.0) if report.duration_ms > 0 else 0.0
     d["rows_per_s"] = rows_per_s
@@ -145,22 +153,65 @@ def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProg
         recalculated=report.recalculated,
         drops=report.drops(),
     )
-    status = Stream.Status.CATCHING_UP if report.phase == "history" else Stream.Status.RUNNING
+    catching_up = report.phase == "history" and not report.history_done
+    status = Stream.Status.CATCHING_UP if catching_up else Stream.Status.RUNNING
     d["created_at"] = p.created_at.isoformat()
-    Stream.objects.filter(pk=stream_id).exclude(
-        status__in=[Stream.Status.DROPPED, Stream.Status.PAUSED, Stream.Status.STOPPED]
-    ).update(
-        status=status,
-        last_batch_id=report.batch_id,
-        last_progress=d,
-        heartbeat_at=timezone.now(),
-        rows_in=F("rows_in") + report.input_rows,
-        windows_out=F("windows_out") + report.output_rows,
-        notifications_sent=F("notifications_sent") + report.notifications_sent,
-        notifications_failed=F("notifications_failed") + report.notifications_failed,
+    before = Stream.objects.filter(pk=stream_id).first()
+    if before is not None and report.phase == "history":
+        d["history"] = stream_history_progress(
+            stream=before, progress=d, at=p.created_at, complete=report.history_done
+        )
+    changed = (
+        Stream.objects.filter(pk=stream_id)
+        .exclude(status__in=[Stream.Status.DROPPED, Stream.Status.PAUSED, Stream.Status.STOPPED])
+        .update(
+            status=status,
+            last_batch_id=report.batch_id,
+            last_progress=d,
+            heartbeat_at=timezone.now(),
+            rows_in=F("rows_in") + report.input_rows,
+            windows_out=F("windows_out") + report.output_rows,
+            notifications_sent=F("notifications_sent") + report.notifications_sent,
+            notifications_failed=F("notifications_failed") + report.notifications_failed,
+        )
     )
+    _progress_trim(stream_id, report.batch_id)
+    msg = {"type": "stream.progress", "stream_id": stream_id, "progress": d}
+    _publish(f"stream.{stream_id}", msg)
+    _publish("streams", msg)
+    if changed and before is not None and before.status != status:
+        stream_publish_status(stream=Stream.objects.get(pk=stream_id))
+    return p
+
+
+def stream_history_complete(*, stream_id: int) -> bool:
+    """The FILL_HISTORY snapshot has been read to its end (the supervisor learns it from the
+    query's committed offset when no micro-batch said so, e.g. a Spark query whose last history
+    micro-batch could not know it was the last): a CATCHING_UP stream becomes RUNNING now, without
+    waiting for a live row (issue 16 item 2), its catch-up progress reaching 100 %; the new
+    progress and status are pushed live. Returns True when the status changed (idempotent)."""
+    stream = Stream.objects.filter(pk=stream_id, status=Stream.Status.CATCHING_UP).first()
+    if stream is None:
+        return False
+    d = dict(stream.last_progress or {})
+    d["history"] = stream_history_progress(stream=stream, progress=d, at=timezone.now(), complete=True)
+    d["history_done"] = True
+    changed = Stream.objects.filter(pk=stream_id, status=Stream.Status.CATCHING_UP).update(
+        status=Stream.Status.RUNNING, last_progress=d, updated_at=timezone.now()
+    )
+    if not changed:
+        return False
+    msg = {"type": "stream.progress", "stream_id": stream_id, "progress": d}
+    _publish(f"stream.{stream_id}", msg)
+    _publish("streams", msg)
+    stream_publish_status(stream=Stream.objects.get(pk=stream_id))
+    return True
+
+
+def _progress_trim(stream_id: int, batch_id: int) -> None:
+    """Keep the newest ``TDWEB_PROGRESS_KEEP`` progress rows of a stream (every 100 batches)."""
     keep = settings.TDWEB_PROGRESS_KEEP
-    if report.batch_id % 100 == 0:
+    if batch_id % 100 == 0:
         old = list(
             StreamProgress.objects.filter(stream_id=stream_id)
             .order_by("-id")
@@ -168,10 +219,6 @@ def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProg
         )
         if old:
             StreamProgress.objects.filter(stream_id=stream_id, id__lte=old[0]).delete()
-    msg = {"type": "stream.progress", "stream_id": stream_id, "progress": d}
-    _publish(f"stream.{stream_id}", msg)
-    _publish("streams", msg)
-    return p
 
 
 def stream_delivery_record(*, stream_id: int, attempt: Attempt) -> Delivery:

@@ -43,6 +43,7 @@ from streams_app.services.stream_control import (
     checkpoint_remove,
     stream_delivery_record,
     stream_enqueue,
+    stream_history_complete,
     stream_progress_record,
     stream_set_status,
 )
@@ -192,7 +193,10 @@ def _run_once(
 def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, backoff: list[float]) -> None:
     """Beat every ``TDWEB_HEARTBEAT_S`` while the query runs, resetting the back-off once a
     micro-batch has committed; stop it at a micro-batch boundary when the stream should stop.
+    Once the query's committed offset is past the FILL_HISTORY snapshot, a CATCHING_UP stream
+    becomes RUNNING at the next beat, live rows or not (issue 16 item 2).
     Raises the query's failure."""
+    caught_up = False
     while True:
         if query.awaitTermination(settings.TDWEB_HEARTBEAT_S):
             exc = query.exception()
@@ -204,6 +208,9 @@ def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, 
         if committed is not None:
             beat["processed_version"] = committed
         Stream.objects.filter(pk=stream_id, worker=worker).update(**beat)
+        if committed is not None and not caught_up:  # past the FILL_HISTORY snapshot
+            stream_history_complete(stream_id=stream_id)
+            caught_up = True
         if not _should_run(stream_id, worker):
             stop_flag.set()
             query.stop()

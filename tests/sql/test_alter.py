@@ -5,15 +5,19 @@ DESCRIBE / SHOW CREATE TABLE / ins_columns / ins_tags, TDengine's error codes wi
 privileges, the Delta table's evolution (no data file rewritten), and streams over an altered
 trigger table (seed 002, "Database and Table Operations") through the local pipeline.
 
-PostgreSQL is real: database ``tdweb_h_alter`` (``TDWEB_TEST_ALTER_PG_DB``) on the server of
-``TDWEB_TEST_PG_URL`` (default ``postgres://postgres@127.0.0.1:5432/postgres``), created when
-missing; its catalog schema is reset for each test. The PostgreSQL cases are skipped, saying why,
-only when that server cannot be reached.
+PostgreSQL is real: a database ``tdweb_alter_<random>`` of this run alone (two runs sharing one
+database reset each other's catalog) on the server of ``TDWEB_TEST_PG_URL`` (default
+``postgres://postgres@127.0.0.1:5432/postgres``), dropped afterwards; its catalog schema is reset
+for each test. The PostgreSQL cases are skipped, saying why, only when that server cannot be
+reached.
 """
 
 from __future__ import annotations
 
 import os
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ import pytest
 
 from spark_workers.access import Grant, Principal
 from spark_workers.errors import Code, TdError
+from spark_workers.lake import retention
 from spark_workers.lake.catalog import PG_SCHEMA_NAME
 from spark_workers.lake.store import Lake
 from spark_workers.runtime.local import LocalRunner
@@ -33,28 +38,37 @@ from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 
 ADMIN_URL = os.environ.get("TDWEB_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-PG_DB = os.environ.get("TDWEB_TEST_ALTER_PG_DB", "tdweb_h_alter")
 T0 = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC
 
 
-def _pg_url() -> str:
+@pytest.fixture(scope="module")
+def pg_database() -> Iterator[str]:
+    """The URL of a fresh PostgreSQL database for this module's run (dropped afterwards)."""
     psycopg = pytest.importorskip("psycopg")
     try:
         admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
         pytest.skip(f"PostgreSQL unreachable at {ADMIN_URL}: {exc}")
-    with admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_DB,)).fetchone():
-            admin.execute(f"CREATE DATABASE {PG_DB}")
-    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + PG_DB
-    with psycopg.connect(url, autocommit=True) as con:
-        con.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA_NAME} CASCADE")
-    return url
+    name = f"tdweb_alter_{uuid.uuid4().hex[:10]}"
+    admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.close()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def catalog_url(request: pytest.FixtureRequest) -> str:
-    return _pg_url() if request.param == "postgres" else ""
+    """ "" (the SQLite catalog in the lake) or the run's PostgreSQL database, its catalog reset."""
+    if request.param != "postgres":
+        return ""
+    import psycopg
+
+    url = request.getfixturevalue("pg_database")
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA_NAME} CASCADE")
+    return url
 
 
 @pytest.fixture
@@ -306,8 +320,12 @@ def test_alter_database_refuses_what_tdweb_does_not_have_and_names_it(ex: Execut
     ex.execute_one("create database d keep 3650 replica 1")
     before = (rows(ex, "show create database d"), rows(ex, "select * from information_schema.ins_databases"))
     for sql, code, at in [
-        ("alter database d keep 30", Code.NOT_SUPPORTED, "keep 30"),
-        ("alter database d cachemodel 'last_row'", Code.NOT_SUPPORTED, "cachemodel"),
+        ("alter database d buffer 64", Code.NOT_SUPPORTED, "buffer 64"),
+        ("alter database d cachesize 2", Code.NOT_SUPPORTED, "cachesize"),
+        ("alter database d keep 5", Code.INVALID_DB_OPTION, "keep 5"),
+        ("alter database d keep 60,30", Code.INVALID_DB_OPTION, "keep 60,30"),
+        ("alter database d keep_time_offset 24", Code.INVALID_DB_OPTION, "keep_time_offset"),
+        ("alter database d cachemodel 'sometimes'", Code.INVALID_DB_OPTION, "cachemodel"),
         ("alter database d replica 1 wal_level 2", Code.NOT_SUPPORTED, "wal_level 2"),
         ("alter database d replica 3", Code.INVALID_OPERATION, "replica 3"),
         ("alter database d precision 'us'", Code.SYNTAX_ERROR, "precision"),
@@ -319,9 +337,13 @@ def test_alter_database_refuses_what_tdweb_does_not_have_and_names_it(ex: Execut
         assert offset is not None and sql[offset:].lower().startswith(at), (sql, offset)
         word = at.split()[0].upper()
         assert word in e.message, e.message
-    for same_value in ("alter database d replica 1", "alter database d keep 3650"):
+    for same_value in (
+        "alter database d replica 1",
+        "alter database d keep 3650",
+        "alter database d keep 3650d,87600h",
+    ):
         assert error(ex, same_value).code == Code.DB_OPTION_UNCHANGED
-    assert error(ex, "alter database nope keep 3").code == Code.DB_NOT_EXIST
+    assert error(ex, "alter database nope keep 30").code == Code.DB_NOT_EXIST
     assert error(ex, "alter database d").code == Code.INCOMPLETE_SQL
     after = (rows(ex, "show create database d"), rows(ex, "select * from information_schema.ins_databases"))
     assert after == before
@@ -534,6 +556,10 @@ def _plain(value: Any) -> Any:
         "alter stable st rename tag g h",
         "alter table a set tag g = -3, h = 'x', t = now + 1s",
         "alter table t comment 'it''s' ttl 3",
+        "alter vtable d.v add column c double from d.t.v",
+        "alter vtable v alter column c set other.t.v",
+        "alter vtable v alter column c set null",
+        "alter vtable v rename column c c2",
     ],
 )
 def test_alter_statements_render_and_parse_back(sql: str) -> None:
@@ -646,6 +672,132 @@ def test_catalog_alter_database_is_what_show_create_database_and_ins_databases_s
     assert info.value.code == Code.DB_NOT_EXIST
 
 
+# ------------------------------------------------------------------------------- KEEP (retention)
+
+DAY_MS = 86_400_000
+
+
+def _seed_ages(ex: Executor, rng: np.random.Generator, ages_h: list[int], now_ms: int) -> pd.DataFrame:
+    """Rows ``age`` hours before ``now_ms`` in subtables a, b of st and in normal table t; the
+    model (table, ts, v) of what was written."""
+    recs = []
+    for age in ages_h:
+        ts = now_ms - age * 3_600_000
+        for tb in ("a", "b", "t"):
+            v = int(rng.integers(-1000, 1000))
+            recs.append({"tb": tb, "ts": ts, "v": v})
+            ex.execute_one(f"insert into {tb} values ({ts}, {v})")
+    return pd.DataFrame(recs)
+
+
+def _stored_rows(lake: Lake, name: str) -> set[tuple[str, int]]:
+    """(tbname, ts ms) of every row in the Delta table, read past the query layer."""
+    db = lake.catalog.require_database("d")
+    data = lake.read(db, lake.catalog.require_table("d", name), columns=["ts"])
+    ts = data.column("ts").cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64()).to_pylist()
+    return set(zip(data.column("tbname").to_pylist(), ts, strict=True))
+
+
+def _queried(ex: Executor) -> set[tuple[str, int, int]]:
+    got = {(r[0], r[1], r[2]) for r in rows(ex, "select tbname, ts, v from st")}
+    return got | {("t", r[0], r[1]) for r in rows(ex, "select ts, v from t")}
+
+
+def test_keep_hides_refuses_and_removes_rows_older_than_now_minus_keep(ex: Executor, lake: Lake) -> None:
+    """TDengine SQL manual, "Manage Databases", KEEP: rows older than now - KEEP are not returned,
+    not written (0x060B) and removed; KEEP_TIME_OFFSET delays the removal only. Ages are whole
+    hours + 30 min away from every cut, so the seconds the test takes never move a row across."""
+    now_ms = int(time.time() * 1000) - 1_800_000
+    ex.execute(
+        "create database d duration 1d; create stable st (ts timestamp, v int) tags (g int);"
+        "create table a using st tags (1); create table b using st tags (2);"
+        "create table t (ts timestamp, v int)"
+    )
+    rng = np.random.default_rng(7)
+    ages_h = sorted(int(h) for h in rng.choice(np.arange(0, 60 * 24), size=40, replace=False))
+    model = _seed_ages(ex, rng, ages_h, now_ms)
+    assert _queried(ex) == set(model.itertuples(index=False, name=None))  # no KEEP: every row
+    ex.execute_one("alter database d keep 30d keep_time_offset 20")
+    live = model[model.ts >= now_ms - 30 * DAY_MS]
+    assert _queried(ex) == set(live.itertuples(index=False, name=None))
+    # stored: rows up to 20 h past KEEP are hidden but not yet removed
+    stored = model[model.ts >= now_ms - 30 * DAY_MS - 20 * 3_600_000]
+    for name, tbs in (("st", ("a", "b")), ("t", ("t",))):
+        want = {(r.tb, r.ts) for r in stored.itertuples() if r.tb in tbs}
+        assert _stored_rows(lake, name) == want
+    # the periodic job (lake.retain) at a later clock: 10 days on, the cut moves with it
+    later = now_ms + 10 * DAY_MS
+    deleted = retention.expire(lake, lake.catalog.require_database("d"), now_ms=later)
+    kept = model[model.ts >= later - 30 * DAY_MS - 20 * 3_600_000]
+    assert deleted == len(stored) - len(kept)
+    assert _stored_rows(lake, "t") == {(r.tb, r.ts) for r in kept.itertuples() if r.tb == "t"}
+    # INSERT older than KEEP: 0x060B at the value, nothing written (the statement is atomic)
+    old_ts = now_ms - 31 * DAY_MS
+    sql = f"insert into a values ({now_ms}, 1) ({old_ts}, 2)"
+    e = error(ex, sql)
+    assert e.code == Code.TIMESTAMP_OUT_OF_RANGE and getattr(e, "offset", None) == sql.index(str(old_ts))
+    assert (now_ms, 1) not in {(r[0], r[1]) for r in rows(ex, "select ts, v from a")}
+    ex.execute_one(f"insert into a values ({now_ms - 29 * DAY_MS}, 3)")
+    assert rows(ex, f"select v from a where ts = {now_ms - 29 * DAY_MS}") == [[3]]
+    shown = rows(ex, "select `keep`, keep_time_offset from information_schema.ins_databases where name = 'd'")
+    assert shown == [["30d", 20]]
+
+
+def test_keep_of_create_database_and_its_checks(ex: Executor) -> None:
+    now_ms = int(time.time() * 1000)
+    for sql, at in [
+        ("create database d keep 10", "keep"),  # < 3 * DURATION (10d by default)
+        ("create database d duration 1d keep 2", "keep"),
+        ("create database d duration 1d keep 30,20", "keep"),
+        ("create database d duration 1d keep 1,2,3,4", "keep"),
+        ("create database d duration 1d keep 30w", "keep"),
+        ("create database d cachemodel 'all'", "cachemodel"),
+    ]:
+        e = error(ex, sql)
+        assert e.code == Code.INVALID_DB_OPTION, (sql, hex(e.code), e.message)
+        assert at.upper() in e.message
+    assert all(r[0] != "d" for r in rows(ex, "show databases"))
+    ex.execute_one("create database d duration 1d keep 3d,72h,96h cachemodel 'last_row'")
+    ex.execute_one("create table t (ts timestamp, v int)")
+    ex.execute_one(f"insert into t values ({now_ms - 2 * DAY_MS}, 1)")
+    e = error(ex, f"insert into t values ({now_ms - 5 * DAY_MS}, 2)")  # keep2 = 96h = 4 days
+    assert e.code == Code.TIMESTAMP_OUT_OF_RANGE
+    assert rows(ex, "select v from t") == [[1]]
+    assert "CACHEMODEL 'last_row'" in rows(ex, "show create database d")[0][1]
+    assert rows(ex, "select cachemodel from information_schema.ins_databases where name = 'd'") == [
+        ["last_row"]
+    ]
+    # CACHEMODEL only speeds up LAST / LAST_ROW in TDengine: stored, the results are the same
+    before = rows(ex, "select last_row(v), last(v) from t")
+    ex.execute_one("alter database d cachemodel 'none'")
+    assert rows(ex, "select last_row(v), last(v) from t") == before == [[1, 1]]
+
+
+def test_a_user_who_does_not_own_a_database_cannot_change_its_keep(lake: Lake) -> None:
+    root = Executor(lake, MemoryRegistry(), tz="UTC", default_db="d")
+    now_ms = int(time.time() * 1000)
+    root.execute(
+        "create database d duration 1d; create table t (ts timestamp, v int);"
+        f"insert into t values ({now_ms - 5 * DAY_MS}, 1)"
+    )
+    writer = Principal("bob", grants=(Grant("d", None, read=True, write=True),))
+    bob = Executor(lake, MemoryRegistry(), tz="UTC", default_db="d", principal=writer)
+    for sql in (
+        "alter database d keep 3",
+        "alter database d keep_time_offset 1",
+        "alter database d cachemodel 'both'",
+    ):
+        assert error(bob, sql).code == Code.PERMISSION_DENIED, sql
+    assert rows(root, "select v from t") == [[1]]
+    assert "KEEP" not in rows(root, "show create database d")[0][1]
+    # bob's own database is his to alter
+    bob_owner = Principal("bob", createdb=True)
+    Executor(lake, MemoryRegistry(), tz="UTC", principal=bob_owner).execute_one(
+        "create database bobs duration 1d"
+    )
+    Executor(lake, MemoryRegistry(), tz="UTC", principal=bob_owner).execute_one("alter database bobs keep 3")
+
+
 def _race_writer(root: str, url: str, n: int) -> list[str]:
     ex = Executor(Lake(root, url or None), MemoryRegistry(), tz="UTC", default_db="d")
     errors = []
@@ -670,15 +822,12 @@ def _race_alterer(root: str, url: str, n: int) -> list[str]:
     return errors
 
 
-def test_alter_from_another_process_while_rows_are_written_loses_nothing(tmp_path: Path) -> None:
+def test_alter_from_another_process_while_rows_are_written_loses_nothing(lake: Lake) -> None:
     """ADD / DROP COLUMN in one process while another inserts into the same supertable (Delta
-    optimistic concurrency; each side retries a commit it lost): every row arrives, no error.
-    SQLite catalog only: with the PostgreSQL catalog this test failed 2 times in 11 when it ran
-    right after the SQLite case in one session (the writer's process saw no table ``a`` for its
-    whole run; never alone, never in a standalone script), left for the catalog's owners."""
+    optimistic concurrency; each side retries a commit it lost), on both catalogs: every row
+    arrives, no error."""
     import multiprocessing
 
-    lake = Lake(tmp_path / "lake")
     ex = Executor(lake, MemoryRegistry(), tz="UTC", default_db="d")
     ex.execute(
         "create database d; create stable st (ts timestamp, v int) tags (g int);"
@@ -691,3 +840,26 @@ def test_alter_from_another_process_while_rows_are_written_loses_nothing(tmp_pat
         assert (w.get(timeout=300), a.get(timeout=300)) == ([], [])
     assert rows(ex, "select count(*), sum(v) from st") == [[n, sum(range(n))]]
     assert [r[0] for r in rows(ex, "describe st")] == ["ts", "v", "c1", "c3", "c5", "c7", "c9", "g"]
+
+
+def test_alter_vtable_sources_are_stored_by_both_catalogs(ex: Executor) -> None:
+    """ALTER VTABLE and ALTER STABLE of a virtual supertable on the SQLite and the PostgreSQL
+    catalog (``Catalog.alter_table`` stores a virtual table's references; DROP COLUMN of a virtual
+    supertable forgets its children's); the rows read are the sources' (statements/alter.py)."""
+    ex.execute(
+        "create database d; create table t1 (ts timestamp, a int); create table t2 (ts timestamp, b int);"
+        f"insert into t1 values ({T0}, 1) ({T0 + 1000}, 2); insert into t2 values ({T0 + 1000}, 20);"
+        "create stable vst (ts timestamp, x int, y int) tags (g int) virtual 1;"
+        "create vtable c1 (x from t1.a, y from t2.b) using vst tags (1);"
+        "create vtable v (ts timestamp, p int from t1.a)"
+    )
+    ex.execute_one("alter vtable v add column q int from t2.b")
+    ex.execute_one("alter vtable v rename column p pp")
+    assert rows(ex, "select ts, pp, q from v order by ts") == [[T0, 1, None], [T0 + 1000, 2, 20]]
+    ex.execute_one("alter vtable c1 alter column x set t2.b")
+    assert rows(ex, "select ts, x, y from c1 order by ts") == [[T0 + 1000, 20, 20]]
+    ex.execute_one("alter stable vst drop column y")
+    ex.execute_one("alter stable vst add column y int")  # the dropped name has no source any more
+    assert rows(ex, "select ts, x, y from c1 order by ts") == [[T0 + 1000, 20, None]]
+    ddl = rows(ex, "show create vtable c1")[0][1]
+    assert "`x` FROM `d`.`t2`.`b`" in ddl and "`y` FROM" not in ddl, ddl

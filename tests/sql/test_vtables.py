@@ -301,3 +301,150 @@ def test_nanosecond_database_alignment(ex: Executor) -> None:
         error(ex, "create vtable ns.bad (ts timestamp, x int from vt.t1.value)").code
         == Code.INVALID_REF_COLUMN
     )
+
+
+# ------------------------------------------------------------------------------- ALTER VTABLE
+
+
+def _seed_sources(ex: Executor, rng: np.random.Generator) -> dict[str, pd.DataFrame]:
+    """Random rows in vt.t1, vt.t2, vt.t3 at partly shared timestamps; the frames written."""
+    frames = {}
+    for name, cols in (("t1", ["value"]), ("t2", ["value"]), ("t3", ["value1", "value2"])):
+        ts = sorted(rng.choice(np.arange(12), size=6, replace=False).tolist())
+        df = pd.DataFrame({"ts": [BASE_MS + int(k) * 1000 for k in ts]})
+        for c in cols:
+            df[c] = rng.integers(-100, 100, size=len(df)).astype(float if c == "value2" else int)
+        values = " ".join("(" + ", ".join(str(v) for v in r) + ")" for r in df.itertuples(index=False))
+        ex.execute_one(f"insert into vt.{name} values {values}")
+        frames[name] = df
+    return frames
+
+
+def _model_rows(
+    frames: dict[str, pd.DataFrame], cols: dict[str, tuple[str, str] | None]
+) -> list[list[object]]:
+    """The manual's alignment, computed with pandas: the union of the timestamps of the tables the
+    columns reference, each column its source's value at that timestamp (NULL when absent)."""
+    used = {src[0] for src in cols.values() if src is not None}
+    ts = sorted(set().union(*(set(frames[t]["ts"]) for t in used)))
+    out = pd.DataFrame({"ts": ts})
+    for name, src in cols.items():
+        if src is None:
+            out[name] = None
+            continue
+        f = frames[src[0]][["ts", src[1]]].rename(columns={src[1]: name})
+        out = out.merge(f, on="ts", how="left")
+    out = out.astype(object).where(out.notna(), None)
+
+    def cell(v: object) -> object:
+        return None if v is None else (float(v) if isinstance(v, float) else int(v))  # type: ignore[call-overload]
+
+    return [[int(r[0]), *[cell(v) for v in r[1:]]] for r in out.itertuples(index=False)]
+
+
+def _read(ex: Executor, sql: str) -> list[list[object]]:
+    return [[r[0], *[None if v is None else (float(v) if isinstance(v, float) else v) for v in r[1:]]]
+            for r in rows(ex, sql)]  # fmt: skip
+
+
+def test_alter_vtable_columns_and_sources_against_pandas(ex: Executor) -> None:
+    frames = _seed_sources(ex, np.random.default_rng(15))
+    model: dict[str, tuple[str, str] | None] = {
+        "c1": ("t1", "value"), "c2": ("t2", "value"), "c3": ("t3", "value1"), "c4": ("t3", "value2"),
+    }  # fmt: skip
+    ex.execute_one("use vt")
+    assert _read(ex, "select * from v1 order by ts") == _model_rows(frames, model)
+    steps = [
+        ("alter vtable v1 add column c5 int from vt.t1.value", "c5", ("t1", "value")),
+        ("alter vtable v1 add column c6 double", "c6", None),
+        ("alter vtable v1 alter column c2 set t3.value1", "c2", ("t3", "value1")),
+        ("alter vtable v1 alter column c3 set null", "c3", None),
+    ]
+    for sql, col, src in steps:
+        ex.execute_one(sql)
+        model[col] = src
+        assert _read(ex, "select * from v1 order by ts") == _model_rows(frames, model), sql
+    ex.execute_one("alter vtable v1 drop column c1")
+    del model["c1"]
+    ex.execute_one("alter vtable v1 rename column c4 c44")
+    model = {("c44" if k == "c4" else k): v for k, v in model.items()}
+    assert [r[0] for r in rows(ex, "describe v1")] == ["ts", *model]
+    assert _read(ex, "select * from v1 order by ts") == _model_rows(frames, model)
+    # a column added later under a dropped name has no source: NULL, never the old values
+    ex.execute_one("alter vtable v1 add column c1 int")
+    model["c1"] = None
+    assert _read(ex, "select * from v1 order by ts") == _model_rows(frames, model)
+    assert "`c44` FLOAT FROM `vt`.`t3`.`value2`" in rows(ex, "show create vtable v1")[0][1]
+
+
+def test_alter_vtable_child_sources_tags_and_virtual_supertable_columns(ex: Executor) -> None:
+    ex.execute_one("use vt")
+    ex.execute_one(f"insert into ct1 values ({BASE_MS}, 1) ({BASE_MS + 1000}, 2)")
+    ex.execute_one(f"insert into ct2 values ({BASE_MS + 5000}, 7)")
+    ex.execute_one("alter vtable vct1 alter column cint set vt.ct2.cint")
+    ex.execute_one("alter vtable vct1 set tag tint = 9")
+    assert rows(ex, "select cts, cint, tint from vct1") == [[BASE_MS + 5000, 7, 9]]
+    ex.execute_one("alter stable vstb add column extra int")
+    assert rows(ex, "select cts, cint, extra from vct2") == [[BASE_MS + 5000, 7, None]]
+    ex.execute_one("alter vtable vct2 alter column extra set vt.ct1.cint")
+    want = [[BASE_MS, None, 1], [BASE_MS + 1000, None, 2], [BASE_MS + 5000, 7, None]]
+    assert rows(ex, "select cts, cint, extra from vct2 order by cts") == want
+    ex.execute_one("alter stable vstb drop column extra")
+    ex.execute_one("alter stable vstb add column extra int")  # same name: no source, NULL
+    assert rows(ex, "select cts, cint, extra from vct2 order by cts") == [[BASE_MS + 5000, 7, None]]
+    ex.execute_one("alter stable vstb add tag t2 int")
+    assert rows(ex, "select distinct tbname, t2 from vstb order by tbname") == [
+        ["vct1", None],
+        ["vct2", None],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "at"),
+    [
+        ("alter vtable vt.v1 alter column ts set vt.t1.ts", Code.VTABLE_PRIMTS_HAS_REF, "ts set"),
+        ("alter vtable vt.v1 drop column ts", Code.CANNOT_DROP_PRIMARY_KEY, "ts"),
+        ("alter vtable vt.v1 add column c9 bigint from vt.t1.value", Code.INVALID_REF_COLUMN_TYPE, "vt.t1"),
+        ("alter vtable vt.v1 alter column c1 set vt.stb.cint", Code.INVALID_REF_COLUMN, "vt.stb"),
+        ("alter vtable vt.v1 alter column c1 set vt.t1.nope", Code.INVALID_REF_COLUMN, "vt.t1"),
+        ("alter vtable vt.v1 alter column nope set vt.t1.value", Code.COLUMN_NOT_EXIST, "nope"),
+        ("alter vtable vt.v1 add column c2 int", Code.COLUMN_ALREADY_EXIST, "c2"),
+        ("alter vtable vt.t1 add column c9 int", Code.INVALID_TABLE_TYPE, "vt.t1"),
+        ("alter table vt.v1 add column c9 int", Code.INVALID_TABLE_TYPE, "vt.v1"),
+        ("alter vtable vt.vstb add column c9 int", Code.INVALID_ALTER_TABLE, "vt.vstb"),
+        ("alter vtable vt.vct1 add column c9 int", Code.INVALID_ALTER_TABLE, "add column"),
+        ("alter vtable vt.v1 set tag tint = 1", Code.INVALID_ALTER_TABLE, "set tag"),
+        ("alter vtable vt.v1 alter column c1", Code.INCOMPLETE_SQL, None),
+        ("alter vtable vt.v1 alter column c1 put null", Code.SYNTAX_ERROR, "put"),
+    ],
+)
+def test_alter_vtable_errors_change_nothing(ex: Executor, sql: str, code: int, at: str | None) -> None:
+    before = [rows(ex, f"describe vt.{t}") for t in ("v1", "vct1", "vstb")]
+    e = error(ex, sql)
+    assert e.code == code, (sql, hex(e.code), e.message)
+    if at is not None:
+        offset = getattr(e, "offset", None)
+        assert offset is not None and sql[offset:].startswith(at), (sql, offset, e.message)
+    assert [rows(ex, f"describe vt.{t}") for t in ("v1", "vct1", "vstb")] == before
+
+
+def test_alter_vtable_is_refused_while_a_stream_reads_it(ex: Executor) -> None:
+    """Seed 000, "Support for Virtual Tables in Stream Computing", restrictions 1 and 2."""
+    ex.execute_one(
+        "create stream vt.s1 trigger at_once into vt.out1 as select _wstart, count(*) from vt.v1 "
+        "interval(10s)"
+    )
+    for sql in ("alter vtable vt.v1 add column c9 int", "alter vtable vt.v1 alter column c1 set null"):
+        e = error(ex, sql)
+        assert e.code == Code.INVALID_OPERATION and "s1" in e.message, e.message
+    ex.execute_one("drop stream vt.s1")
+    ex.execute_one("alter vtable vt.v1 alter column c1 set null")
+    assert rows(ex, "describe vt.v1")[1][4] in (None, "")
+
+
+def test_alter_vtable_needs_write_on_the_database(lake: Lake, ex: Executor) -> None:
+    reader = Principal("alice", grants=(Grant("vt", None, read=True),))
+    alice = Executor(lake, MemoryRegistry(), principal=reader)
+    e = error(alice, "alter vtable vt.v1 add column c9 int")
+    assert e.code == Code.PERMISSION_DENIED
+    assert [r[0] for r in rows(ex, "describe vt.v1")] == ["ts", "c1", "c2", "c3", "c4"]

@@ -50,6 +50,7 @@ def two_streams(power, root_api, alice_api):  # type: ignore[no-untyped-def]
 ENDPOINTS = [
     ("get", "api-me", {}),
     ("get", "api-dashboard", {}),
+    ("get", "api-dashboard-series", {}),
     ("get", "api-streams", {}),
     ("post", "api-streams", {}),
     ("get", "api-stream", {"stream_id": 1}),
@@ -71,6 +72,8 @@ ENDPOINTS = [
     ("get", "api-import", {"import_id": 1}),
     ("get", "api-notifications", {}),
     ("post", "api-notifications-ack-all", {}),
+    ("get", "api-notifications-groups", {}),
+    ("post", "api-stream-sql-reveal", {"stream_id": 1}),
     ("get", "api-notifications-unread", {}),
     ("post", "api-notification-ack", {"notification_id": 1}),
 ]

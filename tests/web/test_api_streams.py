@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from spark_workers.notify.sender import Attempt
 from spark_workers.runtime.sink import BatchReport
-from streams_app.models import ApiToken, Delivery, Notification, Stream, StreamRun
+from streams_app.models import ApiToken, Delivery, Notification, Stream, StreamProgress, StreamRun
 from streams_app.services.notifications import inbox_get_or_create, notification_ingest
 from streams_app.services.sql import sql_execute
 from streams_app.services.stream_control import (
@@ -171,18 +171,24 @@ def test_catch_up_progress(history, root_api) -> None:
     stream_set_status(stream_id=sid, status=Stream.Status.CATCHING_UP)
     body = root_api.get(f"/api/v1/streams/{sid}/").json()
     assert body["status"] == "catching_up"
+    started_at = body["progress"].pop("started_at")
     assert body["progress"] == {
         "phase": "history",
         "fraction": 0.0,
         "label": "catching up on history: 0% (0 of 10 rows)",
         "rows_done": 0,
         "rows_total": 10,
+        "rows_per_s": None,  # no micro-batch yet: no rate, no ETA
+        "eta_s": None,
     }
+    assert dt.datetime.fromisoformat(started_at) <= timezone.now()
     _report(sid, 0, phase="history", input_rows=5, max_event_ms=T0 + DAY_MS + 2000, watermark_ms=T0 + DAY_MS)
     body = root_api.get("/api/v1/streams/").json()["results"][0]
     assert body["status"] == "catching_up"
     assert (body["progress"]["fraction"], body["progress"]["rows_done"]) == (0.5, 5)
-    assert body["progress"]["label"] == "catching up on history: 50% (5 of 10 rows)"
+    # 5 snapshot rows in the batch's 1 s: 5 rows/s, the 5 rows left in 1 s
+    assert (body["progress"]["rows_per_s"], body["progress"]["eta_s"]) == (5.0, 1.0)
+    assert body["progress"]["label"] == "catching up on history: 50% (5 of 10 rows, about 0:00:01 left)"
     assert body["lag_ms"] == 2000
     _report(sid, 1, phase="live", input_rows=5, max_event_ms=T0 + 2 * DAY_MS + 4000)
     body = root_api.get(f"/api/v1/streams/{sid}/").json()
@@ -335,7 +341,7 @@ def test_dashboard(streams, root_api, alice_api, admin, alice) -> None:
     d = root_api.get("/api/v1/dashboard/").json()
     assert d["streams_total"] == 4
     assert d["streams_by_status"] == {"running": 1, "failed": 1, "paused": 1, "starting": 1}
-    assert d["throughput_rows_per_s"] == 100.0
+    assert d["throughput_rows_per_s"] == 100 / 60  # beta's 100 rows over the last minute
     assert d["failures"]["streams_failed"] == 1
     errors = [(e["stream_id"], e["name"], e["error"]) for e in d["failures"]["recent_errors"]]
     assert set(errors) == {(gamma, "gamma", "boom: worker lost"), (gamma, "gamma", "older failure")}
@@ -409,3 +415,45 @@ def test_obtain_a_token_with_username_and_password(power, alice) -> None:
     bad = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": "nope"}, format="json")
     assert bad.status_code == 400 and "Unable to log in" in str(bad.json())
     assert ApiToken.objects.count() == 2
+
+
+def test_dashboard_throughput_is_zero_when_nothing_flows(streams, root_api) -> None:
+    """The current throughput is the rows of the last minute: a stream's last batch of long ago
+    does not count (issue 16, item 5)."""
+    StreamProgress.objects.filter(stream_id=streams["beta"]).update(
+        created_at=timezone.now() - dt.timedelta(minutes=5)
+    )
+    assert root_api.get("/api/v1/dashboard/").json()["throughput_rows_per_s"] == 0.0
+
+
+def test_dashboard_series(streams, root_api, alice_api) -> None:
+    """Per-stream and total series over a time range: rows per second, event-time lag and
+    delivery attempts per bucket, placed by when they happened; another user's streams are not
+    in a user's series; a bad range is a 400."""
+    beta = streams["beta"]
+    now = timezone.now()
+    _report(beta, 2, input_rows=600, watermark_ms=T0, max_event_ms=T0 + 30_000)
+    latest = StreamProgress.objects.filter(stream_id=beta).order_by("-id")
+    StreamProgress.objects.filter(pk=latest[0].pk).update(created_at=now - dt.timedelta(minutes=30))
+    for ok in (True, False, True):
+        stream_delivery_record(
+            stream_id=beta, attempt=Attempt(url="ws://x", message_id="m", events=1, ok=ok, latency_ms=1.0)
+        )
+    since, until = now - dt.timedelta(hours=1), now + dt.timedelta(minutes=1)
+    r = root_api.get(
+        "/api/v1/dashboard/series/", {"since": since.isoformat(), "until": until.isoformat()}
+    ).json()
+    assert len(r["t"]) == 60 and r["bucket_s"] == 61.0
+    s = {x["name"]: x for x in r["streams"]}
+    assert set(s) == {"alpha", "alpha_2", "beta", "gamma"}  # staff see every live stream
+    b = s["beta"]
+    old = 30 * 60 // 61  # the bucket 30 minutes after `since`
+    assert b["rows_per_s"][old] == 600 / 61 and b["lag_s"][old] == 30.0
+    assert sum(b["rows_per_s"]) == pytest.approx((600 + 100) / 61)  # and the fixture's recent 100 rows
+    assert sum(b["delivered"]) == 2 and sum(b["failed"]) == 1
+    assert r["totals"]["delivered"] == b["delivered"] and b["lag_ms"] is not None
+    mine = alice_api.get("/api/v1/dashboard/series/", {"range": "15m"}).json()
+    assert {x["name"] for x in mine["streams"]} == {"alpha", "alpha_2"}
+    assert root_api.get("/api/v1/dashboard/series/", {"range": "1y"}).status_code == 400
+    bad = {"since": now.isoformat(), "until": (now - dt.timedelta(hours=1)).isoformat()}
+    assert root_api.get("/api/v1/dashboard/series/", bad).status_code == 400

@@ -260,6 +260,13 @@ async def test_stream_socket_receives_progress(admin, streams) -> None:
         2,
     )
     assert p["rows_per_s"] == 300.0 and p["created_at"]
+    # the first micro-batch made the starting stream RUNNING: its page is told
+    status = await ws.receive_json_from(timeout=5)
+    assert (status["type"], status["stream"]["id"], status["stream"]["status"]) == (
+        "stream.status",
+        sid,
+        "running",
+    )
     # another stream's progress is not sent to this stream's page
     await database_sync_to_async(stream_progress_record)(stream_id=streams[1], report=BatchReport(batch_id=1))
     assert await ws.receive_nothing(timeout=QUIET_S)
@@ -279,10 +286,12 @@ async def test_streams_list_socket_filters_by_visibility(admin, alice, streams) 
     root_ws = await _connect("/ws/streams/", admin)
     await database_sync_to_async(stream_progress_record)(stream_id=s_root, report=BatchReport(batch_id=1))
     assert (await root_ws.receive_json_from(timeout=5))["stream_id"] == s_root
+    assert (await root_ws.receive_json_from(timeout=5))["stream"]["id"] == s_root  # now running
     assert await alice_ws.receive_nothing(timeout=QUIET_S)
     await database_sync_to_async(stream_progress_record)(stream_id=s_alice, report=BatchReport(batch_id=1))
-    assert (await alice_ws.receive_json_from(timeout=5))["stream_id"] == s_alice
-    assert (await root_ws.receive_json_from(timeout=5))["stream_id"] == s_alice
+    for ws in (alice_ws, root_ws):
+        assert (await ws.receive_json_from(timeout=5))["stream_id"] == s_alice
+        assert (await ws.receive_json_from(timeout=5))["stream"]["id"] == s_alice
     # status changes (pause) are pushed too, with the stream's row
     from streams_app.services.stream_control import stream_action
 

@@ -41,3 +41,30 @@ def test_a_user_without_write_is_refused_over_rest_and_nothing_changes(meters: R
         assert status == 200 and body["code"] == Code.PERMISSION_DENIED, (sql, body)
     assert meters.ok("DESCRIBE power.meters")["data"] == before
     assert meters.ok("SELECT DISTINCT groupid FROM power.d1001")["data"] == [[2]]
+
+
+def test_keep_over_rest_hides_refuses_and_the_beat_job_removes_old_rows(meters: Rest, power) -> None:  # type: ignore[no-untyped-def]
+    """ALTER DATABASE KEEP over REST (TDengine SQL manual, "Manage Databases"): the seeded 2024
+    rows are older than now - 30 days, so they are neither returned nor kept; a row 29 days old is
+    returned until the hourly ``lake.retain`` task runs two days later (clock moved by the test)."""
+    import time
+
+    from django.conf import settings
+
+    from streams_app.services import maintenance
+    from streams_app.tasks import lake_retain_task
+
+    day = 86_400_000
+    now = int(time.time() * 1000)
+    meters.ok(f"INSERT INTO power.d1001 (ts, current) VALUES ({now - 29 * day}, 29.0) ({now - day}, 1.0)")
+    before = meters.ok("SELECT COUNT(*) FROM power.meters")["data"]
+    assert before == [[8]]  # 6 seeded + 2
+    meters.ok("ALTER DATABASE power KEEP 30")
+    assert meters.ok("SELECT current FROM power.meters ORDER BY ts")["data"] == [[29.0], [1.0]]
+    body = meters.fails(f"INSERT INTO power.d1002 (ts, current) VALUES ({now - 31 * day}, 5.0)")
+    assert body["code"] == Code.TIMESTAMP_OUT_OF_RANGE and "KEEP" in body["desc"]
+    db = power.catalog.require_database("power")
+    assert power.read(db, power.catalog.require_table("power", "meters")).num_rows == 2  # removed, not hidden
+    assert settings.CELERY_BEAT_SCHEDULE["lake-retain"]["task"] == lake_retain_task.name == "lake.retain"
+    assert maintenance.lake_retain(now_ms=now + 2 * day) == 1  # the row 29 days old is now 31 days old
+    assert power.read(db, power.catalog.require_table("power", "meters")).num_rows == 1

@@ -3,6 +3,7 @@ import type {
   ActionResult,
   CreateStreamBody,
   Dashboard,
+  DashboardSeries,
   Database,
   Delivery,
   Diagnosis,
@@ -10,6 +11,7 @@ import type {
   ImportJob,
   Notification,
   NotificationFilter,
+  NotificationGroup,
   PageQuery,
   Paginated,
   Progress,
@@ -184,6 +186,11 @@ export function getDiagnosis(id: number): Promise<Diagnosis> {
   return request("GET", `${API_ROOT}/streams/${id}/diagnosis/`);
 }
 
+/** A stream's SQL with its NOTIFY secrets (owner or superuser only; 403 otherwise). */
+export function revealStreamSql(id: number): Promise<{ sql: string }> {
+  return request("POST", `${API_ROOT}/streams/${id}/sql/reveal/`);
+}
+
 export async function dropStream(id: number): Promise<void> {
   await request<null>("DELETE", `${API_ROOT}/streams/${id}/`);
 }
@@ -218,6 +225,11 @@ export function getRuns(id: number, q: PageQuery = {}): Promise<Paginated<Run>> 
 
 export function getDashboard(): Promise<Dashboard> {
   return request("GET", `${API_ROOT}/dashboard/`);
+}
+
+/** Time series of throughput, lag and deliveries over `range` (15m, 1h, 6h, 24h, 7d) ending now. */
+export function getDashboardSeries(range: string): Promise<DashboardSeries> {
+  return request("GET", `${API_ROOT}/dashboard/series/?range=${encodeURIComponent(range)}`);
 }
 
 // --- databases / tables ----------------------------------------------------------------------
@@ -319,24 +331,32 @@ export async function runSql(sql: string, db?: string): Promise<SqlResult> {
 
 // --- notifications ---------------------------------------------------------------------------
 
+/** The inbox filters as query parameters (the list's, ack-all's and the groups'). */
+function notificationQuery(f: NotificationFilter, withAcknowledged: boolean): Record<string, string | undefined> {
+  return {
+    stream: f.stream,
+    event_type: f.event_type,
+    group: f.group,
+    acknowledged: withAcknowledged && f.unacknowledgedOnly ? "false" : undefined,
+  };
+}
+
 export function listNotifications(f: NotificationFilter = {}): Promise<Paginated<Notification>> {
-  return page(
-    `${API_ROOT}/notifications/${qs({
-      stream: f.stream,
-      event_type: f.event_type,
-      acknowledged: f.unacknowledgedOnly ? "false" : undefined,
-      limit: f.limit,
-      offset: f.offset || undefined,
-    })}`,
-  );
+  return page(`${API_ROOT}/notifications/${qs({ ...notificationQuery(f, true), limit: f.limit, offset: f.offset || undefined })}`);
+}
+
+/** The groups (stream, tableName, tags, unread/total) of the notifications matching `f`. */
+export function listNotificationGroups(f: NotificationFilter = {}): Promise<NotificationGroup[]> {
+  return request("GET", `${API_ROOT}/notifications/groups/${qs(notificationQuery(f, true))}`);
 }
 
 export function ackNotification(id: number): Promise<Notification> {
   return request("POST", `${API_ROOT}/notifications/${id}/ack/`);
 }
 
-export function ackAllNotifications(): Promise<{ updated: number }> {
-  return request("POST", `${API_ROOT}/notifications/ack-all/`);
+/** Acknowledge every unread notification matching `f` (stream, event type, group; none: all). */
+export function ackAllNotifications(f: NotificationFilter = {}): Promise<{ updated: number }> {
+  return request("POST", `${API_ROOT}/notifications/ack-all/${qs(notificationQuery(f, false))}`);
 }
 
 export function unreadCount(): Promise<{ count: number }> {

@@ -47,6 +47,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dashboard/series/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Throughput, event-time lag and notification delivery over time, per stream and in total
+         *     (the streams the user sees), for the dashboard's charts and the streams table's sparklines.
+         */
+        get: operations["v1_dashboard_series_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/databases/": {
         parameters: {
             query?: never;
@@ -326,7 +346,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The inbox, newest first, paginated. */
+        /** @description The inbox, newest first, paginated; each notification with its group's tags. */
         get: operations["v1_notifications_list"];
         put?: never;
         post?: never;
@@ -361,7 +381,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * @description Acknowledge every unread notification of the user's inbox(es) that matches the filters (none:
+         *     all of them); the filters are the list's.
+         */
         post: operations["v1_notifications_ack_all_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications/groups/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The groups of the inbox's notifications (stream and tableName, with the group's tags and its
+         *     unread and total counts), most unread first, for the same filters as the list.
+         */
+        get: operations["v1_notifications_groups"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -571,6 +615,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/streams/{stream_id}/sql/reveal/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description A stream's SQL with its NOTIFY secrets (the inbox key of a NOTIFY URL), for its owner or a
+         *     superuser only (403 for anyone else): the explicit "show" / copy of the stream page; every
+         *     other answer shows the SQL redacted.
+         */
+        post: operations["v1_streams_sql_reveal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/streams/{stream_id}/versions/": {
         parameters: {
             query?: never;
@@ -638,7 +703,8 @@ export interface components {
         ActionResult: {
             id: number;
             name: string;
-            db: string | null;
+            /** @description the stream's database; a legacy stream (whose name TDengine keeps outside any database) is shown with its source table's database (ins_streams.source_db), else its output's (target_db); null when it has neither */
+            readonly db: string | null;
             syntax: components["schemas"]["SyntaxEnum"];
             status: components["schemas"]["StatusEnum"];
             desired_state: components["schemas"]["DesiredStateEnum"];
@@ -782,6 +848,32 @@ export interface components {
             /** Format: double */
             delivery_rate: number | null;
             last_24h: components["schemas"]["DashboardDeliveries24h"];
+        };
+        /** @description Time series per stream and in total (``selectors.dashboard_series``). */
+        DashboardSeries: {
+            streams: components["schemas"]["DashboardSeriesStream"][];
+            since: string;
+            until: string;
+            /** Format: double */
+            bucket_s: number;
+            t: number[];
+            totals: components["schemas"]["DashboardSeriesTotals"];
+        };
+        DashboardSeriesStream: {
+            id: number;
+            name: string;
+            db: string;
+            status: string;
+            lag_ms: number | null;
+            rows_per_s: number[];
+            lag_s: (number | null)[];
+            delivered: number[];
+            failed: number[];
+        };
+        DashboardSeriesTotals: {
+            rows_per_s: number[];
+            delivered: number[];
+            failed: number[];
         };
         /** @description A database. */
         Database: {
@@ -1042,6 +1134,23 @@ export interface components {
             acknowledged: boolean;
             /** Format: date-time */
             created_at: string;
+            /** @description the tags of the event's group: {tag: value} of its output subtable (tableName), e.g. the PARTITION BY values; {} when unknown (notify-only stream, other sender) */
+            readonly group_tags: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One group of the inbox (``selectors.notification_groups``). */
+        NotificationGroup: {
+            stream_name: string;
+            /** @description the events' tableName */
+            table_name: string;
+            /** @description {tag: value}; {} when unknown */
+            tags: {
+                [key: string]: unknown;
+            };
+            total: number;
+            unread: number;
+            latest_id: number;
         };
         NotificationHealth: {
             sent: number;
@@ -1230,7 +1339,8 @@ export interface components {
         Stream: {
             id: number;
             name: string;
-            db: string | null;
+            /** @description the stream's database; a legacy stream (whose name TDengine keeps outside any database) is shown with its source table's database (ins_streams.source_db), else its output's (target_db); null when it has neither */
+            readonly db: string | null;
             syntax: components["schemas"]["SyntaxEnum"];
             status: components["schemas"]["StatusEnum"];
             desired_state: components["schemas"]["DesiredStateEnum"];
@@ -1264,7 +1374,8 @@ export interface components {
         StreamDetail: {
             id: number;
             name: string;
-            db: string | null;
+            /** @description the stream's database; a legacy stream (whose name TDengine keeps outside any database) is shown with its source table's database (ins_streams.source_db), else its output's (target_db); null when it has neither */
+            readonly db: string | null;
             syntax: components["schemas"]["SyntaxEnum"];
             status: components["schemas"]["StatusEnum"];
             desired_state: components["schemas"]["DesiredStateEnum"];
@@ -1303,6 +1414,9 @@ export interface components {
             next: string | null;
             /** Format: uri */
             previous: string | null;
+        };
+        StreamSqlRevealed: {
+            sql: string;
         };
         StreamVersionDiff: {
             from: number;
@@ -1402,6 +1516,21 @@ export interface components {
             label: string;
             rows_done: number | null;
             rows_total: number | null;
+            /**
+             * Format: double
+             * @description snapshot rows done per second since the catch-up began; null before
+             */
+            rows_per_s?: number | null;
+            /**
+             * Format: double
+             * @description seconds left at that rate (0 when done); null while no rate is known
+             */
+            eta_s?: number | null;
+            /**
+             * Format: date-time
+             * @description when the first history micro-batch began (UTC)
+             */
+            started_at?: string;
         };
     };
     responses: never;
@@ -1472,6 +1601,36 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Dashboard"];
+                };
+            };
+        };
+    };
+    v1_dashboard_series_retrieve: {
+        parameters: {
+            query?: {
+                /**
+                 * @description * `15m` - 15m
+                 *     * `1h` - 1h
+                 *     * `6h` - 6h
+                 *     * `24h` - 24h
+                 *     * `7d` - 7d
+                 */
+                range?: "15m" | "1h" | "6h" | "24h" | "7d";
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DashboardSeries"];
                 };
             };
         };
@@ -2019,6 +2178,8 @@ export interface operations {
                 acknowledged?: boolean;
                 /** @description WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ... */
                 event_type?: string;
+                /** @description the group: its events' tableName (the group's output subtable) */
+                group?: string;
                 /** @description page size (default 50, at most 500) */
                 limit?: number;
                 /** @description index of the first result (default 0) */
@@ -2067,7 +2228,16 @@ export interface operations {
     };
     v1_notifications_ack_all_create: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ... */
+                event_type?: string;
+                /** @description the group: its events' tableName (the group's output subtable) */
+                group?: string;
+                /** @description received at or after (epoch ms or ISO) */
+                since?: string;
+                /** @description stream name */
+                stream?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2080,6 +2250,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AckAll"];
+                };
+            };
+        };
+    };
+    v1_notifications_groups: {
+        parameters: {
+            query?: {
+                acknowledged?: boolean;
+                /** @description WINDOW_OPEN, WINDOW_CLOSE, ON_TIME, ... */
+                event_type?: string;
+                /** @description the group: its events' tableName (the group's output subtable) */
+                group?: string;
+                /** @description received at or after (epoch ms or ISO) */
+                since?: string;
+                /** @description stream name */
+                stream?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationGroup"][];
                 };
             };
         };
@@ -2465,6 +2664,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPage"];
+                };
+            };
+        };
+    };
+    v1_streams_sql_reveal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stream_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamSqlRevealed"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

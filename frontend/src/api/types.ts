@@ -104,6 +104,7 @@ export type DiagnosisCause = Schemas["Cause"];
 // --- dashboard -----------------------------------------------------------------------------
 
 export type Dashboard = Schemas["Dashboard"];
+export type DashboardSeries = Schemas["DashboardSeries"];
 
 // --- databases / tables / ingestion --------------------------------------------------------
 
@@ -165,9 +166,14 @@ export type Notification = Refine<
   }
 >;
 
+/** One group of the inbox: a stream's events naming one tableName, with that table's tags. */
+export type NotificationGroup = Schemas["NotificationGroup"];
+
 export interface NotificationFilter extends PageQuery {
   stream?: string;
   event_type?: string;
+  /** the group: its events' tableName */
+  group?: string;
   /** true → acknowledged=false is sent (only unacknowledged). */
   unacknowledgedOnly?: boolean;
 }

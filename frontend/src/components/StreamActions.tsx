@@ -3,7 +3,7 @@
 import { useState, type MouseEvent } from "react";
 import { dropStream, editStream, errorText, recalculateStream, streamAction } from "../api/client";
 import type { Stream, StreamAction, StreamStatus } from "../api/types";
-import { localInputToIso, msToLocalInput } from "../format";
+import { msToUtcInput, utcInputToIso } from "../format";
 import { nav, urls } from "../page";
 import { ConfirmDialog } from "./ConfirmDialog";
 import { ProgressBar } from "./ProgressBar";
@@ -60,6 +60,19 @@ export interface StreamActionsProps {
 }
 
 const HOUR_MS = 3600_000;
+const MINUTE_MS = 60_000;
+
+/**
+ * The recalculation dialog's default range, epoch ms: the stream's last hour of data — ending at
+ * the latest event time its last micro-batch saw (else its watermark), rounded up to the minute —
+ * or the last hour of the wall clock for a stream that has not seen a row yet.
+ */
+export function recalcDefaultRange(stream: Stream, now: number = Date.now()): { start: number; end: number } {
+  const p = stream.last_progress;
+  const latest = p?.max_event_ms ?? p?.watermark_ms ?? null;
+  const end = latest !== null ? Math.ceil(latest / MINUTE_MS) * MINUTE_MS : Math.floor(now / MINUTE_MS) * MINUTE_MS;
+  return { start: end - HOUR_MS, end };
+}
 
 export function StreamActions({ stream, onUpdated, onDropped, onError, compact }: StreamActionsProps) {
   const [confirming, setConfirming] = useState<Pending | null>(null);
@@ -78,7 +91,7 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
       } else if (what === "recalculate") {
         setRecalculating(true);
         setNote(null);
-        const res = await recalculateStream(stream.id, localInputToIso(range.start)!, localInputToIso(range.end)!);
+        const res = await recalculateStream(stream.id, utcInputToIso(range.start)!, utcInputToIso(range.end)!);
         const { recalculation, ...updated } = res;
         onUpdated(updated);
         if (recalculation) setNote(`recalculated ${recalculation.windows} window${recalculation.windows === 1 ? "" : "s"}`);
@@ -95,9 +108,8 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
 
   const ask = (what: Pending) => {
     if (what === "recalculate") {
-      // Default range: the last hour, to the minute.
-      const end = Math.floor(Date.now() / 60_000) * 60_000;
-      setRange({ start: msToLocalInput(end - HOUR_MS), end: msToLocalInput(end) });
+      const r = recalcDefaultRange(stream);
+      setRange({ start: msToUtcInput(r.start), end: msToUtcInput(r.end) });
     }
     setConfirming(what);
   };
@@ -116,13 +128,13 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
 
   const acts = actionsFor(stream.status);
   const conf = confirming ? CONFIRM[confirming] : undefined;
-  const startIso = localInputToIso(range.start);
-  const endIso = localInputToIso(range.end);
+  const startIso = utcInputToIso(range.start);
+  const endIso = utcInputToIso(range.end);
   const rangeError =
     confirming !== "recalculate"
       ? null
       : !startIso || !endIso
-        ? "Give a start and an end."
+        ? "Give a start and an end in UTC, ISO 8601: 2024-01-02T03:04:05Z."
         : startIso >= endIso
           ? "The start must be before the end."
           : null;
@@ -168,21 +180,23 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           {confirming === "recalculate" && (
             <div className="recalc-form">
               <label>
-                From{" "}
+                From (UTC){" "}
                 <input
-                  type="datetime-local"
-                  step="1"
-                  aria-label="Recalculate from"
+                  type="text"
+                  className="mono"
+                  placeholder="2024-01-02T03:04:05Z"
+                  aria-label="Recalculate from (UTC)"
                   value={range.start}
                   onChange={(e) => setRange((r) => ({ ...r, start: e.target.value }))}
                 />
               </label>
               <label>
-                to{" "}
+                to (UTC){" "}
                 <input
-                  type="datetime-local"
-                  step="1"
-                  aria-label="Recalculate to"
+                  type="text"
+                  className="mono"
+                  placeholder="2024-01-02T04:04:05Z"
+                  aria-label="Recalculate to (UTC)"
                   value={range.end}
                   onChange={(e) => setRange((r) => ({ ...r, end: e.target.value }))}
                 />

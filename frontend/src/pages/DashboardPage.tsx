@@ -1,10 +1,12 @@
-// Dashboard: streams by status, total throughput, failures, notification delivery, unread inbox.
+// Dashboard: streams by status, total throughput, failures, notification delivery, unread inbox,
+// and the same over time with a time picker (DashboardSeries).
 // GET dashboard/ every 5 s (there is no dashboard channel); the unread count follows /ws/inbox/.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { errorText, getDashboard } from "../api/client";
 import { STREAM_STATUSES, type Dashboard } from "../api/types";
 import { ErrorBanner, Loading, StatusBadge } from "../components/common";
 import { Sparkline } from "../components/Sparkline";
+import { DashboardSeries } from "./DashboardSeries";
 import { formatAgo, formatCount, formatDateTime, formatRate, formatTime, percent, truncate } from "../format";
 import { useInbox } from "../inbox";
 import { urls } from "../page";
@@ -102,7 +104,7 @@ export function DashboardPage() {
               </div>
               <div className="stat-sub">
                 <Sparkline values={samples} width={180} height={28} />
-                <div>last batch of each running stream</div>
+                <div>rows processed over the last minute</div>
               </div>
             </div>
 
@@ -143,6 +145,8 @@ export function DashboardPage() {
               <div className="stat-sub">unread notifications</div>
             </div>
           </div>
+
+          <DashboardSeries pollMs={DASHBOARD_POLL_MS} />
 
           <section className="panel">
             <header className="panel-head">

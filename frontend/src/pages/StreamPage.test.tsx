@@ -180,6 +180,43 @@ describe("StreamPage", () => {
     await waitFor(() => expect(go).toHaveBeenCalledWith("/"));
   });
 
+  it("keeps the NOTIFY key redacted until its owner asks to show or copy it", async () => {
+    const redacted = "CREATE STREAM s INTO o AS SELECT 1 FROM t\n  NOTIFY ('ws://h/ws/notify/inbox?key=******')";
+    const real = redacted.replace("******", "k3y");
+    const m = setup(makeDetail({ id: 4, name: "s", sql: redacted }));
+    m.on("POST /api/v1/streams/4/sql/reveal/", { sql: real });
+    const writeText = vi.fn(() => Promise.resolve());
+    Object.defineProperty(navigator, "clipboard", { value: { writeText }, configurable: true });
+    renderPage("stream", { streamId: 4 });
+    const sql = await screen.findByTestId("stream-sql");
+    expect(sql).toHaveTextContent("key=******");
+    expect(sql).not.toHaveTextContent("k3y");
+    expect(m.callsTo("POST", "/api/v1/streams/4/sql/reveal/")).toHaveLength(0); // not without asking
+    fireEvent.click(screen.getByRole("button", { name: "Show secrets" }));
+    await waitFor(() => expect(screen.getByTestId("stream-sql")).toHaveTextContent("key=k3y"));
+    fireEvent.click(screen.getByRole("button", { name: "Hide secrets" }));
+    expect(screen.getByTestId("stream-sql")).toHaveTextContent("key=******");
+    fireEvent.click(screen.getByRole("button", { name: "Copy with secrets" }));
+    await waitFor(() => expect(writeText).toHaveBeenCalledWith(real));
+    expect(screen.getByTestId("stream-sql")).not.toHaveTextContent("k3y"); // copied, not shown
+  });
+
+  it("says why the secrets cannot be shown to someone else", async () => {
+    const m = setup(makeDetail({ id: 4, name: "s", sql: "CREATE STREAM s NOTIFY ('ws://h/x?key=******')" }));
+    m.on("POST /api/v1/streams/4/sql/reveal/", reply(403, { code: 0x2644, desc: "Permission denied or target object not exist: the NOTIFY secrets of stream s are shown to its owner only" }));
+    renderPage("stream", { streamId: 4 });
+    fireEvent.click(await screen.findByRole("button", { name: "Show secrets" }));
+    expect(await screen.findByRole("alert")).toHaveTextContent("shown to its owner only");
+    expect(screen.getByTestId("stream-sql")).toHaveTextContent("key=******");
+  });
+
+  it("offers no secrets to show when the SQL has none", async () => {
+    setup();
+    renderPage("stream", { streamId: 4 });
+    await screen.findByTestId("stream-sql");
+    expect(screen.queryByRole("button", { name: "Show secrets" })).toBeNull();
+  });
+
   it("shows an error when the stream does not exist", async () => {
     mockFetch({ "GET /api/v1/streams/4/": reply(404, { detail: "Not found." }) });
     renderPage("stream", { streamId: 4 });

@@ -2,7 +2,7 @@
 // stream.progress messages of /ws/streams/<id>/), delivery log, run history, output table.
 import { Fragment, useCallback, useEffect, useMemo, useState, type ReactNode } from "react";
 import type uPlot from "uplot";
-import { errorText, getDeliveries, getProgress, getRows, getRuns, getStream } from "../api/client";
+import { errorText, getDeliveries, getProgress, getRows, getRuns, getStream, revealStreamSql } from "../api/client";
 import { useLiveSocket } from "../api/live";
 import type { Delivery, Paginated, Progress, RowsResult, Run, Stream, StreamDetail, StreamSocketMessage } from "../api/types";
 import { Empty, ErrorBanner, LiveIndicator, Loading, Section, StatusBadge, useNow } from "../components/common";
@@ -132,11 +132,7 @@ export function StreamPage({ id }: { id: number }) {
         p?.phase === "history" && <CatchUp progress={progress} latest={p} now={now} />
       )}
 
-      <Section title="SQL">
-        <pre className="sql" data-testid="stream-sql">
-          {stream.sql}
-        </pre>
-      </Section>
+      <StreamSql stream={stream} onError={setError} />
 
       <ProgressCharts progress={progress} />
 
@@ -182,6 +178,61 @@ export function StreamPage({ id }: { id: number }) {
         {target ? <OutputPreview db={target.db} table={target.table} version={outputVersion} /> : <Empty>This stream has no output table.</Empty>}
       </Section>
     </div>
+  );
+}
+
+/** What the API shows in place of a NOTIFY URL's secret (spark_workers.access.REDACTED). */
+export const REDACTED = "******";
+
+/**
+ * The stream's SQL as the API gives it, NOTIFY URL secrets (the inbox key) redacted; when it has
+ * some, "Show secrets" and "Copy with secrets" ask for the real SQL (its owner only: the API
+ * answers 403 to anyone else).
+ */
+function StreamSql({ stream, onError }: { stream: StreamDetail; onError: (e: string) => void }) {
+  const [revealed, setRevealed] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  const hasSecrets = stream.sql.includes(REDACTED);
+  useEffect(() => setRevealed(null), [stream.sql]);
+  const reveal = async (): Promise<string | null> => {
+    try {
+      return (await revealStreamSql(stream.id)).sql;
+    } catch (e) {
+      onError(`Could not show the secrets of ${stream.name}: ${errorText(e)}`);
+      return null;
+    }
+  };
+  const toggle = async () => {
+    if (revealed !== null) return setRevealed(null);
+    setRevealed(await reveal());
+  };
+  const copy = async () => {
+    const sql = revealed ?? (await reveal());
+    if (sql === null) return;
+    try {
+      await navigator.clipboard.writeText(sql);
+      setCopied(true);
+    } catch (e) {
+      onError(`Could not copy: ${errorText(e)}`);
+    }
+  };
+  const actions = hasSecrets ? (
+    <div className="sql-secrets">
+      <button type="button" className="btn-sm" onClick={() => void toggle()} data-testid="sql-reveal">
+        {revealed !== null ? "Hide secrets" : "Show secrets"}
+      </button>
+      <button type="button" className="btn-sm" onClick={() => void copy()}>
+        Copy with secrets
+      </button>
+      {copied && <span className="muted small">copied</span>}
+    </div>
+  ) : undefined;
+  return (
+    <Section title="SQL" actions={actions}>
+      <pre className="sql" data-testid="stream-sql">
+        {revealed ?? stream.sql}
+      </pre>
+    </Section>
   );
 }
 

@@ -118,14 +118,21 @@ describe("StreamsPage", () => {
     fireEvent.click(within(row).getByRole("button", { name: "recalculate" }));
     const dialog = screen.getByRole("dialog");
     expect(dialog).toHaveTextContent("Recalculate the windows of stream daily_avg");
-    const from = within(dialog).getByLabelText("Recalculate from");
-    const to = within(dialog).getByLabelText("Recalculate to");
+    const from = within(dialog).getByLabelText("Recalculate from (UTC)");
+    const to = within(dialog).getByLabelText("Recalculate to (UTC)");
+    // default: the stream's last hour of data (its latest event 2024-06-01T09:59:55Z, to the
+    // minute above), in ISO 8601 UTC, whatever the browser's zone (UTC+05:30 here)
+    expect(from).toHaveValue("2024-06-01T09:00:00Z");
+    expect(to).toHaveValue("2024-06-01T10:00:00Z");
+    // a US-style date is not taken
+    fireEvent.change(from, { target: { value: "06/01/2024 09:00 AM" } });
+    expect(within(dialog).getByTestId("recalc-error")).toHaveTextContent("UTC, ISO 8601");
     // an end before the start cannot be sent
-    fireEvent.change(from, { target: { value: "2024-06-01T15:30:00" } });
-    fireEvent.change(to, { target: { value: "2024-06-01T15:00:00" } });
+    fireEvent.change(from, { target: { value: "2024-06-01T10:00:00Z" } });
+    fireEvent.change(to, { target: { value: "2024-06-01 09:30" } });
     expect(within(dialog).getByTestId("recalc-error")).toHaveTextContent("The start must be before the end.");
     expect(within(dialog).getByRole("button", { name: "Recalculate" })).toBeDisabled();
-    fireEvent.change(to, { target: { value: "2024-06-02T05:30:00" } });
+    fireEvent.change(to, { target: { value: "2024-06-02 00:00:00" } });
     fireEvent.click(within(dialog).getByRole("button", { name: "Recalculate" }));
     await waitFor(() => expect(m.callsTo("POST", "/api/v1/streams/1/actions/")).toHaveLength(1));
     // the range is being recalculated (the server answers when it is done)
@@ -133,7 +140,7 @@ describe("StreamsPage", () => {
     answer({ ...makeStream({ id: 1 }), recalculation: { windows: 3 } });
     expect(await within(row).findByTestId("recalc-result")).toHaveTextContent("recalculated 3 windows");
     expect(within(row).queryByTestId("recalc-progress")).toBeNull();
-    // local times in UTC+05:30
+    // the times typed, read as UTC
     expect(m.callsTo("POST", "/api/v1/streams/1/actions/")[0].body).toEqual({
       action: "recalculate",
       start: "2024-06-01T10:00:00.000Z",

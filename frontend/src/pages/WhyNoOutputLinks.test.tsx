@@ -60,6 +60,7 @@ describe("Why no output? links", () => {
     mockFetch({
       "GET /api/v1/notifications/unread-count/": { count: 1 },
       "GET /api/v1/streams/": { count: 1, results: [makeStream({ id: 4, name: "daily_avg" })] },
+      "GET /api/v1/notifications/groups/": [],
       "GET /api/v1/notifications/": page([makeNotification({ id: 2, stream_name: "daily_avg" }), makeNotification({ id: 3, stream_name: "gone" })]),
     });
     renderPage("inbox");

@@ -72,6 +72,7 @@ export function makeNotification(over: Partial<Notification> = {}): Notification
     payload: { tableName: "t_1", eventType: "WINDOW_CLOSE", result: { "max(temperature)": 41.5 } },
     acknowledged: false,
     created_at: "2024-06-01T06:00:02Z",
+    group_tags: {},
     ...over,
   };
 }

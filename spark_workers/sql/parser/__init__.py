@@ -199,7 +199,7 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
         )
 
     def alter(self) -> ast.Statement:
-        """``ALTER DATABASE | STABLE | TABLE ...`` (ALTER USER is :meth:`alter_user`)."""
+        """``ALTER DATABASE | STABLE | TABLE | VTABLE ...`` (ALTER USER is :meth:`alter_user`)."""
         self.expect("ALTER")
         if self.accept("DATABASE"):
             return self.alter_database()
@@ -207,7 +207,9 @@ class _StatementParser(WritesParser, IntrospectionParser, StreamsParser, UsersPa
             return self.alter_table(stable=True)
         if self.accept("TABLE"):
             return self.alter_table(stable=False)
-        raise self.error("syntax error: expected DATABASE, STABLE, TABLE or USER after ALTER")
+        if self.accept("VTABLE"):
+            return self.alter_table(stable=False, vtable=True)
+        raise self.error("syntax error: expected DATABASE, STABLE, TABLE, VTABLE or USER after ALTER")
 
     def drop(self) -> ast.Statement:
         self.expect("DROP")

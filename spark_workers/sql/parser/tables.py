@@ -13,9 +13,10 @@ from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
 from spark_workers.tdtypes import check_placement, placement_code
 
 # TDengine's db_options of CREATE DATABASE (3.3, sql.y ``db_options``; "Manage Databases"). tdweb
-# honours PRECISION and DURATION (the lake's time buckets); the others tune vnodes, caches, the WAL
-# and compaction, which a single node over Delta tables does not have: they are stored and shown
-# by SHOW CREATE DATABASE / ins_databases, change no result, and ALTER DATABASE refuses them.
+# honours PRECISION and DURATION (the lake's time buckets), KEEP and KEEP_TIME_OFFSET (retention,
+# ``lake/retention.py``); the others tune vnodes, caches, the WAL and compaction, which a single
+# node over Delta tables does not have: they are stored and shown by SHOW CREATE DATABASE /
+# ins_databases and change no result; ALTER DATABASE refuses them, except CACHEMODEL (stored).
 CREATE_DB_OPTIONS = frozenset(
     {
         "BUFFER", "CACHEMODEL", "CACHESIZE", "COMP", "DURATION", "WAL_FSYNC_PERIOD", "MAXROWS", "MINROWS",
@@ -79,12 +80,23 @@ class TablesParser(ParserBase):
         options, spans = self.database_options()
         return ast.AlterDatabase(name=name, options=options, spans=spans, span=Span(0, len(self.sql)))
 
-    def alter_table(self, stable: bool) -> ast.AlterTable:
-        """``ALTER {STABLE | TABLE} [db.]t clause`` (after ALTER STABLE / ALTER TABLE; TDengine SQL
-        manual, "Manage Supertables", "Manage Tables"): one clause, see :class:`ast.AlterTable`."""
+    def alter_table(self, stable: bool, vtable: bool = False) -> ast.AlterTable:
+        """``ALTER {STABLE | TABLE | VTABLE} [db.]t clause`` (after ALTER STABLE / TABLE / VTABLE;
+        TDengine SQL manual, "Manage Supertables", "Manage Tables", "Virtual Tables"): one clause,
+        see :class:`ast.AlterTable`."""
         table = self.table_name()
         start = self.i
-        out = ast.AlterTable(table=table, stable=stable, action="")
+        out = ast.AlterTable(table=table, stable=stable, action="", vtable=vtable)
+        if vtable and self.accept("ALTER", "COLUMN"):
+            out.action = "ALTER COLUMN"
+            out.name_span = self.span(self.i, self.i + 1)
+            out.name = self.name("a column name")[0]
+            if not self.accept("SET"):
+                raise self.error("syntax error: expected SET after ALTER COLUMN name")
+            if not self.accept("NULL"):
+                out.ref = self.column_ref()
+            out.clause = self.span(start, self.i)
+            return out
         for verb in ("ADD", "DROP", "MODIFY", "RENAME"):
             for what in ("COLUMN", "TAG"):
                 if self.accept(verb, what):
@@ -93,6 +105,8 @@ class TablesParser(ParserBase):
                     if verb in ("ADD", "MODIFY"):
                         out.column = self.column_def()
                         out.name = out.column.name
+                        if vtable and verb == "ADD" and self.accept("FROM"):
+                            out.ref = self.column_ref()
                     else:
                         out.name = self.name(f"a {what.lower()} name")[0]
                     out.name_span = self.span(name_at, name_at + 1)
