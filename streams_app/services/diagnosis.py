@@ -73,6 +73,11 @@ def iso(ms: int | None) -> str | None:
     return text.replace(".000Z", "Z")
 
 
+def iso_dt(t: dt.datetime) -> str:
+    """A recorded time as ISO 8601 UTC to the second (``2026-11-26T03:52:13Z``)."""
+    return t.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def progress_totals(*, stream: Stream) -> Totals:
     """Sum the stream's recorded micro-batches (``StreamProgress``, oldest first)."""
     t = Totals()
@@ -116,9 +121,7 @@ def notification_failures(*, stream: Stream) -> list[dict[str, Any]]:
             continue
         last = Delivery.objects.filter(stream=stream, url=row["url"], ok=False).order_by("-id").first()
         assert last is not None
-        out.append(
-            {**row, "last_error": plain_error(last.error), "last_failed_at": last.created_at.isoformat()}
-        )
+        out.append({**row, "last_error": plain_error(last.error), "last_failed_at": iso_dt(last.created_at)})
     return out
 
 
@@ -259,7 +262,8 @@ def _state_causes(stream: Stream, spec: StreamSpec, t: Totals, before: int | Non
     if quiet and t.latest_event_ms is not None:
         out.append(_cause(None, f"no row since {iso(t.latest_event_ms)} (latest event time read)"))
     elif quiet:
-        out.append(_cause(None, f"no row since the stream was created ({stream.created_at.isoformat()})"))
+        what = "micro-batch" if spec.source is None else "row"  # a PERIOD trigger reads no table
+        out.append(_cause(None, f"no {what} since the stream was created ({iso_dt(stream.created_at)})"))
     return out
 
 
@@ -277,7 +281,7 @@ def _row_causes(spec: StreamSpec, c: CompiledStream | None, t: Totals) -> list[d
             option = f"IGNORE_EXPIRED {int(o.ignore_expired)}"
         share = f"all {n} rows were" if d["expired"] >= n else f"{d['expired']} of {n} rows were"
         if t.expired_run and d["expired"] < n and t.expired_run_since is not None:
-            since = t.expired_run_since.isoformat(timespec="seconds").replace("+00:00", "Z")
+            since = iso_dt(t.expired_run_since)
             share = f"all {t.expired_run} rows read since {since} were"
         out.append(
             _cause(

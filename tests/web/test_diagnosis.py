@@ -184,3 +184,32 @@ def test_history_windows_without_notify_history_are_named(power, admin) -> None:
     assert "NOTIFY_HISTORY 0" in options and "FILL_HISTORY 0" not in options
     (text,) = [c["text"] for c in d["causes"] if c["option"] == "NOTIFY_HISTORY 0"]
     assert text.startswith("NOTIFY_HISTORY 0: history windows are not notified")
+
+
+@pytest.mark.parametrize(
+    ("sql", "trigger", "no_row"),
+    [
+        (
+            "CREATE STREAM power.per_s PERIOD(1h) NOTIFY('ws://127.0.0.1:18222/notify')",
+            "PERIOD(1h)",
+            "micro-batch",
+        ),
+        (
+            "CREATE STREAM power.ses_s SESSION(ts, 10s) FROM power.meters PARTITION BY tbname "
+            "INTO power.o_ses AS SELECT _twstart, count(*) FROM %%trows",
+            "SESSION(ts, 10s)",
+            "row",
+        ),
+        (
+            "CREATE STREAM st_s INTO power.o_st AS "
+            "SELECT _wstart, count(*) FROM power.d1001 STATE_WINDOW(voltage)",
+            "WINDOW_CLOSE",
+            "row",
+        ),
+    ],
+)
+def test_every_trigger_type_is_diagnosed_before_its_first_batch(power, admin, sql, trigger, no_row) -> None:
+    stream = stream_create(user=admin, sql=sql)
+    d = api_client(admin).get(f"/api/v1/streams/{stream.pk}/diagnosis/").json()
+    assert d["trigger"] == trigger and d["batches"] == 0
+    assert any(c["text"].startswith(f"no {no_row} since the stream was created (") for c in d["causes"])
