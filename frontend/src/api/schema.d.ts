@@ -544,6 +544,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/streams/{stream_id}/diagnosis/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description "Why no output?": watermark, latest event time, open windows and what closes them,
+         *     dropped rows, notification failures and the options that explain the silence.
+         */
+        get: operations["v1_streams_diagnosis_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/streams/{stream_id}/edit/": {
         parameters: {
             query?: never;
@@ -766,6 +786,12 @@ export interface components {
          * @enum {string}
          */
         CatalogTableKindEnum: "supertable" | "subtable" | "normal";
+        Cause: {
+            /** @description the stream option that explains it */
+            option: string | null;
+            /** @description in plain words, starting with the option */
+            text: string;
+        };
         Change: {
             node: string | null;
             field: string | null;
@@ -934,6 +960,28 @@ export interface components {
          * @enum {string}
          */
         DesiredStateEnum: "running" | "paused" | "stopped";
+        /** @description Why a stream produces no output (see ``stream_diagnosis``). */
+        Diagnosis: {
+            stream_id: number;
+            name: string;
+            status: string;
+            trigger: string;
+            watermark_ms: number | null;
+            watermark: string | null;
+            latest_event_ms: number | null;
+            latest_event_time: string | null;
+            /** @description recorded micro-batches considered */
+            batches: number;
+            input_rows: number;
+            output_rows: number;
+            dropped: components["schemas"]["DroppedRows"];
+            /** @description event times, ISO 8601 */
+            dropped_sample: string[];
+            open_windows: components["schemas"]["OpenWindows"];
+            notifications: components["schemas"]["NotificationHealth"];
+            groups: components["schemas"]["GroupState"][];
+            causes: components["schemas"]["Cause"][];
+        };
         /** @description A draft: its design and the stream it edits (null: a new stream). */
         Draft: {
             id: number;
@@ -957,6 +1005,19 @@ export interface components {
             };
             stream_id?: number | null;
         };
+        /** @description Rows read but not in any window, by reason (the recorded micro-batches summed). */
+        DroppedRows: {
+            /** @description older than the watermark when they came (IGNORE EXPIRED) */
+            expired: number;
+            /** @description kept out by WHERE / FILTER / PRE_FILTER */
+            filtered: number;
+            /** @description older than their group's latest row */
+            disordered: number;
+            /** @description later than the watermark (eKuiper) */
+            late: number;
+            /** @description expired beyond DELETE_MARK */
+            beyond_delete_mark: number;
+        };
         /** @description A TDengine error code, its message and where in the SQL it is (null: nowhere in particular). */
         Error: {
             code: number;
@@ -967,6 +1028,18 @@ export interface components {
             name: string;
             type: string;
             length: number;
+        };
+        /** @description One group (PARTITION BY values) of the source table. */
+        GroupState: {
+            group: string;
+            /** @description rows in the source table */
+            rows: number;
+            latest_event_ms: number;
+            latest_event_time: string;
+            watermark_ms: number;
+            watermark: string;
+            open_window_end_ms: number | null;
+            closes_when: string;
         };
         Impact: {
             kind: components["schemas"]["ImpactKindEnum"];
@@ -1079,6 +1152,12 @@ export interface components {
             unread: number;
             latest_id: number;
         };
+        NotificationHealth: {
+            sent: number;
+            failed: number;
+            /** @description URLs with failed deliveries */
+            receivers: components["schemas"]["ReceiverFailures"][];
+        };
         NotificationPage: {
             results: components["schemas"]["Notification"][];
             count: number;
@@ -1086,6 +1165,12 @@ export interface components {
             next: string | null;
             /** Format: uri */
             previous: string | null;
+        };
+        OpenWindows: {
+            count: number;
+            /** @description ISO 8601 UTC */
+            earliest_end: string | null;
+            closes_when: string | null;
         };
         PatchedDraftPatchRequest: {
             name?: string;
@@ -1150,6 +1235,14 @@ export interface components {
         Recalculation: {
             /** @description windows rewritten */
             windows: number;
+        };
+        ReceiverFailures: {
+            url: string;
+            attempts: number;
+            failed: number;
+            /** @description in plain words */
+            last_error: string;
+            last_failed_at: string;
         };
         /** @description Rows of a table: column names, their types, and the rows (values in column order). */
         Rows: {
@@ -2469,6 +2562,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryPage"];
+                };
+            };
+        };
+    };
+    v1_streams_diagnosis_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stream_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Diagnosis"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -12,6 +12,7 @@ import { isLongWork, ProgressBar, workLabel } from "../components/ProgressBar";
 import { RowsChart, RowsTable } from "../components/RowsView";
 import { StreamActions } from "../components/StreamActions";
 import { UPlotChart, type ChartSeries } from "../components/UPlotChart";
+import { WhyNoOutput } from "../components/WhyNoOutput";
 import { formatBytes, formatCount, formatDateTime, formatDuration, formatRate, formatTime, localOffsetLabel, truncate } from "../format";
 import { nav, urls } from "../page";
 import { appendProgress, catchUpFraction, eventLagMs, mergeDetail, progressSeries, splitTarget, wallLagMs } from "../streams";
@@ -120,6 +121,8 @@ export function StreamPage({ id }: { id: number }) {
         <Fact label="Watermark">{p?.watermark_ms != null ? formatDateTime(p.watermark_ms, true) : "—"}</Fact>
         <Fact label="Last batch">{p ? `#${p.batch_id} · ${formatTime(p.created_at)}` : "—"}</Fact>
       </div>
+
+      <WhyNoOutput streamId={id} initiallyOpen={window.location.hash === "#why"} />
 
       {isLongWork(stream.progress) ? (
         <div className="catchup" data-testid="catchup">
