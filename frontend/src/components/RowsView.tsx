@@ -63,7 +63,7 @@ export function RowsChart({
   selectable?: boolean;
   height?: number;
   title?: string;
-  /** Tag names of the table (a supertable's); undefined: group by tbname and text columns; []: no groups. */
+  /** Tag names of the table (a supertable's); undefined: group by tbname and text columns; []: by tbname only, if present. */
   tags?: string[];
 }) {
   const groupCols = useMemo(() => groupColumns(result, tags), [result, tags?.join("\u0001")]); // eslint-disable-line react-hooks/exhaustive-deps
