@@ -9,8 +9,8 @@ describe("UPlotChart", () => {
   it("draws one batch over a small window of its own time, and names the x axis", () => {
     render(<UPlotChart title="one batch" data={[[T], [5]]} series={[{ label: "rows/s" }]} xLabel="batch time (wall clock)" />);
     const p = FakeUPlot.byTitle("one batch")!;
-    // uPlot calls the x scale's range with the data's min and max
-    const [lo, hi] = p.opts.scales.x.range(null, T, T);
+    // for a single point uPlot calls the x scale's range with [T, T + one day]
+    const [lo, hi] = p.opts.scales.x.range({ data: p.data }, T, T + 86400);
     expect(lo).toBeLessThan(T);
     expect(hi).toBeGreaterThan(T);
     expect(hi - lo).toBeLessThanOrEqual(60);

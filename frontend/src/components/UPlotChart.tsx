@@ -3,7 +3,7 @@
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { MIN_X_SPAN_S, timeAxisRange } from "./chartScale";
+import { MIN_X_SPAN_S, xScaleRange } from "./chartScale";
 
 export const PALETTE = ["#2f6fb3", "#d9822b", "#2e9d5b", "#c23b3b", "#7b57b5", "#1a9aa0", "#a5701c", "#5d6b7a"];
 
@@ -50,7 +50,7 @@ function chartOptions({ series, title, width, height, syncKey, xLabel, minXSpanS
     width,
     height,
     cursor: syncKey ? { sync: { key: syncKey } } : {},
-    scales: { x: { time: true, range: (_u: uPlot, min: number | null, max: number | null) => timeAxisRange(min, max, minXSpanS) } },
+    scales: { x: { time: true, range: (u: uPlot, min: number | null, max: number | null) => xScaleRange(u.data?.[0], min, max, minXSpanS) } },
     legend: { live: true },
     series: [
       { label: xLabel ?? "time" },

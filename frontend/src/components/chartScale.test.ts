@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MIN_X_SPAN_S, timeAxisRange } from "./chartScale";
+import { MIN_X_SPAN_S, timeAxisRange, xScaleRange } from "./chartScale";
 
 const T = Date.parse("2024-06-01T10:00:00Z") / 1000;
 
@@ -28,5 +28,20 @@ describe("timeAxisRange", () => {
   it("honours another minimum span and passes empty data through", () => {
     expect(timeAxisRange(T, T, 3600)).toEqual([T - 1800, T + 1800]);
     expect(timeAxisRange(null, null)).toEqual([null, null]);
+  });
+});
+
+describe("xScaleRange", () => {
+  it("judges a single point by the data, not by uPlot's one-day widening", () => {
+    // uPlot hands a single point's scale min = T, max = T + 86400
+    expect(xScaleRange([T], T, T + 86400)).toEqual([T - 30, T + 30]);
+    expect(xScaleRange([T, T + 20], T, T + 20)).toEqual([T - 20, T + 40]);
+  });
+
+  it("keeps uPlot's range for data wider than the minimum (a zoom included)", () => {
+    const xs = [T, T + 3600, T + 7200];
+    expect(xScaleRange(xs, T, T + 7200)).toEqual([T, T + 7200]);
+    expect(xScaleRange(xs, T + 600, T + 1200)).toEqual([T + 600, T + 1200]);
+    expect(xScaleRange([], null, null)).toEqual([null, null]);
   });
 });

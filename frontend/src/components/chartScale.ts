@@ -16,3 +16,21 @@ export function timeAxisRange(min: number | null, max: number | null, minSpanS: 
   const mid = (min + max) / 2;
   return [mid - minSpanS / 2, mid + minSpanS / 2];
 }
+
+/**
+ * The x scale's range function: uPlot calls it with the data's [min, max] (or a zoom), but for a
+ * single point it first widens max to min + one day, so the span is judged on the data itself
+ * (`xs`, ascending): data narrower than `minSpanS` get the centred window of `timeAxisRange`;
+ * otherwise uPlot's [min, max] is kept (widened to `minSpanS` if narrower).
+ */
+export function xScaleRange(
+  xs: ArrayLike<number | null | undefined> | undefined,
+  min: number | null,
+  max: number | null,
+  minSpanS: number = MIN_X_SPAN_S,
+): [number | null, number | null] {
+  const first = xs && xs.length > 0 ? xs[0] : null;
+  const last = xs && xs.length > 0 ? xs[xs.length - 1] : null;
+  if (first != null && last != null && last - first < minSpanS) return timeAxisRange(first, last, minSpanS);
+  return timeAxisRange(min, max, minSpanS);
+}
