@@ -1,7 +1,8 @@
-import { render, screen } from "@testing-library/react";
+import { render, screen, waitFor } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import type { RowsResult } from "../api/types";
 import FakeUPlot from "../test/fakeUplot";
+import { mockFetch } from "../test/mockFetch";
 import { groupColumns, MAX_GROUPS } from "./chartGroups";
 import { RowsChart } from "./RowsView";
 
@@ -110,6 +111,46 @@ describe("RowsChart groups", () => {
     expect(plotOf("many").labels).toEqual(expected);
     expect(screen.getByTestId("group-note")).toHaveTextContent(`${MAX_GROUPS} of ${n} groups shown`);
     expect(screen.getByTestId("group-note")).toHaveTextContent("one line per tbname");
+  });
+});
+
+describe("RowsChart tagsOf (a stream's output table)", () => {
+  const out: RowsResult = {
+    columns: ["_wstart", "avg_temp", "station_id"],
+    types: ["TIMESTAMP", "DOUBLE", "INT"],
+    rows: [
+      [iso(0), 20.5, 1],
+      [iso(0), 18, 2],
+      [iso(60), 21, 1],
+    ],
+  };
+
+  it("reads the output supertable's tags and groups by them, a numeric tag included", async () => {
+    const m = mockFetch({
+      "GET /api/v1/databases/weather/tables/out/": {
+        name: "out",
+        db: "weather",
+        kind: "super",
+        stable: null,
+        columns: [],
+        tags: [{ name: "station_id", type: "INT", length: 4 }],
+        tag_values: {},
+      },
+    });
+    render(<RowsChart result={out} selectable={false} title="out" tagsOf={{ db: "weather", table: "out" }} />);
+    await waitFor(() => expect(plotOf("out").labels).toEqual(["station_id=1", "station_id=2"]));
+    expect(plotOf("out").data.slice(1)).toEqual([
+      [20.5, 21],
+      [18, null],
+    ]);
+    expect(m.callsTo("GET", "/api/v1/databases/weather/tables/out/")).toHaveLength(1);
+  });
+
+  it("falls back to one line per column when the table's schema cannot be read", async () => {
+    const m = mockFetch({});
+    render(<RowsChart result={out} selectable={false} title="out" tagsOf={{ db: "weather", table: "out" }} />);
+    await waitFor(() => expect(m.callsTo("GET", "/api/v1/databases/weather/tables/out/")).toHaveLength(1));
+    expect(plotOf("out").labels).toEqual(["avg_temp", "station_id"]);
   });
 });
 

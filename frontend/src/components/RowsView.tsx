@@ -1,6 +1,7 @@
 // Table rows (from the rows endpoint or the SQL console) as a grid and as a time-series chart.
 import { useEffect, useMemo, useState } from "react";
 import type uPlot from "uplot";
+import { getTable } from "../api/client";
 import type { RowsResult } from "../api/types";
 import { formatCell, toMs } from "../format";
 import { groupColumns, groupedChartData, type GroupedChart } from "./chartGroups";
@@ -41,6 +42,29 @@ export function rowsToChartData(r: RowsResult, cols: number[], tc: number = Math
   return [pts.map((p) => p.t / 1000), ...cols.map((c) => pts.map((p) => num(p.row[c])))] as uPlot.AlignedData;
 }
 
+/**
+ * Tag names of `db.table` for grouping its rows: a supertable's tags, [] for other tables, and
+ * undefined while loading or when the table cannot be read (then the chart guesses: tbname and text
+ * columns). `from` undefined: no request.
+ */
+export function useTableTags(from: { db: string; table: string } | undefined): string[] | undefined {
+  const [tags, setTags] = useState<string[] | undefined>(undefined);
+  const db = from?.db;
+  const table = from?.table;
+  useEffect(() => {
+    setTags(undefined);
+    if (!db || !table) return undefined;
+    let cancelled = false;
+    getTable(db, table)
+      .then((d) => !cancelled && setTags(d.kind === "super" ? d.tags.map((t) => t.name) : []))
+      .catch(() => undefined);
+    return () => {
+      cancelled = true;
+    };
+  }, [db, table]);
+  return tags;
+}
+
 /** The series to draw: one per group when the rows carry a group key, else one per column. */
 function useChartSeries(result: RowsResult, cols: number[], groupCols: number[]): GroupedChart {
   const key = result.columns.join("\u0001");
@@ -58,6 +82,7 @@ export function RowsChart({
   height = 220,
   title,
   tags,
+  tagsOf,
 }: {
   result: RowsResult;
   selectable?: boolean;
@@ -65,8 +90,12 @@ export function RowsChart({
   title?: string;
   /** Tag names of the table (a supertable's); undefined: group by tbname and text columns; []: by tbname only, if present. */
   tags?: string[];
+  /** Without `tags`: read them from this table's schema (a stream's output table). */
+  tagsOf?: { db: string; table: string };
 }) {
-  const groupCols = useMemo(() => groupColumns(result, tags), [result, tags?.join("\u0001")]); // eslint-disable-line react-hooks/exhaustive-deps
+  const fetched = useTableTags(tags ? undefined : tagsOf);
+  const groupBy = tags ?? fetched;
+  const groupCols = useMemo(() => groupColumns(result, groupBy), [result, groupBy?.join("\u0001")]); // eslint-disable-line react-hooks/exhaustive-deps
   const candidates = useMemo(() => chartableColumns(result).filter((c) => !groupCols.includes(c)), [result, groupCols]);
   const key = result.columns.join("\u0001");
   const [picked, setPicked] = useState<number[]>(candidates.slice(0, 4));

@@ -449,7 +449,7 @@ function OutputPreview({ db, table, version }: { db: string; table: string; vers
   if (rows.rows.length === 0) return <Empty>No output rows yet.</Empty>;
   return (
     <div className="output-preview">
-      <RowsChart result={rows} selectable={false} height={180} title={`${db}.${table} (latest ${rows.rows.length} rows)`} />
+      <RowsChart result={rows} selectable={false} height={180} title={`${db}.${table} (latest ${rows.rows.length} rows)`} tagsOf={{ db, table }} />
       <details>
         <summary>Rows ({rows.rows.length})</summary>
         <RowsTable columns={rows.columns} types={rows.types} rows={rows.rows} maxRows={50} />
