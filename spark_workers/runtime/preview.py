@@ -169,8 +169,7 @@ def preview_stream(
         max_windows: at most this many windows are returned.
         principal: the user asking; the stream's tables are read with its privileges
             (``streams.check_stream_access``; the default superuser is for tools and tests).
-        default_span_ms: with ``start_ms`` None, the range starts this long before the trigger
-            table's last row (before ``end_ms``), e.g. 30 days; None leaves the start open.
+        default_span_ms: no ``start_ms``: start this long before the trigger table's last row.
 
     Returns:
         JSON-able dict::
@@ -183,8 +182,7 @@ def preview_stream(
              "input_rows": int, "output_rows": int, "window_count": int,
              "notification_count": int, "elapsed_ms": float, "truncated": bool,
              "range": {"start": ms | None, "end": ms | None},   # the range run
-             "deploy": {"fill_history": bool, "notify_history": bool, "output_rows": int,
-                        "notifications": int, "notes": [str]}}
+             "deploy": deploy_effect(...)}   # what deploying does with these rows
 
         ``group`` is the group's PARTITION BY values joined by ", " ("" without PARTITION BY);
         ``end`` is null for a window still open whose end is not known yet (INTERVAL windows
@@ -192,17 +190,13 @@ def preview_stream(
         table's columns, sorted by group then first column; timestamps (windows and rows) are epoch
         milliseconds. ``truncated`` is true when rows, windows or notifications were cut to their
         limits (``*_count`` / ``output_rows`` are the totals). Notifications are the events the
-        stream's NOTIFY clause asks for, as if the rows arrived live. ``deploy`` says what
-        deploying the statement does with these stored rows (``deploy_effect``): they are history
-        to a new stream, computed only with FILL_HISTORY and notified only with NOTIFY_HISTORY
-        (seed 000 / 002, both off by default). ``trigger_id`` equals the ``triggerId`` of the
-        window's notification events.
+        stream's NOTIFY clause asks for, as if the rows arrived live (``deploy``: what a deploy
+        sends). ``trigger_id`` equals the ``triggerId`` of the window's notification events.
 
     Raises:
         SqlError: bad SQL (the parser's error, with its position, unchanged); the checks of CREATE
             STREAM; NOT_SUPPORTED for PERIOD triggers and processing-time windows;
-            INVALID_OPERATION for an empty range or when the range holds more than
-            ``max_input_rows`` rows (the message gives the count).
+            INVALID_OPERATION for an empty range or more than ``max_input_rows`` rows in it.
         CatalogError: a database or table is missing.
     """
     t0 = time.perf_counter()
@@ -211,11 +205,9 @@ def preview_stream(
     assert spec.source is not None
     check_stream_access(principal, spec, lake.catalog, writes=False)
     trigger = resolve(lake.catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db)
-    precision = trigger.db.precision
     if start_ms is None and default_span_ms is not None:
         start_ms = _default_start(lake, trigger, end_ms, default_span_ms)
-    lo = None if start_ms is None else start_ms * PER_MS[precision]
-    hi = None if end_ms is None else end_ms * PER_MS[precision]  # exclusive
+    lo, hi = (None if t is None else t * PER_MS[trigger.db.precision] for t in (start_ms, end_ms))
     copies = _copies(lake, spec, trigger.db, trigger.table, tz)
     versions = _check_input_size(lake, copies, lo, hi, max_input_rows)
     with tempfile.TemporaryDirectory(prefix="tdweb-preview-") as tmp:
@@ -223,12 +215,9 @@ def preview_stream(
         input_rows = _fill_scratch(lake, scratch, spec, trigger, copies, versions, lo, hi)
         compiled = _compile(lake, scratch, spec, sql, tz)
         answer = _run(scratch, compiled, tz, end=hi, limit=limit, max_windows=max_windows)
-    answer.update(
-        input_rows=input_rows,
-        elapsed_ms=round((time.perf_counter() - t0) * 1000, 3),
-        range={"start": start_ms, "end": end_ms},
-        deploy=deploy_effect(spec, answer["output_rows"], answer["notification_count"]),
-    )
+    answer.update(input_rows=input_rows, range={"start": start_ms, "end": end_ms})
+    answer["deploy"] = deploy_effect(spec, answer["output_rows"], answer["notification_count"])
+    answer["elapsed_ms"] = round((time.perf_counter() - t0) * 1000, 3)
     return answer
 
 
