@@ -584,6 +584,7 @@ def test_default_options_validate_with_every_trigger(air, root_api) -> None:
     triggers = {
         "interval": {"interval": "1h"},
         "sliding": {"sliding": "1h"},
+        "period": {"period": "1h"},
         "session": {"ts_column": "ts", "gap": "3h"},
         "state": {"expr": "wd"},
         "event": {"start": "pm25 > 150", "end": "pm25 <= 75"},
@@ -591,8 +592,10 @@ def test_default_options_validate_with_every_trigger(air, root_api) -> None:
     }
     for kind, fields in triggers.items():
         design = _newcomer(trigger={"type": kind, **fields}, options={})
-        if kind == "sliding":  # a sliding trigger's time is _tcurrent_ts (seed 002 Placeholders)
-            design["nodes"]["computation"]["query"] = "SELECT _tcurrent_ts AS ts, count(*) AS n FROM %%trows"
+        # the designer's starting query per trigger (graph.ts defaultQuery): the trigger's time
+        # placeholder (seed 002 Placeholders)
+        ts = {"sliding": "_tcurrent_ts AS ts", "period": "_tlocaltime AS ts"}.get(kind, "_twstart AS wstart")
+        design["nodes"]["computation"]["query"] = f"SELECT {ts}, count(*) AS n FROM %%trows"
         design["nodes"]["source"]["partition_by"] = [{"sql": "tbname", "alias": None}]
         body = _validate(root_api, design)
         assert body["issues"] == [], (kind, body["issues"])

@@ -32,7 +32,7 @@ import { ConfirmDialog } from "../components/ConfirmDialog";
 import { urls } from "../page";
 import { Canvas } from "./Canvas";
 import { DesignerViewCtx, groupIssues } from "./context";
-import { addNode, isNodeKind, KIND_LABEL, newDesign, presentKinds, removeNode, semanticKey, setNode, withAutoLayout, type NodeValue } from "./graph";
+import { addNode, followTrigger, isNodeKind, KIND_LABEL, newDesign, presentKinds, removeNode, semanticKey, setNode, withAutoLayout, type NodeValue } from "./graph";
 import { SqlTab, PasteTab, PreviewTab, VersionsTab } from "./panels";
 import { Palette } from "./Palette";
 import { changeTriggerType, PropertyPanel } from "./PropertyPanel";
@@ -473,7 +473,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
                 catalog={catalog}
                 placeholders={placeholders}
                 defaults={selectedDefaults}
-                onChange={(v: NodeValue) => update((d) => setNode(d, selected, v), true)}
+                onChange={(v: NodeValue) => update((d) => (selected === "trigger" ? followTrigger(setNode(d, "trigger", v), d.nodes.trigger as NodeValue) : setNode(d, selected, v)), true)}
                 onDelete={() => {
                   update((d) => removeNode(d, selected));
                   setSelected(null);

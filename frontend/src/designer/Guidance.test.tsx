@@ -141,3 +141,20 @@ describe("designer guidance", () => {
     expect(within(props).getByTestId("options-hidden")).toHaveTextContent("not offered");
   });
 });
+
+describe("the starting computation follows the trigger", () => {
+  it("uses the trigger's time placeholder, and changes with the trigger while untouched", async () => {
+    const { addNode, followTrigger, newDesign, setNode } = await import("./graph");
+    let d = addNode(newDesign(), "trigger");
+    d = setNode(d, "trigger", { type: "sliding", sliding: "1h", sliding_offset: null });
+    d = addNode(d, "computation");
+    expect(d.nodes.computation?.query).toBe("SELECT _tcurrent_ts AS ts, count(*) AS n FROM %%trows");
+    const back = followTrigger(setNode(d, "trigger", { type: "interval", interval: "1h" }), d.nodes.trigger);
+    expect(back.nodes.computation?.query).toBe("SELECT _twstart AS wstart, count(*) AS n FROM %%trows");
+    // a query the user wrote is kept
+    const mine = setNode(back, "computation", { query: "SELECT _twstart, avg(pm25) FROM %%trows" });
+    expect(followTrigger(setNode(mine, "trigger", { type: "period", period: "1h" }), mine.nodes.trigger).nodes.computation?.query).toBe(
+      "SELECT _twstart, avg(pm25) FROM %%trows",
+    );
+  });
+});
