@@ -221,6 +221,9 @@ def _located(design: dict[str, Any], syntax: str, e: TdError, sql: str) -> Issue
 
 # (words of an error message, node, field): the field an unpositioned error is about
 _MEANINGS: tuple[tuple[str, str | None, str], ...] = (
+    ("preview range", None, "start"),  # the preview's range, not the design
+    ("preview of PERIOD", "trigger", "type"),
+    ("processing-time", "options", "event_time"),
     ("IGNORE_NODATA_TRIGGER", "options", "ignore_nodata_trigger"),
     ("FILL_HISTORY", "options", "fill_history"),
     ("MAX_DELAY", "options", "max_delay"),

@@ -258,6 +258,7 @@ def test_preview_errors_are_400_with_node_and_field(air, root_api) -> None:
         "/api/v1/designer/preview/", {"design": design, "start": DAY_MS, "end": DAY_MS - 1}, format="json"
     )
     assert r.status_code == 400 and "empty" in r.json()["desc"]
+    assert (r.json()["node"], r.json()["field"]) == (None, "start")  # the range, not the design
     design["nodes"]["computation"]["query"] = "SELECT max(pm99) AS peak FROM %%trows"
     r = root_api.post(
         "/api/v1/designer/preview/",
@@ -708,3 +709,19 @@ def test_preview_says_what_deploying_notifies(air, root_api, fill_history, notif
         assert any("NOTIFY_HISTORY is off" in n and f"{live:,} notifications" in n for n in deploy["notes"])
     else:
         assert deploy["notes"] == []
+
+
+def test_too_many_empty_windows_is_placed_on_ignore_nodata_trigger(air, root_api) -> None:
+    """INTERVAL(1a) over five hours of rows: 18,000,000 windows without rows would fire (seed 002:
+    an INTERVAL trigger fires for periods without rows unless IGNORE_NODATA_TRIGGER); the refusal
+    sits on the option that avoids it, not on the statement."""
+    design = _newcomer(trigger={"type": "interval", "interval": "1a"})
+    body = {"design": design, "start": DAY_MS, "end": DAY_MS + 86_400_000}
+    r = root_api.post("/api/v1/designer/preview/", body, format="json")
+    assert r.status_code == 400, r.content
+    assert (r.json()["node"], r.json()["field"]) == ("options", "ignore_nodata_trigger")
+    assert "IGNORE_NODATA_TRIGGER" in r.json()["desc"]
+    design["nodes"]["options"] = {"ignore_nodata_trigger": True}  # only windows with rows
+    r = root_api.post("/api/v1/designer/preview/", body, format="json")
+    assert r.status_code == 200, r.content
+    assert r.json()["window_count"] == len(PM25)

@@ -203,7 +203,7 @@ export function PasteTab({ db, onCompiled }: { db: string | null; onCompiled: (a
 
 /** An issue as a sentence naming its node and field: "Trigger / window: sliding is required". */
 export function issueText(i: { node?: string | null; field?: string | null; message: string }): string {
-  const where = i.node ? (isNodeKind(i.node) ? KIND_LABEL[i.node] : i.node) : "Stream";
+  const where = i.node ? (isNodeKind(i.node) ? KIND_LABEL[i.node] : i.node) : i.field === "start" || i.field === "end" ? "Preview range" : "Stream";
   if (!i.field) return `${where}: ${i.message}`;
   // "is required", "must be ...": the field is the sentence's subject
   return /^(is|must|are)\b/.test(i.message) ? `${where}: ${i.field} ${i.message}` : `${where} · ${i.field}: ${i.message}`;
