@@ -749,6 +749,12 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+            /** @description syntax -> trigger type -> the option keys the seeds allow with it (the others are not offered) */
+            options: {
+                [key: string]: {
+                    [key: string]: string[];
+                };
+            };
         };
         CatalogDatabase: {
             name: string;
@@ -940,6 +946,16 @@ export interface components {
             elapsed_ms: number;
             truncated: boolean;
             range: components["schemas"]["DesignPreviewRange"];
+            deploy: components["schemas"]["DesignPreviewDeploy"];
+        };
+        DesignPreviewDeploy: {
+            fill_history: boolean;
+            notify_history: boolean;
+            /** @description output rows deploying computes for these rows */
+            output_rows: number;
+            /** @description notifications deploying sends for them */
+            notifications: number;
+            notes: string[];
         };
         DesignPreviewRange: {
             start: number | null;
@@ -1196,7 +1212,7 @@ export interface components {
             design: {
                 [key: string]: unknown;
             };
-            /** @description inclusive; null: open */
+            /** @description inclusive; null: 30 days before the trigger table's last row */
             start?: (string | number) | null;
             /** @description exclusive; null: open */
             end?: (string | number) | null;
