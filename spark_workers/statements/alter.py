@@ -109,6 +109,18 @@ def _err(message: str, sql: str, span: Span | None, code: int) -> SqlError:
 # --------------------------------------------------------------------------- ALTER DATABASE
 
 
+def _check_columns_left(t: Table, cols: list[Any], sql: str, span: Span | None) -> None:
+    """DROP COLUMN keeps the timestamp and at least one column (TDengine's
+    ``TSDB_CODE_PAR_INVALID_DROP_COL``), the error at the dropped name."""
+    if len(cols) <= 2:
+        raise _err(
+            f"No columns can be dropped: {t.name} keeps its timestamp and at least one column",
+            sql,
+            span,
+            Code.INVALID_DROP_COL,
+        )
+
+
 def alter_database(ex: Session, s: ast.AlterDatabase, sql: str) -> ResultSet:
     """``ALTER DATABASE db option value ...`` (TDengine SQL manual, "Manage Databases").
 
@@ -416,13 +428,7 @@ def _alter_column(ex: Session, s: ast.AlterTable, sql: str, db: Database, t: Tab
                 s.name_span,
                 Code.CANNOT_DROP_PRIMARY_KEY,
             )
-        if len(cols) <= 2:
-            raise _err(
-                f"No columns can be dropped: {t.name} keeps its timestamp and at least one column",
-                sql,
-                s.name_span,
-                Code.INVALID_DROP_COL,
-            )
+        _check_columns_left(t, cols, sql, s.name_span)
         del cols[i]
     elif s.action == "MODIFY COLUMN":
         assert s.column is not None
@@ -484,13 +490,7 @@ def _alter_vcolumn(ex: Session, s: ast.AlterTable, sql: str, db: Database, t: Ta
         ex.catalog.alter_table(replace(t, refs=refs))
         return ResultSet.affected(0)
     if s.action == "DROP COLUMN":
-        if len(cols) <= 2:
-            raise _err(
-                f"No columns can be dropped: {t.name} keeps its timestamp and at least one column",
-                sql,
-                s.name_span,
-                Code.INVALID_DROP_COL,
-            )
+        _check_columns_left(t, cols, sql, s.name_span)
         del cols[i]
         refs.pop(key, None)
         drop = key if t.kind == "super" else None
