@@ -1,12 +1,22 @@
 // Start / stop / pause / resume / recalculate a range / drop, each after a confirmation, and
-// "Edit in designer" (POST streams/{id}/edit/ → the designer on the returned draft).
+// "Edit in designer" (POST streams/{id}/edit/ → the designer on the returned draft). A
+// recalculation first shows what it would change (a dry-run diff), then runs as a background job
+// whose progress arrives with the stream (progress.phase "recalculation"); it can be cancelled.
 import { useState, type MouseEvent } from "react";
-import { dropStream, editStream, errorText, recalculateStream, streamAction } from "../api/client";
-import type { Stream, StreamAction, StreamStatus } from "../api/types";
+import {
+  cancelRecalculation,
+  dropStream,
+  editStream,
+  errorText,
+  recalculateStream,
+  recalculationDiff,
+  streamAction,
+} from "../api/client";
+import type { RecalcDiff, Stream, StreamAction, StreamStatus } from "../api/types";
 import { msToUtcInput, utcInputToIso } from "../format";
 import { nav, urls } from "../page";
 import { ConfirmDialog } from "./ConfirmDialog";
-import { ProgressBar } from "./ProgressBar";
+import { RecalcDiffView } from "./RecalcDiffView";
 
 /** Which lifecycle actions make sense in which state. */
 export function actionsFor(status: StreamStatus): StreamAction[] {
@@ -40,7 +50,7 @@ const CONFIRM: Record<Pending, { title: string; text: string; label: string; dan
   stop: { title: "Stop stream", text: "Stop stream {name}? Its run ends; start it again to continue.", label: "Stop", danger: true },
   recalculate: {
     title: "Recalculate stream",
-    text: "Recalculate the windows of stream {name} between these times? Their output rows are rewritten.",
+    text: "Recalculate the windows of stream {name} between these times? Their output rows are rewritten: look at the changes first.",
     label: "Recalculate",
   },
   drop: {
@@ -74,12 +84,42 @@ export function recalcDefaultRange(stream: Stream, now: number = Date.now()): { 
   return { start: end - HOUR_MS, end };
 }
 
+/** A background recalculation of the stream still queued or running (its job), else null. */
+export function runningRecalculation(stream: Stream): { job_id?: number; state?: string } | null {
+  const w = stream.progress;
+  return w && w.phase === "recalculation" && (w.state === "queued" || w.state === "running") ? w : null;
+}
+
 export function StreamActions({ stream, onUpdated, onDropped, onError, compact }: StreamActionsProps) {
   const [confirming, setConfirming] = useState<Pending | null>(null);
   const [busy, setBusy] = useState(false);
-  const [recalculating, setRecalculating] = useState(false);
   const [note, setNote] = useState<string | null>(null);
   const [range, setRange] = useState({ start: "", end: "" });
+  // the dry run of the range in the dialog: which range it is of, and its answer
+  const [diff, setDiff] = useState<{ key: string; diff: RecalcDiff | null; error?: string } | null>(null);
+  const recalcJob = runningRecalculation(stream);
+
+  const preview = async (start: string, end: string) => {
+    const key = `${start}/${end}`;
+    setDiff({ key, diff: null });
+    try {
+      const d = await recalculationDiff(stream.id, start, end);
+      setDiff((cur) => (cur?.key === key ? { key, diff: d } : cur));
+    } catch (e) {
+      setDiff((cur) => (cur?.key === key ? { key, diff: null, error: errorText(e) } : cur));
+    }
+  };
+
+  const cancelRecalc = async () => {
+    try {
+      const { recalculation, ...updated } = await cancelRecalculation(stream.id);
+      void recalculation;
+      onUpdated(updated);
+      setNote("recalculation cancelled: the output is unchanged");
+    } catch (e) {
+      onError(`cancel recalculation of ${stream.name}: ${errorText(e)}`);
+    }
+  };
 
   const run = async (what: Pending) => {
     setConfirming(null);
@@ -89,12 +129,12 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
         await dropStream(stream.id);
         onDropped(stream.id);
       } else if (what === "recalculate") {
-        setRecalculating(true);
         setNote(null);
-        const res = await recalculateStream(stream.id, utcInputToIso(range.start)!, utcInputToIso(range.end)!);
+        const res = await recalculateStream(stream.id, utcInputToIso(range.start)!, utcInputToIso(range.end)!, true);
         const { recalculation, ...updated } = res;
+        void recalculation;
         onUpdated(updated);
-        if (recalculation) setNote(`recalculated ${recalculation.windows} window${recalculation.windows === 1 ? "" : "s"}`);
+        setNote("recalculation started");
       } else {
         onUpdated(await streamAction(stream.id, what));
       }
@@ -102,14 +142,17 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
       onError(`${what} ${stream.name}: ${errorText(e)}`);
     } finally {
       setBusy(false);
-      setRecalculating(false);
     }
   };
 
   const ask = (what: Pending) => {
     if (what === "recalculate") {
       const r = recalcDefaultRange(stream);
-      setRange({ start: msToUtcInput(r.start), end: msToUtcInput(r.end) });
+      const start = msToUtcInput(r.start);
+      const end = msToUtcInput(r.end);
+      setRange({ start, end });
+      setDiff(null);
+      void preview(utcInputToIso(start)!, utcInputToIso(end)!); // the default range's changes at once
     }
     setConfirming(what);
   };
@@ -138,6 +181,9 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
         : startIso >= endIso
           ? "The start must be before the end."
           : null;
+  const diffKey = `${startIso}/${endIso}`;
+  const shown = diff && diff.key === diffKey ? diff : null;
+  const needsPreview = confirming === "recalculate" && !shown?.diff;
 
   return (
     <div className={`actions ${compact ? "actions-compact" : ""}`}>
@@ -146,9 +192,14 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           {a}
         </button>
       ))}
-      {canRecalculate(stream.status) && (
+      {canRecalculate(stream.status) && !recalcJob && (
         <button type="button" className="btn-sm act-recalculate" disabled={busy} onClick={() => ask("recalculate")}>
           recalculate
+        </button>
+      )}
+      {recalcJob && (
+        <button type="button" className="btn-sm btn-danger-outline" data-testid="recalc-cancel" onClick={() => void cancelRecalc()}>
+          cancel recalculation
         </button>
       )}
       {stream.status !== "dropped" && (
@@ -161,7 +212,6 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           Edit in designer
         </a>
       )}
-      {recalculating && <ProgressBar fraction={null} label="recalculating…" small testId="recalc-progress" />}
       {note && (
         <span className="muted small" data-testid="recalc-result">
           {note}
@@ -173,7 +223,7 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           message={conf.text.replace("{name}", stream.name)}
           confirmLabel={conf.label}
           danger={conf.danger}
-          confirmDisabled={!!rangeError}
+          confirmDisabled={!!rangeError || needsPreview}
           onConfirm={() => void run(confirming)}
           onCancel={() => setConfirming(null)}
         >
@@ -206,6 +256,18 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
                   {rangeError}
                 </div>
               )}
+              {!rangeError && (
+                <button type="button" className="btn-sm" data-testid="recalc-preview" disabled={!!shown && !shown.diff && !shown.error} onClick={() => void preview(startIso!, endIso!)}>
+                  {shown?.diff ? "Show changes again" : "Show changes"}
+                </button>
+              )}
+              {shown && !shown.diff && !shown.error && <div className="muted small">computing the changes…</div>}
+              {shown?.error && (
+                <div className="field-error" data-testid="recalc-diff-error">
+                  {shown.error}
+                </div>
+              )}
+              {shown?.diff && <RecalcDiffView diff={shown.diff} />}
             </div>
           )}
         </ConfirmDialog>
