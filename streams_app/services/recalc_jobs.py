@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 #: the computation is this share of the bar; the commit (one Delta transaction) the rest
 COMPUTE_SHARE = 0.9
+#: a queued or running job without news for this long lost its worker (it reports per chunk)
+STALE_S = 600.0
 
 
 def _enqueue(job_id: int) -> None:
@@ -48,9 +50,16 @@ def recalc_job_start(*, stream: Stream, user: Any, start: dt.datetime, end: dt.d
     """Queue a background recalculation of ``stream`` over ``[start, end]`` as ``user`` (aware
     datetimes; ``end`` None = up to the stream's progress).
 
+    A queued or running job without news for ``STALE_S`` seconds lost its worker: it is marked
+    failed ("worker lost") first.
+
     Raises:
         SqlError: INVALID_OPERATION when a recalculation of the stream is already queued or running.
     """
+    stale = timezone.now() - dt.timedelta(seconds=STALE_S)
+    RecalcJob.objects.filter(
+        stream=stream, state__in=(RecalcJob.State.QUEUED, RecalcJob.State.RUNNING), updated_at__lt=stale
+    ).update(state=RecalcJob.State.FAILED, error="worker lost", updated_at=timezone.now())
     if recalc_job_active(stream_id=stream.pk) is not None:
         raise SqlError(
             f"a recalculation of stream {stream.name} is already running: cancel it or wait",

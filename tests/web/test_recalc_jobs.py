@@ -207,3 +207,42 @@ def test_another_users_stream_is_404(recalc, admin, alice) -> None:
     job.refresh_from_db()
     assert (job.state, job.cancel_requested) == ("queued", False)
     assert RecalcJob.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_background_action_queues_one_job_and_cancel_stops_it(
+    recalc, admin, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """The API's background recalculation queues a job for the Celery task (once committed), a
+    second one is refused while it runs, cancel stops a queued job at once, and the task runs one."""
+    sent: list[int] = []
+    monkeypatch.setattr(recalc_jobs, "_enqueue", sent.append)
+    api = api_client(admin)
+    actions = f"/api/v1/streams/{recalc.pk}/actions/"
+    body = {"action": "recalculate", "start": T0, "background": True}
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.post(actions, body, format="json")
+    assert r.status_code == 200, r.content
+    job = r.json()["recalculation"]["job"]
+    assert (job["state"], job["phase"], sent) == ("queued", "recalculation", [job["job_id"]])
+    assert r.json()["progress"]["job_id"] == job["job_id"]  # the stream shows the job as its long work
+    assert api.post(actions, body, format="json").status_code == 400  # one at a time
+    cancelled = api.post(actions, {"action": "cancel"}, format="json")
+    assert cancelled.json()["recalculation"]["job"]["state"] == "cancelled"
+    assert recalc_jobs.recalc_job_run(job_id=job["job_id"]).state == "cancelled"  # never runs
+    from streams_app.tasks import stream_recalculate_task
+
+    again = api.post(actions, body, format="json").json()["recalculation"]["job"]["job_id"]
+    stream_recalculate_task(again)
+    assert RecalcJob.objects.get(pk=again).state == "done"
+
+
+@pytest.mark.django_db
+def test_a_job_that_lost_its_worker_does_not_block_the_next(recalc, admin) -> None:
+    job = _start(recalc, admin)
+    RecalcJob.objects.filter(pk=job.pk).update(
+        state="running", updated_at=job.updated_at - pd.Timedelta(seconds=recalc_jobs.STALE_S + 1)
+    )
+    new = _start(recalc, admin)
+    job.refresh_from_db()
+    assert (job.state, job.error) == ("failed", "worker lost") and new.state == "queued"
