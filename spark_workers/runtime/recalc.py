@@ -66,12 +66,14 @@ class Recalculation:
 @dataclass
 class OutputWrite:
     """One ``Lake.write`` of a recalculation: the output database and table, the engine-form rows
-    (``tbname`` plus physical columns) and the write's keyword arguments."""
+    (``tbname`` plus physical columns), the write's keyword arguments, and the output subtables
+    (catalog ``Table`` entries) to create before it."""
 
     db: Any
     table: Any
     data: pa.Table
     kwargs: dict[str, Any]
+    subtables: list[Any] = field(default_factory=list)
 
 
 class RecalcCancelled(Exception):  # a state, not an error: never reaches a client
@@ -105,12 +107,29 @@ recalc_hooks: contextvars.ContextVar[RecalcHooks | None] = contextvars.ContextVa
 RECALC_CHUNKS = 20
 
 
+class _CatalogRecorder:
+    """The lake's catalog, except that the output subtables the sink creates are recorded (and
+    created at the commit, before the rows): a dry run or a cancelled job creates none."""
+
+    def __init__(self, catalog: Any) -> None:
+        self._catalog = catalog
+        self.subtables: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._catalog, name)
+
+    def create_subtables(self, tables: list[Any]) -> None:
+        self.subtables.extend(tables)
+
+
 class _Recorder:
-    """A ``Lake`` whose ``write`` records instead of committing (everything else is the lake's):
-    the recalculation's output is computed whole, then committed at once, or not at all."""
+    """A ``Lake`` whose ``write`` (and catalog ``create_subtables``) record instead of committing;
+    everything else is the lake's: the recalculation's output is computed whole, then committed at
+    once, or not at all."""
 
     def __init__(self, lake: Lake) -> None:
         self._lake = lake
+        self.catalog = _CatalogRecorder(lake.catalog)
         self.writes: list[OutputWrite] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -127,6 +146,8 @@ def _sink_writes(
     rec = _Recorder(lake)
     sink = OutputSink(c, cast(Lake, rec), stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)
     sink.process(table, 0, phase="recalc")
+    if rec.catalog.subtables and rec.writes:  # created with the first write, at the commit
+        rec.writes[0].subtables = rec.catalog.subtables
     return rec.writes
 
 
@@ -137,6 +158,8 @@ def _commit(lake: Lake, hooks: RecalcHooks, writes: list[OutputWrite]) -> None:
     if hooks.dry_run:
         return
     for w in writes:
+        if w.subtables:
+            lake.catalog.create_subtables(w.subtables)
         lake.write(w.db, w.table, w.data, **w.kwargs)
 
 

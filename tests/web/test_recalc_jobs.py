@@ -30,6 +30,8 @@ PER_HOUR = {"t1": 2, "t2": 3, "t3": 4, "t4": 5}  # rows per subtable in each of 
 # rows the stream never saw (inserted after it ran): t1 one more in hour 0 (a changed window),
 # t2 one in hour 3 (closes its hour 2: an added window)
 LATE = {"t1": [T0 + 30 * 60_000], "t2": [T0 + 3 * HOUR_MS + 1000]}
+# a subtable created after the stream ran: its closed hour 0 is added in a new output subtable
+NEW_TABLE = ("t5", [T0 + 5000, T0 + HOUR_MS + 5000])
 
 
 def _insert(admin: Any, table: str, times: list[int]) -> None:
@@ -65,8 +67,15 @@ def recalc(admin, lake, monkeypatch):  # type: ignore[no-untyped-def]
     ).run()
     for name, times in LATE.items():
         _insert(admin, name, times)
+    sql_execute(sql=f"CREATE TABLE h.{NEW_TABLE[0]} USING h.st TAGS (9)", user=admin)
+    _insert(admin, *NEW_TABLE)
     monkeypatch.setattr(recalc_jobs, "_enqueue", lambda job_id: None)
     return stream
+
+
+def _output_subtables() -> int:
+    lake = lake_get()
+    return lake.catalog.subtable_tags("h", "out").num_rows
 
 
 def _output() -> pd.DataFrame:
@@ -88,7 +97,9 @@ def _start(stream: Stream, admin: Any) -> RecalcJob:
 
 def _expected_fractions() -> list[float]:
     """0.9 of the source rows done after each chunk (one subtable each, in name order), then 1.0."""
-    rows = np.array([3 * n + len(LATE.get(name, [])) for name, n in sorted(PER_HOUR.items())], float)
+    per_table = {name: 3 * n + len(LATE.get(name, [])) for name, n in PER_HOUR.items()}
+    per_table[NEW_TABLE[0]] = len(NEW_TABLE[1])
+    rows = np.array([per_table[name] for name in sorted(per_table)], float)
     return [*list(0.9 * np.cumsum(rows) / rows.sum()), 1.0]
 
 
@@ -109,7 +120,7 @@ async def test_recalculation_progress_reaches_the_browser(recalc, admin) -> None
     steps = seen[1:]
     fractions = [p["fraction"] for p in steps]
     assert fractions == sorted(fractions) and fractions == pytest.approx(_expected_fractions())
-    total = sum(3 * n for n in PER_HOUR.values()) + sum(len(t) for t in LATE.values())
+    total = sum(3 * n for n in PER_HOUR.values()) + sum(len(t) for t in LATE.values()) + len(NEW_TABLE[1])
     assert {p["rows_total"] for p in steps} == {total}
     for p in steps[:-1]:
         assert p["rows_per_s"] > 0 and p["eta_s"] is not None
@@ -122,6 +133,7 @@ def test_cancel_leaves_the_output_as_it_was(recalc, admin, monkeypatch) -> None:
     before = _output()
     lake = lake_get()
     version = lake.version("h", lake.catalog.require_table("h", "out").storage)
+    subtables = _output_subtables()
     step = recalc_jobs._step
 
     def cancel_after_first(job: RecalcJob, t0: float, done: int, total: int) -> None:
@@ -133,6 +145,7 @@ def test_cancel_leaves_the_output_as_it_was(recalc, admin, monkeypatch) -> None:
     assert job.state == "cancelled" and job.rows_done < job.rows_total
     assert lake.version("h", lake.catalog.require_table("h", "out").storage) == version
     pd.testing.assert_frame_equal(_output(), before)
+    assert _output_subtables() == subtables == len(PER_HOUR)  # t5's output subtable not created
     # nothing left running: cancel now answers 404, and a new job may start
     again = api_client(admin).post(
         f"/api/v1/streams/{recalc.pk}/actions/", {"action": "cancel"}, format="json"
@@ -169,10 +182,13 @@ def test_diff_lists_exactly_what_the_recalculation_changes(recalc, admin) -> Non
     assert len(limited["rows"]) == 1 and limited["truncated"] is True
     assert limited["rows"][0] == diff["rows"][0]
     pd.testing.assert_frame_equal(_output(), before)  # a dry run writes nothing
+    assert _output_subtables() == len(PER_HOUR)  # nor creates an output subtable
     job = recalc_jobs.recalc_job_run(job_id=_start(recalc, admin).pk)
     assert job.state == "done" and job.windows == diff["windows"]
     want = _changes(before, _output())
-    assert len(want) >= 2  # the test can fail: the late rows change one window and add one
+    assert _output_subtables() == len(PER_HOUR) + 1
+    # the test can fail: the late rows change one window and add one, t5 adds its hour 0
+    assert len(want) >= 3
     listed = {}
     for row in diff["rows"]:
         ts = next(iter(row["key"].values()))
