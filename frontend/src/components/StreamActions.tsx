@@ -90,25 +90,94 @@ export function runningRecalculation(stream: Stream): { job_id?: number; state?:
   return w && w.phase === "recalculation" && (w.state === "queued" || w.state === "running") ? w : null;
 }
 
-export function StreamActions({ stream, onUpdated, onDropped, onError, compact }: StreamActionsProps) {
-  const [confirming, setConfirming] = useState<Pending | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [note, setNote] = useState<string | null>(null);
-  const [range, setRange] = useState({ start: "", end: "" });
-  // the dry run of the range in the dialog: which range it is of, and its answer
-  const [diff, setDiff] = useState<{ key: string; diff: RecalcDiff | null; error?: string } | null>(null);
-  const recalcJob = runningRecalculation(stream);
+/** The dry run of the range in the dialog: which range (`start/end`, ISO) it is of, and its answer. */
+interface Preview {
+  key: string;
+  diff: RecalcDiff | null;
+  error?: string;
+}
 
+function useRecalcPreview(streamId: number) {
+  const [diff, setDiff] = useState<Preview | null>(null);
   const preview = async (start: string, end: string) => {
     const key = `${start}/${end}`;
     setDiff({ key, diff: null });
     try {
-      const d = await recalculationDiff(stream.id, start, end);
+      const d = await recalculationDiff(streamId, start, end);
       setDiff((cur) => (cur?.key === key ? { key, diff: d } : cur));
     } catch (e) {
       setDiff((cur) => (cur?.key === key ? { key, diff: null, error: errorText(e) } : cur));
     }
   };
+  return { diff, setDiff, preview };
+}
+
+/** The recalculation dialog's range inputs (UTC, ISO 8601) and the changes of that range. */
+function RecalcForm({
+  range,
+  setRange,
+  rangeError,
+  shown,
+  onPreview,
+}: {
+  range: { start: string; end: string };
+  setRange: (f: (r: { start: string; end: string }) => { start: string; end: string }) => void;
+  rangeError: string | null;
+  shown: Preview | null;
+  onPreview: () => void;
+}) {
+  return (
+    <div className="recalc-form">
+      <label>
+        From (UTC){" "}
+        <input
+          type="text"
+          className="mono"
+          placeholder="2024-01-02T03:04:05Z"
+          aria-label="Recalculate from (UTC)"
+          value={range.start}
+          onChange={(e) => setRange((r) => ({ ...r, start: e.target.value }))}
+        />
+      </label>
+      <label>
+        to (UTC){" "}
+        <input
+          type="text"
+          className="mono"
+          placeholder="2024-01-02T04:04:05Z"
+          aria-label="Recalculate to (UTC)"
+          value={range.end}
+          onChange={(e) => setRange((r) => ({ ...r, end: e.target.value }))}
+        />
+      </label>
+      {rangeError && (
+        <div className="field-error" data-testid="recalc-error">
+          {rangeError}
+        </div>
+      )}
+      {!rangeError && (
+        <button type="button" className="btn-sm" data-testid="recalc-preview" disabled={!!shown && !shown.diff && !shown.error} onClick={onPreview}>
+          {shown?.diff ? "Show changes again" : "Show changes"}
+        </button>
+      )}
+      {shown && !shown.diff && !shown.error && <div className="muted small">computing the changes…</div>}
+      {shown?.error && (
+        <div className="field-error" data-testid="recalc-diff-error">
+          {shown.error}
+        </div>
+      )}
+      {shown?.diff && <RecalcDiffView diff={shown.diff} />}
+    </div>
+  );
+}
+
+export function StreamActions({ stream, onUpdated, onDropped, onError, compact }: StreamActionsProps) {
+  const [confirming, setConfirming] = useState<Pending | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [note, setNote] = useState<string | null>(null);
+  const [range, setRange] = useState({ start: "", end: "" });
+  const { diff, setDiff, preview } = useRecalcPreview(stream.id);
+  const recalcJob = runningRecalculation(stream);
 
   const cancelRecalc = async () => {
     try {
@@ -228,47 +297,7 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           onCancel={() => setConfirming(null)}
         >
           {confirming === "recalculate" && (
-            <div className="recalc-form">
-              <label>
-                From (UTC){" "}
-                <input
-                  type="text"
-                  className="mono"
-                  placeholder="2024-01-02T03:04:05Z"
-                  aria-label="Recalculate from (UTC)"
-                  value={range.start}
-                  onChange={(e) => setRange((r) => ({ ...r, start: e.target.value }))}
-                />
-              </label>
-              <label>
-                to (UTC){" "}
-                <input
-                  type="text"
-                  className="mono"
-                  placeholder="2024-01-02T04:04:05Z"
-                  aria-label="Recalculate to (UTC)"
-                  value={range.end}
-                  onChange={(e) => setRange((r) => ({ ...r, end: e.target.value }))}
-                />
-              </label>
-              {rangeError && (
-                <div className="field-error" data-testid="recalc-error">
-                  {rangeError}
-                </div>
-              )}
-              {!rangeError && (
-                <button type="button" className="btn-sm" data-testid="recalc-preview" disabled={!!shown && !shown.diff && !shown.error} onClick={() => void preview(startIso!, endIso!)}>
-                  {shown?.diff ? "Show changes again" : "Show changes"}
-                </button>
-              )}
-              {shown && !shown.diff && !shown.error && <div className="muted small">computing the changes…</div>}
-              {shown?.error && (
-                <div className="field-error" data-testid="recalc-diff-error">
-                  {shown.error}
-                </div>
-              )}
-              {shown?.diff && <RecalcDiffView diff={shown.diff} />}
-            </div>
+            <RecalcForm range={range} setRange={setRange} rangeError={rangeError} shown={shown} onPreview={() => void preview(startIso!, endIso!)} />
           )}
         </ConfirmDialog>
       )}
