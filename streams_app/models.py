@@ -146,6 +146,9 @@ class StreamProgress(models.Model):
     notifications_failed = models.BigIntegerField(default=0)
     expired_rows = models.BigIntegerField(default=0)
     recalculated = models.BigIntegerField(default=0)
+    drops = models.JSONField(
+        default=dict, blank=True, help_text="dropped-row counters and sample (BatchReport.drops)"
+    )
 
     class Meta:
         ordering = ["stream", "id"]

@@ -35,6 +35,9 @@ DEBUG = env.bool("TDWEB_DEBUG", default=False)
 SECRET_KEY = secret_key_load(configured=env.str("TDWEB_SECRET_KEY", default=""), debug=DEBUG, var_dir=VAR_DIR)
 TDWEB_HOST = env.str("TDWEB_HOST", default="127.0.0.1")
 TDWEB_PORT = env.int("TDWEB_PORT", default=8000)
+# the Spark UI link of a stream: "" = http://TDWEB_HOST:<bound UI port>/; else a template with
+# {host} and {port} (spark_workers/runtime/session.py public_ui_url)
+TDWEB_SPARK_UI_URL = env.str("TDWEB_SPARK_UI_URL", default="")
 # deployments name their host names in TDWEB_ALLOWED_HOSTS (docs/security.md)
 ALLOWED_HOSTS = env.list("TDWEB_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", TDWEB_HOST])
 CSRF_TRUSTED_ORIGINS = env.list(

@@ -51,6 +51,8 @@ export const urls = {
     return `/${s ? `?${s}` : ""}`;
   },
   stream: (id: number) => `/streams/${id}/`,
+  /** The stream page with its "Why no output?" panel open. */
+  streamWhy: (id: number) => `/streams/${id}/#why`,
   create: () => "/streams/new/",
   dashboard: () => "/dashboard/",
   designer: (draftId?: number | null) => (draftId ? `/designer/${draftId}/` : "/designer/"),

@@ -24,14 +24,25 @@ Functions (TDengine SQL manual, "Functions": Aggregate / Selection / Time-Series
 ``std``.
 
 Buffered aggregates: a lifted row keeps its time ``t``, value ``x`` and ``n`` (1 = a non-NULL
-value); a combined partial has ``m`` = 1 and its buffer ``b``: ``(times, values)`` for twa /
-leastsquares / percentile, ``(distinct values, counts)`` for mode / count(DISTINCT) / hyperloglog
-and ``(bin centres, weights)`` for apercentile. ``combine`` concatenates (and for counts
-deduplicates) the buffers of a window; ``lower`` computes the function. Memory: twa, leastsquares
-and percentile hold every non-NULL value of an open window (16 bytes each), mode /
-count(DISTINCT) / hyperloglog one entry per distinct value, apercentile at most ``APERCENTILE_BINS``
-bins (TDengine's "default" algorithm is a 1000-bin histogram, tHistogram: exact while a window has
-at most 1000 distinct values, within 1/1000 of the rank otherwise).
+value); a combined partial has ``m`` = 1 and its buffer ``b``: ``(times, values)`` sorted by time
+(points of one time by value) for twa / leastsquares / percentile, ``(distinct values, counts)``
+sorted by value for mode / count(DISTINCT) / hyperloglog and ``(bin centres, weights)`` for
+apercentile. ``combine`` merges the buffers of a window with its new rows, ``lower`` computes the
+function; both run over every window of a micro-batch at once (``engine/buffers.py``: a merge by
+position instead of a sort for in-order points, one ``bincount`` for integer values, vectorized
+twa / mode / apercentile / count, compact bytes in checkpoints). Memory: twa, leastsquares and
+percentile hold every non-NULL value of an open window (16 bytes each), mode / count(DISTINCT) /
+hyperloglog one entry per distinct value, apercentile at most ``APERCENTILE_BINS`` bins (TDengine's
+"default" algorithm is a 1000-bin histogram, tHistogram: exact while a window has at most 1000
+distinct values, within 1/1000 of the rank otherwise).
+
+twa keeps its points rather than TDengine's constant-size running integral (first point, last
+point, area): the integral is exact only while rows arrive in time order, and TDengine rebuilds a
+window from storage when they do not; the engine folds a late row into the window's points
+instead, so the result is exact whatever the arrival order. hyperloglog counts exactly up to
+``hll.EXACT_MAX`` distinct values (TDengine keeps 2^14 one-byte registers from the first row,
+``HLL_BUCKETS`` in ``builtinsimpl.c``; an exact count is within any error it allows, and 4096
+values or fewer cost less to keep and checkpoint than 16 KiB per window).
 
 Rules (TDengine 3.3, function reference and ``builtinsimpl.c``):
 
@@ -41,7 +52,8 @@ Rules (TDengine 3.3, function reference and ``builtinsimpl.c``):
   for one point. A window query with INTERVAL also interpolates at the window's edges from the
   neighbouring rows (``spark_workers.engine.borders``); %%trows (3.3.7 streams) and the other
   windows hold only their own rows.
-- leastsquares: x runs ``a, a + d, ...`` over the non-NULL values in time order; NULL when the
+- leastsquares: x runs ``a, a + d, ...`` over the non-NULL values in time order (values of one
+  time in ascending order); NULL when the
   slope is undefined (one point); the text is ``{slop:%.6f, intercept:%.6f}`` (TDengine's spelling).
 - percentile: linear interpolation between the closest ranks (``(n - 1) * p / 100``).
 - mode: the most frequent non-NULL value; TDengine picks one of several equally frequent values
@@ -58,7 +70,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from spark_workers.engine import hll
+from spark_workers.engine import buffers, hll
 
 
 class AggSpec(Protocol):
@@ -169,7 +181,31 @@ def combine_one(
 
 
 def _combine_irate(get: dict[str, np.ndarray], seg: np.ndarray, nseg: int) -> dict[str, np.ndarray]:
-    """The last two points of each segment among every partial's two points."""
+    """The last two points of each segment among every partial's two points: without a sort when
+    each segment's partials hold a point and follow each other in time (rows in time order), else
+    ``_combine_irate_sorted``."""
+    t1, t2 = get["t1"], get["t2"]
+    same = seg[1:] == seg[:-1]
+    if (
+        t2.shape[0] == 0
+        or bool(np.any(t2 == I64_MIN))
+        or bool(np.any(t1 >= t2))
+        or bool(np.any(same & (t2[1:] <= t2[:-1])))
+    ):
+        return _combine_irate_sorted(get, seg, nseg)
+    last = np.flatnonzero(np.append(~same, True))  # one per segment: segments are never empty
+    p = np.maximum(last - 1, 0)
+    has_prev = (last > 0) & (seg[p] == seg[last])
+    # the point before the last: the previous partial's last one, unless this partial's first is
+    # later (equal times: the previous partial's, as the sort orders second points after first ones)
+    use_prev = has_prev & (t2[p] >= t1[last])
+    t1_out = np.where(use_prev, t2[p], t1[last])
+    v1_out = np.where(use_prev, get["v2"][p], np.where(t1[last] == I64_MIN, 0.0, get["v1"][last]))
+    return {"t1": t1_out, "v1": v1_out, "t2": t2[last].copy(), "v2": get["v2"][last].copy()}
+
+
+def _combine_irate_sorted(get: dict[str, np.ndarray], seg: np.ndarray, nseg: int) -> dict[str, np.ndarray]:
+    """The last two points of each segment among every partial's two points, in any order."""
     t = np.concatenate([get["t1"], get["t2"]])
     v = np.concatenate([get["v1"], get["v2"]])
     s = np.concatenate([seg, seg])
@@ -199,37 +235,35 @@ def _combine_buffers(
     a: AggSpec, get: dict[str, np.ndarray], starts: np.ndarray, seg: np.ndarray
 ) -> dict[str, np.ndarray]:
     """One buffer per segment from its raw rows and its partials' buffers (module docstring),
-    vectorized over the segments: every entry is tagged with its segment, sorted once (for counts:
-    by segment and value, equal values summed), then cut into one buffer per segment."""
+    vectorized over the segments (``engine/buffers.py``): points merge by position, counts are
+    counted per (segment, value), then the flat entries are cut into one buffer per segment."""
     nseg = starts.shape[0]
-    t, x, n, m, b = get["t"], get["x"], get["n"], get["m"], get["b"]
+    x, n, m, b = get["x"], get["n"], get["m"], get["b"]
     raw, bi = np.flatnonzero(n), np.flatnonzero(m)
     dense: dict[int, np.ndarray] = {}  # hyperloglog: segment -> registers (engine/hll.py)
     if a.func == "hyperloglog":
         bi, dense = _dense_registers(b, bi, seg)
     parts = [b[i] for i in bi.tolist()]
-    lens = np.array([p[0].shape[0] for p in parts], np.int64)
-    vseg = np.concatenate([seg[raw], np.repeat(seg[bi], lens)])
+    pseg = np.repeat(seg[bi], np.array([p[0].shape[0] for p in parts], np.int64))
+    a1_parts = [p[1] for p in parts]
     if a.func in POINTS:
-        a0 = np.concatenate([t[raw], *[p[0] for p in parts]])
-        a1 = np.concatenate([x[raw], *[p[1] for p in parts]])
-        order = np.argsort(vseg, kind="stable")
-        vseg, a0, a1 = vseg[order], a0[order], a1[order]
+        old = (pseg, _cat([p[0] for p in parts], np.int64), _cat(a1_parts, np.float64))
+        vseg, a0, a1 = buffers.merge_points(old, (seg[raw], get["t"][raw], x[raw]))
     else:
         wdt = np.float64 if a.func == "apercentile" else np.int64
         a0 = np.concatenate([x[raw], *[p[0] for p in parts]])
-        a1 = np.concatenate([np.ones(raw.shape[0], wdt), *[p[1] for p in parts]])
-        vseg, a0, a1 = _count_values(vseg, a0, a1)
-    cuts = np.searchsorted(vseg, np.arange(1, nseg), "left")
-    merged = np.empty(nseg, dtype=object)
-    for j, (u, w) in enumerate(zip(np.split(a0, cuts), np.split(a1, cuts), strict=True)):
-        if a.func == "apercentile" and u.shape[0] > APERCENTILE_BINS:
-            merged[j] = compress_bins(u, w, APERCENTILE_BINS)
-        elif a.func == "hyperloglog" and (j in dense or u.shape[0] > hll.EXACT_MAX):
+        a1 = np.concatenate([np.ones(raw.shape[0], wdt), *a1_parts])
+        vseg, a0, a1 = buffers.count_values(np.concatenate([seg[raw], pseg]), a0, a1)
+    merged = buffers.cut(vseg, a0, a1, nseg)
+    if a.func == "apercentile":
+        for j in np.flatnonzero(np.bincount(vseg, minlength=nseg) > APERCENTILE_BINS).tolist():
+            merged[j] = compress_bins(merged[j][0], merged[j][1], APERCENTILE_BINS)
+    elif a.func == "hyperloglog":
+        many = np.flatnonzero(np.bincount(vseg, minlength=nseg) > hll.EXACT_MAX).tolist()
+        for j in sorted({*dense, *many}):
+            u = merged[j][0]
             reg = hll.registers(u) if u.shape[0] else np.zeros(hll.M, np.uint8)
             merged[j] = (np.maximum(reg, dense[j]) if j in dense else reg, None)
-        else:
-            merged[j] = (u, w)
     return {
         "t": np.zeros(nseg, np.int64),
         "x": np.zeros(nseg, x.dtype) if x.dtype != object else np.full(nseg, None, object),
@@ -237,6 +271,10 @@ def _combine_buffers(
         "m": np.ones(nseg, np.int64),
         "b": merged,
     }
+
+
+def _cat(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype)
 
 
 def _dense_registers(
@@ -255,22 +293,6 @@ def _dense_registers(
     return np.array(keep, np.int64), dense
 
 
-def _count_values(
-    vseg: np.ndarray, v: np.ndarray, w: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(segment, value, weight)`` entries -> one entry per distinct (segment, value), weights
-    summed, sorted by segment then value."""
-    if v.shape[0] == 0:
-        return vseg, v, w
-    key = np.unique(v, return_inverse=True)[1].ravel() if v.dtype == object else v
-    order = _segment_value_order(vseg, key)
-    vseg, key, v, w = vseg[order], key[order], v[order], w[order]
-    brk = np.ones(v.shape[0], bool)
-    brk[1:] = (vseg[1:] != vseg[:-1]) | (key[1:] != key[:-1])
-    first = np.flatnonzero(brk)
-    return vseg[first], v[first], np.add.reduceat(w, first)
-
-
 def _merge(a: AggSpec, t: np.ndarray, x: np.ndarray, parts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """A window's buffer from raw ``(t, x)`` rows and buffers ``parts``."""
     if a.func in POINTS:
@@ -287,17 +309,6 @@ def _merge(a: AggSpec, t: np.ndarray, x: np.ndarray, parts: list[Any]) -> tuple[
         return compress_bins(v.astype(np.float64), w.astype(np.float64), APERCENTILE_BINS)
     uniq, inv = np.unique(v, return_inverse=True)
     return (uniq, np.bincount(inv.ravel(), weights=w, minlength=uniq.shape[0]).astype(np.int64))
-
-
-def _segment_value_order(vseg: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """The order sorting entries by (segment, key): one argsort of a packed int64 key when the
-    integer keys' range allows it (faster than a two-key lexsort), else a lexsort."""
-    if key.dtype.kind in "iub" and key.shape[0]:
-        k = key.astype(np.int64)
-        lo, span = int(k.min()), int(k.max()) - int(k.min()) + 1
-        if span * (int(vseg.max()) + 1) < 2**62:
-            return np.argsort(vseg.astype(np.int64) * span + (k - lo), kind="stable")
-    return np.lexsort((key, vseg))
 
 
 def compress_bins(v: np.ndarray, w: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
@@ -335,6 +346,8 @@ def lower_one(a: AggSpec, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
         return (np.where(ok, (c["tmax"] - np.where(ok, c["tmin"], c["tmax"])) / unit, 0.0), ok)
     if f == "irate":
         return _lower_irate(a, c)
+    if f in ("twa", "mode", "count_distinct", "hyperloglog", "apercentile"):
+        return _lower_flat(a, c)
     r = c["n"].shape[0]
     vals: list[Any] = []
     valid = np.zeros(r, bool)
@@ -343,12 +356,40 @@ def lower_one(a: AggSpec, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
         value = lower_buffer(a, t, x)
         valid[i] = value is not None
         vals.append(value)
-    if f in ("count_distinct", "hyperloglog"):
-        return (np.array([0 if v is None else v for v in vals], np.int64), np.ones(r, bool))
-    if f == "leastsquares" or (f == "mode" and c["x"].dtype == object):
+    if f == "leastsquares":
         return (np.array(vals, dtype=object), valid)
-    dt = c["x"].dtype if f == "mode" else np.float64
-    return (np.array([0 if v is None else v for v in vals], dtype=dt), valid)
+    return (np.array([0 if v is None else v for v in vals], dtype=np.float64), valid)
+
+
+def _lower_flat(a: AggSpec, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """twa, mode, count(DISTINCT), hyperloglog and apercentile of every window at once over the
+    windows' buffers laid end to end (``engine/buffers.py``)."""
+    f, r = a.func, c["n"].shape[0]
+    dt0 = np.int64 if f == "twa" else c["x"].dtype
+    dt1 = np.float64 if f in ("twa", "apercentile") else np.int64
+    none = (np.empty(0, dt0), np.empty(0, dt1))
+    m, n = c["m"].tolist(), c["n"].tolist()
+    bufs = [_buffer_of(a, c, i) if m[i] or n[i] else none for i in range(r)]
+    dense = {i: bf[0] for i, bf in enumerate(bufs) if bf[1] is None}  # hyperloglog registers
+    for i in dense:
+        bufs[i] = none
+    lens, a0, a1 = buffers.flat(bufs, dt0, dt1)
+    if f in ("count_distinct", "hyperloglog"):
+        for i, reg in dense.items():
+            lens[i] = hll.estimate(reg)
+        return (lens, np.ones(r, bool))
+    if f == "twa":
+        return buffers.twa(lens, a0, a1)
+    if f == "apercentile":
+        return buffers.percentile(lens, a0, a1, float(a.params[0]))
+    pick, ok = buffers.mode(lens, a0, a1)
+    if a0.dtype == object:
+        vals = np.full(r, None, dtype=object)
+        vals[ok] = a0[pick[ok]]
+        return (vals, ok)
+    vals = np.zeros(r, c["x"].dtype)
+    vals[ok] = a0[pick[ok]]
+    return (vals, ok)
 
 
 def _buffer_of(a: AggSpec, c: dict[str, np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from spark_workers.engine import buffers
 from spark_workers.engine.aggregates import I64_MIN, AggSpec, Partials, combine, empty_partials, lift, lower
 from spark_workers.engine.rows import (
     DELETE,
@@ -190,7 +191,9 @@ class StreamState:
         )
         cols: dict[str, Any] = {"gid": self.open.gid, "wkey": self.open.wkey}
         for k, v in self.open.cols.items():
-            if k.endswith((".r", ".b")):  # collected rows (eKuiper) and value buffers (extended.py)
+            if k.endswith(".b"):  # value buffers (extended.py) as Arrow lists or bytes (buffers.py)
+                cols[k] = buffers.encode_lists(v)
+            elif k.endswith(".r"):  # collected rows (eKuiper)
                 cols[k] = pa.array([pickle.dumps(x, protocol=5) for x in v], pa.binary())
             else:
                 cols[k] = pa.array(v, from_pandas=True) if v.dtype == object else v
@@ -245,7 +248,9 @@ class StreamState:
         cols = {}
         for k, empty in template.cols.items():
             col = windows.column(k)
-            if k.endswith((".r", ".b")):
+            if k.endswith(".b"):
+                cols[k] = buffers.decode_column(col)
+            elif k.endswith(".r"):
                 cols[k] = np.empty(len(col), dtype=object)
                 for i, b in enumerate(col.to_pylist()):
                     cols[k][i] = pickle.loads(b)  # our own checkpointed state
@@ -476,6 +481,8 @@ class _IntervalStep:
         out = self.to_write()
         state, stats = self.state, self.stats
         stats["open_windows"] = len(state.open)
+        # the earliest exclusive end of an open window (precision units): what closes it
+        stats["open_wend_min"] = int(self.a.end(state.open.wkey).min()) if len(state.open) else None
         stats["state_bytes"] = state.nbytes()
         seen = state.max_ts[state.max_ts != I64_MIN]
         stats["max_ts"] = int(seen.max()) if seen.size else None
@@ -538,6 +545,33 @@ class _IntervalStep:
             self.late_recalc &= ~gone[pair_row]
         self.dropped = dropped = self.closed_before & ~self.late_recalc
         self.stats["rows_expired"] = int(np.unique(pair_row[dropped]).size) if dropped.any() else 0
+        self.drop_stats()
+
+    def drop_stats(self) -> None:
+        """Why rows made no window, for "why no output?" (``streams_app/services/diagnosis.py``):
+        ``rows_filtered`` kept out by FILTER / WHERE in the engine, ``rows_disordered`` older than
+        their group's latest event time when they came (seed 004 "Disordered processing"), of the
+        dropped (expired) rows those beyond DELETE_MARK (``rows_beyond_delete_mark``) and those
+        late by the watermark (``rows_late``, eKuiper), and the event times (precision units) of
+        the earliest and latest dropped row (``dropped_first`` / ``dropped_last``, None without)."""
+        stats, prev, dropped, lifted = self.stats, self.prev, self.dropped, self.lifted
+        # pre-aggregated items (runtime/premerge.py) stand for ``lifted.n`` rows each
+        n = lifted.n[self.inc_idx].astype(np.int64) if lifted is not None else np.ones(prev.size, np.int64)
+        adv = int(lifted.n[self.adv_idx].sum()) if lifted is not None else int(self.adv_idx.size)
+        stats["rows_filtered"] = adv - int(n.sum())
+        known = prev != I64_MIN
+        disordered = known & (self.t_inc < prev) if not self.r.clock_driven else np.zeros(0, bool)
+        stats["rows_disordered"] = int(n[disordered].sum())
+        rows = np.unique(self.pair_row[dropped]) if dropped.any() else np.empty(0, np.int64)
+        stats["rows_expired"] = int(n[rows].sum())
+        beyond = np.unique(self.pair_row[dropped & self.beyond_mark]) if rows.size else rows
+        stats["rows_beyond_delete_mark"] = int(n[beyond].sum())
+        late_rule = self.r.late_by_watermark and self.pair_row.size
+        stats["rows_late"] = int(n[self.late].sum()) if late_rule else 0
+        first = self.t_inc[rows]  # an item's earliest and latest row times
+        last = lifted.tmax[self.inc_idx][rows] if lifted is not None else first
+        stats["dropped_first"] = int(first.min()) if rows.size else None
+        stats["dropped_last"] = int(last.max()) if rows.size else None
 
     def collect_recalc(self) -> None:
         """``rc_gid`` / ``rc_wst``: the windows to recalculate now, unique: windows of late rows

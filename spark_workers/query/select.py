@@ -79,6 +79,7 @@ from spark_workers.query.window_rows import (
 from spark_workers.sql import ast, json_ops
 from spark_workers.sql.aggregate_functions import expand_item, spec_of
 from spark_workers.sql.ast import offset_of
+from spark_workers.sql.functions import kind_of as value_kind
 from spark_workers.sql.sandbox import check_select, visible_ctes
 from spark_workers.sql.scope import PSEUDO_TS, Scope
 from spark_workers.sql.translate import to_sql
@@ -664,12 +665,25 @@ def explode_rows(
     return out.append_column("_rn", pa.array(rn, pa.int64()))
 
 
+# engine aggregates returning one of their input's values (a timestamp input gives a timestamp)
+_TS_VALUED = frozenset({"first", "last", "last_row", "min", "max", "mode"})
+
+
 def stage3_sql(
     plan: WindowPlan, view: str, tz: str, *, passthrough: tuple[str, ...] = (), streaming: bool = False
 ) -> str:
     """Stage-3 SQL over the window results registered as ``view``; ``passthrough`` columns are
     carried along; a stream's stage 3 has no ORDER BY / LIMIT."""
-    scope = Scope({}, None, plan.source.db.precision, tz, frozenset({"_wstart", "_wend"}))
+    # window bounds and the aggregates whose value is a timestamp (first/last/min/max... of one)
+    source = plan.source.scope(tz)
+    stamps = {"_wstart", "_wend"} | {
+        a.name
+        for a in plan.aggs
+        if a.func in _TS_VALUED
+        and a.input in plan.inputs
+        and value_kind(plan.inputs[a.input], source) == "ts"
+    }
+    scope = Scope({}, None, plan.source.db.precision, tz, frozenset(stamps))
     items = [f"{to_sql(e, 'duckdb', scope)} AS {quote(f'_o{i}')}" for i, (_n, e) in enumerate(plan.items)]
     items += [quote(p) for p in passthrough]
     sql = f"SELECT {', '.join(items)} FROM {view}"

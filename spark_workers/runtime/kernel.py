@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from spark_workers.engine import buffers
 from spark_workers.engine.aggregates import ROWS, AggSpec, result_arrow_type, to_arrow
 from spark_workers.engine.rows import DELETE, Lifted, RowBatch, column_arrays, group_codes
 from spark_workers.engine.shape import Engine, WindowShape, load_state, make_engine
@@ -128,7 +129,8 @@ def rows_from_table(cfg: KernelConfig, t: pa.Table) -> RowBatch:
         cols = {}
         for i, a in enumerate(cfg.aggs):
             for f in a.fields:
-                cols[a.field(f)] = column_arrays(t.column(f"_p{i}_{f}"))[0]
+                col = t.column(f"_p{i}_{f}")
+                cols[a.field(f)] = buffers.decode_column(col) if f == "b" else column_arrays(col)[0]
         lifted = Lifted(
             t.column("_wkey").to_numpy(zero_copy_only=False).astype(np.int64),
             t.column("_tmax").to_numpy(zero_copy_only=False).astype(np.int64),

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from spark_workers.engine import buffers
 from spark_workers.engine.aggregates import AggSpec, Partials, _field_dtype, combine, in_key_order, lift
-from spark_workers.engine.extended import BUFFERED
 from spark_workers.engine.rows import INSERT, UPDATE_POST, column_arrays, combination_codes
 from spark_workers.lake.changes import conform
 from spark_workers.runtime.kernel import KernelConfig
@@ -36,8 +36,8 @@ def eligible(cfg: KernelConfig) -> bool:
     return (
         cfg.shape.kind == "interval"
         and not keys & {"keep", "where"}
-        and all(a.func != "rows" and a.func not in BUFFERED for a in cfg.aggs)
-    )  # value buffers (engine/extended.py) have no Arrow column type: they shuffle as rows
+        and all(a.func != "rows" for a in cfg.aggs)
+    )  # eKuiper's collected rows have no Arrow column type: they shuffle as rows
 
 
 def field_name(i: int, f: str) -> str:
@@ -46,6 +46,8 @@ def field_name(i: int, f: str) -> str:
 
 def _arrow_type(a: AggSpec, f: str, input_types: dict[str, pa.DataType]) -> pa.DataType:
     dt = _field_dtype(a, f)
+    if f == "b":  # value buffers (engine/extended.py), encoded by engine/buffers.py
+        return pa.binary()
     if f == "pk":  # first/last's composite key: the key input's own type
         return input_types.get(a.columns[0], pa.string())
     if dt is object:
@@ -210,9 +212,12 @@ class _PartitionRows:
             for f in a.fields:
                 v = part.cols[a.field(f)]
                 typ = schema.field(field_name(i, f)).type
-                cols[field_name(i, f)] = (
-                    pa.array(v, typ, from_pandas=True) if v.dtype == object else pa.array(v).cast(typ)
-                )
+                if f == "b":
+                    cols[field_name(i, f)] = buffers.encode_column(v)
+                elif v.dtype == object:
+                    cols[field_name(i, f)] = pa.array(v, typ, from_pandas=True)
+                else:
+                    cols[field_name(i, f)] = pa.array(v).cast(typ)
         return pa.table({f.name: cols[f.name] for f in schema}, schema=schema)
 
 

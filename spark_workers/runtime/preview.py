@@ -152,6 +152,7 @@ def preview_stream(
     default_db: str | None = None,
     max_windows: int = DEFAULT_MAX_WINDOWS,
     principal: Principal = ROOT,
+    default_span_ms: int | None = None,
 ) -> dict[str, Any]:
     """Run a CREATE STREAM statement over ``[start_ms, end_ms)`` of its trigger table (module
     docstring) and answer what it would produce, without writing to ``lake`` or sending anything.
@@ -168,6 +169,7 @@ def preview_stream(
         max_windows: at most this many windows are returned.
         principal: the user asking; the stream's tables are read with its privileges
             (``streams.check_stream_access``; the default superuser is for tools and tests).
+        default_span_ms: no ``start_ms``: start this long before the trigger table's last row.
 
     Returns:
         JSON-able dict::
@@ -179,7 +181,8 @@ def preview_stream(
              "notifications": [event dict of notify/messages.py],   # in sending order
              "input_rows": int, "output_rows": int, "window_count": int,
              "notification_count": int, "elapsed_ms": float, "truncated": bool,
-             "range": {"start": ms | None, "end": ms | None}}
+             "range": {"start": ms | None, "end": ms | None},   # the range run
+             "deploy": deploy_effect(...)}   # what deploying does with these rows
 
         ``group`` is the group's PARTITION BY values joined by ", " ("" without PARTITION BY);
         ``end`` is null for a window still open whose end is not known yet (INTERVAL windows
@@ -187,14 +190,13 @@ def preview_stream(
         table's columns, sorted by group then first column; timestamps (windows and rows) are epoch
         milliseconds. ``truncated`` is true when rows, windows or notifications were cut to their
         limits (``*_count`` / ``output_rows`` are the totals). Notifications are the events the
-        stream's NOTIFY clause asks for, as if the rows arrived live (NOTIFY_HISTORY is ignored).
-        ``trigger_id`` equals the ``triggerId`` of the window's notification events.
+        stream's NOTIFY clause asks for, as if the rows arrived live (``deploy``: what a deploy
+        sends). ``trigger_id`` equals the ``triggerId`` of the window's notification events.
 
     Raises:
         SqlError: bad SQL (the parser's error, with its position, unchanged); the checks of CREATE
             STREAM; NOT_SUPPORTED for PERIOD triggers and processing-time windows;
-            INVALID_OPERATION for an empty range or when the range holds more than
-            ``max_input_rows`` rows (the message gives the count).
+            INVALID_OPERATION for an empty range or more than ``max_input_rows`` rows in it.
         CatalogError: a database or table is missing.
     """
     t0 = time.perf_counter()
@@ -203,9 +205,9 @@ def preview_stream(
     assert spec.source is not None
     check_stream_access(principal, spec, lake.catalog, writes=False)
     trigger = resolve(lake.catalog, ast.TableName(spec.source.table, spec.source.db), spec.source.db)
-    precision = trigger.db.precision
-    lo = None if start_ms is None else start_ms * PER_MS[precision]
-    hi = None if end_ms is None else end_ms * PER_MS[precision]  # exclusive
+    if start_ms is None and default_span_ms is not None:
+        start_ms = _default_start(lake, trigger, end_ms, default_span_ms)
+    lo, hi = (None if t is None else t * PER_MS[trigger.db.precision] for t in (start_ms, end_ms))
     copies = _copies(lake, spec, trigger.db, trigger.table, tz)
     versions = _check_input_size(lake, copies, lo, hi, max_input_rows)
     with tempfile.TemporaryDirectory(prefix="tdweb-preview-") as tmp:
@@ -213,12 +215,61 @@ def preview_stream(
         input_rows = _fill_scratch(lake, scratch, spec, trigger, copies, versions, lo, hi)
         compiled = _compile(lake, scratch, spec, sql, tz)
         answer = _run(scratch, compiled, tz, end=hi, limit=limit, max_windows=max_windows)
-    answer.update(
-        input_rows=input_rows,
-        elapsed_ms=round((time.perf_counter() - t0) * 1000, 3),
-        range={"start": start_ms, "end": end_ms},
-    )
+    answer.update(input_rows=input_rows, range={"start": start_ms, "end": end_ms})
+    answer["deploy"] = deploy_effect(spec, answer["output_rows"], answer["notification_count"])
+    answer["elapsed_ms"] = round((time.perf_counter() - t0) * 1000, 3)
     return answer
+
+
+def _default_start(lake: Lake, trigger: Source, end_ms: int | None, span_ms: int) -> int | None:
+    """``span_ms`` before the trigger table's last row before ``end_ms`` (epoch ms; a subtable's
+    own rows); None for a virtual or empty table (the range stays open)."""
+    if trigger.table.virtual:
+        return None
+    per_ms = PER_MS[trigger.db.precision]
+    ts_max = None if end_ms is None else end_ms * per_ms - 1
+    names = [trigger.table.name] if trigger.table.kind == "sub" else None
+    ts = trigger.storage.columns[0].physical
+    rows = lake.read(trigger.db, trigger.storage, tbnames=names, ts_max=ts_max, columns=[ts])
+    if not rows.num_rows:
+        return None
+    last = pc.max(rows.column(ts)).as_py()
+    last_units = int(last.timestamp() * 1000) * per_ms if isinstance(last, dt.datetime) else int(last)
+    return last_units // per_ms - span_ms
+
+
+def deploy_effect(spec: StreamSpec, output_rows: int, notifications: int) -> dict[str, Any]:
+    """What deploying the previewed statement does with the previewed (stored) rows: a new stream
+    treats them as history, computed only with FILL_HISTORY (seed 000 "FILL_HISTORY", seed 002
+    "Stream Processing Control Options": off by default) and notified only with NOTIFY_HISTORY
+    (seed 000 / 002 "Notification Mechanism": "Default: not sent").
+
+    Returns:
+        ``{"fill_history", "notify_history", "output_rows", "notifications", "notes"}``: the
+        output rows and notifications deploying produces for these rows, and sentences saying why
+        they differ from the preview's (rows arriving live).
+    """
+    fill = bool(spec.options.fill_history)
+    notify_history = bool(spec.notify is not None and spec.notify.history)
+    notes = []
+    if not fill:
+        notes.append(
+            "FILL_HISTORY is off: deployed, the stream computes only rows written after it starts; "
+            f"these stored rows give none of the {output_rows:,} output rows and {notifications:,} "
+            "notifications shown, which are what the same rows arriving live would give"
+        )
+    elif spec.notify is not None and not notify_history and notifications:
+        notes.append(
+            f"NOTIFY_HISTORY is off: deploying computes these rows (FILL_HISTORY) but sends none of "
+            f"their {notifications:,} notifications; rows arriving live are notified as shown"
+        )
+    return {
+        "fill_history": fill,
+        "notify_history": notify_history,
+        "output_rows": output_rows if fill else 0,
+        "notifications": notifications if fill and notify_history else 0,
+        "notes": notes,
+    }
 
 
 def _check_preview_arguments(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
@@ -25,6 +26,45 @@ def executor_env(master: str) -> dict[str, str]:
     from spark_workers.lake.location import executor_variables
 
     return executor_variables()
+
+
+_WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}
+
+
+def public_ui_url(spark_url: str | None, *, template: str = "", host: str = "127.0.0.1") -> str:
+    """The Spark UI address a browser should open, built from configuration rather than the
+    address Spark guessed (``sparkContext.uiWebUrl`` names the driver's host name, often a container
+    name no browser resolves; issue 16 item 9).
+
+    Only the port is taken from Spark's URL: it is the port the UI bound (``spark.ui.port``, 4040 by
+    default, or the next free one when that is taken). ``template`` (``TDWEB_SPARK_UI_URL``) wins
+    when set: ``{port}`` and ``{host}`` are replaced (``https://spark.example/{port}/`` behind a
+    proxy; a template without placeholders is used as it is). Otherwise the URL is
+    ``http://<host>:<port>/`` with ``host`` = ``TDWEB_HOST`` (a wildcard listen address such as
+    ``0.0.0.0`` becomes ``127.0.0.1``; an IPv6 address gets brackets).
+
+    Args:
+        spark_url: ``sparkContext.uiWebUrl`` (None or "" when the UI is disabled).
+        template: ``TDWEB_SPARK_UI_URL``, "" for the default.
+        host: ``TDWEB_HOST``.
+
+    Returns:
+        The URL, or "" when Spark has no UI or its URL names no port.
+    """
+    if not spark_url:
+        return ""
+    try:
+        port = urlsplit(spark_url).port
+    except ValueError:
+        return ""
+    if port is None:
+        return ""
+    name = "127.0.0.1" if host.strip() in _WILDCARD_HOSTS else host.strip()
+    if ":" in name and not name.startswith("["):
+        name = f"[{name}]"
+    if template:
+        return template.replace("{port}", str(port)).replace("{host}", name)
+    return f"http://{name}:{port}/"
 
 
 def spark_session(

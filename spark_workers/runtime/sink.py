@@ -85,7 +85,28 @@ class BatchReport:
     history_done: bool = False
     duration_ms: float = 0.0
     rows_per_s: float = 0.0
+    # why rows made no window ("why no output?", engine/stream.py ``drop_stats``)
+    rows_filtered: int = 0
+    rows_disordered: int = 0
+    rows_late: int = 0
+    rows_beyond_delete_mark: int = 0
+    dropped_sample_ms: list[int] = field(default_factory=list)
+    open_wend_min_ms: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def drops(self) -> dict[str, Any]:
+        """The micro-batch's dropped-row counters: ``{expired, filtered, disordered, late,
+        beyond_delete_mark}`` (rows), ``sample_ms`` (event times of dropped rows, epoch ms, at most
+        4) and ``open_wend_min_ms`` (the earliest end of an open window, epoch ms, or None)."""
+        return {
+            "expired": self.expired_rows,
+            "filtered": self.rows_filtered,
+            "disordered": self.rows_disordered,
+            "late": self.rows_late,
+            "beyond_delete_mark": self.rows_beyond_delete_mark,
+            "sample_ms": self.dropped_sample_ms[:4],
+            "open_wend_min_ms": self.open_wend_min_ms,
+        }
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -348,15 +369,34 @@ class OutputSink:
             rep.input_rows += int(d.get("rows_in", 0))
             rep.expired_rows += int(d.get("rows_expired", 0))
             rep.recalculated += int(d.get("recalculated", 0))
+            self._drop_stats(d, rep)
             self.bucket_stats[int(b)] = d
         rep.open_windows = sum(int(d.get("open_windows", 0)) for d in self.bucket_stats.values())
         rep.state_bytes = sum(int(d.get("state_bytes", 0)) for d in self.bucket_stats.values())
+        ends = [int(e) for d in self.bucket_stats.values() if (e := d.get("open_wend_min")) is not None]
+        if ends:  # the earliest end of an open window, all buckets
+            rep.open_wend_min_ms = min(ends) * NS_PER_PRECISION[self.precision] // 1_000_000
         latest = [int(d["max_ts"]) for d in self.bucket_stats.values() if d.get("max_ts") is not None]
         if latest:
             per = NS_PER_PRECISION[self.precision]
             mx = max(latest)
             rep.max_event_ms = mx * per // 1_000_000
             rep.watermark_ms = (mx - self.c.rules.watermark) * per // 1_000_000
+
+    def _drop_stats(self, d: dict[str, Any], rep: BatchReport) -> None:
+        """Add one bucket's dropped-row counters (engine/stream.py ``drop_stats``) to ``rep``;
+        times in precision units become epoch milliseconds."""
+        per = NS_PER_PRECISION[self.precision]
+        rep.rows_filtered += int(d.get("rows_filtered") or 0)
+        rep.rows_disordered += int(d.get("rows_disordered") or 0)
+        rep.rows_late += int(d.get("rows_late") or 0)
+        rep.rows_beyond_delete_mark += int(d.get("rows_beyond_delete_mark") or 0)
+        for key in ("dropped_first", "dropped_last"):
+            t = d.get(key)
+            if t is not None and len(rep.dropped_sample_ms) < 4:
+                ms = int(t) * per // 1_000_000
+                if ms not in rep.dropped_sample_ms:
+                    rep.dropped_sample_ms.append(ms)
 
     def _output_table(self) -> Table:
         t = self.lake.catalog.table(self.c.out_db, self.c.out_table)

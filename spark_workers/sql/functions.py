@@ -41,7 +41,7 @@ from sqlglot import exp
 from spark_workers import timestamps
 from spark_workers.duration import NS_PER_PRECISION, NS_PER_UNIT, Duration
 from spark_workers.errors import Code, SqlError
-from spark_workers.sql.scope import Scope
+from spark_workers.sql.scope import Scope, func_name
 
 Rewrite = Callable[["Call"], exp.Expr]
 
@@ -390,6 +390,14 @@ def _numeric(a: str | None, b: str | None) -> str | None:
     return "int" if a in ("int", "bool") and b in ("int", "bool") else "float"
 
 
+# aggregate and selection functions whose value is one of their first argument's values
+# (TDengine's function reference: FIRST, LAST, LAST_ROW, MAX, MIN, MODE, TOP, BOTTOM, SAMPLE,
+# TAIL, UNIQUE keep the argument's type)
+_SELECTION_KIND = frozenset(
+    {"first", "last", "last_row", "max", "min", "mode", "top", "bottom", "sample", "tail", "unique"}
+)
+
+
 def kind_of(node: exp.Expr, scope: Scope) -> str | None:
     """Value kind of a TDengine expression: ``ts``, ``int``, ``float``, ``str``, ``bool``, or None.
 
@@ -425,6 +433,8 @@ def kind_of(node: exp.Expr, scope: Scope) -> str | None:
         return "float"
     if isinstance(node, exp.Mul):
         return _numeric(kind_of(node.this, scope), kind_of(node.expression, scope))
+    if func_name(node) in _SELECTION_KIND and (args := call_args(node)):
+        return kind_of(args[0], scope)  # last(ts) is a timestamp, max(v) an integer of v's kind
     fn = lookup(node)
     if fn is not None:
         if fn.name == "cast":

@@ -162,9 +162,19 @@ def timestamp_arithmetic(node: exp.Add | exp.Sub, backend: str, scope: Scope, re
             code=Code.WRONG_VALUE_TYPE,
         )
     op = exp.Add if isinstance(node, exp.Add) else exp.Sub
+    if backend == "duckdb" and scope.precision == "ns":  # nanoseconds: exact, not through µs
+        lns, rns = (_epoch_ns(recurse(e), k) for e, k in ((left, lk), (right, rk)))
+        return exp.Anonymous(this="make_timestamp_ns", expressions=[op(this=lns, expression=rns)])
     lus = _epoch_us(recurse(left), lk, backend, scope.precision)
     rus = _epoch_us(recurse(right), rk, backend, scope.precision)
     return functions.ts_from_us(op(this=lus, expression=rus), backend == "duckdb")
+
+
+def _epoch_ns(node: exp.Expr, kind: str | None) -> exp.Expr:
+    """DuckDB: nanoseconds since the epoch of a timestamp, or an integer epoch of a ns database."""
+    if kind == "ts":
+        return exp.Anonymous(this="epoch_ns", expressions=[node])
+    return exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
 
 
 def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse) -> exp.Expr:
@@ -177,10 +187,17 @@ def _epoch_operands(node: exp.Expr, backend: str, scope: Scope, recurse: Recurse
         return node
     left, right = recurse(left), recurse(right)
     if rk == "int":
-        right = functions.ts_from_us(_epoch_us(right, rk, backend, scope.precision), backend == "duckdb")
+        right = _epoch_timestamp(right, backend, scope.precision)
     else:
-        left = functions.ts_from_us(_epoch_us(left, lk, backend, scope.precision), backend == "duckdb")
+        left = _epoch_timestamp(left, backend, scope.precision)
     return type(node)(this=left, expression=right)
+
+
+def _epoch_timestamp(node: exp.Expr, backend: str, precision: str) -> exp.Expr:
+    """The timestamp of integer epoch ``node`` counted in ``precision`` (exact in ns on DuckDB)."""
+    if backend == "duckdb" and precision == "ns":
+        return exp.Anonymous(this="make_timestamp_ns", expressions=[_epoch_ns(node, "int")])
+    return functions.ts_from_us(_epoch_us(node, "int", backend, precision), backend == "duckdb")
 
 
 def check_match(node: exp.RegexpLike, scope: Scope) -> None:

@@ -112,7 +112,11 @@ class InstantField(serializers.Field):
 
 class PreviewInputSerializer(serializers.Serializer):
     design = _design_field()
-    start = InstantField(required=False, allow_null=True, help_text="inclusive; null: open")
+    start = InstantField(
+        required=False,
+        allow_null=True,
+        help_text="inclusive; null: 30 days before the trigger table's last row",
+    )
     end = InstantField(required=False, allow_null=True, help_text="exclusive; null: open")
     limit = serializers.IntegerField(required=False, min_value=1, max_value=10_000, default=1000)
 
@@ -153,6 +157,18 @@ PREVIEW = inline_serializer(
             {
                 "start": serializers.IntegerField(allow_null=True),
                 "end": serializers.IntegerField(allow_null=True),
+            },
+        ),
+        "deploy": inline_serializer(
+            "DesignPreviewDeploy",
+            {
+                "fill_history": serializers.BooleanField(),
+                "notify_history": serializers.BooleanField(),
+                "output_rows": serializers.IntegerField(
+                    help_text="output rows deploying computes for these rows"
+                ),
+                "notifications": serializers.IntegerField(help_text="notifications deploying sends for them"),
+                "notes": serializers.ListField(child=serializers.CharField()),
             },
         ),
     },
@@ -196,6 +212,11 @@ class CatalogSerializer(serializers.Serializer):
     defaults = serializers.DictField(
         child=serializers.DictField(child=serializers.JSONField(allow_null=True)),
         help_text="syntax -> what a null field means: {options, notify, count_window_min, max_delay_min}",
+    )
+    options = serializers.DictField(
+        child=serializers.DictField(child=serializers.ListField(child=serializers.CharField())),
+        help_text="syntax -> trigger type -> the option keys the seeds allow with it (the others are "
+        "not offered)",
     )
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from streams_app.api import auth, dashboard, designer, notifications, sql, streams, tables
+from streams_app.api import auth, dashboard, designer, diagnosis, notifications, sql, streams, tables
 
 urlpatterns = [
     path("", include(designer.urlpatterns)),
@@ -27,6 +27,11 @@ urlpatterns = [
         name="api-stream-deliveries",
     ),
     path("streams/<int:stream_id>/runs/", streams.StreamRunsApi.as_view(), name="api-stream-runs"),
+    path(
+        "streams/<int:stream_id>/diagnosis/",
+        diagnosis.StreamDiagnosisApi.as_view(),
+        name="api-stream-diagnosis",
+    ),
     path(
         "streams/<int:stream_id>/sql/reveal/",
         streams.StreamSqlRevealApi.as_view(),

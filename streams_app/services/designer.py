@@ -67,6 +67,19 @@ def _issue(message: str, *, node: str | None = None, field: str | None = None, p
     return {"node": node, "field": field, "message": message, "position": position}
 
 
+def default_db_of(design: dict[str, Any]) -> str | None:
+    """The database of a design's unqualified names: its ``default_db``, else the stream's own
+    database (``db``): what the designer's forms show as "not set: the stream's database"
+    (docs/designer.md). None when the design names neither."""
+    if not isinstance(design, dict):
+        return None
+    for key in ("default_db", "db"):
+        v = design.get(key)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return None
+
+
 def syntax_of(design: dict[str, Any]) -> str:
     """The syntax a design is deployed in (docs/designer.md: ``3.3.7`` unless it says ``legacy``)."""
     s = design.get("syntax") if isinstance(design, dict) else None
@@ -194,12 +207,54 @@ def anchored(e: TdError, sql: str) -> SqlError:
 
 
 def _located(design: dict[str, Any], syntax: str, e: TdError, sql: str) -> Issue:
-    """An error of the rendered SQL as an issue on the node/field it comes from."""
+    """An error of the rendered SQL as an issue on the node/field it comes from: where its
+    position is in the SQL (``locate_error``), else the field its code or message names
+    (``placed_by_meaning``)."""
     err = anchored(e, sql)
     issue = dict(design_doc.locate_error(design, syntax, err))
     if issue.get("position") is None:
         issue["position"] = _position(err)
+    if issue.get("field") is None:
+        issue["node"], issue["field"] = placed_by_meaning(design, e)
     return issue
+
+
+# (words of an error message, node, field): the field an unpositioned error is about
+_MEANINGS: tuple[tuple[str, str | None, str], ...] = (
+    ("preview range", None, "start"),  # the preview's range, not the design
+    ("preview of PERIOD", "trigger", "type"),
+    ("processing-time", "options", "event_time"),
+    ("IGNORE_NODATA_TRIGGER", "options", "ignore_nodata_trigger"),
+    ("FILL_HISTORY", "options", "fill_history"),
+    ("MAX_DELAY", "options", "max_delay"),
+    ("WATERMARK", "options", "watermark"),
+    ("NOTIFY", "notify", "urls"),
+    ("output", "output", "table"),
+    ("trigger table", "source", "table"),
+    ("source table", "source", "table"),
+    ("stream", None, "name"),
+)
+
+
+def placed_by_meaning(design: dict[str, Any], e: TdError) -> tuple[str | None, str]:
+    """The node and field an error without a position in the design's SQL is about, by its code
+    (a missing database: the trigger table's or the output's ``db``; a stream name in use: the
+    name) or the option or clause its message names; the computation's query otherwise (what
+    compiling the stream checks last)."""
+    msg = e.message
+    raw = design.get("nodes")
+    nodes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if e.code == Code.DB_NOT_SPECIFIED:
+        return ("output", "db") if "output" in msg.lower() else ("source", "db")
+    if e.code == Code.STREAM_ALREADY_EXIST:
+        return None, "name"
+    for words, node, field in _MEANINGS:
+        present = node in (None, "options") or nodes.get(node) is not None  # options: defaults apply
+        if words.lower() in msg.lower() and present:
+            return node, field
+    if nodes.get("computation") is not None:
+        return "computation", "query"
+    return "trigger", "type"
 
 
 def _position(e: TdError) -> dict[str, int] | None:
@@ -275,14 +330,19 @@ def design_validate(
             "not_expressible": reasons,
             "placeholders": [],
         }
-    db = db or design.get("default_db") or None
+    db = db or default_db_of(design)
     issues = [dict(i) for i in d.check_design(design)]
     try:
         v, r = d.sql_variants(design)
         variants, reasons = _variants(v), dict(r)
-    except (d.DesignError, d.NotExpressible, TdError) as e:
+    except (d.DesignError, d.NotExpressible) as e:
         if not issues:
-            issues.append(_issue(str(e)))
+            message = e.message if isinstance(e, d.DesignError) else e.reason
+            issues.append(_issue(message, node=e.node, field=e.field or "syntax"))
+    except TdError as e:
+        if not issues:
+            node, field = placed_by_meaning(design, e)
+            issues.append(_issue(e.message, node=node, field=field))
     except (KeyError, TypeError, ValueError, AttributeError):  # a malformed document: no Python text
         log.info("design not renderable", exc_info=True)
         if not issues:
@@ -363,7 +423,8 @@ def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
         ``{databases[{name, precision, tables[{name, kind (supertable | subtable | normal),
         stable, virtual, columns[{name, type}], tags[{name, type}]}]}], functions[{name, kind (aggregate |
         scalar)}], placeholders{trigger_type: [{name, description}]}, defaults{syntax: what null
-        fields mean (``design.defaults``)}}``; subtables carry their supertable's columns and tags.
+        fields mean (``design.defaults``)}, options{syntax: {trigger_type: [option keys offered]}}}``;
+        subtables carry their supertable's columns and tags.
 
     Raises:
         CatalogError: ``db`` does not exist.
@@ -407,7 +468,20 @@ def designer_catalog(*, user: Any, db: str | None = None) -> dict[str, Any]:
         "functions": functions,
         "placeholders": placeholder_catalog(),
         "defaults": {syntax: d.defaults(syntax) for syntax in SYNTAXES},
+        "options": option_catalog(),
     }
+
+
+def option_catalog() -> dict[str, dict[str, list[str]]]:
+    """The options the designer offers per syntax and trigger type (``design.options_for``):
+    seed 002's options less those it says a 3.3.7 trigger type has not; legacy: every legacy
+    option.
+
+    Returns:
+        ``{syntax: {trigger_type: [option key]}}``.
+    """
+    d = design_doc
+    return {syntax: {t: d.options_for(syntax, t) for t in d.TRIGGER_FIELDS} for syntax in SYNTAXES}
 
 
 def instant_ms(value: Any) -> int:
@@ -463,7 +537,9 @@ def design_preview(
     if sql is None:
         raise DesignInvalid(issues)
     try:
-        return preview(user, sql, start_ms=start_ms, end_ms=end_ms, limit=limit)
+        return preview(
+            user, sql, start_ms=start_ms, end_ms=end_ms, limit=limit, default_db=default_db_of(design)
+        )
     except TdError as e:
         raise PreviewFailed(e, _located(design, syntax_of(design), e, sql)) from e
 
@@ -518,17 +594,18 @@ def draft_from_stream(*, user: Any, stream: Stream) -> StreamDraft:
 # ---------------------------------------------------------------------- deploy
 
 
-def stream_create_sql(*, sql: str, user: Any) -> Stream:
-    """CREATE STREAM ``sql`` owned by ``user``; returns the new stream.
+def stream_create_sql(*, sql: str, user: Any, db: str | None = None) -> Stream:
+    """CREATE STREAM ``sql`` owned by ``user`` (``db``: the database of unqualified names);
+    returns the new stream.
 
     Raises:
         TdError: the statement fails (nothing is created); CatalogError STREAM_ALREADY_EXIST when
             IF NOT EXISTS met an existing stream.
     """
-    return stream_create(user=user, sql=sql)
+    return stream_create(user=user, sql=sql, db=db)
 
 
-def stream_redeploy(*, stream: Stream, sql: str, user: Any) -> Stream:
+def stream_redeploy(*, stream: Stream, sql: str, user: Any, db: str | None = None) -> Stream:
     """Replace a stream by a new statement: DROP STREAM then CREATE STREAM, as one step.
 
     The old stream is marked dropped and the new one created in one transaction; if CREATE fails
@@ -546,7 +623,7 @@ def stream_redeploy(*, stream: Stream, sql: str, user: Any) -> Stream:
         Stream.objects.filter(pk=stream.pk).update(
             status=Stream.Status.DROPPED, desired_state=Stream.Desired.STOPPED, updated_at=timezone.now()
         )
-        new = stream_create_sql(sql=sql, user=owner)
+        new = stream_create_sql(sql=sql, user=owner, db=db)
     stream_drop(stream=stream)
     return new
 
@@ -605,7 +682,7 @@ def _deploy(
     d = design_doc
     if target is None:
         impact = dict(d.impact(None, design))
-        stream = stream_create_sql(sql=sql, user=user)
+        stream = stream_create_sql(sql=sql, user=user, db=default_db_of(design))
     else:
         old = stream_design(stream=target)
         impact = dict(d.impact(old, design))
@@ -616,7 +693,7 @@ def _deploy(
             return Deployment(target, version, impact)
         if impact.get("kind") in RECONFIRM_KINDS and not confirm_impact:
             raise ImpactUnconfirmed(impact)
-        stream = stream_redeploy(stream=target, sql=sql, user=user)
+        stream = stream_redeploy(stream=target, sql=sql, user=user, db=default_db_of(design))
     version = StreamVersion.objects.filter(stream=stream).order_by("-number").first()
     if version is None:  # a registry that records no version
         version = stream_version_create(stream=stream, created_by=user)

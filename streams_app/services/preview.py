@@ -13,10 +13,18 @@ from streams_app.services.access import principal_for
 from streams_app.services.lake import lake_get
 
 PREVIEW_MAX_INPUT_ROWS = 500_000
+# a blank start: this long before the trigger table's last row (the Preview tab's label says so)
+PREVIEW_DEFAULT_SPAN_MS = 30 * 86_400_000
 
 
 def preview(
-    user: Any, sql: str, *, start_ms: int | None, end_ms: int | None, limit: int = 1000
+    user: Any,
+    sql: str,
+    *,
+    start_ms: int | None,
+    end_ms: int | None,
+    limit: int = 1000,
+    default_db: str | None = None,
 ) -> dict[str, Any]:
     """Run the CREATE STREAM statement ``sql`` with the batch engine over the rows of its trigger
     table in ``[start_ms, end_ms)`` (epoch ms; None = open) of the process's lake, in
@@ -26,13 +34,17 @@ def preview(
         user: the signed-in user asking: the preview reads the stream's tables with the user's
             privileges (PERMISSION_DENIED otherwise).
         sql: one CREATE STREAM statement, either syntax.
-        start_ms / end_ms: the time range of the trigger table's first column.
+        start_ms / end_ms: the time range of the trigger table's first column; a blank start is
+            ``PREVIEW_DEFAULT_SPAN_MS`` (30 days) before the trigger table's last row before
+            ``end_ms``, a blank end is open (after the last row).
         limit: at most this many output rows and notification events.
+        default_db: the database of unqualified names (the design's stream database).
 
     Returns:
         ``preview_stream``'s answer: ``windows``, ``rows`` (``columns``, ``data``),
         ``notifications``, ``input_rows``, ``output_rows``, ``elapsed_ms``, ``truncated``,
-        ``range`` (see its docstring).
+        ``range`` (the range run) and ``deploy`` (what deploying does with these rows: FILL_HISTORY
+        and NOTIFY_HISTORY respected; see its docstring).
 
     Raises:
         SqlError: bad SQL (positioned), an unsupported stream (PERIOD triggers), an empty range or
@@ -48,4 +60,6 @@ def preview(
         max_input_rows=PREVIEW_MAX_INPUT_ROWS,
         tz=settings.TDWEB_TIMEZONE,
         principal=principal_for(user),
+        default_db=default_db,
+        default_span_ms=PREVIEW_DEFAULT_SPAN_MS,
     )

@@ -151,6 +151,7 @@ def stream_progress_record(*, stream_id: int, report: BatchReport) -> StreamProg
         notifications_failed=report.notifications_failed,
         expired_rows=report.expired_rows,
         recalculated=report.recalculated,
+        drops=report.drops(),
     )
     catching_up = report.phase == "history" and not report.history_done
     status = Stream.Status.CATCHING_UP if catching_up else Stream.Status.RUNNING

@@ -133,7 +133,7 @@ def _run_once(
     """One run of the stream: its owner's privileges checked, its stored compiled form loaded,
     the query (or the PERIOD scheduler) run until it ends or should stop; raises what made it
     fail (the query is stopped first)."""
-    from spark_workers.runtime.session import spark_session
+    from spark_workers.runtime.session import public_ui_url, spark_session
 
     stream = Stream.objects.select_related("owner").get(pk=stream_id)
     problems = deployment_problems()
@@ -179,7 +179,9 @@ def _run_once(
         stream_id=stream_id,
         status=Stream.Status.CATCHING_UP if catching_up else Stream.Status.RUNNING,
         error="",
-        spark_ui_url=spark.sparkContext.uiWebUrl or "",
+        spark_ui_url=public_ui_url(
+            spark.sparkContext.uiWebUrl, template=settings.TDWEB_SPARK_UI_URL, host=settings.TDWEB_HOST
+        ),
     )
     log.info("stream query started", stream=stream.name, catching_up=catching_up)
     try:

@@ -21,10 +21,14 @@ QUERIES = {
     "partition by tbname interval(10s)",
     "sliding_at_once": "select _wstart, count(*) n, avg(v) a, spread(k) sp, last_row(v) lr from st "
     "partition by site interval(10s, 2s) sliding(5s)",
+    # value buffers (engine/extended.py) cross the shuffle as engine/buffers.py bytes
+    "buffers": "select _wstart, apercentile(v, 50) ap, hyperloglog(k) h, count(distinct k) cd, "
+    "var_pop(v) vp from st partition by site interval(10s)",
 }
 OPTIONS = {
     "tumbling": "trigger window_close watermark 3s ignore update 0",
     "sliding_at_once": "trigger at_once",
+    "buffers": "trigger window_close watermark 3s ignore update 0",
 }
 
 

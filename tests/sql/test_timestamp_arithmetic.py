@@ -27,7 +27,7 @@ def ex(tmp_path: Path) -> Executor:
     return e
 
 
-@pytest.mark.parametrize("precision", ["ms", "us"])
+@pytest.mark.parametrize("precision", ["ms", "us", "ns"])
 def test_timestamp_plus_or_minus_an_integer_counts_database_units(ex: Executor, precision: str) -> None:
     base = BASE[precision]
     got = ex.execute_one(f"select ts + 1500, ts - a, 7 + ts, ts + true from d{precision}.t").rows
@@ -45,6 +45,10 @@ def test_comparing_a_timestamp_with_an_integer_expression_reads_an_epoch(ex: Exe
     assert rows == [[-2]]
     rows = ex.execute_one(f"select a from dms.t where {base} + 2999 >= ts").rows
     assert rows == [[1]]
+    ns = BASE["ns"]  # nanosecond epochs compare exactly (not through microseconds)
+    assert ex.execute_one(f"select a from dns.t where ts > {ns} + 2999").rows == [[-2]]
+    assert ex.execute_one(f"select a from dns.t where ts > {ns} + 3000 - 1").rows == [[-2]]
+    assert ex.execute_one(f"select a from dns.t where ts >= {ns} + 3001").rows == []
 
 
 @pytest.mark.parametrize(
@@ -58,3 +62,21 @@ def test_timestamp_with_a_timestamp_float_or_string_is_a_wrong_value_type(
         ex.execute_one(f"select {expr} from dms.t")
     assert err.value.code == Code.WRONG_VALUE_TYPE
     assert f'near "{near}' in err.value.desc
+
+
+@pytest.mark.parametrize("precision", ["ms", "us", "ns"])
+def test_an_aggregate_of_a_timestamp_is_a_timestamp(ex: Executor, precision: str) -> None:
+    """``last(ts)``, ``max(ts)``... hold one of the column's timestamps: CAST to BIGINT gives its
+    epoch in the database precision and ``+`` / ``-`` an integer counts its units, in plain,
+    PARTITION BY and window queries alike (was NULL)."""
+    base, t = BASE[precision], f"d{precision}.t"
+    last = base + 3000
+    plain = (
+        f"select cast(last(ts) as bigint), cast(max(ts) as bigint), cast(first(ts) as bigint), "
+        f"last(ts) - 5 from {t}"
+    )
+    assert ex.execute_one(plain).rows == [[last, last, base, last - 5]]
+    grouped = f"select cast(last(ts) as bigint), tbname from {t} partition by tbname"
+    assert ex.execute_one(grouped).rows == [[last, "t"]]
+    window = f"select cast(last(ts) as bigint), cast(min(ts) as bigint), last(ts) + 1 from {t} interval(1d)"
+    assert [r[:3] for r in ex.execute_one(window).rows] == [[last, base, last + 1]]

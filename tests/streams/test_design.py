@@ -113,7 +113,7 @@ V337_CASES = [
     "STREAM_OPTIONS(WATERMARK(10s) | EXPIRED_TIME(1d) | IGNORE_DISORDER | "
     "DELETE_RECALC | DELETE_OUTPUT_TABLE | "
     "FILL_HISTORY('2024-01-01 00:00:00') | CALC_NOTIFY_ONLY | LOW_LATENCY_CALC | PRE_FILTER(a > 0) | "
-    "FORCE_OUTPUT | MAX_DELAY(5s) | EVENT_TYPE(WINDOW_OPEN|WINDOW_CLOSE) | IGNORE_NODATA_TRIGGER) "
+    "FORCE_OUTPUT | MAX_DELAY(5s) | EVENT_TYPE(WINDOW_OPEN|WINDOW_CLOSE)) "
     f"NOTIFY('{URL}', 'wss://x.example/y') ON (WINDOW_OPEN|WINDOW_CLOSE) WHERE a > 10 "
     "NOTIFY_OPTIONS(NOTIFY_HISTORY|ON_FAILURE_PAUSE) "
     "INTO d.out1 OUTPUT_SUBTABLE(CONCAT('o_', %%1)) (ts, n COMPOSITE KEY, m) AS "
@@ -1004,3 +1004,27 @@ def test_legacy_query_over_a_subquery_or_a_join_keeps_every_clause() -> None:
 def test_seed_002_units_ranges_and_composite_key(sql: str, expected: list[tuple[str, str, str]]) -> None:
     issues = check_design(design_from_sql(sql))
     assert [(i["node"], i["field"], i["message"]) for i in issues] == expected
+
+
+def test_interval_sliding_not_written_is_the_interval() -> None:
+    """The designer's default "sliding: = interval" is what the SQL says (seed 002 writes SLIDING
+    always), and a design with only the required fields has no issue."""
+    design = {
+        "schema_version": 1,
+        "name": "s1",
+        "db": "d",
+        "syntax": "3.3.7",
+        "nodes": {
+            "source": {"db": None, "table": "t1", "partition_by": []},
+            "trigger": {"type": "interval", "interval": "10m", "offset": None, "sliding": None},
+            "computation": {"query": "SELECT _twstart, count(*) FROM %%trows"},
+            "output": {"db": None, "table": "out1", "columns": [], "tags": []},
+        },
+    }
+    assert check_design(design) == []
+    sql = design_to_sql(design)
+    stmt = parse_one(sql)
+    assert isinstance(stmt, ast.CreateStream337) and isinstance(stmt.trigger, ast.SlidingTrigger)
+    assert str(stmt.trigger.sliding) == str(stmt.trigger.interval) == "10m"
+    # and the SQL reads back as the same trigger with the sliding written
+    assert design_from_sql(sql)["nodes"]["trigger"]["sliding"] == "10m"

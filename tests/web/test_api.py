@@ -60,6 +60,7 @@ ENDPOINTS = [
     ("get", "api-stream-progress", {"stream_id": 1}),
     ("get", "api-stream-deliveries", {"stream_id": 1}),
     ("get", "api-stream-runs", {"stream_id": 1}),
+    ("get", "api-stream-diagnosis", {"stream_id": 1}),
     ("post", "api-sql", {}),
     ("post", "api-sql-validate", {}),
     ("get", "api-databases", {}),

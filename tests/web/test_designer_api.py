@@ -258,6 +258,7 @@ def test_preview_errors_are_400_with_node_and_field(air, root_api) -> None:
         "/api/v1/designer/preview/", {"design": design, "start": DAY_MS, "end": DAY_MS - 1}, format="json"
     )
     assert r.status_code == 400 and "empty" in r.json()["desc"]
+    assert (r.json()["node"], r.json()["field"]) == (None, "start")  # the range, not the design
     design["nodes"]["computation"]["query"] = "SELECT max(pm99) AS peak FROM %%trows"
     r = root_api.post(
         "/api/v1/designer/preview/",
@@ -520,3 +521,207 @@ def test_validate_a_malformed_design_reports_issues(air, root_api, design) -> No
     assert r.status_code == 400 and r.json()["issues"]
     r = _deploy(root_api, _draft(root_api, design)["id"])
     assert r.status_code == 400 and r.json()["issues"] and not Stream.objects.exists()
+
+
+# ---------------------------------------------------------------------- the newcomer's path (issue 16)
+
+HOUR_MS = 3_600_000
+
+
+def _newcomer(**nodes: object) -> dict:
+    """A design from an empty canvas with only what a user must fill: the name, the trigger table
+    (picked from the catalog, which sets its database), the window, the computation (the node's
+    starting query) and the output table; every other field as the designer leaves it (null)."""
+    design = {
+        "schema_version": 1,
+        "name": "newcomer",
+        "db": None,
+        "syntax": "3.3.7",
+        "if_not_exists": True,
+        "nodes": {
+            "source": {"db": "air", "table": "quality", "partition_by": []},
+            "trigger": {
+                "type": "interval",
+                "interval": "1h",
+                "offset": None,
+                "sliding": None,
+                "sliding_offset": None,
+            },
+            "computation": {"query": "SELECT _twstart AS wstart, count(*) AS n FROM %%trows"},
+            "output": {"db": None, "table": "newcomer_out", "subtable": None, "columns": [], "tags": []},
+        },
+        "layout": {},
+    }
+    design["nodes"].update(nodes)  # type: ignore[union-attr]
+    return design
+
+
+@pytest.mark.parametrize(
+    ("stream_db", "source_db"), [(None, "air"), ("air", None)], ids=["table-picked", "stream-database"]
+)
+def test_newcomer_design_validates_previews_and_deploys(air, root_api, stream_db, source_db) -> None:
+    design = _newcomer()
+    design["db"] = stream_db
+    design["nodes"]["source"]["db"] = source_db
+    body = _validate(root_api, design)
+    assert body["issues"] == [] and body["valid"], body["issues"]
+    # SLIDING not written is the interval (seed 002 writes SLIDING always)
+    assert "INTERVAL(1h) SLIDING(1h)" in body["sql"]["3.3.7"]
+    r = root_api.post("/api/v1/designer/preview/", {"design": design}, format="json")
+    assert r.status_code == 200, r.content
+    preview = r.json()
+    # a blank start is 30 days before the last row (the fixture's rows: DAY_MS + 0..5 h)
+    last_row = DAY_MS + (len(PM25) - 1) * HOUR_MS
+    assert preview["range"]["start"] == last_row - 30 * 86_400_000
+    assert preview["input_rows"] == len(PM25)
+    r = _deploy(root_api, _draft(root_api, design)["id"])
+    assert r.status_code == 200, r.content
+    assert air.catalog.table("air", "newcomer_out") is not None
+
+
+def test_default_options_validate_with_every_trigger(air, root_api) -> None:
+    """The options node as the designer adds it (empty: every option at the seed's default) with
+    each 3.3.7 trigger type of the demo: no issue beyond the trigger's own required fields."""
+    triggers = {
+        "interval": {"interval": "1h"},
+        "sliding": {"sliding": "1h"},
+        "period": {"period": "1h"},
+        "session": {"ts_column": "ts", "gap": "3h"},
+        "state": {"expr": "wd"},
+        "event": {"start": "pm25 > 150", "end": "pm25 <= 75"},
+        "count": {"count": 3},
+    }
+    for kind, fields in triggers.items():
+        design = _newcomer(trigger={"type": kind, **fields}, options={})
+        # the designer's starting query per trigger (graph.ts defaultQuery): the trigger's time
+        # placeholder (seed 002 Placeholders)
+        ts = {"sliding": "_tcurrent_ts AS ts", "period": "_tlocaltime AS ts"}.get(kind, "_twstart AS wstart")
+        design["nodes"]["computation"]["query"] = f"SELECT {ts}, count(*) AS n FROM %%trows"
+        design["nodes"]["source"]["partition_by"] = [{"sql": "tbname", "alias": None}]
+        body = _validate(root_api, design)
+        assert body["issues"] == [], (kind, body["issues"])
+
+
+def test_every_issue_carries_its_node_and_field(air, root_api) -> None:
+    cases = {
+        "no database": (
+            _newcomer(source={"db": None, "table": "quality", "partition_by": []}),
+            ("source", "db"),
+        ),
+        "unknown table": (
+            _newcomer(source={"db": "air", "table": "nosuch", "partition_by": []}),
+            ("source", "table"),
+        ),
+        "unknown column": (
+            _newcomer(computation={"query": "SELECT _twstart, max(pm99) FROM %%trows"}),
+            ("computation", "query"),
+        ),
+        "option the trigger has not": (
+            _newcomer(trigger={"type": "state", "expr": "wd"}, options={"ignore_nodata_trigger": True}),
+            ("options", "ignore_nodata_trigger"),
+        ),
+        "sliding trigger without sliding": (_newcomer(trigger={"type": "sliding"}), ("trigger", "sliding")),
+        "bad duration": (_newcomer(trigger={"type": "interval", "interval": "1x"}), ("trigger", "interval")),
+        "no stream name": ({**_newcomer(), "name": ""}, (None, "name")),
+        "output into its source": (
+            _newcomer(output={"db": "air", "table": "quality", "columns": [], "tags": []}),
+            ("output", None),  # its db.table
+        ),
+    }
+    for label, (design, where) in cases.items():
+        issues = _validate(root_api, design)["issues"]
+        assert issues, label
+        for i in issues:
+            assert i["field"], (label, i)
+            assert i["node"] is not None or i["field"] in ("name", "db", "syntax"), (label, i)
+        placed = [(i["node"], i["field"] if where[1] else None) for i in issues]
+        assert where in placed, (label, issues)
+
+
+# seed 002 "Stream Processing Control Options", "Watermark", "Out-of-Order Data", "Data
+# Deletions", transcribed: option -> the 3.3.7 trigger types it does not apply to
+SEED_002_NOT_FOR = {
+    "watermark": {"period"},
+    "fill_history": {"period"},
+    "fill_history_first": {"period"},
+    "fill_history_start": {"period"},
+    "max_delay": {"period", "sliding"},
+    "event_type": {"period", "sliding"},
+    "ignore_disorder": {"period", "sliding", "count"},
+    "delete_recalc": {"period", "sliding", "count"},
+    "ignore_nodata_trigger": {"session", "state", "event", "count"},
+}
+SEED_002_OPTIONS = {
+    "watermark", "expired_time", "ignore_disorder", "delete_recalc", "delete_output_table", "fill_history",
+    "fill_history_first", "fill_history_start", "calc_notify_only", "low_latency_calc", "force_output",
+    "max_delay", "event_type", "ignore_nodata_trigger",
+}  # fmt: skip
+
+
+OPTION_VALUES = {
+    "watermark": "10s",
+    "max_delay": "5s",
+    "event_type": ["WINDOW_OPEN"],
+    "fill_history_start": "'2017-01-01 00:00:00'",
+}
+
+
+def test_catalog_offers_the_options_the_seed_allows(air, root_api) -> None:
+    offered = root_api.get("/api/v1/designer/catalog/").json()["options"]
+    for kind in ("interval", "sliding", "period", "session", "state", "event", "count"):
+        expected = {k for k in SEED_002_OPTIONS if kind not in SEED_002_NOT_FOR.get(k, set())}
+        assert set(offered["3.3.7"][kind]) == expected, kind
+        for key in SEED_002_OPTIONS - expected:  # set anyway: refused on that option
+            options = {key: OPTION_VALUES.get(key, True)}
+            if key == "fill_history_start":
+                options["fill_history"] = True
+            issues = _validate(root_api, _newcomer(trigger={"type": kind}, options=options))["issues"]
+            assert ("options", key) in [(i["node"], i["field"]) for i in issues], (kind, key)
+    assert (
+        "trigger_mode" in offered["legacy"]["interval"]
+        and "ignore_disorder" not in offered["legacy"]["interval"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("fill_history", "notify_history"), [(False, False), (True, False), (True, True)], ids=str
+)
+def test_preview_says_what_deploying_notifies(air, root_api, fill_history, notify_history) -> None:
+    notify = {"urls": ["ws://127.0.0.1:18240/n"], "events": ["WINDOW_CLOSE"], "where": None,
+              "history": notify_history or None, "on_failure": None}  # fmt: skip
+    design = _newcomer(notify=notify, options={"fill_history": fill_history})
+    r = root_api.post(
+        "/api/v1/designer/preview/",
+        {"design": design, "start": DAY_MS, "end": DAY_MS + 86_400_000},
+        format="json",
+    )
+    assert r.status_code == 200, r.content
+    body = r.json()
+    # six hourly rows, INTERVAL(1h): a row closes the window before it, the last stays open
+    live = len(PM25) - 1
+    assert body["notification_count"] == live and body["output_rows"] == live
+    deploy = body["deploy"]
+    assert deploy["output_rows"] == (live if fill_history else 0)
+    assert deploy["notifications"] == (live if fill_history and notify_history else 0)
+    if not fill_history:
+        assert any("FILL_HISTORY is off" in n for n in deploy["notes"])
+    elif not notify_history:
+        assert any("NOTIFY_HISTORY is off" in n and f"{live:,} notifications" in n for n in deploy["notes"])
+    else:
+        assert deploy["notes"] == []
+
+
+def test_too_many_empty_windows_is_placed_on_ignore_nodata_trigger(air, root_api) -> None:
+    """INTERVAL(1a) over five hours of rows: 18,000,000 windows without rows would fire (seed 002:
+    an INTERVAL trigger fires for periods without rows unless IGNORE_NODATA_TRIGGER); the refusal
+    sits on the option that avoids it, not on the statement."""
+    design = _newcomer(trigger={"type": "interval", "interval": "1a"})
+    body = {"design": design, "start": DAY_MS, "end": DAY_MS + 86_400_000}
+    r = root_api.post("/api/v1/designer/preview/", body, format="json")
+    assert r.status_code == 400, r.content
+    assert (r.json()["node"], r.json()["field"]) == ("options", "ignore_nodata_trigger")
+    assert "IGNORE_NODATA_TRIGGER" in r.json()["desc"]
+    design["nodes"]["options"] = {"ignore_nodata_trigger": True}  # only windows with rows
+    r = root_api.post("/api/v1/designer/preview/", body, format="json")
+    assert r.status_code == 200, r.content
+    assert r.json()["window_count"] == len(PM25)

@@ -7,6 +7,7 @@ import type {
   DashboardSeries,
   Database,
   Delivery,
+  Diagnosis,
   Draft,
   ImportJob,
   Notification,
@@ -179,6 +180,11 @@ export async function validateSql(sql: string, db?: string): Promise<ValidateRes
 
 export function getStream(id: number): Promise<StreamDetail> {
   return request("GET", `${API_ROOT}/streams/${id}/`);
+}
+
+/** "Why no output?" for a stream (404 for a stream the user may not see). */
+export function getDiagnosis(id: number): Promise<Diagnosis> {
+  return request("GET", `${API_ROOT}/streams/${id}/diagnosis/`);
 }
 
 /** A stream's SQL with its NOTIFY secrets (owner or superuser only; 403 otherwise). */

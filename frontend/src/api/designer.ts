@@ -182,6 +182,8 @@ export interface PreviewAnswer {
   elapsed_ms: number;
   truncated: boolean;
   range?: { start: number | null; end: number | null };
+  /** What deploying does with these stored rows (FILL_HISTORY, NOTIFY_HISTORY respected). */
+  deploy?: { fill_history: boolean; notify_history: boolean; output_rows: number; notifications: number; notes: string[] };
 }
 
 export interface CatalogColumn {
@@ -226,6 +228,8 @@ export interface Catalog {
   /** trigger type -> its placeholders */
   placeholders: Record<string, Placeholder[]>;
   defaults?: Partial<Record<StreamSyntax, SyntaxDefaults>>;
+  /** syntax -> trigger type -> the option keys the seeds allow with it (others are not offered). */
+  options?: Partial<Record<StreamSyntax, Record<string, string[]>>>;
 }
 
 export interface Template {

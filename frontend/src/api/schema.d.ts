@@ -546,6 +546,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/streams/{stream_id}/diagnosis/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description "Why no output?": watermark, latest event time, open windows and what closes them,
+         *     dropped rows, notification failures and the options that explain the silence.
+         */
+        get: operations["v1_streams_diagnosis_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/streams/{stream_id}/edit/": {
         parameters: {
             query?: never;
@@ -757,6 +777,12 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+            /** @description syntax -> trigger type -> the option keys the seeds allow with it (the others are not offered) */
+            options: {
+                [key: string]: {
+                    [key: string]: string[];
+                };
+            };
         };
         CatalogDatabase: {
             name: string;
@@ -794,6 +820,12 @@ export interface components {
          * @enum {string}
          */
         CatalogTableKindEnum: "supertable" | "subtable" | "normal";
+        Cause: {
+            /** @description the stream option that explains it */
+            option: string | null;
+            /** @description in plain words, starting with the option */
+            text: string;
+        };
         Change: {
             node: string | null;
             field: string | null;
@@ -949,6 +981,16 @@ export interface components {
             elapsed_ms: number;
             truncated: boolean;
             range: components["schemas"]["DesignPreviewRange"];
+            deploy: components["schemas"]["DesignPreviewDeploy"];
+        };
+        DesignPreviewDeploy: {
+            fill_history: boolean;
+            notify_history: boolean;
+            /** @description output rows deploying computes for these rows */
+            output_rows: number;
+            /** @description notifications deploying sends for them */
+            notifications: number;
+            notes: string[];
         };
         DesignPreviewRange: {
             start: number | null;
@@ -969,6 +1011,28 @@ export interface components {
          * @enum {string}
          */
         DesiredStateEnum: "running" | "paused" | "stopped";
+        /** @description Why a stream produces no output (see ``stream_diagnosis``). */
+        Diagnosis: {
+            stream_id: number;
+            name: string;
+            status: string;
+            trigger: string;
+            watermark_ms: number | null;
+            watermark: string | null;
+            latest_event_ms: number | null;
+            latest_event_time: string | null;
+            /** @description recorded micro-batches considered */
+            batches: number;
+            input_rows: number;
+            output_rows: number;
+            dropped: components["schemas"]["DroppedRows"];
+            /** @description event times, ISO 8601 */
+            dropped_sample: string[];
+            open_windows: components["schemas"]["OpenWindows"];
+            notifications: components["schemas"]["NotificationHealth"];
+            groups: components["schemas"]["GroupState"][];
+            causes: components["schemas"]["Cause"][];
+        };
         /** @description What a recalculation would change in its output table (nothing is written). */
         Diff: {
             /** @description windows (rows, without a window) it would rewrite */
@@ -1029,6 +1093,19 @@ export interface components {
             };
             stream_id?: number | null;
         };
+        /** @description Rows read but not in any window, by reason (the recorded micro-batches summed). */
+        DroppedRows: {
+            /** @description older than the watermark when they came (IGNORE EXPIRED) */
+            expired: number;
+            /** @description kept out by WHERE / FILTER / PRE_FILTER */
+            filtered: number;
+            /** @description older than their group's latest row */
+            disordered: number;
+            /** @description later than the watermark (eKuiper) */
+            late: number;
+            /** @description expired beyond DELETE_MARK */
+            beyond_delete_mark: number;
+        };
         /** @description A TDengine error code, its message and where in the SQL it is (null: nowhere in particular). */
         Error: {
             code: number;
@@ -1039,6 +1116,18 @@ export interface components {
             name: string;
             type: string;
             length: number;
+        };
+        /** @description One group (PARTITION BY values) of the source table. */
+        GroupState: {
+            group: string;
+            /** @description rows in the source table */
+            rows: number;
+            latest_event_ms: number;
+            latest_event_time: string;
+            watermark_ms: number;
+            watermark: string;
+            open_window_end_ms: number | null;
+            closes_when: string;
         };
         Impact: {
             kind: components["schemas"]["ImpactKindEnum"];
@@ -1151,6 +1240,12 @@ export interface components {
             unread: number;
             latest_id: number;
         };
+        NotificationHealth: {
+            sent: number;
+            failed: number;
+            /** @description URLs with failed deliveries */
+            receivers: components["schemas"]["ReceiverFailures"][];
+        };
         NotificationPage: {
             results: components["schemas"]["Notification"][];
             count: number;
@@ -1158,6 +1253,12 @@ export interface components {
             next: string | null;
             /** Format: uri */
             previous: string | null;
+        };
+        OpenWindows: {
+            count: number;
+            /** @description ISO 8601 UTC */
+            earliest_end: string | null;
+            closes_when: string | null;
         };
         PatchedDraftPatchRequest: {
             name?: string;
@@ -1183,7 +1284,7 @@ export interface components {
             design: {
                 [key: string]: unknown;
             };
-            /** @description inclusive; null: open */
+            /** @description inclusive; null: 30 days before the trigger table's last row */
             start?: (string | number) | null;
             /** @description exclusive; null: open */
             end?: (string | number) | null;
@@ -1224,6 +1325,14 @@ export interface components {
             windows?: number;
             /** @description background / cancel: the job's progress (selectors.recalc_job_progress) */
             job?: components["schemas"]["WorkProgress"];
+        };
+        ReceiverFailures: {
+            url: string;
+            attempts: number;
+            failed: number;
+            /** @description in plain words */
+            last_error: string;
+            last_failed_at: string;
         };
         /** @description Rows of a table: column names, their types, and the rows (values in column order). */
         Rows: {
@@ -2564,6 +2673,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryPage"];
+                };
+            };
+        };
+    };
+    v1_streams_diagnosis_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stream_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Diagnosis"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

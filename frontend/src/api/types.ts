@@ -100,6 +100,11 @@ export type Delivery = Schemas["Delivery"];
 
 export type Run = Schemas["Run"];
 
+/** "Why no output?" of GET streams/{id}/diagnosis/: watermark, open windows, dropped rows,
+ * notification failures and the causes in plain words. */
+export type Diagnosis = Schemas["Diagnosis"];
+export type DiagnosisCause = Schemas["Cause"];
+
 // --- dashboard -----------------------------------------------------------------------------
 
 export type Dashboard = Schemas["Dashboard"];

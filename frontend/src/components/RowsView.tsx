@@ -1,9 +1,11 @@
 // Table rows (from the rows endpoint or the SQL console) as a grid and as a time-series chart.
 import { useEffect, useMemo, useState } from "react";
 import type uPlot from "uplot";
+import { getTable } from "../api/client";
 import type { RowsResult } from "../api/types";
 import { formatCell, toMs } from "../format";
-import { UPlotChart } from "./UPlotChart";
+import { groupColumns, groupedChartData, type GroupedChart } from "./chartGroups";
+import { UPlotChart, type ChartSeries } from "./UPlotChart";
 
 export function isTimestampType(t: string | undefined): boolean {
   return !!t && /^timestamp/i.test(t.trim());
@@ -40,18 +42,61 @@ export function rowsToChartData(r: RowsResult, cols: number[], tc: number = Math
   return [pts.map((p) => p.t / 1000), ...cols.map((c) => pts.map((p) => num(p.row[c])))] as uPlot.AlignedData;
 }
 
+/**
+ * Tag names of `db.table` for grouping its rows: a supertable's tags, [] for other tables, and
+ * undefined while loading or when the table cannot be read (then the chart guesses: tbname and text
+ * columns). `from` undefined: no request.
+ */
+export function useTableTags(from: { db: string; table: string } | undefined): string[] | undefined {
+  const [tags, setTags] = useState<string[] | undefined>(undefined);
+  const db = from?.db;
+  const table = from?.table;
+  useEffect(() => {
+    setTags(undefined);
+    if (!db || !table) return undefined;
+    let cancelled = false;
+    getTable(db, table)
+      .then((d) => !cancelled && setTags(d.kind === "super" ? d.tags.map((t) => t.name) : []))
+      .catch(() => undefined);
+    return () => {
+      cancelled = true;
+    };
+  }, [db, table]);
+  return tags;
+}
+
+/** The series to draw: one per group when the rows carry a group key, else one per column. */
+function useChartSeries(result: RowsResult, cols: number[], groupCols: number[]): GroupedChart {
+  const key = result.columns.join("\u0001");
+  return useMemo(() => {
+    const tc = Math.max(0, timeColumn(result));
+    if (groupCols.length > 0) return groupedChartData(result, cols, groupCols, tc);
+    const series: ChartSeries[] = cols.map((c) => ({ label: result.columns[c] }));
+    return { data: rowsToChartData(result, cols, tc), series, groups: 0, shown: 0 };
+  }, [result, key, cols.join(","), groupCols.join(",")]); // eslint-disable-line react-hooks/exhaustive-deps
+}
+
 export function RowsChart({
   result,
   selectable = true,
   height = 220,
   title,
+  tags,
+  tagsOf,
 }: {
   result: RowsResult;
   selectable?: boolean;
   height?: number;
   title?: string;
+  /** Tag names of the table (a supertable's); undefined: group by tbname and text columns; []: by tbname only, if present. */
+  tags?: string[];
+  /** Without `tags`: read them from this table's schema (a stream's output table). */
+  tagsOf?: { db: string; table: string };
 }) {
-  const candidates = useMemo(() => chartableColumns(result), [result]);
+  const fetched = useTableTags(tags ? undefined : tagsOf);
+  const groupBy = tags ?? fetched;
+  const groupCols = useMemo(() => groupColumns(result, groupBy), [result, groupBy?.join("\u0001")]); // eslint-disable-line react-hooks/exhaustive-deps
+  const candidates = useMemo(() => chartableColumns(result).filter((c) => !groupCols.includes(c)), [result, groupCols]);
   const key = result.columns.join("\u0001");
   const [picked, setPicked] = useState<number[]>(candidates.slice(0, 4));
   useEffect(() => {
@@ -60,8 +105,8 @@ export function RowsChart({
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
   const cols = selectable ? picked.filter((c) => candidates.includes(c)) : candidates;
-  const data = useMemo(() => rowsToChartData(result, cols), [result, cols.join(",")]); // eslint-disable-line react-hooks/exhaustive-deps
-  const series = useMemo(() => cols.map((c) => ({ label: result.columns[c] })), [key, cols.join(",")]); // eslint-disable-line react-hooks/exhaustive-deps
+  const chart = useChartSeries(result, cols, groupCols);
+  const tc = timeColumn(result);
 
   if (candidates.length === 0) return null;
   return (
@@ -83,9 +128,14 @@ export function RowsChart({
         </div>
       )}
       {cols.length > 0 ? (
-        <UPlotChart title={title} data={data} series={series} height={height} />
+        <UPlotChart title={title} data={chart.data} series={chart.series} height={height} xLabel={`event time (${result.columns[tc] ?? "ts"})`} />
       ) : (
         <div className="muted small">Pick a column to chart.</div>
+      )}
+      {cols.length > 0 && chart.groups > chart.shown && (
+        <div className="muted small" data-testid="group-note">
+          {chart.shown} of {chart.groups} groups shown (those with the most rows), one line per {groupCols.map((i) => result.columns[i]).join(", ")}.
+        </div>
       )}
     </div>
   );

@@ -192,7 +192,7 @@ describe("DesignerPage", () => {
     fireEvent.click(screen.getByTestId("palette-trigger"));
     fireEvent.click(await screen.findByTestId("node-trigger"));
     const props = await screen.findByTestId("props-trigger");
-    expect(within(props).getByLabelText("Interval")).toHaveAttribute("placeholder", "10m");
+    expect(within(props).getByLabelText("Interval")).toHaveAttribute("placeholder", "e.g. 10m");
     expect(within(props).getAllByText(/units: a b u s m h d w n y/).length).toBeGreaterThan(0);
     fireEvent.change(within(props).getByLabelText("Trigger type"), { target: { value: "event" } });
     fireEvent.change(within(props).getByLabelText("Start condition"), { target: { value: "pm25 > 150" } });
@@ -216,7 +216,7 @@ describe("DesignerPage", () => {
     fireEvent.click(screen.getByTestId("palette-options"));
     let props = await screen.findByTestId("props-options");
     await waitFor(() => expect(within(props).getByLabelText("WATERMARK")).toBeInTheDocument());
-    expect(within(props).getByLabelText("WATERMARK")).toHaveAttribute("placeholder", "10s");
+    expect(within(props).getByLabelText("WATERMARK")).toHaveAttribute("placeholder", "e.g. 10s");
     await waitFor(() => expect(within(props).getByText(/default: 0s/)).toBeInTheDocument());
     fireEvent.change(within(props).getByLabelText("FILL_HISTORY"), { target: { value: "true" } });
     expect(within(props).queryByLabelText("TRIGGER")).toBeNull();
@@ -300,6 +300,7 @@ describe("DesignerPage", () => {
     );
     renderPage("designer");
     fireEvent.change(screen.getByLabelText("Stream name"), { target: { value: "s1" } });
+    await waitFor(() => expect(screen.getByTestId("deploy")).toBeEnabled()); // once validated
     fireEvent.click(screen.getByTestId("deploy"));
     const dialog = await screen.findByRole("dialog");
     expect(within(dialog).getByTestId("impact-statement")).toHaveTextContent(statement);

@@ -2,6 +2,7 @@
 // paste SQL, preview and versions; a top bar to name, save and deploy the design.
 // The design document (docs/designer.md) is the only state; the server validates every change.
 import { ReactFlowProvider, useReactFlow } from "@xyflow/react";
+import type { DesignIssue } from "../api/designer";
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { ApiError, errorText } from "../api/client";
 import {
@@ -31,7 +32,7 @@ import { ConfirmDialog } from "../components/ConfirmDialog";
 import { urls } from "../page";
 import { Canvas } from "./Canvas";
 import { DesignerViewCtx, groupIssues } from "./context";
-import { addNode, newDesign, presentKinds, removeNode, semanticKey, setNode, withAutoLayout, type NodeValue } from "./graph";
+import { addNode, followTrigger, isNodeKind, KIND_LABEL, newDesign, presentKinds, removeNode, semanticKey, setNode, withAutoLayout, type NodeValue } from "./graph";
 import { SqlTab, PasteTab, PreviewTab, VersionsTab } from "./panels";
 import { Palette } from "./Palette";
 import { changeTriggerType, PropertyPanel } from "./PropertyPanel";
@@ -105,6 +106,8 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
   const [confirm, setConfirm] = useState<Confirm | null>(null);
   const [busy, setBusy] = useState<"save" | "deploy" | null>(null);
   const [deployed, setDeployed] = useState<{ streamId: number; impact: Impact | null; version: number | null } | null>(null);
+  /** semanticKey of the design last deployed from this page. */
+  const [deployedKey, setDeployedKey] = useState<string | null>(null);
   const [fitKey, setFitKey] = useState(0);
   const me = useRef<Promise<Me> | null>(null);
   const { fitView } = useReactFlow();
@@ -312,6 +315,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
       const sid = a.stream.id;
       const version = a.version?.number ?? null;
       setDeployed({ streamId: sid, impact: a.impact ?? null, version });
+      setDeployedKey(semanticKey(designRef.current));
       setStreamId(sid);
     } catch (e) {
       if (e instanceof ApiError && e.status === 409 && !confirmImpact) {
@@ -345,6 +349,10 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
   }, [hint]);
 
   const dirty = savedKey !== JSON.stringify(design);
+  // the design is what runs: deployed from here unchanged since, or a stream's draft with no change
+  const isDeployed = streamId !== null && (deployedKey === semanticKey(design) || val.answer?.impact?.kind === "none");
+  const canDeploy = !!val.answer?.valid && !val.checking;
+  const deployTitle = canDeploy ? undefined : val.answer && !val.answer.valid ? `Fix the ${issues.length || ""} problem${issues.length === 1 ? "" : "s"} first (see the nodes marked and the SQL tab)` : "Checking the design…";
   const validity = !val.answer ? (
     <span className="dz-validity muted" data-testid="issues-count">
       {val.error ? "validation unavailable" : "checking…"}
@@ -368,7 +376,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
       <div className="dz-topbar">
         <label>
           Stream name{" "}
-          <input name="name" className="mono" value={design.name ?? ""} placeholder="pollution_episodes" onChange={(e) => setField("name", e.target.value)} />
+          <input name="name" className="mono" value={design.name ?? ""} placeholder="e.g. pollution_episodes" onChange={(e) => setField("name", e.target.value)} />
         </label>
         <label>
           Database{" "}
@@ -377,7 +385,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
             className="mono dz-narrow"
             list="dz-dbs"
             value={design.db ?? ""}
-            placeholder="air"
+            placeholder="e.g. air"
             onChange={(e) => setField("db", e.target.value.trim() ? e.target.value : null)}
           />
         </label>
@@ -423,7 +431,14 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
         <button type="button" onClick={() => void onSave()} disabled={busy !== null || !loaded}>
           {busy === "save" ? "Saving…" : "Save draft"}
         </button>
-        <button type="button" className="btn-primary" data-testid="deploy" onClick={() => void deploy(false)} disabled={busy !== null || !loaded}>
+        <button
+          type="button"
+          className="btn-primary"
+          data-testid="deploy"
+          onClick={() => void deploy(false)}
+          disabled={busy !== null || !loaded || !canDeploy}
+          title={deployTitle}
+        >
           {busy === "deploy" ? "Deploying…" : streamId !== null ? "Deploy changes" : "Deploy"}
         </button>
       </div>
@@ -448,6 +463,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
             onHint={onHint}
           />
           <aside className="dz-side" aria-label="Properties">
+            <StatementIssues issues={issues} present={kinds} onOpen={(k) => (kinds.has(k) ? setSelected(k) : add(k))} />
             {selected && design.nodes[selected] ? (
               <PropertyPanel
                 key={selected}
@@ -457,7 +473,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
                 catalog={catalog}
                 placeholders={placeholders}
                 defaults={selectedDefaults}
-                onChange={(v: NodeValue) => update((d) => setNode(d, selected, v), true)}
+                onChange={(v: NodeValue) => update((d) => (selected === "trigger" ? followTrigger(setNode(d, "trigger", v), d.nodes.trigger as NodeValue) : setNode(d, selected, v)), true)}
                 onDelete={() => {
                   update((d) => removeNode(d, selected));
                   setSelected(null);
@@ -467,11 +483,6 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
             ) : (
               <div className="dz-props-empty muted">
                 <p>Select a node to edit its properties.</p>
-                {(view.issuesByNode[""] ?? []).map((i, k) => (
-                  <div key={k} className="dz-field-error" data-testid="error-statement">
-                    {i.message}
-                  </div>
-                ))}
               </div>
             )}
           </aside>
@@ -494,7 +505,7 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
           ))}
         </div>
         <div role="tabpanel" className="dz-tabpanel">
-          {tab === "sql" && <SqlTab answer={val.answer} syntax={design.syntax} checking={val.checking} error={val.error} onSelectNode={(n) => setSelected(n as NodeKind)} />}
+          {tab === "sql" && <SqlTab answer={val.answer} syntax={design.syntax} deployed={isDeployed} checking={val.checking} error={val.error} onSelectNode={(n) => setSelected(n as NodeKind)} />}
           {tab === "paste" && <PasteTab db={design.db} onCompiled={onCompiled} />}
           {tab === "preview" && <PreviewTab design={design} />}
           {tab === "versions" && streamId !== null && <VersionsTab streamId={streamId} onOpen={openVersion} />}
@@ -515,5 +526,29 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
         />
       )}
     </div>
+  );
+}
+
+/**
+ * The issues no form shows: those of the statement (the stream's name, database, syntax) and those
+ * of a node not on the canvas (e.g. an option while the Options node is absent: its defaults
+ * apply), each with its field, and a button opening (or adding) that node.
+ */
+export function StatementIssues({ issues, present, onOpen }: { issues: DesignIssue[]; present: Set<NodeKind>; onOpen: (k: NodeKind) => void }) {
+  const shown = issues.filter((i) => !i.node || !isNodeKind(i.node) || !present.has(i.node));
+  return (
+    <>
+      {shown.map((i, k) => (
+        <div key={k} className="dz-field-error" data-testid={`error-${i.node ?? "stream"}-${i.field ?? "statement"}`}>
+          <strong>{i.node && isNodeKind(i.node) ? KIND_LABEL[i.node] : "Stream"}</strong>
+          {i.field ? ` · ${i.field}` : ""}: {i.message}{" "}
+          {i.node && isNodeKind(i.node) && (
+            <button type="button" className="btn-sm" onClick={() => onOpen(i.node as NodeKind)}>
+              {present.has(i.node) ? "Open" : `Add ${KIND_LABEL[i.node]}`}
+            </button>
+          )}
+        </div>
+      ))}
+    </>
   );
 }

@@ -8,6 +8,7 @@ import type { SqlEditorHandle } from "../components/SqlEditor";
 import {
   fieldRoot,
   formFields,
+  isUnset,
   INVALIDATION_NOTE,
   NOTIFY_DEFAULTS,
   notifyEventChoices,
@@ -36,6 +37,9 @@ export interface PropertyPanelProps {
   /** Resolves to the user's inbox URL (GET /api/v1/me/). */
   myInbox: () => Promise<string | null>;
 }
+
+/** A placeholder as an example ("e.g. 10m"), so that it never reads as a value written. */
+export const eg = (p: string | undefined): string | undefined => (p === undefined || p === "" || /^(e\.g\.|\(|blank)/.test(p) ? p : `e.g. ${p}`);
 
 /** "" and whitespace mean "not written". */
 const orNull = (v: string): string | null => (v.trim() === "" ? null : v);
@@ -144,13 +148,13 @@ function SpecField({
           inputMode="numeric"
           className="mono"
           value={text(value)}
-          placeholder={spec.placeholder}
+          placeholder={eg(spec.placeholder)}
           onChange={(e) => onChange(intOrText(e.target.value))}
         />
       );
       break;
     case "intcsv":
-      control = <CsvInput id={id} name={spec.name} value={value} placeholder={spec.placeholder} onChange={onChange} ints />;
+      control = <CsvInput id={id} name={spec.name} value={value} placeholder={eg(spec.placeholder)} onChange={onChange} ints />;
       break;
     case "choice":
       control = (
@@ -190,7 +194,7 @@ function SpecField({
       );
     }
     case "csv":
-      control = <CsvInput id={id} name={spec.name} value={value} placeholder={spec.placeholder} onChange={onChange} />;
+      control = <CsvInput id={id} name={spec.name} value={value} placeholder={eg(spec.placeholder)} onChange={onChange} />;
       break;
     default:
       control = (
@@ -200,7 +204,7 @@ function SpecField({
           type="text"
           className={spec.kind === "expr" || spec.kind === "duration" ? "mono" : undefined}
           value={text(value)}
-          placeholder={spec.placeholder}
+          placeholder={eg(spec.placeholder)}
           spellCheck={false}
           autoComplete="off"
           onChange={(e) => onChange(orNull(e.target.value))}
@@ -246,7 +250,7 @@ function CsvInput({
       type="text"
       className="mono"
       value={shown}
-      placeholder={placeholder}
+      placeholder={eg(placeholder)}
       onChange={(e) => {
         setDraft(e.target.value);
         const xs = csv(e.target.value);
@@ -288,7 +292,7 @@ function Text({
         type="text"
         className={mono ? "mono" : undefined}
         value={text(value)}
-        placeholder={placeholder}
+        placeholder={eg(placeholder)}
         spellCheck={false}
         autoComplete="off"
         list={list}
@@ -296,6 +300,11 @@ function Text({
       />
     </Row>
   );
+}
+
+/** The option keys the catalog offers with a trigger type (null: no catalog answer, offer all). */
+export function offeredOptions(catalog: Catalog | null, syntax: StreamSyntax, triggerType: string): string[] | null {
+  return catalog?.options?.[syntax]?.[triggerType] ?? null;
 }
 
 function findTable(catalog: Catalog | null, db: unknown, table: unknown): CatalogTable | undefined {
@@ -317,6 +326,8 @@ function SourceForm({ v, set, issues, p }: FormProps) {
   const dbs = p.catalog?.databases ?? [];
   const db = (v.db as string | null) ?? p.design.db;
   const tables = dbs.find((d) => d.name === db)?.tables ?? [];
+  // no database chosen yet: every database's tables, as db.table; picking one sets its database
+  const anyDb = !db ? dbs.flatMap((d) => d.tables.map((t) => ({ db: d.name, t }))) : [];
   const parts = (Array.isArray(v.partition_by) ? v.partition_by : []) as PartitionItem[];
   const table = findTable(p.catalog, db, v.table);
   const setParts = (next: PartitionItem[]) => set({ partition_by: next });
@@ -334,8 +345,21 @@ function SourceForm({ v, set, issues, p }: FormProps) {
         </select>
       </Row>
       <Row node="source" name="table" label="Trigger table" issues={issues} help="supertable, subtable, normal table or virtual table (virtual supertables too); none for a PERIOD schedule">
-        <select id="dz-source-table" name="table" value={text(v.table)} onChange={(e) => set({ table: orNull(e.target.value) })}>
+        <select
+          id="dz-source-table"
+          name="table"
+          value={text(v.table)}
+          onChange={(e) => {
+            const picked = anyDb.find((x) => `${x.db}.${x.t.name}` === e.target.value);
+            set(picked ? { db: picked.db, table: picked.t.name } : { table: orNull(e.target.value) });
+          }}
+        >
           <option value="">(none)</option>
+          {anyDb.map((x) => (
+            <option key={`${x.db}.${x.t.name}`} value={`${x.db}.${x.t.name}`}>
+              {x.db}.{x.t.name} ({x.t.virtual ? `virtual ${x.t.kind}` : x.t.kind})
+            </option>
+          ))}
           {tables.map((t) => (
             <option key={t.name} value={t.name}>
               {t.name} ({t.virtual ? `virtual ${t.kind}` : t.kind})
@@ -374,7 +398,7 @@ function SourceForm({ v, set, issues, p }: FormProps) {
               className="mono"
               list="dz-partition-choices"
               value={text(it.sql)}
-              placeholder="tbname"
+              placeholder="e.g. tbname"
               onChange={(e) => setParts(parts.map((x, j) => (j === i ? { ...x, sql: e.target.value } : x)))}
             />
             <input
@@ -452,9 +476,19 @@ function OptionsForm({ v, set, issues, p }: FormProps) {
   const shown = optionKeysShown(v, syntax).filter((k) => !specs.some((f) => f.name === k));
   const otherSpecs = OPTION_FIELDS[other].filter((f) => shown.includes(f.name));
   const extra = shown.filter((k) => !otherSpecs.some((f) => f.name === k));
+  const triggerType = String(p.design.nodes.trigger?.type ?? "");
+  const offered = offeredOptions(p.catalog, syntax, triggerType);
+  // an option the seeds forbid with this trigger is not offered; one set anyway stays, to be cleared
+  const mine = specs.filter((f) => !offered || offered.includes(f.name) || !isUnset(v[f.name]));
+  const hidden = specs.length - mine.length;
   return (
     <>
-      {specs.map((f) => (
+      {hidden > 0 && (
+        <div className="dz-help" data-testid="options-hidden">
+          {hidden} option{hidden === 1 ? "" : "s"} not offered: the seeds do not allow {hidden === 1 ? "it" : "them"} with a {triggerType.toUpperCase()} trigger.
+        </div>
+      )}
+      {mine.map((f) => (
         <SpecField key={f.name} node="options" spec={f} value={v[f.name]} issues={issues} syntax={syntax} serverDefault={p.defaults?.[f.name]} onChange={(x) => set({ [f.name]: x })} />
       ))}
       {otherSpecs.map((f) => (
@@ -532,7 +566,7 @@ function ComputationForm({ v, set, issues, p }: FormProps) {
             value={query}
             label="Query"
             minLines={8}
-            placeholder="SELECT _twstart, avg(x) FROM %%trows"
+            placeholder="e.g. SELECT _twstart, avg(x) FROM %%trows"
             errorIndex={null}
             onChange={(q) => set({ query: orNull(q) })}
             completion={{
@@ -583,7 +617,7 @@ function FillFields({ query, onChange }: { query: string; onChange: (q: string) 
           name="fill_values"
           aria-label="FILL values"
           className="mono"
-          placeholder="0, 0.5"
+          placeholder="e.g. 0, 0.5"
           value={draft ?? (fill?.values ?? []).join(", ")}
           onChange={(e) => {
             setDraft(e.target.value);
@@ -630,9 +664,9 @@ function OutputForm({ v, set, issues, p }: FormProps) {
       <Row node="output" name="tags" label="TAGS" issues={issues} group help="name, type and AS expression per tag; default: from the grouping columns">
         {tags.map((t, i) => (
           <div className="dz-list-row" key={i}>
-            <input name={`tags.${i}.name`} aria-label={`Tag ${i + 1} name`} className="mono dz-narrow" placeholder="name" value={text(t.name)} onChange={(e) => setTags(tags.map((x, j) => (j === i ? { ...x, name: e.target.value } : x)))} />
-            <input name={`tags.${i}.type`} aria-label={`Tag ${i + 1} type`} className="mono dz-narrow" placeholder="VARCHAR(64)" value={text(t.type)} onChange={(e) => setTags(tags.map((x, j) => (j === i ? { ...x, type: e.target.value } : x)))} />
-            <input name={`tags.${i}.expr`} aria-label={`Tag ${i + 1} AS expression`} className="mono" placeholder="AS %%tbname" value={text(t.expr)} onChange={(e) => setTags(tags.map((x, j) => (j === i ? { ...x, expr: orNull(e.target.value) } : x)))} />
+            <input name={`tags.${i}.name`} aria-label={`Tag ${i + 1} name`} className="mono dz-narrow" placeholder="e.g. name" value={text(t.name)} onChange={(e) => setTags(tags.map((x, j) => (j === i ? { ...x, name: e.target.value } : x)))} />
+            <input name={`tags.${i}.type`} aria-label={`Tag ${i + 1} type`} className="mono dz-narrow" placeholder="e.g. VARCHAR(64)" value={text(t.type)} onChange={(e) => setTags(tags.map((x, j) => (j === i ? { ...x, type: e.target.value } : x)))} />
+            <input name={`tags.${i}.expr`} aria-label={`Tag ${i + 1} AS expression`} className="mono" placeholder="e.g. AS %%tbname" value={text(t.expr)} onChange={(e) => setTags(tags.map((x, j) => (j === i ? { ...x, expr: orNull(e.target.value) } : x)))} />
             <button type="button" className="btn-sm" aria-label={`Remove tag ${i + 1}`} onClick={() => setTags(tags.filter((_, j) => j !== i))}>
               ×
             </button>
@@ -704,7 +738,7 @@ function NotifyForm({ v, set, issues, p }: FormProps) {
               aria-label={`URL ${i + 1}`}
               className="mono"
               value={u}
-              placeholder="ws://host:port/path"
+              placeholder="e.g. ws://host:port/path"
               onChange={(e) => set({ urls: urls.map((x, j) => (j === i ? e.target.value : x)) })}
             />
             <button type="button" className="btn-sm" aria-label={`Remove URL ${i + 1}`} onClick={() => set({ urls: urls.filter((_, j) => j !== i) })}>
@@ -769,7 +803,7 @@ function PrefilterForm({ v, set, issues }: FormProps) {
       value={v.condition}
       issues={issues}
       onChange={(x) => set({ condition: x })}
-      placeholder="pm25 IS NOT NULL"
+      placeholder="e.g. pm25 IS NOT NULL"
       help="rows of the trigger table that fail it are ignored (columns, tags, constants)"
     />
   );

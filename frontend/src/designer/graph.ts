@@ -187,12 +187,31 @@ export function emptyNode(kind: NodeKind, syntax: StreamSyntax = "3.3.7"): NodeV
       return {};
     case "computation":
       // legacy: addNode appends the trigger table (the query's FROM)
-      return { query: syntax === "legacy" ? "SELECT _wstart, count(*) AS n FROM " : "SELECT _twstart AS wstart, count(*) AS n FROM %%trows" };
+      return { query: syntax === "legacy" ? "SELECT _wstart, count(*) AS n FROM " : defaultQuery("interval") };
     case "output":
       return { db: null, table: null, subtable: null, columns: [], tags: [] };
     case "notify":
       return { urls: [], events: ["WINDOW_CLOSE"], where: null, history: null, on_failure: null };
   }
+}
+
+/**
+ * The 3.3.7 computation a new Computation node starts with, by trigger type: its first column is
+ * the trigger's time placeholder (seed 002 Placeholders: _twstart for windows, _tcurrent_ts for
+ * SLIDING, _tlocaltime for PERIOD), so that it validates as is.
+ */
+export function defaultQuery(triggerType: string): string {
+  const ts = triggerType === "sliding" ? "_tcurrent_ts AS ts" : triggerType === "period" ? "_tlocaltime AS ts" : "_twstart AS wstart";
+  return `SELECT ${ts}, count(*) AS n FROM %%trows`;
+}
+
+/** The design after its trigger changed from `before`: a computation still at its starting query follows the new type. */
+export function followTrigger(d: Design, before: NodeValue | null | undefined): Design {
+  const comp = d.nodes.computation as NodeValue | null | undefined;
+  const oldType = String(before?.type ?? "interval");
+  const newType = String(d.nodes.trigger?.type ?? "interval");
+  if (d.syntax !== "3.3.7" || !comp || oldType === newType || comp.query !== defaultQuery(oldType)) return d;
+  return setNode(d, "computation", { ...comp, query: defaultQuery(newType) });
 }
 
 /** A new design: an empty canvas (the user drags its nodes from the palette). */
@@ -215,6 +234,7 @@ export function newDesign(): Design {
 export function addNode(d: Design, kind: NodeKind, at?: XY): Design {
   if (d.nodes[kind] !== undefined && d.nodes[kind] !== null) return d;
   const value = emptyNode(kind, d.syntax);
+  if (kind === "computation" && d.syntax !== "legacy") value.query = defaultQuery(String(d.nodes.trigger?.type ?? "interval"));
   const src = d.nodes.source;
   if (kind === "computation" && d.syntax === "legacy") value.query = `${String(value.query)}${src?.table ? String(src.table) : "<table>"}`;
   const nodes = { ...d.nodes, [kind]: value } as DesignNodes;

@@ -29,12 +29,15 @@ function copy(text: string): void {
 export function SqlTab({
   answer,
   syntax,
+  deployed = false,
   checking,
   error,
   onSelectNode,
 }: {
   answer: ValidateAnswer | null;
   syntax: StreamSyntax;
+  /** The design is what the deployed stream runs (else its syntax is the one a deploy uses). */
+  deployed?: boolean;
   checking: boolean;
   error: string | null;
   onSelectNode: (node: string) => void;
@@ -61,10 +64,15 @@ export function SqlTab({
           const sql = answer?.sql?.[s] ?? null;
           const why = answer?.not_expressible?.[s];
           return (
-            <section key={s} className={`dz-sql-block${s === syntax ? " deployed" : ""}`}>
+            <section key={s} className={`dz-sql-block${s === syntax ? " chosen" : ""}`}>
               <header>
                 <h3>
-                  {s === "3.3.7" ? "TDengine 3.3.7" : "Legacy"} syntax {s === syntax && <span className="badge">deployed</span>}
+                  {s === "3.3.7" ? "TDengine 3.3.7" : "Legacy"} syntax{" "}
+                  {s === syntax && (
+                    <span className={`badge${deployed ? " ok" : ""}`} data-testid="sql-syntax-badge">
+                      {deployed ? "deployed" : "deploys as"}
+                    </span>
+                  )}
                 </h3>
                 <button type="button" className="btn-sm" disabled={!sql} onClick={() => sql && copy(sql)} aria-label={`Copy ${s} SQL`}>
                   Copy
@@ -193,6 +201,24 @@ export function PasteTab({ db, onCompiled }: { db: string | null; onCompiled: (a
 
 // --- Preview ------------------------------------------------------------------------------------
 
+/** An issue as a sentence naming its node and field: "Trigger / window: sliding is required". */
+export function issueText(i: { node?: string | null; field?: string | null; message: string }): string {
+  const where = i.node ? (isNodeKind(i.node) ? KIND_LABEL[i.node] : i.node) : i.field === "start" || i.field === "end" ? "Preview range" : "Stream";
+  if (!i.field) return `${where}: ${i.message}`;
+  // "is required", "must be ...": the field is the sentence's subject
+  return /^(is|must|are)\b/.test(i.message) ? `${where}: ${i.field} ${i.message}` : `${where} · ${i.field}: ${i.message}`;
+}
+
+/** A failed preview: the design's issues named by node and field (the server's designer shape). */
+export function previewErrorText(e: unknown): string {
+  if (e instanceof ApiError && e.body && typeof e.body === "object") {
+    const b = e.body as { node?: string | null; field?: string | null; issues?: DesignIssue[] };
+    if (Array.isArray(b.issues) && b.issues.length) return b.issues.map(issueText).join("\n");
+    if (b.field || b.node) return issueText({ node: b.node, field: b.field, message: e.desc });
+  }
+  return errorText(e);
+}
+
 
 export function PreviewTab({ design }: { design: Design }) {
   const [start, setStart] = useState("");
@@ -206,7 +232,7 @@ export function PreviewTab({ design }: { design: Design }) {
     try {
       setAnswer(await previewDesign({ design, start: start.trim() || null, end: end.trim() || null, limit: 1000 }));
     } catch (e) {
-      setErr(errorText(e));
+      setErr(previewErrorText(e));
     } finally {
       setBusy(false);
     }
@@ -229,12 +255,27 @@ export function PreviewTab({ design }: { design: Design }) {
         <span className="muted small">times: ISO or 'YYYY-MM-DD hh:mm:ss'</span>
       </div>
       {err && (
-        <div className="sql-error" role="alert">
+        <div className="sql-error" role="alert" data-testid="preview-error" style={{ whiteSpace: "pre-line" }}>
           {err}
         </div>
       )}
       {answer && (
         <>
+          {answer.range && (
+            <div className="muted small" data-testid="preview-range">
+              ran over {answer.range.start !== null ? formatDateTime(answer.range.start, true) : "the first row"} → {answer.range.end !== null ? formatDateTime(answer.range.end, true) : "the last row"}
+            </div>
+          )}
+          {answer.deploy && (
+            <div className="dz-impact" data-testid="preview-deploy">
+              <strong>Deploying:</strong> {answer.deploy.output_rows} output rows and {answer.deploy.notifications} notifications for these stored rows.
+              {answer.deploy.notes.map((n, i) => (
+                <div key={i} className="small">
+                  {n}
+                </div>
+              ))}
+            </div>
+          )}
           <div className="dz-stats" data-testid="preview-stats">
             <span>
               input rows <strong>{answer.input_rows}</strong>
@@ -245,8 +286,8 @@ export function PreviewTab({ design }: { design: Design }) {
             <span>
               output rows <strong>{answer.output_rows ?? rows.data.length}</strong>
             </span>
-            <span>
-              notifications <strong>{answer.notification_count ?? answer.notifications.length}</strong>
+            <span title="what the same rows arriving live would send; see “Deploying” for what a deploy sends">
+              notifications (rows arriving live) <strong>{answer.notification_count ?? answer.notifications.length}</strong>
             </span>
             <span>
               elapsed <strong>{answer.elapsed_ms} ms</strong>

@@ -6,6 +6,7 @@ import { Fragment, useCallback, useEffect, useRef, useState } from "react";
 import { ackAllNotifications, ackNotification, errorText, listNotificationGroups, listNotifications, listStreams } from "../api/client";
 import { EVENT_TYPES, type Notification, type NotificationFilter, type NotificationGroup } from "../api/types";
 import { ConfirmDialog } from "../components/ConfirmDialog";
+import { useStreamIds, WhyNoOutputLink } from "../components/WhyNoOutput";
 import { Empty, ErrorBanner, LiveIndicator, Loading } from "../components/common";
 import { useCoalesced } from "../components/hooks";
 import { formatDateTime, formatUtc, toEpochMs } from "../format";
@@ -79,6 +80,7 @@ export function InboxPage() {
   const [byGroup, setByGroup] = useState(false);
   const [expanded, setExpanded] = useState<Set<number>>(new Set());
   const [confirmAll, setConfirmAll] = useState<NotificationFilter | null>(null);
+  const streamIds = useStreamIds();
   const itemsRef = useRef(items);
   itemsRef.current = items;
 
@@ -208,14 +210,14 @@ export function InboxPage() {
         </button>
       </div>
       <ErrorBanner error={error} onDismiss={() => setError(null)} />
-      <InboxFilters filter={filter} setFilter={setFilter} streamNames={streamNames} groups={groups} byGroup={byGroup} setByGroup={setByGroup} shown={items ? `${items.length} of ${count}` : null} />
+      <InboxFilters filter={filter} setFilter={setFilter} streamNames={streamNames} groups={groups} byGroup={byGroup} setByGroup={setByGroup} shown={items ? `${items.length} of ${count}` : null} streamIds={streamIds} />
       {byGroup ? (
         <GroupsTable groups={groups} onShow={showGroup} onAck={(g) => setConfirmAll({ stream: g.stream_name, event_type: filter.event_type, group: g.table_name })} />
       ) : (
         <>
           {items === null && !error && <Loading what="Loading notifications" />}
           {items && items.length === 0 && <Empty>No notifications{filtered || filter.unacknowledgedOnly ? " match these filters" : " yet"}.</Empty>}
-          {items && items.length > 0 && <InboxTable items={items} expanded={expanded} toggle={toggle} ack={(n) => void ack(n)} />}
+          {items && items.length > 0 && <InboxTable items={items} expanded={expanded} toggle={toggle} ack={(n) => void ack(n)} streamIds={streamIds} />}
           {hasMore && (
             <div className="more">
               <button type="button" disabled={loadingMore} onClick={loadMore}>
@@ -250,9 +252,11 @@ interface FiltersProps {
   byGroup: boolean;
   setByGroup: (v: boolean) => void;
   shown: string | null;
+  /** stream ids by name: the filtered stream's "why no output?" link */
+  streamIds: Record<string, number>;
 }
 
-function InboxFilters({ filter, setFilter, streamNames, groups, byGroup, setByGroup, shown }: FiltersProps) {
+function InboxFilters({ filter, setFilter, streamNames, groups, byGroup, setByGroup, shown, streamIds }: FiltersProps) {
   const groupChoices = groups.filter((g) => g.table_name);
   const selectedMissing = filter.group && !groupChoices.some((g) => g.table_name === filter.group);
   return (
@@ -268,6 +272,7 @@ function InboxFilters({ filter, setFilter, streamNames, groups, byGroup, setByGr
           ))}
         </select>
       </label>
+      {filter.stream && <WhyNoOutputLink id={streamIds[filter.stream]} name={filter.stream} />}
       <label>
         Event type{" "}
         <select aria-label="Event type filter" value={filter.event_type ?? ""} onChange={(e) => setFilter((f) => ({ ...f, event_type: e.target.value || undefined }))}>
@@ -345,9 +350,11 @@ interface TableProps {
   expanded: Set<number>;
   toggle: (id: number) => void;
   ack: (n: Notification) => void;
+  /** stream ids by name: each stream's "why no output?" link */
+  streamIds: Record<string, number>;
 }
 
-function InboxTable({ items, expanded, toggle, ack }: TableProps) {
+function InboxTable({ items, expanded, toggle, ack, streamIds }: TableProps) {
   return (
     <div className="table-wrap">
       <table className="grid inbox-table">
@@ -369,7 +376,9 @@ function InboxTable({ items, expanded, toggle, ack }: TableProps) {
                 <td className="nowrap" title={`received ${formatDateTime(n.created_at)}`}>
                   <span className="caret">{expanded.has(n.id) ? "▾" : "▸"}</span> <UtcTime v={n.event_time} />
                 </td>
-                <td>{n.stream_name}</td>
+                <td>
+                  <span>{n.stream_name}</span> <WhyNoOutputLink id={streamIds[n.stream_name]} name={n.stream_name} compact />
+                </td>
                 <td>
                   <span className={`badge ev ev-${n.event_type.toLowerCase()}`}>{n.event_type}</span>
                 </td>

@@ -52,7 +52,9 @@ describe("StreamPage", () => {
     expect(screen.getByTestId("target-link")).toHaveAttribute("href", "/tables/?db=weather&table=daily_avg_out");
     await waitFor(() => expect(FakeUPlot.byTitle("weather.daily_avg_out (latest 2 rows)")).toBeDefined());
     const out = FakeUPlot.byTitle("weather.daily_avg_out (latest 2 rows)")!;
-    expect(out.labels).toEqual(["avg_temp"]);
+    // one line per output group, labelled by its tag (the station), not one line for all rows
+    expect(out.labels).toEqual(["station=a"]);
+    expect(out.opts.axes[0].label).toBe("event time (_wstart)");
     // sorted by time for the chart
     expect(out.data[1]).toEqual([20.5, 21.5]);
   });
@@ -71,10 +73,14 @@ describe("StreamPage", () => {
     expect(FakeUPlot.byTitle("Processing rows/s")!.data[2]).toEqual([2 / 0.12, 2 / 0.12]);
     expect(FakeUPlot.byTitle("Notifications")!.labels).toEqual(["sent", "failed"]);
     expect(FakeUPlot.byTitle("Recalculations")!.labels).toEqual(["recalculated", "expired rows"]);
-    const wm = FakeUPlot.byTitle("Watermark vs wall clock")!;
-    expect(wm.labels).toEqual(["wall clock", "watermark"]);
-    expect(wm.data[1]).toEqual([Date.parse("2024-06-01T10:00:00Z") / 1000, Date.parse("2024-06-01T10:00:10Z") / 1000]);
-    expect(wm.data[2]).toEqual([Date.parse("2024-06-01T09:59:50Z") / 1000, Date.parse("2024-06-01T09:59:50Z") / 1000]);
+    // lags in seconds behind each batch's wall-clock time, not two clocks with time-of-day labels
+    const wm = FakeUPlot.byTitle("Lag behind wall clock")!;
+    expect(wm.labels).toEqual(["watermark lag (wall clock − watermark)", "event lag (wall clock − newest event time)"]);
+    // batches at 10:00:00 and 10:00:10, watermark 09:59:50 and newest event 09:59:55 in both
+    expect(wm.data[1]).toEqual([10, 20]);
+    expect(wm.data[2]).toEqual([5, 15]);
+    expect(wm.opts.axes[1].values(null, [90])).toEqual(["1 min 30 s"]);
+    expect(wm.opts.axes[0].label).toBe("batch time (wall clock)");
 
     openSocket("/ws/streams/4/");
     serverPush("/ws/streams/4/", {

@@ -12,6 +12,7 @@ import { isLongWork, ProgressBar, workLabel } from "../components/ProgressBar";
 import { RowsChart, RowsTable } from "../components/RowsView";
 import { StreamActions } from "../components/StreamActions";
 import { UPlotChart, type ChartSeries } from "../components/UPlotChart";
+import { WhyNoOutput } from "../components/WhyNoOutput";
 import { formatBytes, formatCount, formatDateTime, formatDuration, formatRate, formatTime, localOffsetLabel, truncate } from "../format";
 import { nav, urls } from "../page";
 import { appendProgress, catchUpFraction, eventLagMs, mergeDetail, progressSeries, splitTarget, wallLagMs } from "../streams";
@@ -120,6 +121,8 @@ export function StreamPage({ id }: { id: number }) {
         <Fact label="Watermark">{p?.watermark_ms != null ? formatDateTime(p.watermark_ms, true) : "—"}</Fact>
         <Fact label="Last batch">{p ? `#${p.batch_id} · ${formatTime(p.created_at)}` : "—"}</Fact>
       </div>
+
+      <WhyNoOutput streamId={id} initiallyOpen={window.location.hash === "#why"} />
 
       {isLongWork(stream.progress) ? (
         <div className="catchup" data-testid="catchup">
@@ -264,8 +267,6 @@ interface ChartDef {
   fmt?: (v: number) => string;
 }
 
-const timeOfDay = (v: number) => formatTime(v * 1000).slice(11);
-
 const CHARTS: ChartDef[] = [
   { title: "Input rows/s", series: [{ label: "arrived rows/s" }], cols: ["inputRate"], fmt: (v) => formatCount(v) },
   {
@@ -276,10 +277,14 @@ const CHARTS: ChartDef[] = [
   },
   { title: "Batch duration (ms)", series: [{ label: "duration ms", stroke: "#d9822b" }], cols: ["durationMs"], fmt: (v) => formatCount(v) },
   {
-    title: "Watermark vs wall clock",
-    series: [{ label: "wall clock", stroke: "#5d6b7a" }, { label: "watermark", stroke: "#7b57b5" }],
-    cols: ["wallS", "watermarkS"],
-    fmt: timeOfDay,
+    // lags, not two clocks on one axis (issue 16 item 5): seconds behind the batch's wall clock
+    title: "Lag behind wall clock",
+    series: [
+      { label: "watermark lag (wall clock − watermark)", stroke: "#7b57b5" },
+      { label: "event lag (wall clock − newest event time)", stroke: "#5d6b7a" },
+    ],
+    cols: ["watermarkLagS", "eventLagS"],
+    fmt: (v) => formatDuration(v * 1000),
   },
   { title: "Open windows", series: [{ label: "open windows", stroke: "#2e9d5b" }], cols: ["openWindows"], fmt: (v) => formatCount(v) },
   { title: "State size", series: [{ label: "state", stroke: "#a5701c" }], cols: ["stateBytes"], fmt: (v) => formatBytes(v) },
@@ -312,7 +317,7 @@ function ProgressCharts({ progress }: { progress: Progress[] }) {
 
 function ProgressChart({ def, s }: { def: ChartDef; s: ReturnType<typeof progressSeries> }) {
   const data = useMemo(() => [s.x, ...def.cols.map((c) => s[c])] as uPlot.AlignedData, [s, def]);
-  return <UPlotChart title={def.title} series={def.series} data={data} yFormat={def.fmt} syncKey="stream-progress" height={150} />;
+  return <UPlotChart title={def.title} series={def.series} data={data} yFormat={def.fmt} syncKey="stream-progress" height={150} xLabel="batch time (wall clock)" />;
 }
 
 function DeliveryTable({ deliveries }: { deliveries: Delivery[] | null }) {
@@ -447,7 +452,7 @@ function OutputPreview({ db, table, version }: { db: string; table: string; vers
   if (rows.rows.length === 0) return <Empty>No output rows yet.</Empty>;
   return (
     <div className="output-preview">
-      <RowsChart result={rows} selectable={false} height={180} title={`${db}.${table} (latest ${rows.rows.length} rows)`} />
+      <RowsChart result={rows} selectable={false} height={180} title={`${db}.${table} (latest ${rows.rows.length} rows)`} tagsOf={{ db, table }} />
       <details>
         <summary>Rows ({rows.rows.length})</summary>
         <RowsTable columns={rows.columns} types={rows.types} rows={rows.rows} maxRows={50} />

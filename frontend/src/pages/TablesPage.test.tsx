@@ -84,6 +84,50 @@ describe("TablesPage", () => {
     expect(plot2.data[1]).toEqual([220, 221]);
   });
 
+  it("charts a supertable one line per subtable, labelled by its tags", async () => {
+    const m = setup();
+    m.on("GET /api/v1/databases/power/tables/meters/", {
+      name: "meters",
+      kind: "super",
+      stable: null,
+      columns: [
+        { name: "ts", type: "TIMESTAMP", length: 8 },
+        { name: "current", type: "FLOAT", length: 4 },
+      ],
+      tags: [
+        { name: "location", type: "VARCHAR", length: 64 },
+        { name: "groupid", type: "INT", length: 4 },
+      ],
+      tag_values: {},
+    });
+    // SELECT * of a supertable: columns then tags, the two subtables' rows interleaved by time
+    m.on("GET /api/v1/databases/power/tables/meters/rows/", {
+      columns: ["ts", "current", "location", "groupid"],
+      types: ["TIMESTAMP", "FLOAT", "VARCHAR", "INT"],
+      rows: [
+        ["2024-06-01T10:00:00.000Z", 10.5, "California.SanFrancisco", 2],
+        ["2024-06-01T10:00:00.500Z", 7.25, "California.LosAngeles", 3],
+        ["2024-06-01T10:00:01.000Z", 11.5, "California.SanFrancisco", 2],
+      ],
+    });
+    window.history.replaceState(null, "", "/tables/?db=power&table=meters");
+    renderPage("tables");
+    await screen.findByText("7.25");
+    await waitFor(() =>
+      expect(FakeUPlot.instances.filter((p) => !p.destroyed).at(-1)!.labels).toEqual([
+        "location=California.LosAngeles, groupid=3",
+        "location=California.SanFrancisco, groupid=2",
+      ]),
+    );
+    const plot = FakeUPlot.instances.filter((p) => !p.destroyed).at(-1)!;
+    // groupid is a tag: a group key, not a line of its own
+    expect(within(screen.getByRole("group", { name: "Columns to chart" })).queryByRole("checkbox", { name: "groupid" })).toBeNull();
+    const t0 = Date.parse("2024-06-01T10:00:00Z") / 1000;
+    expect(plot.data[0]).toEqual([t0, t0 + 0.5, t0 + 1]);
+    expect(plot.data[1]).toEqual([null, 7.25, null]);
+    expect(plot.data[2]).toEqual([10.5, null, 11.5]);
+  });
+
   it("reloads rows for a time range", async () => {
     const m = setup();
     window.history.replaceState(null, "", "/tables/?db=power&table=d1001");

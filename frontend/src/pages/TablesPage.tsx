@@ -318,7 +318,7 @@ function TableView({ db, table }: { db: string; table: string }) {
         {rows?.state === "error" && <ErrorBanner error={rows.text} />}
         {rows?.state === "ok" && (
           <>
-            <RowsChart result={rows.value} />
+            <RowsChart result={rows.value} tags={detail.state === "ok" && detail.value.kind === "super" ? detail.value.tags.map((t) => t.name) : []} />
             <RowsTable columns={rows.value.columns} types={rows.value.types} rows={rows.value.rows} />
           </>
         )}

@@ -3,8 +3,9 @@ placeholders and the impact of a change (contract: ``docs/designer.md``, section
 
 The modules, each importing only those above it in this list:
 
-- ``document``: the document's nodes and fields, options per syntax, ``defaults``, the errors
-  (``DesignError``, ``NotExpressible``) and the issue shape;
+- ``document``: the document's nodes and fields, options per syntax and trigger type
+  (``options_for``), ``defaults``, the errors (``DesignError``, ``NotExpressible``) and the
+  issue shape;
 - ``computation``: the computation's ``%%trows`` form and the window pseudo-column renaming;
 - ``fields``: reading a design's fields (text, durations, expressions, queries...);
 - ``from_sql``: SQL -> design (``design_from_sql``);
@@ -27,12 +28,14 @@ from spark_workers.streams.design.document import (
     MAX_DELAY_MIN,
     NODES,
     OPTION_KEYS,
+    OPTIONS_337_NOT_FOR,
     SYNTAXES,
     TRIGGER_FIELDS,
     WINDOW_TRIGGERS,
     DesignError,
     NotExpressible,
     defaults,
+    options_for,
 )
 from spark_workers.streams.design.from_sql import design_from_sql
 from spark_workers.streams.design.locate import FieldSpan, field_spans, locate_error
@@ -46,6 +49,7 @@ __all__ = [
     "LEGACY_TRIGGER_MODES",
     "MAX_DELAY_MIN",
     "NODES",
+    "OPTIONS_337_NOT_FOR",
     "OPTION_KEYS",
     "SYNTAXES",
     "TRIGGER_FIELDS",
@@ -63,6 +67,7 @@ __all__ = [
     "field_spans",
     "impact",
     "locate_error",
+    "options_for",
     "placeholders_for",
     "sql_variants",
 ]

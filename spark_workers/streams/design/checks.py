@@ -21,6 +21,7 @@ from spark_workers.streams.design.document import (
     LEGACY_TRIGGER_MODES,
     MAX_DELAY_MIN,
     OPTION_KEYS,
+    OPTIONS_337_NOT_FOR,
     SYNTAXES,
     TRIGGER_FIELDS,
     DesignError,
@@ -175,7 +176,8 @@ def _obj(nodes: dict[str, Any], key: str) -> dict[str, Any]:
 
 def rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The rules of seed 002 between a 3.3.7 design's nodes, each as ``(node, field, message)``:
-    FILL_HISTORY and FILL_HISTORY_FIRST exclude each other and neither goes with PERIOD;
+    FILL_HISTORY and FILL_HISTORY_FIRST exclude each other; an option the trigger type has not
+    (``OPTIONS_337_NOT_FOR``: neither FILL_HISTORY nor WATERMARK with PERIOD...);
     OUTPUT_SUBTABLE and TAGS need a trigger grouping (PARTITION BY); NOTIFY of a window trigger
     needs ON (WINDOW_OPEN|WINDOW_CLOSE), PERIOD and SLIDING triggers notify ON_TIME only
     (seed 002, "Stream Processing Control Options", "Stream Processing Output", "Notification
@@ -185,12 +187,9 @@ def rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
     kind = _obj(nodes, "trigger").get("type")
     if o.get("fill_history") and o.get("fill_history_first"):
         out.append(("options", "fill_history_first", "cannot be used together with FILL_HISTORY (seed 002)"))
-    if kind == "period":
-        for key in ("fill_history", "fill_history_first"):
-            if o.get(key):
-                out.append(
-                    ("options", key, f"{key.upper()} is not supported with a PERIOD trigger (seed 002)")
-                )
+    for key, why in OPTIONS_337_NOT_FOR.items():  # options seed 002 says the trigger has not
+        if o.get(key) not in (None, False, []) and kind in why:
+            out.append(("options", key, why[str(kind)]))
     if o.get("fill_history_start") and not (o.get("fill_history") or o.get("fill_history_first")):
         out.append(
             ("options", "fill_history_start", "the start time belongs to FILL_HISTORY or FILL_HISTORY_FIRST")
@@ -332,6 +331,8 @@ def _check_options(found: _Issues, opts: dict[str, Any], syntax: str) -> None:
             found.add("options", key, "must be true, false or null")
         elif kind == "mode" and value is not None and value not in LEGACY_TRIGGER_MODES:
             found.add("options", key, f"unknown trigger mode {value}: use {', '.join(LEGACY_TRIGGER_MODES)}")
+        elif kind == "events" and value is not None and not isinstance(value, list):
+            found.add("options", key, "must be a list of event types: WINDOW_OPEN, WINDOW_CLOSE")
         elif kind == "events":
             for i, ev in enumerate(value or []):
                 if str(ev).upper() not in LEGACY_EVENTS:

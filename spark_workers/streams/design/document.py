@@ -97,6 +97,32 @@ FLAGS_337 = (
     "force_output",
     "ignore_nodata_trigger",
 )
+# 3.3.7 options that do not apply to some trigger types (seed 002): option -> {trigger type: why}.
+# The designer does not offer them there, and a design that sets one is refused on that option.
+_NO_WINDOW = "non-window triggers (PERIOD, SLIDING) ignore it"
+_NO_DISORDER = "out-of-order rows and updates are ignored by {kind} triggers (seed 002 Out-of-Order Data)"
+OPTIONS_337_NOT_FOR: dict[str, dict[str, str]] = {
+    "watermark": {"period": "WATERMARK does not apply to PERIOD triggers (seed 002 Watermark)"},
+    "fill_history": {"period": "FILL_HISTORY is not supported with a PERIOD trigger (seed 002)"},
+    "fill_history_first": {"period": "FILL_HISTORY_FIRST is not supported with a PERIOD trigger (seed 002)"},
+    "fill_history_start": {"period": "FILL_HISTORY is not supported with a PERIOD trigger (seed 002)"},
+    "max_delay": {k: f"MAX_DELAY: {_NO_WINDOW} (seed 002)" for k in ("period", "sliding")},
+    "event_type": {
+        k: f"EVENT_TYPE is not applicable to {k.upper()} triggers (seed 002)" for k in ("period", "sliding")
+    },
+    "ignore_disorder": {
+        k: "IGNORE_DISORDER: " + _NO_DISORDER.format(kind=k.upper()) for k in ("period", "sliding", "count")
+    },
+    "delete_recalc": {
+        k: f"DELETE_RECALC: deletions are ignored by {k.upper()} triggers, which do not recalculate "
+        "(seed 002 Data Deletions)"
+        for k in ("period", "sliding", "count")
+    },
+    "ignore_nodata_trigger": {
+        k: "IGNORE_NODATA_TRIGGER applies to SLIDING, INTERVAL and PERIOD triggers only (seed 002)"
+        for k in ("session", "state", "event", "count")
+    },
+}
 EKUIPER_FUNCTIONS = ("tumbling", "hopping", "sliding", "session", "count")
 EKUIPER_UNITS = ("DD", "HH", "MI", "SS", "MS")
 WINDOW_TRIGGERS = ("interval", "session", "state", "event", "count")
@@ -179,6 +205,22 @@ def issue(
         p = SqlPosition.of(text or "", offset)
         pos = {"offset": p.offset, "line": p.line, "column": p.column}
     return {"node": node, "field": field, "message": message, "position": pos}
+
+
+def options_for(syntax: str, trigger_type: str) -> list[str]:
+    """The option keys a design of ``syntax`` may set with a trigger of ``trigger_type``, in
+    ``OPTION_KEYS`` order: the syntax's own options, less (3.3.7) those seed 002 says do not
+    apply to that trigger (``OPTIONS_337_NOT_FOR``). PRE_FILTER is the prefilter node.
+
+    Raises:
+        ValueError: unknown syntax.
+    """
+    if syntax not in SYNTAXES:
+        raise ValueError(f"unknown syntax {syntax!r}")
+    own = [k for k, (_kind, only) in OPTION_KEYS.items() if only in (None, syntax)]
+    if syntax != V337:
+        return own
+    return [k for k in own if trigger_type not in OPTIONS_337_NOT_FOR.get(k, {})]
 
 
 def defaults(syntax: str) -> dict[str, Any]:

@@ -135,17 +135,17 @@ def field_spans(design: dict[str, Any], syntax: str) -> tuple[str, list[FieldSpa
 
 
 def _legacy_spans(sp: _Spans, st: ast.CreateStreamLegacy, nodes: dict[str, Any]) -> None:
-    _legacy_option_spans(sp, st.options, nodes["options"])
+    _legacy_option_spans(sp, st.options, nodes.get("options") or {})
     q = st.query
     assert q.span is not None
     _output_spans(sp, st, nodes.get("output"), "SUBTABLE")
     q_lo, q_hi = q.span.start, q.span.end
     cuts: list[_Cut] = []
-    from_at = _legacy_from_spans(sp, nodes["source"], q_lo, q_hi, cuts)
+    from_at = _legacy_from_spans(sp, nodes.get("source") or {}, q_lo, q_hi, cuts)
     cur = from_at if from_at >= 0 else q_lo
     cur = _legacy_where_spans(sp, q, nodes.get("prefilter"), cur, q_hi, cuts)
     _legacy_partition_spans(sp, q, cur, q_hi, cuts)
-    _legacy_window_spans(sp, q.window, nodes["trigger"], cuts)
+    _legacy_window_spans(sp, q.window, nodes.get("trigger") or {}, cuts)
     comp_text = (nodes.get("computation") or {}).get("query") or ""
     cuts.sort()
     sp.add("computation", "query", q_lo, q_hi, comp_text, _computation_rebase(sp.sql, q_lo, cuts))
@@ -266,7 +266,7 @@ def _spans_337(sp: _Spans, st: ast.CreateStream337, nodes: dict[str, Any]) -> No
     trig_text = trigger_sql(st.trigger)
     t_at = sql.find(" " + trig_text)
     if t_at >= 0:
-        _window_field_spans(sp, nodes["trigger"], t_at + 1, t_at + 1 + len(trig_text))
+        _window_field_spans(sp, nodes.get("trigger") or {}, t_at + 1, t_at + 1 + len(trig_text))
     cur = max(t_at, 0) + len(trig_text)
     source = nodes.get("source")
     if st.from_table is not None and source is not None:
@@ -277,7 +277,7 @@ def _spans_337(sp: _Spans, st: ast.CreateStream337, nodes: dict[str, Any]) -> No
     for i, p in enumerate(st.partition_by):
         if p.span is not None:
             sp.add("source", f"partition_by[{i}]", p.span.start, p.span.end)
-    opts = nodes["options"]
+    opts = nodes.get("options") or {}
     for key, span in st.options.spans.items():
         if key == "pre_filter":
             pre = nodes.get("prefilter") or {}

@@ -254,7 +254,7 @@ def build_trigger(t: dict[str, Any], syntax: str) -> ast.Window | ast.Trigger337
 def _interval_trigger(t: dict[str, Any], syntax: str) -> ast.IntervalWindow | ast.SlidingTrigger:
     interval = read_duration("trigger", "interval", t.get("interval"), True)
     offset = read_duration("trigger", "offset", t.get("offset"))
-    sliding = read_duration("trigger", "sliding", t.get("sliding"), syntax == V337)
+    sliding = read_duration("trigger", "sliding", t.get("sliding"))
     s_off = read_duration("trigger", "sliding_offset", t.get("sliding_offset"))
     assert interval is not None
     if syntax == LEGACY:
@@ -263,9 +263,13 @@ def _interval_trigger(t: dict[str, Any], syntax: str) -> ast.IntervalWindow | as
                 LEGACY, "a SLIDING offset exists only in 3.3.7 syntax", "trigger", "sliding_offset"
             )
         return ast.IntervalWindow(interval=interval, offset=offset, sliding=sliding)
-    assert sliding is not None
+    # seed 002 writes SLIDING always; not written, it is the interval (tumbling windows), the
+    # designer's documented default (``defaults``: "sliding": "= interval")
     return ast.SlidingTrigger(
-        sliding=sliding, interval=interval, interval_offset=offset, sliding_offset=s_off
+        sliding=sliding if sliding is not None else interval,
+        interval=interval,
+        interval_offset=offset,
+        sliding_offset=s_off,
     )
 
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("streams_app", "0005_stream_compiled"),
+        ("streams_app", "0006_progress_drops"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
