@@ -305,6 +305,40 @@ class ImportJob(TimeStamped):
         return f"import {self.filename} -> {self.db}.{self.table} ({self.state})"
 
 
+class RecalcJob(TimeStamped):
+    """A RECALCULATE STREAM run in the background (issue 16, "progress you can trust"): its range,
+    its progress (source rows done of total, rows/s, ETA) and whether it was asked to stop.
+    ``services/recalc_jobs.py`` runs it; its output is committed at once at the end, or not at all."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        CANCELLED = "cancelled"
+        FAILED = "failed"
+
+    stream = models.ForeignKey(Stream, on_delete=models.CASCADE, related_name="recalc_jobs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recalc_jobs")
+    start = models.DateTimeField()
+    end = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    rows_total = models.BigIntegerField(null=True, blank=True)
+    rows_done = models.BigIntegerField(default=0)
+    fraction = models.FloatField(default=0.0)
+    rows_per_s = models.FloatField(null=True, blank=True)
+    eta_s = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    windows = models.BigIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"recalculation of stream {self.stream_id} ({self.state})"
+
+
 class UserProfile(TimeStamped):
     """TDengine's attributes of a user (``CREATE USER ... SYSINFO {1|0} CREATEDB {1|0}``; TDengine
     SQL manual, "Users"). A user without a profile has TDengine's defaults: SYSINFO 1, CREATEDB 0.

@@ -20,7 +20,16 @@ from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_one
 from spark_workers.sql.render import trigger_sql
 from spark_workers.streams.spec import V337, StreamSpec
-from streams_app.models import Delivery, ImportJob, Inbox, Notification, Stream, StreamProgress, StreamRun
+from streams_app.models import (
+    Delivery,
+    ImportJob,
+    Inbox,
+    Notification,
+    RecalcJob,
+    Stream,
+    StreamProgress,
+    StreamRun,
+)
 from streams_app.services.access import principal_for
 from streams_app.services.lake import lake_get
 
@@ -121,12 +130,67 @@ def stream_lag_ms(*, stream: Stream) -> int | None:
     return max(0, int(mx) - int(wm))
 
 
-def stream_work_progress(*, stream: Stream) -> dict[str, Any] | None:
-    """Progress of a stream's long work: the FILL_HISTORY catch-up while ``catching_up``, else None.
+def recalc_job_active(*, stream_id: int) -> RecalcJob | None:
+    """The stream's queued or running background recalculation, if any."""
+    active = (RecalcJob.State.QUEUED, RecalcJob.State.RUNNING)
+    return RecalcJob.objects.filter(stream_id=stream_id, state__in=active).order_by("-id").first()
 
-    Returns the payload of :func:`stream_history_progress`: the one stored with the last
+
+def recalc_jobs_active(*, stream_ids: list[int]) -> dict[int, RecalcJob]:
+    """The queued or running background recalculation of each of ``stream_ids`` that has one
+    (the newest), in one query."""
+    active = (RecalcJob.State.QUEUED, RecalcJob.State.RUNNING)
+    out: dict[int, RecalcJob] = {}
+    for job in RecalcJob.objects.filter(stream_id__in=stream_ids, state__in=active).order_by("id"):
+        out[job.stream_id] = job
+    return out
+
+
+def _recalc_label(job: RecalcJob) -> str:
+    if job.state == RecalcJob.State.DONE:
+        return f"recalculation complete: {job.windows or 0:,} windows rewritten"
+    if job.state in (RecalcJob.State.CANCELLED, RecalcJob.State.FAILED):
+        return f"recalculation {job.state}" + (f": {job.error}" if job.error else "")
+    if job.state == RecalcJob.State.QUEUED or not job.rows_total:
+        return "recalculating: queued" if job.state == RecalcJob.State.QUEUED else "recalculating"
+    left = "" if job.eta_s is None else f", about {dt.timedelta(seconds=round(job.eta_s))} left"
+    return f"recalculating: {job.fraction:.0%} ({job.rows_done:,} of {job.rows_total:,} rows{left})"
+
+
+def recalc_job_progress(*, job: RecalcJob) -> dict[str, Any]:
+    """A background recalculation's progress, in the shape of :func:`stream_history_progress`
+    with ``phase: "recalculation"``, the job's ``job_id`` and ``state`` (queued, running, done,
+    cancelled, failed): ``fraction`` is the share of the stream's source rows computed (up to 0.9;
+    1.0 once committed), ``rows_per_s`` the source rows per second of wall clock since the job
+    began, ``eta_s`` the rows left at that rate (0 when done)."""
+    return {
+        "phase": "recalculation",
+        "fraction": job.fraction,
+        "label": _recalc_label(job),
+        "rows_done": job.rows_done,
+        "rows_total": job.rows_total,
+        "rows_per_s": job.rows_per_s,
+        "eta_s": job.eta_s,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "job_id": job.pk,
+        "state": job.state,
+    }
+
+
+def stream_work_progress(
+    *, stream: Stream, job: RecalcJob | None = None, job_known: bool = False
+) -> dict[str, Any] | None:
+    """Progress of a stream's long work: a background recalculation under way
+    (:func:`recalc_job_progress`), else the FILL_HISTORY catch-up while ``catching_up``, else None.
+
+    The catch-up's is the payload of :func:`stream_history_progress`: the one stored with the last
     micro-batch (``last_progress["history"]``), else (no history micro-batch yet) computed now.
+    ``job``/``job_known``: the stream's active recalculation as already looked up (a page's).
     """
+    if not job_known:
+        job = recalc_job_active(stream_id=stream.pk)
+    if job is not None:
+        return recalc_job_progress(job=job)
     if stream.status != Stream.Status.CATCHING_UP:
         return None
     p = stream.last_progress or {}

@@ -52,11 +52,11 @@ class RedactedSqlField(serializers.CharField):
 
 
 class WorkProgressSerializer(serializers.Serializer):
-    """Long work of a stream under way (FILL_HISTORY catch-up)."""
+    """Long work of a stream under way (FILL_HISTORY catch-up, background recalculation)."""
 
     # selectors.stream_work_progress
 
-    phase = serializers.CharField(help_text="history")
+    phase = serializers.CharField(help_text="history | recalculation")
     fraction = serializers.FloatField(allow_null=True, help_text="0..1, null when not computable")
     label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     rows_done = serializers.IntegerField(allow_null=True)
@@ -72,7 +72,15 @@ class WorkProgressSerializer(serializers.Serializer):
         help_text="seconds left at that rate (0 when done); null while no rate is known",
     )
     started_at = serializers.DateTimeField(
-        required=False, help_text="when the first history micro-batch began (UTC)"
+        required=False,
+        allow_null=True,
+        help_text="when the first history micro-batch / the recalculation began (UTC)",
+    )
+    job_id = serializers.IntegerField(required=False, help_text="recalculation: the job")
+    state = serializers.ChoiceField(
+        choices=["queued", "running", "done", "cancelled", "failed"],
+        required=False,
+        help_text="recalculation: the job's state",
     )
 
 
@@ -91,6 +99,7 @@ class StreamSerializer(serializers.Serializer):
 
     # A Stream row; the computed fields come from selectors. ``throughput`` is
     # ``context["throughput"]`` ({stream id: [rows/s]}, selectors.streams_throughput of a page)
+    # and ``context["recalc_jobs"]`` ({stream id: RecalcJob}, selectors.recalc_jobs_active)
     # when given, else one query per stream.
 
     id = serializers.IntegerField()
@@ -160,7 +169,10 @@ class StreamSerializer(serializers.Serializer):
 
     @extend_schema_field(WorkProgressSerializer(allow_null=True))
     def get_progress(self, stream: Stream) -> dict[str, Any] | None:
-        return selectors.stream_work_progress(stream=stream)
+        jobs: dict[int, Any] | None = self.context.get("recalc_jobs")
+        if jobs is None:
+            return selectors.stream_work_progress(stream=stream)
+        return selectors.stream_work_progress(stream=stream, job=jobs.get(stream.pk), job_known=True)
 
 
 def stream_json(stream: Stream) -> dict[str, Any]:

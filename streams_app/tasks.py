@@ -24,6 +24,14 @@ def stream_run(self, stream_id: int) -> None:  # type: ignore[no-untyped-def]
     stream_supervise(stream_id=stream_id, worker=_worker_name(self))
 
 
+@shared_task(name="streams.recalculate", ignore_result=True)
+def stream_recalculate_task(job_id: int) -> None:
+    """Run background recalculation ``job_id`` (``services/recalc_jobs.recalc_job_run``)."""
+    from streams_app.services.recalc_jobs import recalc_job_run
+
+    recalc_job_run(job_id=job_id)
+
+
 @shared_task(name="streams.reconcile", ignore_result=True)
 def stream_reconcile_task() -> list[int]:
     """Hand streams without a live worker to one (beat)."""

@@ -26,8 +26,11 @@ not sent again.
 
 from __future__ import annotations
 
+import contextvars
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -50,12 +53,159 @@ from spark_workers.streams.compile import CompiledStream
 @dataclass
 class Recalculation:
     """What a recalculation did: windows computed in the range and written, the range used
-    (precision units), and its duration in seconds."""
+    (precision units), its duration in seconds, and the output writes (``OutputWrite``) it made
+    (or, a dry run, would make)."""
 
     windows: int
     start: int
     end: int
     seconds: float
+    writes: list[OutputWrite] = field(default_factory=list)
+
+
+@dataclass
+class OutputWrite:
+    """One ``Lake.write`` of a recalculation: the output database and table, the engine-form rows
+    (``tbname`` plus physical columns), the write's keyword arguments, and the output subtables
+    (catalog ``Table`` entries) to create before it."""
+
+    db: Any
+    table: Any
+    data: pa.Table
+    kwargs: dict[str, Any]
+    subtables: list[Any] = field(default_factory=list)
+
+
+class RecalcCancelled(Exception):  # a state, not an error: never reaches a client
+    """The recalculation was cancelled before its commit: the output table is untouched."""
+
+
+@dataclass
+class RecalcHooks:
+    """What a background recalculation (issue 16, "progress you can trust") asks of
+    ``recalculate``: ``progress(rows_done, rows_total)`` after each chunk of source rows (by groups)
+    is computed; ``cancelled()`` polled after each chunk and before the commit (True: raise
+    ``RecalcCancelled``, nothing written); ``dry_run``: compute the writes, commit nothing.
+    ``result`` receives the ``Recalculation`` (with its writes)."""
+
+    progress: Callable[[int, int], None] | None = None
+    cancelled: Callable[[], bool] | None = None
+    dry_run: bool = False
+    result: Recalculation | None = None
+
+    def check(self) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise RecalcCancelled
+
+
+#: set by a caller around a RECALCULATE STREAM statement it runs through the executor
+recalc_hooks: contextvars.ContextVar[RecalcHooks | None] = contextvars.ContextVar(
+    "recalc_hooks", default=None
+)
+
+#: source rows are computed in about this many chunks of whole groups (one progress event each)
+RECALC_CHUNKS = 20
+
+
+class _CatalogRecorder:
+    """The lake's catalog, except that the output subtables the sink creates are recorded (and
+    created at the commit, before the rows): a dry run or a cancelled job creates none."""
+
+    def __init__(self, catalog: Any) -> None:
+        self._catalog = catalog
+        self.subtables: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._catalog, name)
+
+    def create_subtables(self, tables: list[Any]) -> None:
+        self.subtables.extend(tables)
+
+
+class _Recorder:
+    """A ``Lake`` whose ``write`` (and catalog ``create_subtables``) record instead of committing;
+    everything else is the lake's: the recalculation's output is computed whole, then committed at
+    once, or not at all."""
+
+    def __init__(self, lake: Lake) -> None:
+        self._lake = lake
+        self.catalog = _CatalogRecorder(lake.catalog)
+        self.writes: list[OutputWrite] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lake, name)
+
+    def write(self, db: Any, table: Any, data: pa.Table, **kwargs: Any) -> None:
+        self.writes.append(OutputWrite(db, table, data, kwargs))
+
+
+def _sink_writes(
+    c: CompiledStream, lake: Lake, stream_key: str, tz: str, table: pa.Table
+) -> list[OutputWrite]:
+    """The output writes the stream's sink makes of ``table`` (recorded, not committed)."""
+    rec = _Recorder(lake)
+    sink = OutputSink(c, cast(Lake, rec), stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)
+    sink.process(table, 0, phase="recalc")
+    if rec.catalog.subtables and rec.writes:  # created with the first write, at the commit
+        rec.writes[0].subtables = rec.catalog.subtables
+    return rec.writes
+
+
+def _commit(lake: Lake, hooks: RecalcHooks, writes: list[OutputWrite]) -> None:
+    """Commit the recorded writes (each one Delta transaction; a recalculation makes one)
+    unless a dry run; checks for cancellation first."""
+    hooks.check()
+    if hooks.dry_run:
+        return
+    for w in writes:
+        if w.subtables:
+            lake.catalog.create_subtables(w.subtables)
+        lake.write(w.db, w.table, w.data, **w.kwargs)
+
+
+def _concat_results(parts: list[WindowResults]) -> WindowResults:
+    """Window results of disjoint groups as one, sorted by (group, start)."""
+    if len(parts) == 1:
+        return parts[0]
+    gkey = np.concatenate([p.gkey.astype(object) for p in parts])
+    ws = np.concatenate([p.wstart for p in parts])
+    order = np.lexsort((ws, gkey.astype(str)))
+    return WindowResults(
+        gkey[order],
+        ws[order],
+        np.concatenate([p.wend for p in parts])[order],
+        {
+            k: (
+                np.concatenate([p.values[k][0] for p in parts])[order],
+                np.concatenate([p.values[k][1] for p in parts])[order],
+            )
+            for k in parts[0].values
+        },
+    )
+
+
+def _windows_in_chunks(
+    c: CompiledStream, aggs: list[AggSpec], rows: RowBatch, hooks: RecalcHooks
+) -> WindowResults:
+    """``batch_windows`` over ``rows`` in chunks of whole groups (about ``RECALC_CHUNKS``, in
+    group order; a group's windows depend only on its rows), reporting the source rows done after
+    each chunk and polling for cancellation."""
+    total = len(rows)
+    if not total:
+        return batch_windows(c.shape, aggs, rows)
+    keys, inv = np.unique(rows.gkey.astype(str), return_inverse=True)
+    per_group = np.bincount(inv, minlength=keys.shape[0])
+    chunk_of = np.cumsum(per_group) * RECALC_CHUNKS // (total + 1)  # chunk number per group
+    parts: list[WindowResults] = []
+    done = 0
+    for chunk in np.unique(chunk_of).tolist():
+        idx = np.flatnonzero(np.isin(inv, np.flatnonzero(chunk_of == chunk)))
+        parts.append(batch_windows(c.shape, aggs, rows.take(idx)))
+        done += len(idx)
+        if hooks.progress is not None:
+            hooks.progress(done, total)
+        hooks.check()
+    return _concat_results(parts)
 
 
 def _group_latest(rows: RowBatch) -> dict[str, int]:
@@ -142,9 +292,31 @@ def recalculate(
     """Recalculate a stream's windows in ``[start, end]`` (precision units of the source
     database; ``end`` None = up to the stream's progress).
 
+    The hooks of ``recalc_hooks`` (if set) receive progress, may cancel it before its commit
+    (``RecalcCancelled``: nothing written) or make it a dry run; they receive the result.
+
     Raises:
         SqlError: a PERIOD stream; a COUNT_WINDOW stream without ``end``; ``start`` after ``end``.
+        RecalcCancelled: cancelled through the hooks (the output is as it was).
     """
+    hooks = recalc_hooks.get() or RecalcHooks()
+    done = _recalculate(c, lake, stream_key=stream_key, tz=tz, start=start, end=end, hooks=hooks)
+    _commit(lake, hooks, done.writes)
+    hooks.result = done
+    return done
+
+
+def _recalculate(
+    c: CompiledStream,
+    lake: Lake,
+    *,
+    stream_key: str,
+    tz: str,
+    start: int,
+    end: int | None,
+    hooks: RecalcHooks,
+) -> Recalculation:
+    """``recalculate`` up to its commit: the writes it would make."""
     t0 = time.perf_counter()
     if c.spec.trigger.get("type") == "period":
         raise SqlError(
@@ -153,7 +325,9 @@ def recalculate(
             code=Code.INVALID_OPERATION,
         )
     if c.plan.projection:
-        return _recalculate_rows(c, lake, stream_key=stream_key, tz=tz, start=start, end=end, t0=t0)
+        return _recalculate_rows(
+            c, lake, stream_key=stream_key, tz=tz, start=start, end=end, t0=t0, hooks=hooks
+        )
     if c.shape.kind in ("count", "ek_count") and end is None:
         raise SqlError(
             "RECALCULATE STREAM of a COUNT_WINDOW stream needs both FROM and TO (seed 002)",
@@ -167,7 +341,7 @@ def recalculate(
         view = duck.register_source(c.source)
         staged = duck.query(stage1_sql(c.plan, view, "duckdb", tz))
     rows, _values, aggs = rows_from_stage1(c.plan, staged)
-    res = batch_windows(c.shape, aggs, rows)
+    res = _windows_in_chunks(c, aggs, rows, hooks)
     progress = (int(rows.ts.max()) - c.rules.watermark) if len(rows) else start - 1
     hi = min(end, progress) if end is not None else progress
     latest = _group_latest(rows)  # each group closes its windows by its own latest time
@@ -190,13 +364,20 @@ def recalculate(
     kernel = Kernel(kernel_config(c, lake.uri, tz, lake.catalog.url))
     table = kernel.to_table(0, StepOutput(picked, stats={"rows_in": 0}))
     # its own Delta transaction id: a recalculation never collides with the stream's micro-batches
-    sink = OutputSink(c, lake, stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)
-    sink.process(table, 0, phase="recalc")
-    return Recalculation(len(idx), start, hi, time.perf_counter() - t0)
+    writes = _sink_writes(c, lake, stream_key, tz, table)
+    return Recalculation(len(idx), start, hi, time.perf_counter() - t0, writes)
 
 
 def _recalculate_rows(
-    c: CompiledStream, lake: Lake, *, stream_key: str, tz: str, start: int, end: int | None, t0: float
+    c: CompiledStream,
+    lake: Lake,
+    *,
+    stream_key: str,
+    tz: str,
+    start: int,
+    end: int | None,
+    t0: float,
+    hooks: RecalcHooks,
 ) -> Recalculation:
     """A stream without a window: its output rows of the source rows with timestamps in
     ``[start, end]`` written again from the lake's current rows (``windows`` counts the rows)."""
@@ -218,7 +399,9 @@ def _recalculate_rows(
         .append_column("_seq", pa.array(np.arange(n, dtype=np.int64)))
         .append_column("_hist", pa.array(np.zeros(n, bool)))
     )
-    sink = OutputSink(c, lake, stream_key=f"{stream_key}:recalc:{time.time_ns()}", tz=tz)
-    sink.process(staged, 0, phase="recalc")
+    if hooks.progress is not None:
+        hooks.progress(n, n)
+    hooks.check()
+    writes = _sink_writes(c, lake, stream_key, tz, staged)
     hi = end if end is not None else (int(pc.max(ts).as_py()) if len(ts) else start)
-    return Recalculation(n, start, hi, time.perf_counter() - t0)
+    return Recalculation(n, start, hi, time.perf_counter() - t0, writes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
@@ -22,6 +23,7 @@ from rest_framework.views import APIView
 
 from spark_workers.access import redact_json
 from spark_workers.errors import SqlError
+from spark_workers.runtime.recalc_diff import DIFF_LIMIT
 from streams_app import selectors
 from streams_app.api.common import (
     PAGE_PARAMS,
@@ -36,8 +38,9 @@ from streams_app.api.common import (
 from streams_app.api.errors import ErrorSerializer
 from streams_app.api.sql import SqlInputSerializer
 from streams_app.models import Stream, StreamRun
-from streams_app.serializers import IsoDateTimeField, StreamSerializer
+from streams_app.serializers import IsoDateTimeField, StreamSerializer, WorkProgressSerializer
 from streams_app.services.access import stream_sql_reveal
+from streams_app.services.recalc_jobs import recalc_dry_run, recalc_job_cancel, recalc_job_start
 from streams_app.services.stream_control import stream_action, stream_drop
 from streams_app.services.streams import StreamExists, stream_create, stream_recalculate
 
@@ -55,7 +58,45 @@ class StreamDetailSerializer(StreamSerializer):
 
 
 class RecalculationSerializer(serializers.Serializer):
-    windows = serializers.IntegerField(help_text="windows rewritten")
+    windows = serializers.IntegerField(required=False, help_text="windows rewritten (a waited recalculation)")
+    job = WorkProgressSerializer(
+        required=False, help_text="background / cancel: the job's progress (selectors.recalc_job_progress)"
+    )
+
+
+class DiffInputSerializer(serializers.Serializer):
+    start = serializers.JSONField(help_text="range start, epoch ms or ISO 8601")
+    end = serializers.JSONField(
+        required=False, allow_null=True, help_text="range end (default: the stream's progress)"
+    )
+    limit = serializers.IntegerField(required=False, default=DIFF_LIMIT, min_value=0, max_value=5000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs["start"] = parse_time(attrs["start"], "start")
+        attrs["end"] = None if attrs.get("end") in (None, "") else parse_time(attrs["end"], "end")
+        if attrs["end"] is not None and attrs["end"] < attrs["start"]:
+            raise ValidationError({"end": ["the end is before the start"]})
+        return attrs
+
+
+class DiffRowSerializer(serializers.Serializer):
+    change = serializers.ChoiceField(choices=["added", "changed", "removed"])
+    table = serializers.CharField(help_text="output subtable (tbname)")
+    key = serializers.DictField(help_text="row key after tbname: ts column [, composite key]")
+    old = serializers.DictField(allow_null=True, help_text="stored values (physical column names)")
+    new = serializers.DictField(allow_null=True, help_text="values the recalculation writes")
+
+
+class DiffSerializer(serializers.Serializer):
+    """What a recalculation would change in its output table (nothing is written)."""
+
+    windows = serializers.IntegerField(help_text="windows (rows, without a window) it would rewrite")
+    added = serializers.IntegerField()
+    changed = serializers.IntegerField()
+    removed = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    rows = DiffRowSerializer(many=True, help_text="the first `limit` changed rows")
+    truncated = serializers.BooleanField()
 
 
 class ActionResultSerializer(StreamSerializer):
@@ -93,7 +134,14 @@ class StreamPatchSerializer(serializers.Serializer):
 
 
 class ActionInputSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["pause", "resume", "stop", "start", "recalculate", "drop"])
+    action = serializers.ChoiceField(
+        choices=["pause", "resume", "stop", "start", "recalculate", "cancel", "drop"]
+    )
+    background = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="recalculate: run as a background job (progress over /ws/streams/<id>/, cancel)",
+    )
     ignore_untreated = serializers.BooleanField(required=False, default=False, help_text="resume/start only")
     start = serializers.JSONField(
         required=False, help_text="recalculate: range start, epoch ms or ISO 8601 (required)"
@@ -183,9 +231,13 @@ DESIRED_ACTION = {
 
 
 def _stream_page(streams: list[Stream]) -> Any:
-    """A page of streams with their sparklines fetched in one query."""
-    throughput = selectors.streams_throughput(stream_ids=[s.pk for s in streams])
-    return StreamSerializer(streams, many=True, context={"throughput": throughput}).data
+    """A page of streams with their sparklines and running recalculations fetched in one query each."""
+    ids = [s.pk for s in streams]
+    context = {
+        "throughput": selectors.streams_throughput(stream_ids=ids),
+        "recalc_jobs": selectors.recalc_jobs_active(stream_ids=ids),
+    }
+    return StreamSerializer(streams, many=True, context=context).data
 
 
 class StreamListApi(APIView):
@@ -288,7 +340,9 @@ class StreamActionApi(APIView):
     """pause / resume / stop / start / recalculate / drop.
 
     ``recalculate`` runs ``RECALCULATE STREAM s FROM start [TO end]`` (times as epoch ms or ISO
-    8601) and waits for it; the answer carries ``recalculation: {windows}``. ``drop`` is DELETE.
+    8601) and waits for it; the answer carries ``recalculation: {windows}``. With ``background``
+    it queues a job and answers at once with ``recalculation: {job}`` (its progress); ``cancel``
+    stops the running one before its commit (404 when none). ``drop`` is DELETE.
     """
 
     @extend_schema(
@@ -303,13 +357,35 @@ class StreamActionApi(APIView):
         if v["action"] == "drop":
             stream_drop(stream=s)
             s.refresh_from_db()
+        elif v["action"] == "recalculate" and v["background"]:
+            job = recalc_job_start(stream=s, user=request.user, start=v["start"], end=v["end"])
+            context["recalculation"] = {"job": selectors.recalc_job_progress(job=job)}
         elif v["action"] == "recalculate":
             windows = stream_recalculate(stream=s, user=request.user, start=v["start"], end=v["end"])
             context["recalculation"] = {"windows": windows}
             s.refresh_from_db()
+        elif v["action"] == "cancel":
+            cancelled = recalc_job_cancel(stream=s)
+            if cancelled is None:
+                raise Http404("no recalculation of this stream is running")
+            context["recalculation"] = {"job": selectors.recalc_job_progress(job=cancelled)}
         else:
             s = stream_action(stream=s, action=v["action"], ignore_untreated=v["ignore_untreated"])
         return Response(ActionResultSerializer(s, context=context).data)
+
+
+class StreamRecalcDiffApi(APIView):
+    """The output rows a recalculation over ``[start, end]`` would add, change or remove, computed
+    without writing (a dry run of ``RECALCULATE STREAM``); at most ``limit`` rows are listed."""
+
+    @extend_schema(request=DiffInputSerializer, responses={200: DiffSerializer, 400: ErrorSerializer})
+    def post(self, request: Request, stream_id: int) -> Response:
+        s = stream_or_404(request, stream_id)
+        data = DiffInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        diff = recalc_dry_run(stream=s, user=request.user, start=v["start"], end=v["end"], limit=v["limit"])
+        return Response(DiffSerializer(diff).data)
 
 
 class StreamProgressApi(APIView):

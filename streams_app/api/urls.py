@@ -14,6 +14,11 @@ urlpatterns = [
     path("streams/<int:stream_id>/", streams.StreamDetailApi.as_view(), name="api-stream"),
     path("streams/<int:stream_id>/actions/", streams.StreamActionApi.as_view(), name="api-stream-actions"),
     path(
+        "streams/<int:stream_id>/recalculate/diff/",
+        streams.StreamRecalcDiffApi.as_view(),
+        name="api-stream-recalc-diff",
+    ),
+    path(
         "streams/<int:stream_id>/progress/", streams.StreamProgressApi.as_view(), name="api-stream-progress"
     ),
     path(

@@ -57,6 +57,7 @@ ENDPOINTS = [
     ("patch", "api-stream", {"stream_id": 1}),
     ("delete", "api-stream", {"stream_id": 1}),
     ("post", "api-stream-actions", {"stream_id": 1}),
+    ("post", "api-stream-recalc-diff", {"stream_id": 1}),
     ("get", "api-stream-progress", {"stream_id": 1}),
     ("get", "api-stream-deliveries", {"stream_id": 1}),
     ("get", "api-stream-runs", {"stream_id": 1}),

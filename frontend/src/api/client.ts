@@ -1,6 +1,7 @@
 // Every REST call of the frontend. Session cookie auth; X-CSRFToken on unsafe methods.
 import type {
   ActionResult,
+  RecalcDiff,
   CreateStreamBody,
   Dashboard,
   DashboardSeries,
@@ -200,8 +201,20 @@ export function streamAction(id: number, action: StreamAction): Promise<Stream> 
 }
 
 /** Recalculates the stream's windows in [start, end] (ISO timestamps). */
-export function recalculateStream(id: number, start: string, end: string): Promise<ActionResult> {
-  return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action: "recalculate", start, end });
+/** RECALCULATE STREAM over [start, end]; `background`: queue a job (progress arrives with the
+ * stream's status, `progress.phase === "recalculation"`) and answer at once. */
+export function recalculateStream(id: number, start: string, end: string, background = false): Promise<ActionResult> {
+  return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action: "recalculate", start, end, background });
+}
+
+/** Stops the stream's running background recalculation before it commits (404 when none). */
+export function cancelRecalculation(id: number): Promise<ActionResult> {
+  return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action: "cancel" });
+}
+
+/** The output rows a recalculation over [start, end] would change, computed without writing. */
+export function recalculationDiff(id: number, start: string, end: string, limit = 50): Promise<RecalcDiff> {
+  return request("POST", `${API_ROOT}/streams/${id}/recalculate/diff/`, { start, end, limit });
 }
 
 /** Opens the stream in the designer: answers the draft to edit. */

@@ -518,7 +518,9 @@ export interface paths {
          * @description pause / resume / stop / start / recalculate / drop.
          *
          *     ``recalculate`` runs ``RECALCULATE STREAM s FROM start [TO end]`` (times as epoch ms or ISO
-         *     8601) and waits for it; the answer carries ``recalculation: {windows}``. ``drop`` is DELETE.
+         *     8601) and waits for it; the answer carries ``recalculation: {windows}``. With ``background``
+         *     it queues a job and answers at once with ``recalculation: {job}`` (its progress); ``cancel``
+         *     stops the running one before its commit (404 when none). ``drop`` is DELETE.
          */
         post: operations["v1_streams_actions_create"];
         delete?: never;
@@ -592,6 +594,26 @@ export interface paths {
         get: operations["v1_streams_progress_list"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/streams/{stream_id}/recalculate/diff/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description The output rows a recalculation over ``[start, end]`` would add, change or remove, computed
+         *     without writing (a dry run of ``RECALCULATE STREAM``); at most ``limit`` rows are listed.
+         */
+        post: operations["v1_streams_recalculate_diff_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -683,12 +705,18 @@ export interface components {
          *     * `stop` - stop
          *     * `start` - start
          *     * `recalculate` - recalculate
+         *     * `cancel` - cancel
          *     * `drop` - drop
          * @enum {string}
          */
-        ActionEnum: "pause" | "resume" | "stop" | "start" | "recalculate" | "drop";
+        ActionEnum: "pause" | "resume" | "stop" | "start" | "recalculate" | "cancel" | "drop";
         ActionInputRequest: {
             action: components["schemas"]["ActionEnum"];
+            /**
+             * @description recalculate: run as a background job (progress over /ws/streams/<id>/, cancel)
+             * @default false
+             */
+            background: boolean;
             /**
              * @description resume/start only
              * @default false
@@ -804,6 +832,13 @@ export interface components {
             old: unknown;
             new: unknown;
         };
+        /**
+         * @description * `added` - added
+         *     * `changed` - changed
+         *     * `removed` - removed
+         * @enum {string}
+         */
+        ChangeEnum: "added" | "changed" | "removed";
         Compile: {
             /** @description design document, docs/designer.md */
             design: {
@@ -997,6 +1032,43 @@ export interface components {
             notifications: components["schemas"]["NotificationHealth"];
             groups: components["schemas"]["GroupState"][];
             causes: components["schemas"]["Cause"][];
+        };
+        /** @description What a recalculation would change in its output table (nothing is written). */
+        Diff: {
+            /** @description windows (rows, without a window) it would rewrite */
+            windows: number;
+            added: number;
+            changed: number;
+            removed: number;
+            unchanged: number;
+            /** @description the first `limit` changed rows */
+            rows: components["schemas"]["DiffRow"][];
+            truncated: boolean;
+        };
+        DiffInputRequest: {
+            /** @description range start, epoch ms or ISO 8601 */
+            start: unknown;
+            /** @description range end (default: the stream's progress) */
+            end?: unknown;
+            /** @default 200 */
+            limit: number;
+        };
+        DiffRow: {
+            change: components["schemas"]["ChangeEnum"];
+            /** @description output subtable (tbname) */
+            table: string;
+            /** @description row key after tbname: ts column [, composite key] */
+            key: {
+                [key: string]: unknown;
+            };
+            /** @description stored values (physical column names) */
+            old: {
+                [key: string]: unknown;
+            } | null;
+            /** @description values the recalculation writes */
+            new: {
+                [key: string]: unknown;
+            } | null;
         };
         /** @description A draft: its design and the stream it edits (null: a new stream). */
         Draft: {
@@ -1249,8 +1321,10 @@ export interface components {
             recalculated: number;
         };
         Recalculation: {
-            /** @description windows rewritten */
-            windows: number;
+            /** @description windows rewritten (a waited recalculation) */
+            windows?: number;
+            /** @description background / cancel: the job's progress (selectors.recalc_job_progress) */
+            job?: components["schemas"]["WorkProgress"];
         };
         ReceiverFailures: {
             url: string;
@@ -1520,9 +1594,9 @@ export interface components {
             readonly created_by: string | null;
             readonly impact: components["schemas"]["Impact"] | null;
         };
-        /** @description Long work of a stream under way (FILL_HISTORY catch-up). */
+        /** @description Long work of a stream under way (FILL_HISTORY catch-up, background recalculation). */
         WorkProgress: {
-            /** @description history */
+            /** @description history | recalculation */
             phase: string;
             /**
              * Format: double
@@ -1544,10 +1618,31 @@ export interface components {
             eta_s?: number | null;
             /**
              * Format: date-time
-             * @description when the first history micro-batch began (UTC)
+             * @description when the first history micro-batch / the recalculation began (UTC)
              */
-            started_at?: string;
+            started_at?: string | null;
+            /** @description recalculation: the job */
+            job_id?: number;
+            /**
+             * @description recalculation: the job's state
+             *
+             *     * `queued` - queued
+             *     * `running` - running
+             *     * `done` - done
+             *     * `cancelled` - cancelled
+             *     * `failed` - failed
+             */
+            state?: components["schemas"]["WorkProgressStateEnum"];
         };
+        /**
+         * @description * `queued` - queued
+         *     * `running` - running
+         *     * `done` - done
+         *     * `cancelled` - cancelled
+         *     * `failed` - failed
+         * @enum {string}
+         */
+        WorkProgressStateEnum: "queued" | "running" | "done" | "cancelled" | "failed";
     };
     responses: never;
     parameters: never;
@@ -2654,6 +2749,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Progress"][];
+                };
+            };
+        };
+    };
+    v1_streams_recalculate_diff_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stream_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DiffInputRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["DiffInputRequest"];
+                "multipart/form-data": components["schemas"]["DiffInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Diff"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -32,7 +32,7 @@ export const STREAM_STATUSES: StreamStatus[] = [
 export type StreamSyntax = Schemas["SyntaxEnum"];
 
 /** Lifecycle actions of POST streams/{id}/actions/ (recalculate and drop have their own calls). */
-export type StreamAction = Exclude<Schemas["ActionEnum"], "recalculate" | "drop">;
+export type StreamAction = Exclude<Schemas["ActionEnum"], "recalculate" | "drop" | "cancel">;
 
 /** hand-written: `phase` is a CharField. */
 export type ProgressPhase = "history" | "live";
@@ -63,6 +63,10 @@ export type StreamDetail = Refine<
 
 /** POST streams/{id}/actions/ answers the stream, with `recalculation` for recalculate. */
 export type ActionResult = Refine<Schemas["ActionResult"], StreamRefinements>;
+
+/** What a recalculation would change in its output (POST streams/{id}/recalculate/diff/). */
+export type RecalcDiff = Schemas["Diff"];
+export type RecalcDiffRow = Schemas["DiffRow"];
 
 /** A designer draft (POST streams/{id}/edit/ answers a new one). */
 export type Draft = Schemas["Draft"];

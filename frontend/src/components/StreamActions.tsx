@@ -1,12 +1,22 @@
 // Start / stop / pause / resume / recalculate a range / drop, each after a confirmation, and
-// "Edit in designer" (POST streams/{id}/edit/ → the designer on the returned draft).
+// "Edit in designer" (POST streams/{id}/edit/ → the designer on the returned draft). A
+// recalculation first shows what it would change (a dry-run diff), then runs as a background job
+// whose progress arrives with the stream (progress.phase "recalculation"); it can be cancelled.
 import { useState, type MouseEvent } from "react";
-import { dropStream, editStream, errorText, recalculateStream, streamAction } from "../api/client";
-import type { Stream, StreamAction, StreamStatus } from "../api/types";
+import {
+  cancelRecalculation,
+  dropStream,
+  editStream,
+  errorText,
+  recalculateStream,
+  recalculationDiff,
+  streamAction,
+} from "../api/client";
+import type { RecalcDiff, Stream, StreamAction, StreamStatus } from "../api/types";
 import { msToUtcInput, utcInputToIso } from "../format";
 import { nav, urls } from "../page";
 import { ConfirmDialog } from "./ConfirmDialog";
-import { ProgressBar } from "./ProgressBar";
+import { RecalcDiffView } from "./RecalcDiffView";
 
 /** Which lifecycle actions make sense in which state. */
 export function actionsFor(status: StreamStatus): StreamAction[] {
@@ -40,7 +50,7 @@ const CONFIRM: Record<Pending, { title: string; text: string; label: string; dan
   stop: { title: "Stop stream", text: "Stop stream {name}? Its run ends; start it again to continue.", label: "Stop", danger: true },
   recalculate: {
     title: "Recalculate stream",
-    text: "Recalculate the windows of stream {name} between these times? Their output rows are rewritten.",
+    text: "Recalculate the windows of stream {name} between these times? Their output rows are rewritten: look at the changes first.",
     label: "Recalculate",
   },
   drop: {
@@ -74,12 +84,111 @@ export function recalcDefaultRange(stream: Stream, now: number = Date.now()): { 
   return { start: end - HOUR_MS, end };
 }
 
+/** A background recalculation of the stream still queued or running (its job), else null. */
+export function runningRecalculation(stream: Stream): { job_id?: number; state?: string } | null {
+  const w = stream.progress;
+  return w && w.phase === "recalculation" && (w.state === "queued" || w.state === "running") ? w : null;
+}
+
+/** The dry run of the range in the dialog: which range (`start/end`, ISO) it is of, and its answer. */
+interface Preview {
+  key: string;
+  diff: RecalcDiff | null;
+  error?: string;
+}
+
+function useRecalcPreview(streamId: number) {
+  const [diff, setDiff] = useState<Preview | null>(null);
+  const preview = async (start: string, end: string) => {
+    const key = `${start}/${end}`;
+    setDiff({ key, diff: null });
+    try {
+      const d = await recalculationDiff(streamId, start, end);
+      setDiff((cur) => (cur?.key === key ? { key, diff: d } : cur));
+    } catch (e) {
+      setDiff((cur) => (cur?.key === key ? { key, diff: null, error: errorText(e) } : cur));
+    }
+  };
+  return { diff, setDiff, preview };
+}
+
+/** The recalculation dialog's range inputs (UTC, ISO 8601) and the changes of that range. */
+function RecalcForm({
+  range,
+  setRange,
+  rangeError,
+  shown,
+  onPreview,
+}: {
+  range: { start: string; end: string };
+  setRange: (f: (r: { start: string; end: string }) => { start: string; end: string }) => void;
+  rangeError: string | null;
+  shown: Preview | null;
+  onPreview: () => void;
+}) {
+  return (
+    <div className="recalc-form">
+      <label>
+        From (UTC){" "}
+        <input
+          type="text"
+          className="mono"
+          placeholder="2024-01-02T03:04:05Z"
+          aria-label="Recalculate from (UTC)"
+          value={range.start}
+          onChange={(e) => setRange((r) => ({ ...r, start: e.target.value }))}
+        />
+      </label>
+      <label>
+        to (UTC){" "}
+        <input
+          type="text"
+          className="mono"
+          placeholder="2024-01-02T04:04:05Z"
+          aria-label="Recalculate to (UTC)"
+          value={range.end}
+          onChange={(e) => setRange((r) => ({ ...r, end: e.target.value }))}
+        />
+      </label>
+      {rangeError && (
+        <div className="field-error" data-testid="recalc-error">
+          {rangeError}
+        </div>
+      )}
+      {!rangeError && (
+        <button type="button" className="btn-sm" data-testid="recalc-preview" disabled={!!shown && !shown.diff && !shown.error} onClick={onPreview}>
+          {shown?.diff ? "Show changes again" : "Show changes"}
+        </button>
+      )}
+      {shown && !shown.diff && !shown.error && <div className="muted small">computing the changes…</div>}
+      {shown?.error && (
+        <div className="field-error" data-testid="recalc-diff-error">
+          {shown.error}
+        </div>
+      )}
+      {shown?.diff && <RecalcDiffView diff={shown.diff} />}
+    </div>
+  );
+}
+
 export function StreamActions({ stream, onUpdated, onDropped, onError, compact }: StreamActionsProps) {
   const [confirming, setConfirming] = useState<Pending | null>(null);
   const [busy, setBusy] = useState(false);
-  const [recalculating, setRecalculating] = useState(false);
   const [note, setNote] = useState<string | null>(null);
   const [range, setRange] = useState({ start: "", end: "" });
+  const { diff, setDiff, preview } = useRecalcPreview(stream.id);
+  const recalcJob = runningRecalculation(stream);
+
+  const cancelRecalc = async () => {
+    try {
+      const { recalculation, ...updated } = await cancelRecalculation(stream.id);
+      void recalculation;
+      onUpdated(updated);
+      setNote("recalculation cancelled: the output is unchanged");
+    } catch (e) {
+      onError(`cancel recalculation of ${stream.name}: ${errorText(e)}`);
+    }
+  };
 
   const run = async (what: Pending) => {
     setConfirming(null);
@@ -89,12 +198,12 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
         await dropStream(stream.id);
         onDropped(stream.id);
       } else if (what === "recalculate") {
-        setRecalculating(true);
         setNote(null);
-        const res = await recalculateStream(stream.id, utcInputToIso(range.start)!, utcInputToIso(range.end)!);
+        const res = await recalculateStream(stream.id, utcInputToIso(range.start)!, utcInputToIso(range.end)!, true);
         const { recalculation, ...updated } = res;
+        void recalculation;
         onUpdated(updated);
-        if (recalculation) setNote(`recalculated ${recalculation.windows} window${recalculation.windows === 1 ? "" : "s"}`);
+        setNote("recalculation started");
       } else {
         onUpdated(await streamAction(stream.id, what));
       }
@@ -102,14 +211,17 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
       onError(`${what} ${stream.name}: ${errorText(e)}`);
     } finally {
       setBusy(false);
-      setRecalculating(false);
     }
   };
 
   const ask = (what: Pending) => {
     if (what === "recalculate") {
       const r = recalcDefaultRange(stream);
-      setRange({ start: msToUtcInput(r.start), end: msToUtcInput(r.end) });
+      const start = msToUtcInput(r.start);
+      const end = msToUtcInput(r.end);
+      setRange({ start, end });
+      setDiff(null);
+      void preview(utcInputToIso(start)!, utcInputToIso(end)!); // the default range's changes at once
     }
     setConfirming(what);
   };
@@ -138,6 +250,9 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
         : startIso >= endIso
           ? "The start must be before the end."
           : null;
+  const diffKey = `${startIso}/${endIso}`;
+  const shown = diff && diff.key === diffKey ? diff : null;
+  const needsPreview = confirming === "recalculate" && !shown?.diff;
 
   return (
     <div className={`actions ${compact ? "actions-compact" : ""}`}>
@@ -146,9 +261,14 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           {a}
         </button>
       ))}
-      {canRecalculate(stream.status) && (
+      {canRecalculate(stream.status) && !recalcJob && (
         <button type="button" className="btn-sm act-recalculate" disabled={busy} onClick={() => ask("recalculate")}>
           recalculate
+        </button>
+      )}
+      {recalcJob && (
+        <button type="button" className="btn-sm btn-danger-outline" data-testid="recalc-cancel" onClick={() => void cancelRecalc()}>
+          cancel recalculation
         </button>
       )}
       {stream.status !== "dropped" && (
@@ -161,7 +281,6 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           Edit in designer
         </a>
       )}
-      {recalculating && <ProgressBar fraction={null} label="recalculating…" small testId="recalc-progress" />}
       {note && (
         <span className="muted small" data-testid="recalc-result">
           {note}
@@ -173,40 +292,12 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
           message={conf.text.replace("{name}", stream.name)}
           confirmLabel={conf.label}
           danger={conf.danger}
-          confirmDisabled={!!rangeError}
+          confirmDisabled={!!rangeError || needsPreview}
           onConfirm={() => void run(confirming)}
           onCancel={() => setConfirming(null)}
         >
           {confirming === "recalculate" && (
-            <div className="recalc-form">
-              <label>
-                From (UTC){" "}
-                <input
-                  type="text"
-                  className="mono"
-                  placeholder="2024-01-02T03:04:05Z"
-                  aria-label="Recalculate from (UTC)"
-                  value={range.start}
-                  onChange={(e) => setRange((r) => ({ ...r, start: e.target.value }))}
-                />
-              </label>
-              <label>
-                to (UTC){" "}
-                <input
-                  type="text"
-                  className="mono"
-                  placeholder="2024-01-02T04:04:05Z"
-                  aria-label="Recalculate to (UTC)"
-                  value={range.end}
-                  onChange={(e) => setRange((r) => ({ ...r, end: e.target.value }))}
-                />
-              </label>
-              {rangeError && (
-                <div className="field-error" data-testid="recalc-error">
-                  {rangeError}
-                </div>
-              )}
-            </div>
+            <RecalcForm range={range} setRange={setRange} rangeError={rangeError} shown={shown} onPreview={() => void preview(startIso!, endIso!)} />
           )}
         </ConfirmDialog>
       )}

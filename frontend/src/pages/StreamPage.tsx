@@ -126,7 +126,7 @@ export function StreamPage({ id }: { id: number }) {
 
       {isLongWork(stream.progress) ? (
         <div className="catchup" data-testid="catchup">
-          <ProgressBar fraction={stream.progress.fraction} label={workLabel(stream.progress)} />
+          <ProgressBar fraction={stream.progress.fraction} label={workLabel(stream.progress)} rowsPerS={stream.progress.rows_per_s} etaS={stream.progress.eta_s} />
         </div>
       ) : (
         p?.phase === "history" && <CatchUp progress={progress} latest={p} now={now} />

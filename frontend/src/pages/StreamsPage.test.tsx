@@ -109,10 +109,24 @@ describe("StreamsPage", () => {
     expect(m.callsTo("GET", "/api/v1/streams/").at(-1)!.query.has("offset")).toBe(false);
   });
 
-  it("recalculates a range after the dialog, sending start and end", async () => {
+  it("recalculates a range after showing its diff, in the background, cancellable", async () => {
     const m = setup();
-    let answer: (v: unknown) => void = () => {};
-    m.on("POST /api/v1/streams/1/actions/", () => new Promise((r) => (answer = r)));
+    const diff = {
+      windows: 3,
+      added: 1,
+      changed: 1,
+      removed: 0,
+      unchanged: 1,
+      truncated: true,
+      rows: [{ change: "changed", table: "t_1", key: { _wstart: 1717232400000 }, old: { c: 2, s: 3 }, new: { c: 3, s: 4 } }],
+    };
+    m.on("POST /api/v1/streams/1/recalculate/diff/", reply(200, diff));
+    const queued = { phase: "recalculation", fraction: 0, label: "recalculating: queued", rows_done: 0, rows_total: null, state: "queued" as const, job_id: 7 };
+    m.on("POST /api/v1/streams/1/actions/", (req: { body: unknown }) =>
+      (req.body as { action: string }).action === "cancel"
+        ? { ...makeStream({ id: 1 }), recalculation: { job: { ...queued, state: "running" } } }
+        : { ...makeStream({ id: 1, progress: queued }), recalculation: { job: queued } },
+    );
     renderPage("streams");
     const row = await screen.findByTestId("stream-row-1");
     fireEvent.click(within(row).getByRole("button", { name: "recalculate" }));
@@ -124,6 +138,8 @@ describe("StreamsPage", () => {
     // minute above), in ISO 8601 UTC, whatever the browser's zone (UTC+05:30 here)
     expect(from).toHaveValue("2024-06-01T09:00:00Z");
     expect(to).toHaveValue("2024-06-01T10:00:00Z");
+    // the default range's changes are asked for at once
+    await waitFor(() => expect(m.callsTo("POST", "/api/v1/streams/1/recalculate/diff/")).toHaveLength(1));
     // a US-style date is not taken
     fireEvent.change(from, { target: { value: "06/01/2024 09:00 AM" } });
     expect(within(dialog).getByTestId("recalc-error")).toHaveTextContent("UTC, ISO 8601");
@@ -133,20 +149,43 @@ describe("StreamsPage", () => {
     expect(within(dialog).getByTestId("recalc-error")).toHaveTextContent("The start must be before the end.");
     expect(within(dialog).getByRole("button", { name: "Recalculate" })).toBeDisabled();
     fireEvent.change(to, { target: { value: "2024-06-02 00:00:00" } });
+    // a new range: its changes must be seen before it can be confirmed
+    expect(within(dialog).queryByTestId("recalc-diff")).toBeNull();
+    expect(within(dialog).getByRole("button", { name: "Recalculate" })).toBeDisabled();
+    fireEvent.click(within(dialog).getByTestId("recalc-preview"));
+    const shown = await within(dialog).findByTestId("recalc-diff");
+    expect(m.callsTo("POST", "/api/v1/streams/1/recalculate/diff/").at(-1)!.body).toEqual({
+      start: "2024-06-01T10:00:00.000Z",
+      end: "2024-06-02T00:00:00.000Z",
+      limit: 50,
+    });
+    expect(within(shown).getByTestId("recalc-diff-summary")).toHaveTextContent("3 windows rewritten: 1 added, 1 changed, 0 removed, 1 unchanged");
+    const diffRow = within(shown).getByTestId("recalc-diff-row");
+    expect(diffRow).toHaveTextContent("changed");
+    expect(diffRow).toHaveTextContent("c=2, s=3");
+    expect(diffRow).toHaveTextContent("c=3, s=4");
+    expect(within(shown).getByTestId("recalc-diff-more")).toHaveTextContent("1 more row not listed");
     fireEvent.click(within(dialog).getByRole("button", { name: "Recalculate" }));
     await waitFor(() => expect(m.callsTo("POST", "/api/v1/streams/1/actions/")).toHaveLength(1));
-    // the range is being recalculated (the server answers when it is done)
-    expect(within(row).getByTestId("recalc-progress")).toHaveTextContent("recalculating…");
-    answer({ ...makeStream({ id: 1 }), recalculation: { windows: 3 } });
-    expect(await within(row).findByTestId("recalc-result")).toHaveTextContent("recalculated 3 windows");
-    expect(within(row).queryByTestId("recalc-progress")).toBeNull();
-    // the times typed, read as UTC
+    // the times typed, read as UTC, as a background job
     expect(m.callsTo("POST", "/api/v1/streams/1/actions/")[0].body).toEqual({
       action: "recalculate",
       start: "2024-06-01T10:00:00.000Z",
       end: "2024-06-02T00:00:00.000Z",
+      background: true,
     });
     expect(screen.queryByRole("dialog")).toBeNull();
+    expect(await within(row).findByTestId("recalc-result")).toHaveTextContent("recalculation started");
+    // its progress arrives with the stream: fraction, rows/s, ETA; it can be cancelled
+    const running = { ...queued, state: "running" as const, fraction: 0.45, rows_done: 50, rows_total: 100, rows_per_s: 1500, eta_s: 65, label: "recalculating: 45% (50 of 100 rows)" };
+    serverPush("/ws/streams/", { type: "stream.status", stream: makeStream({ id: 1, name: "daily_avg", progress: running }) });
+    expect(within(row).getByRole("progressbar")).toHaveAttribute("aria-valuenow", "45");
+    expect(within(row).getByTestId("progress-bar-rate")).toHaveTextContent("1.5k rows/s · ETA 1 min 5 s");
+    expect(within(row).queryByRole("button", { name: "recalculate" })).toBeNull();
+    fireEvent.click(within(row).getByTestId("recalc-cancel"));
+    await waitFor(() => expect(m.callsTo("POST", "/api/v1/streams/1/actions/")).toHaveLength(2));
+    expect(m.callsTo("POST", "/api/v1/streams/1/actions/")[1].body).toEqual({ action: "cancel" });
+    expect(await within(row).findByTestId("recalc-result")).toHaveTextContent("recalculation cancelled");
   });
 
   it("opens the stream in the designer through a new draft", async () => {

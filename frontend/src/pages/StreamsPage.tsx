@@ -229,7 +229,7 @@ function StreamRow({
       <td className="status-cell">
         <StatusBadge status={s.status} />
         {work ? (
-          <ProgressBar fraction={work.fraction} label={workLabel(work)} small />
+          <ProgressBar fraction={work.fraction} label={workLabel(work)} small rowsPerS={work.rows_per_s} etaS={work.eta_s} />
         ) : (
           p?.phase === "history" && <div className="sub">replaying history</div>
         )}
