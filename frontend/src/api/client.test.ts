@@ -106,7 +106,12 @@ describe("api client", () => {
       "POST /api/v1/streams/3/edit/": reply(201, { id: 42 }),
     });
     await recalculateStream(3, "2024-01-01T00:00:00.000Z", "2024-01-02T00:00:00.000Z");
-    expect(m.calls[0].body).toEqual({ action: "recalculate", start: "2024-01-01T00:00:00.000Z", end: "2024-01-02T00:00:00.000Z" });
+    expect(m.calls[0].body).toEqual({
+      action: "recalculate",
+      start: "2024-01-01T00:00:00.000Z",
+      end: "2024-01-02T00:00:00.000Z",
+      background: false,
+    });
     await expect(editStream(3)).resolves.toEqual({ id: 42 });
     expect(m.calls[1].headers["X-CSRFToken"]).toBe("csrf-abc");
   });
