@@ -8,8 +8,9 @@ clients.
 Without ``--url`` it starts its own tdweb (Daphne, one process) on ``--port`` over a fresh lake and
 SQLite metadata DB in a temporary directory (migrated, ``root`` / ``taosdata`` bootstrapped), and
 stops it at the end. Workload: ``cpu,host=h<n>,region=r<n % 4> usage_user=<f>,usage_system=<f>,
-busy=<n>i <ns>``: 100 hosts x 100 timestamps per request, each request's timestamps new, every
-client its own hosts (clients write different subtables of one supertable, as collectors do). One
+busy=<n>i <ns>``: 100 hosts x 100 timestamps per request, each request's timestamps later than
+the previous round's, every client its own hosts (clients write different subtables of one
+supertable, as collectors do). One
 warm-up request creates the supertable and the subtables before timing. Prints, per client count,
 rows/s (rows acknowledged with 204 / wall time) and the p50 / p99 request latency; a request that
 is not answered 204 is counted and printed.
@@ -34,13 +35,13 @@ HOSTS = 100
 T0 = 1_735_689_600_000_000_000  # 2025-01-01 UTC, ns
 
 
-def body(client: int, request: int, lines: int) -> str:
-    """``lines`` lines: HOSTS hosts of client ``client`` x (lines / HOSTS) timestamps of request
-    ``request`` (1 s apart, never repeated across requests)."""
+def body(client: int, block: int, lines: int) -> str:
+    """``lines`` lines: HOSTS hosts of client ``client`` x (lines / HOSTS) timestamps of time block
+    ``block`` (1 s apart; blocks never overlap, a larger block is later)."""
     per_host = max(1, lines // HOSTS)
     out = []
     for k in range(per_host):
-        ts = T0 + (request * per_host + k) * 1_000_000_000
+        ts = T0 + (block * per_host + k) * 1_000_000_000
         for h in range(HOSTS):
             host = client * HOSTS + h
             out.append(
@@ -61,9 +62,13 @@ def post(url: str, text: str) -> tuple[int, float]:
     return r.status_code, time.perf_counter() - t
 
 
-def run(url: str, clients: int, n_requests: int, lines: int, base: int) -> None:
-    """``clients`` threads, each posting ``n_requests`` prepared requests one after the other."""
-    bodies = [[body(base + c, r, lines) for r in range(n_requests)] for c in range(clients)]
+def run(url: str, clients: int, n_requests: int, lines: int, base: int, epoch: int) -> None:
+    """``clients`` threads, each posting ``n_requests`` prepared requests one after the other;
+    request ``r`` of client ``c`` writes time block ``epoch + r * 1000 + c`` (rounds of requests
+    move forward in time, as collectors' do)."""
+    bodies = [
+        [body(base + c, epoch + r * 1000 + c, lines) for r in range(n_requests)] for c in range(clients)
+    ]
     rows_per = bodies[0][0].count("\n") + 1
     results: list[tuple[int, float]] = []
     lock = threading.Lock()
@@ -142,12 +147,13 @@ def main() -> None:
             )
             assert r.json().get("code") == 0, r.text
             base = 0
-            for n in (int(x) for x in a.clients.split(",")):
-                # warm-up: create the supertable and these clients' subtables (not timed)
+            for i, n in enumerate(int(x) for x in a.clients.split(",")):
+                epoch = (i + 1) * 100_000
+                # warm-up: create the supertable and these clients' subtables (not timed; earlier)
                 for c in range(n):
-                    status, _ = post(url, body(base + c, 10_000, a.lines))
+                    status, _ = post(url, body(base + c, epoch - 1000 + c, a.lines))
                     assert status == 204, status
-                run(url, n, a.requests, a.lines, base)
+                run(url, n, a.requests, a.lines, base, epoch)
                 base += n
         finally:
             if proc is not None:

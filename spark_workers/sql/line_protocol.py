@@ -86,17 +86,23 @@ def invalid(line: int, what: str, code: int = Code.SML_INVALID_DATA) -> SqlError
 def parse_lines(text: str) -> list[Point]:
     """Every point of a line-protocol body, in order (blank and ``#`` lines skipped).
 
+    A body without backslashes and double quotes (what collectors mostly send) takes a fast path
+    that parses each distinct ``measurement,tags`` head once; its points share one tags tuple per
+    head (callers may key caches by it).
+
     Raises:
         SqlError: SML_INVALID_DATA for the first malformed line; NOT_SUPPORTED for a GEOMETRY or
             VARBINARY field value.
     """
+    plain = "\\" not in text and '"' not in text
+    heads: dict[Any, tuple[str, tuple[tuple[str, str], ...]]] = {}
     points = []
     for n, raw in enumerate(text.split("\n"), start=1):
         line = raw.rstrip("\r")
         stripped = line.lstrip(" \t")
         if not stripped or stripped.startswith("#"):
             continue
-        points.append(parse_line(stripped, n))
+        points.append(_parse_plain(stripped, n, heads) if plain else parse_line(stripped, n))
     return points
 
 
@@ -107,20 +113,42 @@ def parse_line(line: str, n: int = 1) -> Point:
         SqlError: SML_INVALID_DATA / NOT_SUPPORTED (see :func:`parse_lines`).
     """
     if "\\" not in line and '"' not in line:
-        parts = line.split(" ")
+        return _parse_plain(line, n, {})
+    return _parse_escaped(line, n)
+
+
+def _parse_plain(line: str, n: int, heads: dict[Any, tuple[str, tuple[tuple[str, str], ...]]]) -> Point:
+    """A line without backslashes and double quotes; ``heads`` caches parsed heads (and, keyed by
+    ``(head, field keys...)``, the line shapes whose keys were checked)."""
+    parts = line.split(" ")
+    if len(parts) != 2 and len(parts) != 3:
         parts = [p for p in parts if p]
         if len(parts) not in (2, 3):
             raise invalid(n, "expected 'measurement[,tags] fields [timestamp]'")
-        head, fields_text = parts[0], parts[1]
-        ts_text = parts[2] if len(parts) == 3 else ""
+    head = parts[0]
+    cached = heads.get(head)
+    if cached is None:
         name, _, tag_text = head.partition(",")
-        tags = [_plain_pair(p, n, "tag") for p in tag_text.split(",")] if tag_text else []
         if "," in head and not tag_text:
             raise invalid(n, "an empty tag set after ','")
-        raw_fields = [_plain_pair(p, n, "field") for p in fields_text.split(",")]
-        fields = [Field(k, *field_value(v, n, k)) for k, v in raw_fields]
-        return _point(name, tags, fields, ts_text, n)
-    return _parse_escaped(line, n)
+        tags = tuple(_plain_pair(p, n, "tag") for p in tag_text.split(",")) if tag_text else ()
+        if not name:
+            raise invalid(n, "the measurement is empty")
+        cached = heads[head] = (name, tags)
+    fields = []
+    keys = [head]
+    for part in parts[1].split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key or not value:
+            raise invalid(n, f"field '{part}' is not key=value")
+        fields.append(Field(key, *field_value(value, n, key)))
+        keys.append(key)
+    shape = tuple(keys)  # the head and the field keys: their duplicate check is done once
+    checked = shape in heads
+    point = _point(cached[0], cached[1], fields, parts[2] if len(parts) == 3 else "", n, checked)
+    if not checked:
+        heads[shape] = cached
+    return point
 
 
 def _plain_pair(text: str, n: int, what: str) -> tuple[str, str]:
@@ -132,26 +160,35 @@ def _plain_pair(text: str, n: int, what: str) -> tuple[str, str]:
     return key, value
 
 
-def _point(name: str, tags: list[tuple[str, str]], fields: list[Field], ts_text: str, n: int) -> Point:
-    """Check the parts of a line and build its point."""
+def _point(
+    name: str,
+    tags: tuple[tuple[str, str], ...],
+    fields: list[Field],
+    ts_text: str,
+    n: int,
+    checked: bool = False,
+) -> Point:
+    """Check the parts of a line and build its point (``checked``: its keys are known unique)."""
     if not name:
         raise invalid(n, "the measurement is empty")
     if not fields:
         raise invalid(n, "a line needs at least one field")
-    seen: set[str] = set()
-    for key in [k for k, _ in tags] + [f.name for f in fields]:
-        if key.lower() in seen:
-            raise invalid(n, f"duplicated key {key}")
-        seen.add(key.lower())
+    if not checked and len({k.lower() for k, _ in tags} | {f.name.lower() for f in fields}) != len(
+        tags
+    ) + len(fields):
+        seen: set[str] = set()
+        for key in [k for k, _ in tags] + [f.name for f in fields]:
+            if key.lower() in seen:
+                raise invalid(n, f"duplicated key {key}")
+            seen.add(key.lower())
     ts: int | None = None
     if ts_text:
-        if not ts_text.isdigit() and not (ts_text[0] == "-" and ts_text[1:].isdigit()):
+        if not (ts_text.isascii() and ts_text.isdigit()):
+            if ts_text[0] == "-" and ts_text[1:].isascii() and ts_text[1:].isdigit():
+                raise invalid(n, f"invalid timestamp {ts_text[:32]}: negative")
             raise invalid(n, f"invalid timestamp {ts_text[:32]}")
-        ts = int(ts_text)
-        if ts < 0:
-            raise invalid(n, f"invalid timestamp {ts_text[:32]}: negative")
-        ts = ts or None  # TDengine: 0 is the server's time
-    return Point(name, tuple(tags), tuple(fields), ts, n)
+        ts = int(ts_text) or None  # TDengine: 0 is the server's time
+    return Point(name, tags, tuple(fields), ts, n)
 
 
 def field_value(text: str, n: int, key: str) -> tuple[str, Any]:
@@ -163,6 +200,13 @@ def field_value(text: str, n: int, key: str) -> tuple[str, Any]:
     """
     if not text:
         raise invalid(n, f"field {key} has no value")
+    last = text[-1]
+    if (
+        last == "i" and len(text) < 19 and text.isascii() and text[:-1].isdigit()
+    ):  # most integer fields: fast path
+        return "BIGINT", int(text[:-1])
+    if last.isdigit() and text.isascii() and text.replace(".", "", 1).isdigit():  # a plain decimal: DOUBLE
+        return "DOUBLE", float(text)
     first = text[0]
     if first == '"':
         if len(text) < 2 or text[-1] != '"':
@@ -232,7 +276,7 @@ def _parse_escaped(line: str, n: int) -> Point:
     ts_text = line[i:].rstrip(" \t")
     if " " in ts_text or "\t" in ts_text:
         raise invalid(n, "unexpected text after the timestamp")
-    return _point(name, tags, fields, ts_text, n)
+    return _point(name, tuple(tags), fields, ts_text, n)
 
 
 def _skip_spaces(line: str, i: int) -> int:

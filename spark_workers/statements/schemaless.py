@@ -109,21 +109,27 @@ class _Spec:
     points: list[Point] = field(default_factory=list)
     cols: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     tags: dict[str, tuple[str, int]] = field(default_factory=dict)
+    _kinds: dict[str, str] = field(default_factory=dict)  # field name as written -> kind
+    _heads: set[int] = field(default_factory=set)  # ids of the tags tuples taken
 
     def add(self, p: Point) -> None:
         """Take one line's fields and tags into the spec.
 
         Raises:
-            SqlError: SML_NOT_SAME_TYPE (a field typed differently than an earlier line);
-                SML_INVALID_DATA (a key that is a field in one line and a tag in another).
+            SqlError: SML_NOT_SAME_TYPE (a field typed differently than an earlier line).
         """
         self.points.append(p)
-        for k, v in p.tags:
-            low = k.lower()
-            size = len(v.encode("utf-8"))
-            old = self.tags.get(low)
-            self.tags[low] = (old[0] if old else k, max(size, old[1] if old else 0))
+        if id(p.tags) not in self._heads:  # parse_lines shares one tuple per distinct head
+            self._heads.add(id(p.tags))
+            for k, v in p.tags:
+                low = k.lower()
+                size = len(v.encode("utf-8"))
+                old = self.tags.get(low)
+                self.tags[low] = (old[0] if old else k, max(size, old[1] if old else 0))
+        kinds = self._kinds
         for f in p.fields:
+            if kinds.get(f.name) == f.kind and not isinstance(f.value, str):
+                continue
             low = f.name.lower()
             size = len(f.value.encode("utf-8")) if isinstance(f.value, str) else 0
             old_c = self.cols.get(low)
@@ -134,10 +140,21 @@ class _Spec:
                     code=Code.SML_NOT_SAME_TYPE,
                 )
             self.cols[low] = (old_c[0] if old_c else f.name, f.kind, max(size, old_c[2] if old_c else 0))
-        clash = set(self.cols) & set(self.tags) | ({TS_COLUMN} & set(self.cols))
+            kinds[f.name] = f.kind
+
+    def check(self) -> None:
+        """Refuse a key that is a field in one line and a tag in another, or a field or tag named
+        like the timestamp column (SML_INVALID_DATA)."""
+        clash = (set(self.cols) & set(self.tags)) | ({TS_COLUMN} & (set(self.cols) | set(self.tags)))
         if clash:
+            key = sorted(clash)[0]
+            line = next(
+                p.line
+                for p in self.points
+                if any(k.lower() == key for k, _ in p.tags) or any(f.name.lower() == key for f in p.fields)
+            )
             raise SqlError(
-                f"Invalid data format: line {p.line}: {sorted(clash)[0]} is both a tag and a field "
+                f"Invalid data format: line {line}: {key} is both a tag and a field "
                 f"(or the timestamp column {TS_COLUMN})",
                 code=Code.SML_INVALID_DATA,
             )
@@ -264,7 +281,13 @@ def _plan(ex: Session, db: Database, spec: _Spec, req_ns: int, now: int) -> _Pla
                 code=Code.TIMESTAMP_OUT_OF_RANGE,
             )
         ts.append(v)
-    children = [child_table_name(spec.name, p.tags).replace(".", "_") for p in spec.points]
+    names: dict[int, str] = {}
+    children = []
+    for p in spec.points:
+        child = names.get(id(p.tags))
+        if child is None:
+            child = names[id(p.tags)] = child_table_name(spec.name, p.tags).replace(".", "_")
+        children.append(child)
     _check_children(ex, db, spec.name, set(children))
     return _Plan(spec, sqls, ts, children)
 
@@ -296,7 +319,7 @@ def _write(ex: Session, db: Database, plan: _Plan) -> None:
     by_lower = {t.name.lower(): t for t in stable.tags}
     to_create: dict[str, Table] = {}
     for p, child in zip(plan.spec.points, plan.children, strict=True):
-        if child.lower() not in to_create:
+        if child.lower() not in to_create:  # t_<lower-case hex>: lower() is cheap, rarely needed
             values: dict[str, object] = {g.name.lower(): None for g in stable.tags}
             for k, v in p.tags:
                 values[by_lower[k.lower()].name.lower()] = v
@@ -348,6 +371,8 @@ def write_lines(ex: Session, db_name: str, text: str, precision: str = "ns") -> 
     for p in points:
         name = p.measurement.replace(".", "_")
         specs.setdefault(name.lower(), _Spec(name)).add(p)
+    for spec in specs.values():
+        spec.check()
     now = time.time_ns() // NS_PER_PRECISION[db.precision]
     for attempt in range(3):
         plans = [_plan(ex, db, spec, req_ns, now) for spec in specs.values()]

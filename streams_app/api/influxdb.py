@@ -10,7 +10,8 @@ authentication (also while the user name is locked out, ``streams_app.api.authen
 ``{"code": "internal error", "message": "[0x3002] Invalid data format: ..."}`` for a request
 TDengine refuses (the TDengine code in brackets, as taosAdapter prints a ``TaosError``).
 
-Differences: a body over ``TDWEB_INFLUX_MAX_BYTES`` (4 MiB) answers 413 ``{code, message}``
+A ``Content-Encoding: gzip`` body is inflated (Telegraf's default); other encodings answer 415.
+Differences: a body over ``TDWEB_INFLUX_MAX_BYTES`` (4 MiB, after inflating) answers 413 ``{code, message}``
 (taosAdapter reads any size); ``ttl`` and ``table_name_key`` are refused with 400 naming them
 (tdweb drops no table by age and names subtables by TDengine's MD5 rule only); the database must
 exist (the request does not create it).
@@ -19,6 +20,7 @@ exist (the request does not create it).
 from __future__ import annotations
 
 import base64
+import zlib
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -40,6 +42,16 @@ def _bad_request(message: str, op: str) -> JsonResponse:
     return JsonResponse(
         {"code": "illegal param", "message": message, "op": op, "err": message, "line": 0}, status=400
     )
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes | None:
+    """A gzip body (Telegraf's ``content_encoding = "gzip"``) inflated to at most ``limit + 1``
+    bytes (a bomb stops there and is answered 413); None when it is not gzip."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        return d.decompress(raw, limit + 1)
+    except zlib.error:
+        return None
 
 
 def _auth_header(request: HttpRequest) -> str:
@@ -103,6 +115,16 @@ async def influxdb_write(request: HttpRequest) -> HttpResponse:
     except ValueError:
         announced = 0
     raw = b"" if announced > limit else request.read(limit + 1)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding == "gzip" and len(raw) <= limit:
+        inflated = _gunzip(raw, limit)
+        if inflated is None:
+            return _bad_request("the body is not gzip", "read line")
+        raw = inflated
+    elif encoding not in ("identity", ""):
+        return JsonResponse(
+            {"code": "unsupported", "message": f"Content-Encoding {encoding[:32]}"}, status=415
+        )
     if announced > limit or len(raw) > limit:
         return JsonResponse({"code": "too large", "message": f"the body is over {limit} bytes"}, status=413)
     status, answer = await sync_to_async(_run, thread_sensitive=False)(

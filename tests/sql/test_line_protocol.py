@@ -156,3 +156,51 @@ def test_child_table_name_is_tdengines_md5_rule() -> None:
 )
 def test_sml_length_is_the_next_power_of_two(n: int, length: int) -> None:
     assert sml_length(n) == length
+
+
+_PLAIN = st.text(st.sampled_from("abcXYZ_09-:/."), min_size=1, max_size=8)
+_VALUE = st.sampled_from(["1", "-2.5", "3i", "4u", "5i8", "6f32", "1e3", "t", "FALSE", ".5", "7."])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            _PLAIN.filter(lambda s: s[0] != "#"),
+            st.dictionaries(_PLAIN, _PLAIN, max_size=3),
+            st.dictionaries(_PLAIN, _VALUE, min_size=1, max_size=3),
+            st.none() | st.integers(1, 2**62),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_fast_path_agrees_with_the_general_parser(lines: list[tuple]) -> None:
+    """A body without backslashes and quotes takes the fast path (shared heads, cached key
+    checks); it must parse every line as the general parser does, errors included."""
+    from spark_workers.sql.line_protocol import _parse_escaped
+
+    texts = []
+    for m, tags, fields, ts in lines:
+        text = m + "".join(f",{k}={v}" for k, v in tags.items()) + " "
+        text += ",".join(f"{k}={v}" for k, v in fields.items()) + ("" if ts is None else f" {ts}")
+        texts.append(text)
+    expected: list[object] = []
+    for n, text in enumerate(texts, start=1):
+        try:
+            expected.append(_parse_escaped(text, n))
+        except SqlError as e:
+            expected.append((e.code, e.message))
+            break
+    try:
+        got: list[object] = list(parse_lines("\n".join(texts)))
+    except SqlError as e:
+        got = [*expected[:-1], (e.code, e.message)]
+        assert isinstance(expected[-1], tuple), e.message
+    assert got == expected
+
+
+def test_a_repeated_head_still_checks_each_line_shape() -> None:
+    with pytest.raises(SqlError) as e:
+        parse_lines("m,t=1 a=1 5\nm,t=1 a=2 6\nm,t=1 T=3 7")
+    assert e.value.code == Code.SML_INVALID_DATA and "line 3" in e.value.message

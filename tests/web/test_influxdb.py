@@ -213,3 +213,36 @@ def test_requests_client_over_http(live_server, sml) -> None:
         for h in range(3)
     }
     assert {r[0]: (r[1], r[2]) for r in rows} == expected
+
+
+def test_gzip_bodies_are_inflated_and_bombs_refused(client, sml, settings) -> None:
+    import gzip
+
+    r = client.post(
+        "/influxdb/v1/write?db=sml",
+        data=gzip.compress(f"z,h=a v=1 {T0}\nz,h=b v=2 {T0}".encode()),
+        content_type="text/plain",
+        HTTP_CONTENT_ENCODING="gzip",
+        HTTP_AUTHORIZATION=basic(),
+    )
+    assert r.status_code == 204
+    assert q("SELECT count(*) FROM sml.z") == [(2,)]
+    settings.TDWEB_INFLUX_MAX_BYTES = 1000
+    bomb = gzip.compress(b"z,h=a v=1\n" * 10_000)  # 100 kB inflated, ~200 bytes sent
+    r = client.post(
+        "/influxdb/v1/write?db=sml",
+        data=bomb,
+        content_type="text/plain",
+        HTTP_CONTENT_ENCODING="gzip",
+        HTTP_AUTHORIZATION=basic(),
+    )
+    assert r.status_code == 413
+    r = client.post(
+        "/influxdb/v1/write?db=sml",
+        data=b"not gzip",
+        content_type="text/plain",
+        HTTP_CONTENT_ENCODING="gzip",
+        HTTP_AUTHORIZATION=basic(),
+    )
+    assert r.status_code == 400
+    assert q("SELECT count(*) FROM sml.z") == [(2,)]
