@@ -246,3 +246,36 @@ def test_gzip_bodies_are_inflated_and_bombs_refused(client, sml, settings) -> No
     )
     assert r.status_code == 400
     assert q("SELECT count(*) FROM sml.z") == [(2,)]
+
+
+def test_new_and_longer_tags_alter_the_supertable(client, sml) -> None:
+    assert post(client, f"g,host=a v=1 {T0}")[0] == 204
+    assert describe("g")["host"][:1] == ("NCHAR",) and describe("g")["host"][1] == 2
+    assert post(client, f"g,host=abcdefghij,rack=r1 v=2 {T0 + 1}")[0] == 204
+    d = describe("g")
+    assert d["host"][1] == 16 and d["rack"] == ("NCHAR", 4, "TAG")  # 10 bytes -> 16, 2 -> 4
+    rows = q("SELECT tbname, host, rack, v FROM sml.g ORDER BY _ts")
+    assert rows == [
+        (md5_name("g", {"host": "a"}), "a", None, 1.0),
+        (md5_name("g", {"host": "abcdefghij", "rack": "r1"}), "abcdefghij", "r1", 2.0),
+    ]
+
+
+def test_a_supertable_made_by_sql_is_written_by_its_own_timestamp_and_types(client, sml) -> None:
+    root_sql(
+        "CREATE STABLE sml.meters (ts TIMESTAMP, current FLOAT, voltage INT) "
+        "TAGS (location NCHAR(64), gid INT)"
+    )
+    line = f"meters,location=SF current=10.5f32,voltage=219i32 {T0}"
+    assert post(client, line)[0] == 204
+    assert q("SELECT cast(ts as bigint), current, voltage, location, gid FROM sml.meters") == [
+        (T0, 10.5, 219, "SF", None)
+    ]
+    # a field whose suffix gives another type, or an INT tag written as NCHAR: TSC_INVALID_VALUE
+    for bad in (
+        f"meters,location=SF current=10.5 {T0 + 1}",
+        f"meters,location=SF,gid=3 voltage=1i32 {T0 + 1}",
+    ):
+        status, body = post(client, bad)
+        assert status == 500 and body["message"].startswith(f"[0x{Code.TSC_INVALID_VALUE:x}]"), body
+    assert q("SELECT count(*) FROM sml.meters") == [(1,)]
