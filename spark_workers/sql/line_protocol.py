@@ -10,7 +10,8 @@ Protocol": a line is ``measurement[,tag_key=tag_value...] field_key=field_value[
   NCHAR; ``t T true True TRUE`` / ``f F false False FALSE`` BOOL; a number without suffix or with
   ``f64`` DOUBLE, ``f32`` FLOAT, ``i8 i16 i32`` TINYINT / SMALLINT / INT, ``i64`` or ``i`` BIGINT,
   ``u8 u16 u32 u64 u`` the UNSIGNED ones.
-- A missing timestamp (or ``0``) is the server's time (TDengine's ``smlParseInfluxTime``).
+- A missing timestamp (or ``0``) is the server's time (TDengine's ``smlParseInfluxTime``): the
+  point's ``ts`` is None; the writer uses one time per request.
 - Blank lines and lines starting with ``#`` are skipped (InfluxDB's comments).
 
 Differences: ``G"..."`` (GEOMETRY) and ``B"..."`` (VARBINARY) field values are refused with

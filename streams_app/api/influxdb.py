@@ -12,8 +12,10 @@ TDengine refuses (the TDengine code in brackets, as taosAdapter prints a ``TaosE
 
 A ``Content-Encoding: gzip`` body is inflated (Telegraf's default); other encodings answer 415.
 Differences: a body over ``TDWEB_INFLUX_MAX_BYTES`` (4 MiB, after inflating) answers 413 ``{code, message}``
-(taosAdapter reads any size); ``ttl`` and ``table_name_key`` are refused with 400 naming them
-(tdweb drops no table by age and names subtables by TDengine's MD5 rule only); the database must
+(taosAdapter reads any size); ``ttl``, ``table_name_key`` and InfluxDB's ``rp`` are refused with
+400 naming them (tdweb drops no table by age, names subtables by TDengine's MD5 rule only and has
+no retention policies; taosAdapter ignores ``rp``); InfluxDB's ``consistency`` (any / one / quorum
+/ all) is met by every answer, which comes after the commit; the database must
 exist (the request does not create it).
 """
 
@@ -35,7 +37,7 @@ from streams_app.api.rest_sql import basic_user
 from streams_app.request_id import internal_error_answer
 from streams_app.services.sql import influx_write
 
-_REFUSED_PARAMS = ("ttl", "table_name_key")
+_REFUSED_PARAMS = ("ttl", "table_name_key", "rp")
 
 
 def _bad_request(message: str, op: str) -> JsonResponse:

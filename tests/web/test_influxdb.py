@@ -159,7 +159,7 @@ def test_db_required_and_missing_db(client, sml) -> None:
 
 
 def test_unsupported_parameters_are_refused(client, sml) -> None:
-    for q in ("db=sml&ttl=3", "db=sml&table_name_key=host"):
+    for q in ("db=sml&ttl=3", "db=sml&table_name_key=host", "db=sml&rp=autogen"):
         status, body = post(client, "x v=1", query=q)
         assert status == 400 and q.split("&")[1].split("=")[0] in body["message"]
 
