@@ -36,6 +36,7 @@ import hashlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from spark_workers.access import WRITE
 from spark_workers.duration import NS_PER_PRECISION
@@ -235,6 +236,7 @@ class _Plan:
     ddl: list[str]
     ts: list[int]
     children: list[str]
+    existing: set[str]  # lower-case names of the subtables that exist already
 
 
 def _plan(ex: Session, db: Database, spec: _Spec, req_ns: int, now: int) -> _Plan:
@@ -288,19 +290,22 @@ def _plan(ex: Session, db: Database, spec: _Spec, req_ns: int, now: int) -> _Pla
         if child is None:
             child = names[id(p.tags)] = child_table_name(spec.name, p.tags).replace(".", "_")
         children.append(child)
-    _check_children(ex, db, spec.name, set(children))
-    return _Plan(spec, sqls, ts, children)
+    existing = _check_children(ex, db, spec.name, set(names.values()))
+    return _Plan(spec, sqls, ts, children, existing)
 
 
-def _check_children(ex: Session, db: Database, stable: str, names: set[str]) -> None:
-    """Refuse subtable names taken by a table that is not a subtable of ``stable``."""
-    for low in ex.catalog.existing(db.name, list(names)):
+def _check_children(ex: Session, db: Database, stable: str, names: set[str]) -> set[str]:
+    """The lower-case ``names`` that exist (as subtables of ``stable``); refuses a name taken by
+    another table (TABLE_ALREADY_EXIST)."""
+    found = ex.catalog.existing(db.name, list(names))
+    for low in found:
         other = ex.catalog.table(db.name, low)
         if other is not None and (other.kind != "sub" or (other.stable or "").lower() != stable.lower()):
             raise SqlError(
                 f"Table already exists in other stables: {other.name} is not a subtable of {stable}",
                 code=Code.TABLE_ALREADY_EXIST,
             )
+    return found
 
 
 def _run_ddl(ex: Session, sql: str) -> None:
@@ -316,28 +321,28 @@ def _run_ddl(ex: Session, sql: str) -> None:
 def _write(ex: Session, db: Database, plan: _Plan) -> None:
     """Create the missing subtables and write the rows of one supertable in one commit."""
     stable = ex.catalog.require_table(db.name, plan.spec.name)
-    by_lower = {t.name.lower(): t for t in stable.tags}
+    by_lower = {t.name.lower(): t.name.lower() for t in stable.tags}
     to_create: dict[str, Table] = {}
     for p, child in zip(plan.spec.points, plan.children, strict=True):
-        if child.lower() not in to_create:  # t_<lower-case hex>: lower() is cheap, rarely needed
-            values: dict[str, object] = {g.name.lower(): None for g in stable.tags}
+        low = child.lower()
+        if low not in to_create and low not in plan.existing:
+            values: dict[str, object] = dict.fromkeys(by_lower.values())
             for k, v in p.tags:
-                values[by_lower[k.lower()].name.lower()] = v
-            to_create[child.lower()] = Table(
-                db.name, child, "sub", stable.columns, stable.tags, stable.name, values
-            )
-    ex.catalog.create_subtables(list(to_create.values()), now_ms=int(time.time() * 1000))
-    ts_col = stable.columns[0]
-    data: dict[str, list[object]] = {"tbname": list(plan.children), ts_col.physical: list(plan.ts)}
-    cols = [stable.column(name) for name, _k, _s in plan.spec.cols.values()]
-    for c in cols:
-        assert c is not None
-        data[c.physical] = []
-    for p in plan.spec.points:
-        values = {f.name.lower(): f.value for f in p.fields}
-        for c in cols:
-            assert c is not None
-            data[c.physical].append(values.get(c.name.lower()))
+                values[by_lower[k.lower()]] = v
+            to_create[low] = Table(db.name, child, "sub", stable.columns, stable.tags, stable.name, values)
+    if to_create:
+        ex.catalog.create_subtables(list(to_create.values()), now_ms=int(time.time() * 1000))
+    n = len(plan.spec.points)
+    data: dict[str, list[Any]] = {"tbname": plan.children, stable.columns[0].physical: plan.ts}
+    lists: dict[str, list[Any]] = {}  # a field's name as written -> its column's values
+    for i, p in enumerate(plan.spec.points):
+        for f in p.fields:
+            values_of = lists.get(f.name)
+            if values_of is None:
+                c = stable.column(f.name)
+                assert c is not None  # the DDL added every field
+                values_of = lists[f.name] = data.setdefault(c.physical, [None] * n)
+            values_of[i] = f.value
     _write_storage(ex, db.name, stable, [data])
 
 
