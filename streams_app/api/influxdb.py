@@ -32,7 +32,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from spark_workers.errors import TdError
-from streams_app.api.authentication import is_locked_out, lockout_message
+from streams_app.api.authentication import influx_lockout_answer, is_locked_out
 from streams_app.api.rest_sql import basic_user
 from streams_app.request_id import internal_error_answer
 from streams_app.services.sql import influx_write
@@ -137,8 +137,9 @@ async def influxdb_write(request: HttpRequest) -> HttpResponse:
         request.GET.get("precision") or "ns",
     )
     if status == 401:
-        message = "Authentication failure" + (f": {lockout_message()}" if is_locked_out(request) else "")
-        return JsonResponse({"code": "forbidden", "message": message}, status=401)
+        if is_locked_out(request):
+            return influx_lockout_answer()
+        return JsonResponse({"code": "forbidden", "message": "Authentication failure"}, status=401)
     if status == 204:
         return HttpResponse(status=204)
     return JsonResponse(answer, status=status, json_dumps_params={"ensure_ascii": False})
