@@ -125,6 +125,11 @@ class Code:
     DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
     INVALID_DB_OPTION = 0x2619  # TSDB_CODE_PAR_INVALID_DB_OPTION "Invalid database option"
     TIMESTAMP_OUT_OF_RANGE = 0x060B  # TSDB_CODE_TDB_TIMESTAMP_OUT_OF_RANGE "Timestamp data out of range"
+    # schemaless writing (spark_workers/statements/schemaless.py)
+    SML_INVALID_PRECISION_TYPE = 0x3001  # TSDB_CODE_SML_INVALID_PRECISION_TYPE "Invalid timestamp precision"
+    SML_INVALID_DATA = 0x3002  # TSDB_CODE_SML_INVALID_DATA "Invalid data format"
+    SML_NOT_SAME_TYPE = 0x3004  # TSDB_CODE_SML_NOT_SAME_TYPE "Not the same type as before"
+    TSC_INVALID_VALUE = 0x0203  # TSDB_CODE_TSC_INVALID_VALUE "Invalid value in client"
 
 
 class TdError(Exception):

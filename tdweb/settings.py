@@ -269,6 +269,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 TDWEB_SQL_MAX_BYTES = env.int("TDWEB_SQL_MAX_BYTES", default=1_048_576)  # TDengine's maxSQLLength default
+# /influxdb/v1/write bodies (10,000 lines of ~100 bytes, InfluxDB's recommended batch, fit twice over)
+TDWEB_INFLUX_MAX_BYTES = env.int("TDWEB_INFLUX_MAX_BYTES", default=4_194_304)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TDWEB_DATA_UPLOAD_MAX_BYTES", default=2_621_440)  # Django's default
 TDWEB_JSON_MAX_DEPTH = env.int("TDWEB_JSON_MAX_DEPTH", default=64)
 

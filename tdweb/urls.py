@@ -8,6 +8,7 @@ from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from streams_app import views
+from streams_app.api.influxdb import influxdb_write
 from streams_app.api.rest_sql import rest_sql
 
 urlpatterns = [
@@ -27,6 +28,7 @@ urlpatterns = [
     path("rest/sql/", rest_sql),
     path("rest/sql/<str:db>", rest_sql),
     path("rest/sql/<str:db>/", rest_sql),
+    path("influxdb/v1/write", influxdb_write),
     path("api/v1/", include("streams_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

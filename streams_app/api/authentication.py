@@ -10,7 +10,8 @@
   ``TDWEB_AUTH_COOLOFF_S``, axes refuses further checks of that pair without looking at the
   password until the cool-off has passed (docs/decisions.md "Authentication throttling"); this is
   the answer then, in the form of the door that was knocked on: ``/rest/sql`` HTTP 401 with
-  TDengine's ``{code, desc}``, ``/api/`` HTTP 429 ``{"detail"}`` with ``Retry-After``, the sign-in
+  TDengine's ``{code, desc}``, ``/influxdb/`` HTTP 401 with taosAdapter's ``{code, message}``,
+  ``/api/`` HTTP 429 ``{"detail"}`` with ``Retry-After``, the sign-in
   pages HTTP 429 with the sign-in form and the reason.
 """
 
@@ -128,6 +129,14 @@ def rest_lockout_answer() -> JsonResponse:
     )
 
 
+def influx_lockout_answer() -> JsonResponse:
+    """``/influxdb/v1/write``: HTTP 401 ``{"code": "forbidden", "message": ...}`` (taosAdapter's
+    answer to a refused authentication)."""
+    return JsonResponse(
+        {"code": "forbidden", "message": f"Authentication failure: {lockout_message()}"}, status=401
+    )
+
+
 def api_lockout_answer() -> JsonResponse:
     """``/api/``: HTTP 429 ``{"detail": ...}`` with ``Retry-After`` (seconds)."""
     response = JsonResponse({"detail": lockout_message()}, status=429)
@@ -146,6 +155,8 @@ def lockout_response(
         return rest_lockout_answer()
     if path.startswith("/api/"):
         return api_lockout_answer()
+    if path.startswith("/influxdb/"):
+        return influx_lockout_answer()
     response = render(
         request,
         "streams_app/login.html",

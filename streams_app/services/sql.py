@@ -13,6 +13,7 @@ from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
 from spark_workers.sql.parser import parse_located
 from spark_workers.statements.executor import Executor, error_answer
+from spark_workers.statements.schemaless import write_lines
 from spark_workers.streams.create import check_create_stream
 from streams_app import selectors
 from streams_app.request_id import internal_error_answer
@@ -62,6 +63,17 @@ def sql_execute_rest(*, sql: str, db: str | None = None, user: Any = None) -> di
         return error_answer(e)
     except Exception as e:  # RecursionError and MemoryError are Exceptions too
         return internal_error_answer(e, where="sql_execute_rest")
+
+
+def influx_write(*, body: str, db: str, precision: str, user: Any) -> int:
+    """Write an InfluxDB line-protocol body into ``db`` with ``user``'s privileges (TDengine's
+    schemaless writing, ``spark_workers.statements.schemaless``); returns the rows written.
+
+    Raises:
+        TdError: the schemaless errors (SML_*, TSC_INVALID_VALUE), DB_NOT_EXIST,
+            PERMISSION_DENIED; nothing is written then.
+    """
+    return write_lines(executor_for(db=db, user=user), db, body, precision).affected_rows or 0
 
 
 def error_position(e: Exception) -> dict[str, int] | None:

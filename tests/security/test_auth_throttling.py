@@ -135,3 +135,23 @@ async def test_lockout_answers_through_the_asgi_middleware_chain(async_client, a
     assert r.status_code == 429 and "too many" in json.loads(r.content)["detail"]
     r = await async_client.post("/accounts/login/", {"username": "alice", "password": "alice-pw"})
     assert r.status_code == 429 and b"too many failed sign-in attempts" in r.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_influxdb_write_u_p_is_locked_out_after_the_limit(client, alice, lake, settings, throttled) -> None:
+    """``/influxdb/v1/write`` checks ``u``/``p`` through the same backend: the lockout holds."""
+
+    def write(password: str) -> tuple[int, dict[str, Any]]:
+        r = client.post(
+            f"/influxdb/v1/write?db=power&u=alice&p={password}",
+            data=b"m v=1",
+            content_type="text/plain",
+        )
+        return r.status_code, json.loads(r.content) if r.content else {}
+
+    answers = [write(f"guess-{i}") for i in range(50)]
+    assert throttled["checks"] == LIMIT
+    assert all(status == 401 and body["code"] == "forbidden" for status, body in answers)
+    assert "too many failed sign-in attempts" in answers[-1][1]["message"]
+    status, body = write("alice-pw")  # the right password, during the lockout
+    assert status == 401 and "too many" in body["message"] and throttled["checks"] == LIMIT
