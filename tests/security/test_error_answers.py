@@ -98,7 +98,7 @@ def test_unexpected_api_exception_is_a_json_500_with_the_request_id(alice, monke
 @pytest.mark.django_db
 def test_drf_errors_keep_their_own_answers(alice) -> None:
     c = APIClient()
-    assert c.get("/api/v1/me/").status_code == 403  # not authenticated
+    assert c.get("/api/v1/me/").status_code == 401  # not authenticated (WWW-Authenticate: Token)
     c.force_login(alice)
     r = c.post("/api/v1/sql/", {}, format="json")
     assert r.status_code == 400 and "sql" in r.json()  # validation errors as before

@@ -80,6 +80,8 @@ def test_taosrest_show_and_describe_shapes(live_server, meters) -> None:
         "keep",
         "duration",
         "status",
+        "cachemodel",
+        "keep_time_offset",
     ]
     # the system databases first
     assert [r[0] for r in dbs["data"]] == ["information_schema", "performance_schema", "power"]
