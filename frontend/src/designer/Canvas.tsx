@@ -5,18 +5,21 @@ import {
   Background,
   Controls,
   MiniMap,
+  Panel,
   ReactFlow,
   useReactFlow,
+  useStoreApi,
   type Connection,
   type Edge,
   type NodeChange,
 } from "@xyflow/react";
 import "@xyflow/react/dist/style.css";
-import { useCallback, useMemo, useState, type DragEvent } from "react";
+import { useCallback, useEffect, useMemo, useState, type DragEvent } from "react";
 import type { Design, NodeKind } from "../api/designer";
 import { NODE_TYPES } from "./DesignNode";
 import { designToGraph, graphToDesign, isImpliedConnection, isNodeKind, presentKinds, type DesignFlowNode } from "./graph";
 import { DRAG_MIME, TRIGGER_DRAG_PREFIX } from "./Palette";
+import { layoutBounds, nodeRect, readableViewport, revealViewport, viewRect, type Rect } from "./placement";
 
 export interface CanvasProps {
   design: Design;
@@ -26,12 +29,61 @@ export interface CanvasProps {
   /** A node kind dropped from the palette (`trigger`: the trigger type chosen, when one was). */
   onDropKind: (k: NodeKind, at: { x: number; y: number } | undefined, trigger?: string) => void;
   onHint: (text: string) => void;
+  /** Lays every node out again (the "Tidy" button). */
+  onTidy?: () => void;
+  /** Changed: fit the graph in view (readable zoom). */
+  fitKey?: number;
+  /** Changed: pan so that node is in view (a node added by a click). */
+  reveal?: { kind: NodeKind; seq: number } | null;
+}
+
+/**
+ * The viewport helpers of the canvas: the visible flow rectangle (null before it is measured), a
+ * fit-view that keeps text readable (placement.readableViewport), and panning a node into view.
+ */
+export function useCanvasView() {
+  const store = useStoreApi();
+  const { getViewport, setViewport } = useReactFlow();
+  const visible = useCallback((): Rect | null => {
+    const { width, height } = store.getState();
+    return viewRect(getViewport(), width, height);
+  }, [store, getViewport]);
+  const fit = useCallback(
+    (d: Design) => {
+      const { width, height } = store.getState();
+      const b = layoutBounds(d);
+      if (b && width > 0 && height > 0) void setViewport(readableViewport(b, width, height));
+    },
+    [store, setViewport],
+  );
+  const reveal = useCallback(
+    (d: Design, kind: NodeKind) => {
+      const { width, height } = store.getState();
+      const at = d.layout?.[kind];
+      const vp = getViewport();
+      if (!at) return;
+      const next = revealViewport(vp, width, height, nodeRect(at));
+      if (next !== vp) void setViewport(next);
+    },
+    [store, getViewport, setViewport],
+  );
+  return { visible, fit, reveal };
 }
 
 type Measured = Record<string, { width: number; height: number }>;
 
-export function Canvas({ design, selected, onDesign, onSelect, onDropKind, onHint }: CanvasProps) {
+export function Canvas({ design, selected, onDesign, onSelect, onDropKind, onHint, onTidy, fitKey = 0, reveal = null }: CanvasProps) {
   const { screenToFlowPosition } = useReactFlow();
+  const view = useCanvasView();
+  useEffect(() => {
+    if (fitKey) requestAnimationFrame(() => view.fit(design));
+    // on a new fitKey only, with the design of that moment
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [fitKey]);
+  useEffect(() => {
+    if (reveal) requestAnimationFrame(() => view.reveal(design, reveal.kind));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [reveal]);
   const [measured, setMeasured] = useState<Measured>({});
   const graph = useMemo(() => designToGraph(design), [design]);
   const nodes = useMemo<DesignFlowNode[]>(
@@ -101,14 +153,23 @@ export function Canvas({ design, selected, onDesign, onSelect, onDropKind, onHin
         onPaneClick={() => onSelect(null)}
         onNodeClick={(_, n) => onSelect(n.data.kind)}
         deleteKeyCode={["Delete", "Backspace"]}
-        fitView
-        fitViewOptions={{ padding: 0.2, maxZoom: 1 }}
+        defaultViewport={{ x: 40, y: 60, zoom: 1 }}
         minZoom={0.3}
         maxZoom={2}
         defaultEdgeOptions={{ type: "smoothstep" }}
       >
         <Background gap={16} size={1} />
-        <Controls showInteractive={false} />
+        <Controls showInteractive={false} showFitView={false} />
+        <Panel position="top-right" className="dz-canvas-tools">
+          <button type="button" className="btn-sm" data-testid="canvas-fit" title="Show the whole stream at a readable zoom (pan for the rest)" onClick={() => view.fit(design)}>
+            Fit
+          </button>
+          {onTidy && (
+            <button type="button" className="btn-sm" data-testid="canvas-tidy" title="Lay the nodes out left to right in pipeline order, edges clear of nodes" onClick={onTidy}>
+              Tidy
+            </button>
+          )}
+        </Panel>
         <MiniMap pannable zoomable nodeStrokeWidth={2} />
       </ReactFlow>
     </div>

@@ -1,11 +1,13 @@
-// The custom React Flow node: kind, one-line summary, error badge (count; messages as tooltip).
+// The custom React Flow node: kind, one-line summary, error badge (count; messages as tooltip),
+// and for a deployed stream a status dot with live counts (runtime.ts).
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
 import { useDesignerView } from "./context";
 import { KIND_LABEL, nodeSummary, type DesignFlowNode } from "./graph";
 
 export const DesignNode = memo(function DesignNode({ data, selected }: NodeProps<DesignFlowNode>) {
-  const { issuesByNode } = useDesignerView();
+  const { issuesByNode, runtime } = useDesignerView();
+  const rt = runtime?.[data.kind];
   const issues = issuesByNode[data.kind] ?? [];
   const summary = nodeSummary(data.kind, data.value);
   const tip = issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("\n");
@@ -27,6 +29,12 @@ export const DesignNode = memo(function DesignNode({ data, selected }: NodeProps
       <div className="dz-node-summary mono" data-testid={`summary-${data.kind}`} title={summary}>
         {summary || "\u00a0"}
       </div>
+      {rt && (
+        <div className="dz-node-status small" data-testid={`status-${data.kind}`} title={rt.title}>
+          <span className={`dz-dot dz-dot-${rt.dot}`} data-testid={`dot-${data.kind}`} data-dot={rt.dot} aria-label={`status: ${rt.dot}`} />
+          {rt.text}
+        </div>
+      )}
       {data.kind !== "notify" && data.kind !== "output" && <Handle type="source" position={Position.Right} />}
     </div>
   );

@@ -1,7 +1,7 @@
 // The visual stream designer (page "designer"): palette | canvas | properties, tabs for SQL,
 // paste SQL, preview and versions; a top bar to name, save and deploy the design.
 // The design document (docs/designer.md) is the only state; the server validates every change.
-import { ReactFlowProvider, useReactFlow } from "@xyflow/react";
+import { ReactFlowProvider } from "@xyflow/react";
 import type { DesignIssue } from "../api/designer";
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { ApiError, errorText } from "../api/client";
@@ -30,11 +30,13 @@ import type { StreamSyntax } from "../api/types";
 import { ErrorBanner } from "../components/common";
 import { ConfirmDialog } from "../components/ConfirmDialog";
 import { urls } from "../page";
-import { Canvas } from "./Canvas";
+import { Canvas, useCanvasView } from "./Canvas";
 import { DesignerViewCtx, groupIssues } from "./context";
 import { addNode, followTrigger, isNodeKind, KIND_LABEL, newDesign, presentKinds, removeNode, semanticKey, setNode, withAutoLayout, type NodeValue } from "./graph";
 import { SqlTab, PasteTab, PreviewTab, VersionsTab } from "./panels";
 import { Palette } from "./Palette";
+import { addNodeByClick } from "./placement";
+import { runtimeByNode, useStreamRuntime } from "./runtime";
 import { changeTriggerType, PropertyPanel } from "./PropertyPanel";
 
 export const VALIDATE_DEBOUNCE_MS = 300;
@@ -109,8 +111,9 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
   /** semanticKey of the design last deployed from this page. */
   const [deployedKey, setDeployedKey] = useState<string | null>(null);
   const [fitKey, setFitKey] = useState(0);
+  const [reveal, setReveal] = useState<{ kind: NodeKind; seq: number } | null>(null);
   const me = useRef<Promise<Me> | null>(null);
-  const { fitView } = useReactFlow();
+  const canvasView = useCanvasView();
 
   // --- changes and undo ---
 
@@ -169,10 +172,6 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
   }, [undo, redo]);
-
-  useEffect(() => {
-    if (fitKey) requestAnimationFrame(() => void fitView({ padding: 0.2, maxZoom: 1 }));
-  }, [fitKey, fitView]);
 
   // --- loading ---
 
@@ -234,19 +233,29 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
 
   const answer = val.answer;
   const issues = useMemo(() => answer?.issues ?? [], [answer]);
-  const view = useMemo(() => ({ issuesByNode: groupIssues(issues) }), [issues]);
+  const runtime = useStreamRuntime(streamId);
+  const view = useMemo(() => ({ issuesByNode: groupIssues(issues), runtime: runtimeByNode(runtime) }), [issues, runtime]);
   const kinds = useMemo(() => new Set(presentKinds(design.nodes)), [design.nodes]);
   const triggerType = String(design.nodes.trigger?.type ?? "");
   const placeholders = val.answer?.placeholders ?? catalog?.placeholders?.[triggerType] ?? [];
 
   // --- actions ---
 
+  /** Adds a node: dropped at `at`, or by a click (no `at`) in the visible viewport (placement.ts). */
   const add = (kind: NodeKind, at?: { x: number; y: number }, trigger?: string) => {
+    const byClick = at === undefined && !designRef.current.nodes[kind];
+    const visible = byClick ? canvasView.visible() : null;
     update((d) => {
-      const next = addNode(d, kind, at);
+      const next = at ? addNode(d, kind, at) : addNodeByClick(d, kind, visible);
       return trigger === undefined ? next : setNode(next, "trigger", changeTriggerType((next.nodes.trigger ?? {}) as NodeValue, trigger));
     });
     setSelected(kind);
+    if (byClick) setReveal((r) => ({ kind, seq: (r?.seq ?? 0) + 1 }));
+  };
+
+  const tidy = () => {
+    update((d) => withAutoLayout(d));
+    setFitKey((k) => k + 1);
   };
 
   const myInbox = async (): Promise<string | null> => {
@@ -461,6 +470,9 @@ function DesignerEditor({ initialDraftId }: { initialDraftId: number | null }) {
             onSelect={setSelected}
             onDropKind={(k, at, trigger) => add(k, at, trigger)}
             onHint={onHint}
+            onTidy={tidy}
+            fitKey={fitKey}
+            reveal={reveal}
           />
           <aside className="dz-side" aria-label="Properties">
             <StatementIssues issues={issues} present={kinds} onOpen={(k) => (kinds.has(k) ? setSelected(k) : add(k))} />

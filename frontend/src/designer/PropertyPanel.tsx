@@ -1,7 +1,7 @@
 // The property form of the selected node: every field of docs/designer.md with units, defaults
 // and the server's field-level errors (data-testid="error-<node>-<field>").
 import { useRef, useState, type ReactNode } from "react";
-import type { Catalog, CatalogTable, Design, DesignIssue, NodeKind, OutputColumn, OutputTag, PartitionItem, Placeholder } from "../api/designer";
+import type { Catalog, CatalogDatabase, CatalogTable, Design, DesignIssue, NodeKind, OutputColumn, OutputTag, PartitionItem, Placeholder } from "../api/designer";
 import { errorText } from "../api/client";
 import type { StreamSyntax } from "../api/types";
 import type { SqlEditorHandle } from "../components/SqlEditor";
@@ -21,6 +21,7 @@ import {
 import { FILL_MODES, FILL_VALUE_MODES, fillOf, withFill } from "./fill";
 import { KIND_HELP, KIND_LABEL, type NodeValue } from "./graph";
 import { SqlCompleteEditor } from "./SqlCompleteEditor";
+import { hiddenSubtables, pickerEntries } from "./tablePicker";
 
 export interface PropertyPanelProps {
   kind: NodeKind;
@@ -315,6 +316,47 @@ function findTable(catalog: Catalog | null, db: unknown, table: unknown): Catalo
 
 // --- per kind -----------------------------------------------------------------------------------
 
+/**
+ * The trigger table: supertables and normal tables of the database (of every database, as
+ * db.table, while none is chosen), subtables behind "show subtables", a search box (tablePicker.ts).
+ */
+function TriggerTablePicker({ v, set, issues, dbs, db }: { v: NodeValue; set: (patch: NodeValue) => void; issues: DesignIssue[]; dbs: CatalogDatabase[]; db: string | null }) {
+  const [search, setSearch] = useState("");
+  const [showSubtables, setShowSubtables] = useState(false);
+  // no database chosen yet: every database's tables, as db.table; picking one sets its database
+  const pool = db ? (dbs.find((d) => d.name === db)?.tables ?? []).map((t) => ({ db, t })) : dbs.flatMap((d) => d.tables.map((t) => ({ db: d.name, t })));
+  const entries = pickerEntries(pool, { search, showSubtables }, !db);
+  const hidden = hiddenSubtables(pool);
+  const current = text(v.table);
+  return (
+    <Row node="source" name="table" label="Trigger table" issues={issues} help="supertable, subtable, normal table or virtual table (virtual supertables too); none for a PERIOD schedule">
+      <div className="dz-picker-tools">
+        <input type="search" name="table_search" aria-label="Search tables" className="mono" placeholder="search tables…" value={search} onChange={(e) => setSearch(e.target.value)} />
+        <label className="dz-check small" title={hidden.generated ? `${hidden.generated} of them are output subtables streams generated (t_<md5>)` : undefined}>
+          <input type="checkbox" name="show_subtables" checked={showSubtables} onChange={(e) => setShowSubtables(e.target.checked)} /> show subtables ({hidden.all})
+        </label>
+      </div>
+      <select
+        id="dz-source-table"
+        name="table"
+        value={current}
+        onChange={(e) => {
+          const picked = entries.find((x) => x.value === e.target.value);
+          set(picked && !db ? { db: picked.db, table: picked.table.name } : { table: orNull(e.target.value) });
+        }}
+      >
+        <option value="">(none)</option>
+        {entries.map((x) => (
+          <option key={`${x.db}.${x.table.name}`} value={x.value}>
+            {x.label}
+          </option>
+        ))}
+        {current && !entries.some((x) => x.value === current) ? <option value={current}>{current}</option> : null}
+      </select>
+    </Row>
+  );
+}
+
 interface FormProps {
   v: NodeValue;
   set: (patch: NodeValue) => void;
@@ -325,9 +367,6 @@ interface FormProps {
 function SourceForm({ v, set, issues, p }: FormProps) {
   const dbs = p.catalog?.databases ?? [];
   const db = (v.db as string | null) ?? p.design.db;
-  const tables = dbs.find((d) => d.name === db)?.tables ?? [];
-  // no database chosen yet: every database's tables, as db.table; picking one sets its database
-  const anyDb = !db ? dbs.flatMap((d) => d.tables.map((t) => ({ db: d.name, t }))) : [];
   const parts = (Array.isArray(v.partition_by) ? v.partition_by : []) as PartitionItem[];
   const table = findTable(p.catalog, db, v.table);
   const setParts = (next: PartitionItem[]) => set({ partition_by: next });
@@ -344,30 +383,7 @@ function SourceForm({ v, set, issues, p }: FormProps) {
           {v.db && !dbs.some((d) => d.name === v.db) ? <option value={String(v.db)}>{String(v.db)}</option> : null}
         </select>
       </Row>
-      <Row node="source" name="table" label="Trigger table" issues={issues} help="supertable, subtable, normal table or virtual table (virtual supertables too); none for a PERIOD schedule">
-        <select
-          id="dz-source-table"
-          name="table"
-          value={text(v.table)}
-          onChange={(e) => {
-            const picked = anyDb.find((x) => `${x.db}.${x.t.name}` === e.target.value);
-            set(picked ? { db: picked.db, table: picked.t.name } : { table: orNull(e.target.value) });
-          }}
-        >
-          <option value="">(none)</option>
-          {anyDb.map((x) => (
-            <option key={`${x.db}.${x.t.name}`} value={`${x.db}.${x.t.name}`}>
-              {x.db}.{x.t.name} ({x.t.virtual ? `virtual ${x.t.kind}` : x.t.kind})
-            </option>
-          ))}
-          {tables.map((t) => (
-            <option key={t.name} value={t.name}>
-              {t.name} ({t.virtual ? `virtual ${t.kind}` : t.kind})
-            </option>
-          ))}
-          {v.table && !tables.some((t) => t.name === v.table) ? <option value={String(v.table)}>{String(v.table)}</option> : null}
-        </select>
-      </Row>
+      <TriggerTablePicker v={v} set={set} issues={issues} dbs={dbs} db={db} />
       {(p.design.syntax === "legacy" || v.from) && (
         <Text
           node="source"
@@ -653,9 +669,14 @@ function OutputForm({ v, set, issues, p }: FormProps) {
           <option key={d.name} value={d.name} />
         ))}
       </datalist>
+      {/* suggestions: supertables and normal tables (a stream writes one of them), no subtable */}
       <datalist id="dz-output-tables">
-        {tables.map((t) => (
-          <option key={t.name} value={t.name} />
+        {pickerEntries(
+          tables.map((t) => ({ db: db ?? "", t })),
+          { showSubtables: false, search: "" },
+          false,
+        ).map((x) => (
+          <option key={x.value} value={x.value} />
         ))}
       </datalist>
       <Text node="output" name="db" label="Database" value={v.db} issues={issues} list="dz-output-dbs" onChange={(x) => set({ db: x })} help="not set: the stream's database" />

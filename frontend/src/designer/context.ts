@@ -1,9 +1,12 @@
-// What the canvas nodes read besides their own data: the server's issues per node.
+// What the canvas nodes read besides their own data: the server's issues per node, and the
+// deployed stream's runtime state per node (runtime.ts).
 import { createContext, useContext } from "react";
-import type { DesignIssue } from "../api/designer";
+import type { DesignIssue, NodeKind } from "../api/designer";
+import type { NodeRuntime } from "./runtime";
 
 export interface DesignerView {
   issuesByNode: Record<string, DesignIssue[]>;
+  runtime?: Partial<Record<NodeKind, NodeRuntime>>;
 }
 
 export const DesignerViewCtx = createContext<DesignerView>({ issuesByNode: {} });
