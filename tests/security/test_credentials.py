@@ -110,7 +110,7 @@ def test_password_change_revokes_the_users_tokens_only(alice, bob) -> None:
     assert me(alice_key) == 200
     alice.set_password("new-pw")
     alice.save()
-    assert me(alice_key) == 403 and not ApiToken.objects.filter(user=alice).exists()
+    assert me(alice_key) == 401 and not ApiToken.objects.filter(user=alice).exists()
     assert me(bob_key) == 200
 
 
