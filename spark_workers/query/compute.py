@@ -582,7 +582,8 @@ class Computation:
             else:
                 on = self._set_conditions(b, rel, shape)
                 src = f"SELECT {e}.*, {t}.* FROM {name} AS {e} JOIN {b.trigger_view} AS {t} ON {on}"
-            return b.duck.query(p.sql(src))
+            out = b.duck.query(p.sql(src))
+            return out.select([out.num_columns - 1, *range(out.num_columns - 1)])  # __td_ev first
         except SqlError:
             return None
         finally:

@@ -13,7 +13,8 @@ bound text is rewritten once:
 - the query's only table becomes that relation joined with the table: the trigger table on the
   event's subtable, group values and time range (and PRE_FILTER), another table as a cross product
   that the query's own ``WHERE ts >= _twstart AND ts < _twend`` turns into a range join;
-- every SELECT on the way up keeps ``__td_ev`` and the marker columns, every aggregate is grouped
+- every SELECT on the way up keeps ``__td_ev`` (the outermost as its last column) and the marker
+  columns, every aggregate is grouped
   by ``__td_ev`` (and the markers, which depend on it only), every window function (diff, csum,
   derivative, mavg, top, bottom, statecount... as the translator writes them) is partitioned by
   ``__td_ev``, every ORDER BY starts with it.
@@ -54,7 +55,7 @@ T_ALIAS = "__td_t"
 _AGG_NAMES: frozenset[str] | None = None
 # windows and clauses whose meaning is per query, not per row: never rewritten
 _REFUSED = (exp.Union, exp.Intersect, exp.Except, exp.With, exp.Lateral, exp.Limit)
-_REFUSED_ARGS = ("limit", "offset", "fetch", "laterals", "with", "distinct_on")
+_REFUSED_ARGS = ("limit", "offset", "fetch", "laterals", "with")
 # joins that keep, drop or extend each row of their left side on its own (a row's result does not
 # depend on the other rows of its side): the left side may hold every event's rows at once
 _PER_ROW_SIDES = frozenset({"", "LEFT"})
@@ -125,6 +126,8 @@ def plan(text: str, markers: list[str], agg_names: frozenset[str], trigger: str)
     ):
         return None
     if any(sel.args.get(a) for sel in chain for a in _REFUSED_ARGS):
+        return None
+    if any(isinstance(d := sel.args.get("distinct"), exp.Distinct) and d.args.get("on") for sel in chain):
         return None
     if any(isinstance(i, exp.Star) or (i.find(exp.Star) and not _in_agg(i)) for i in tree.expressions):
         return None
@@ -216,8 +219,8 @@ def _per_event(sel: exp.Select, markers: list[str], agg_names: frozenset[str], *
     if group is not None or scalar:
         old = list(group.expressions) if group is not None else []
         sel.set("group", exp.Group(expressions=[*old, *(exp.column(k, quoted=True) for k in keys)]))
-    if root:
-        sel.set("expressions", [exp.column(EV, quoted=True), *sel.expressions])
+    if root:  # last: positional GROUP BY / ORDER BY keep their meaning (the caller moves it first)
+        sel.set("expressions", [*sel.expressions, exp.column(EV, quoted=True)])
     elif not any(isinstance(i, exp.Star) for i in sel.expressions):
         sel.set("expressions", [*sel.expressions, *(exp.column(k, quoted=True) for k in keys)])
     order = sel.args.get("order")

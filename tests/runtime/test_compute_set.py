@@ -45,6 +45,8 @@ MORE = {
     "tbname": "select %%tbname, _twend, count(v), max(v) from %%tbname where ts >= _twstart and ts < _twend",
     "order": "select ts, v * 2 w from %%trows where v > 1 order by w desc, ts",
     "grouped": "select v, count(*) from %%trows group by v having count(*) > 0",
+    "positional order": "select v, ts from %%trows where v is not null order by 1 desc, 2",
+    "distinct": "select distinct v from %%trows",
     "join": (
         "select a.ts, a.v, r.v rv from %%tbname a join b.ref r on a.ts = r.ts "
         "where a.ts >= _twstart and a.ts < _twend"
