@@ -15,6 +15,11 @@ snapshot (decision in docs/decisions.md):
 3. the events' queries run as one ``UNION ALL`` (in chunks of ``CHUNK`` events), each row tagged
    with its event's index ``__td_ev``.
 
+Steps 2 and 3 are what the set-oriented path (``query/compute_set.py``, issue 17) proves it can
+replace: the events as one relation whose columns are the placeholder values, joined with the rows
+they read, one query for the micro-batch; the per-event path runs the shapes it does not rewrite
+(and every shape when ``SET_ORIENTED`` is False, which the tests use to compare both).
+
 A query with joins (every TDengine join type: inner, outer, SEMI, ANTI, ASOF, WINDOW) is planned in
 step 1 by the interactive SELECT's join planner (``query/joins.py``, TDengine "Join Queries"), the
 markers read there as constants and ``%%tbname`` as the trigger table; a query with a window clause
@@ -499,9 +504,7 @@ class Computation:
                 for j in range(lo, min(lo + CHUNK, len(events)))
             )
             parts.append(self._query(b.duck, sql, "failed"))
-        if not parts:
-            return pa.table({"__td_ev": pa.array([], pa.int64())})
-        return pa.concat_tables(parts, promote_options="permissive")
+        return _by_event(parts)  # chunks by position: a placeholder's literal names its column
 
     # ------------------------------------------------------------------ set-oriented
     def _run_set(self, b: Bound, events: list[TriggerEvent]) -> pa.Table | None:
@@ -816,16 +819,16 @@ def _shape(ev: TriggerEvent) -> tuple[Any, ...]:
 
 
 def _by_event(parts: list[pa.Table]) -> pa.Table:
-    """The parts (set-oriented and per-event) as one table ordered by ``__td_ev`` (a stable sort:
-    an event's rows keep their order); per-event parts take the first part's names by position."""
+    """The parts (set-oriented and per-event, the same columns by position) as one table ordered
+    by ``__td_ev`` (a stable sort: an event's rows keep their order), with the first part's names."""
     if not parts:
         return pa.table({"__td_ev": pa.array([], pa.int64())})
-    names = parts[0].column_names
-    parts = [p.rename_columns(names) if p.num_columns == len(names) else p for p in parts]
-    out = pa.concat_tables(parts, promote_options="permissive")
     if len(parts) == 1:
-        return out
-    return out.take(pc.sort_indices(out, [("__td_ev", "ascending")]))
+        return parts[0]
+    names = parts[0].column_names  # may repeat (two items written alike): concatenated by position
+    by_pos = ["__td_ev", *(f"__td_c{i}" for i in range(1, len(names)))]
+    out = pa.concat_tables([p.rename_columns(by_pos) for p in parts], promote_options="permissive")
+    return out.take(pc.sort_indices(out, [("__td_ev", "ascending")])).rename_columns(names)
 
 
 def _us(value: int, precision: str) -> int:

@@ -257,3 +257,20 @@ def test_acceptance_cases_set_equals_per_event(case_id: str, tmp_path: Path, mon
     acceptance._run_case(case_id, acceptance.Pipeline(tmp_path / "lake"))
     assert calls
     assert any(sets), "the set-oriented query ran"
+
+
+def test_many_events_and_columns_named_alike(tmp_path: Path) -> None:
+    """More events than a per-event chunk, an unaliased placeholder (its per-event column is named
+    by its literal) and two items DuckDB names alike: both paths keep the columns by position."""
+    lake, src = _lake(tmp_path, _series(3, 40))
+    events = [_event(i, f"c{i % 3}", T0 + (i % 30) * 1000, 5000, True) for i in range(compute.CHUNK + 40)]
+    q = "select _twstart, percentile(v, 50), apercentile(v, 50), count(*) from %%trows"
+    fast, slow, used = _both(lake, src, q, events)
+    assert used
+    assert fast.num_columns == slow.num_columns == 5
+    _same(fast, slow)
+    want = {
+        i: sum(1 for k in range(40) if ev.rows and ev.rows[1] <= T0 + k * 1000 < ev.rows[2])
+        for i, ev in enumerate(events)
+    }
+    assert {r[0]: r[4] for r in _rows(fast, True)} == want
