@@ -47,6 +47,18 @@ MORE = {
     "grouped": "select v, count(*) from %%trows group by v having count(*) > 0",
     "positional order": "select v, ts from %%trows where v is not null order by 1 desc, 2",
     "distinct": "select distinct v from %%trows",
+    "scalars": "select timetruncate(ts, 1m), cast(v as int), abs(v), round(v), pow(v, 2) from %%trows",
+    "strings": (
+        "select concat(%%tbname, '-x'), to_char(ts, 'yyyy-mm-dd hh24:mi:ss'), "
+        "timediff(ts, _twstart, 1s) from %%trows"
+    ),
+    "statistics": "select stddev(v), percentile(v, 50), mode(v), hyperloglog(v), elapsed(ts) from %%trows",
+    "unique": "select unique(v) from %%trows",
+    "tail": "select tail(v, 2) from %%trows",
+    "irate": "select irate(v) from %%trows",
+    "stateduration": "select ts, stateduration(v, 'GT', 2, 1s) from %%trows",
+    "system time": "select cast(_tlocaltime/1000000 as timestamp), count(*) from %%trows",
+    "grouped expression": "select avg(v) from %%trows group by cast(v as int) % 2",
     "join": (
         "select a.ts, a.v, r.v rv from %%tbname a join b.ref r on a.ts = r.ts "
         "where a.ts >= _twstart and a.ts < _twend"
