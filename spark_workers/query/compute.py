@@ -15,6 +15,11 @@ snapshot (decision in docs/decisions.md):
 3. the events' queries run as one ``UNION ALL`` (in chunks of ``CHUNK`` events), each row tagged
    with its event's index ``__td_ev``.
 
+Steps 2 and 3 are what the set-oriented path (``query/compute_set.py``, issue 17) proves it can
+replace: the events as one relation whose columns are the placeholder values, joined with the rows
+they read, one query for the micro-batch; the per-event path runs the shapes it does not rewrite
+(and every shape when ``SET_ORIENTED`` is False, which the tests use to compare both).
+
 A query with joins (every TDengine join type: inner, outer, SEMI, ANTI, ASOF, WINDOW) is planned in
 step 1 by the interactive SELECT's join planner (``query/joins.py``, TDengine "Join Queries"), the
 markers read there as constants and ``%%tbname`` as the trigger table; a query with a window clause
@@ -36,10 +41,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from spark_workers import timestamps
 from spark_workers.errors import Code, SqlError
+from spark_workers.query import compute_set
 from spark_workers.query.context import QueryContext
 from spark_workers.query.duck import DuckSession, quote, sql_string
 from spark_workers.query.joins import SOURCE_META, join_query
@@ -62,6 +69,8 @@ if TYPE_CHECKING:
 PH = "__td_ph_"
 TRIGGER_SRC = "__td_trigsrc"
 CHUNK = 256
+# False forces the per-event path (tests compare both; query/compute_set.py)
+SET_ORIENTED = True
 TS_PLACEHOLDERS = frozenset(
     {
         "_twstart",
@@ -476,18 +485,131 @@ class Computation:
         """
         if self.q.window is not None:
             return self._run_windows(b, events)
-        parts: list[pa.Table] = []
+        if SET_ORIENTED and events:
+            out = self._run_set(b, events)
+            if out is not None:
+                return out
+        return self._run_per_event(b, events, list(range(len(events))))
+
+    def _run_per_event(self, b: Bound, events: list[TriggerEvent], idx: list[int]) -> pa.Table:
+        """The per-event path: one sub-query per event (its placeholders substituted), ``CHUNK``
+        events per ``UNION ALL``, over the trigger rows copied once (``_materialize``);
+        ``idx[i]`` is ``events[i]``'s ``__td_ev``."""
         source = self._materialize(b, events)
+        parts: list[pa.Table] = []
         for lo in range(0, len(events), CHUNK):
-            chunk = events[lo : lo + CHUNK]
             sql = " UNION ALL ".join(
-                f"SELECT {j} AS __td_ev, * FROM ({self._event_sql(b, ev, source=source)}) AS __td_q{j}"
-                for j, ev in enumerate(chunk, start=lo)
+                f"SELECT {idx[j]} AS __td_ev, * FROM ({self._event_sql(b, events[j], source=source)})"
+                f" AS __td_q{j}"
+                for j in range(lo, min(lo + CHUNK, len(events)))
             )
             parts.append(self._query(b.duck, sql, "failed"))
-        if not parts:
-            return pa.table({"__td_ev": pa.array([], pa.int64())})
-        return pa.concat_tables(parts, promote_options="permissive")
+        return _by_event(parts)  # chunks by position: a placeholder's literal names its column
+
+    # ------------------------------------------------------------------ set-oriented
+    def _run_set(self, b: Bound, events: list[TriggerEvent]) -> pa.Table | None:
+        """All events in one query per shape of their trigger rows (``query/compute_set.py``), or
+        None when the query's shape is not rewritten (the caller runs it per event). The join
+        reads the trigger table's view: DuckDB prunes it by the events (faster than a copy)."""
+        markers = sorted(set(_MARK.findall(b.text)) - {TRIGGER_SRC})
+        p = compute_set.plan(b.text, markers, compute_set.aggregate_names(b.duck), TRIGGER_SRC)
+        if p is None:
+            return None
+        shapes: dict[tuple[Any, ...], list[int]] = {}
+        for i, ev in enumerate(events):
+            shapes.setdefault(_shape(ev) if p.table == TRIGGER_SRC else (), []).append(i)
+        parts: list[pa.Table] = []
+        for shape, idx in shapes.items():
+            evs = [events[i] for i in idx]
+            rel = None if shape and shape[0] else self._event_relation(b, evs, idx, markers, shape)
+            out = None if rel is None else self._set_query(b, p, rel, shape)
+            if out is None:
+                parts.append(self._run_per_event(b, evs, idx))
+                continue
+            if p.scalar:
+                have = set(out.column("__td_ev").to_pylist())
+                miss = [i for i in idx if i not in have]
+                parts.append(out)
+                out = self._run_per_event(b, [events[i] for i in miss], miss) if miss else None
+            if out is not None:
+                parts.append(out)
+        return _by_event(parts)
+
+    def _event_relation(
+        self, b: Bound, evs: list[TriggerEvent], idx: list[int], markers: list[str], shape: tuple[Any, ...]
+    ) -> pa.Table | None:
+        """The events as an Arrow table: ``__td_ev``, each marker's value typed as its per-event
+        literal (``_event_sql``), and the trigger rows' conditions (``_trigger_rows``): ``__td_tb``,
+        ``__td_g<i>``, ``__td_lo`` / ``__td_hi`` (TIMESTAMPTZ). None: a column cannot be typed."""
+        cols: dict[str, pa.Array] = {"__td_ev": pa.array(idx, pa.int64())}
+        for m in markers:
+            key = m[len(PH) :]
+            if key.endswith(NS_SUFFIX) and key[: -len(NS_SUFFIX)] in NS_PLACEHOLDERS:
+                vals = [ev.values.get(key[: -len(NS_SUFFIX)]) for ev in evs]
+                arr = pa.array([None if v is None else int(v) * 1000 for v in vals], pa.int64())
+            elif key in INT_PLACEHOLDERS:
+                arr = pa.array([ev.values.get(key) for ev in evs], pa.int64())
+            elif m in b.ts_types:
+                arr = compute_set.timestamp_column([ev.values.get(key) for ev in evs])
+            else:
+                arr = compute_set.arrow_column([ev.values.get(key) for ev in evs])
+            if arr is None:
+                return None
+            cols[m] = arr
+        if shape:
+            _, has_tb, has_rows, ngroups, has_lo, has_hi, _, _ = shape
+            if has_tb:
+                cols["__td_tb"] = pa.array([str(ev.tbname) for ev in evs], pa.string())
+            rows = [ev.rows for ev in evs if ev.rows is not None]
+            for g in range(ngroups if has_rows else 0):
+                arr = compute_set.arrow_column([r[0][g][1] for r in rows])
+                cols[f"__td_g{g}"] = pa.nulls(len(rows)) if arr is None else arr
+            if has_rows and has_lo:
+                lo = [None if r[1] is None else _us(int(r[1]), b.precision) for r in rows]
+                cols["__td_lo"] = compute_set.timestamp_column(lo)
+            if has_rows and has_hi:
+                hi = [None if r[2] is None else _us(int(r[2]), b.precision) for r in rows]
+                cols["__td_hi"] = compute_set.timestamp_column(hi)
+        return pa.table(cols)
+
+    def _set_query(
+        self, b: Bound, p: compute_set.SetPlan, rel: pa.Table, shape: tuple[Any, ...]
+    ) -> pa.Table | None:
+        """Run the rewritten query over the events ``rel``; None when DuckDB refuses it (the
+        per-event path then runs, and reports a real error in TDengine's words)."""
+        name = b.duck.register_arrow(rel)
+        e, t = compute_set.EV_ALIAS, compute_set.T_ALIAS
+        try:
+            if p.table != TRIGGER_SRC:
+                src = f"SELECT {e}.*, {t}.* FROM {name} AS {e} CROSS JOIN {quote(p.table)} AS {t}"
+            else:
+                on = self._set_conditions(b, rel, shape)
+                src = f"SELECT {e}.*, {t}.* FROM {name} AS {e} JOIN {b.trigger_view} AS {t} ON {on}"
+            out = b.duck.query(p.sql(src))
+            return out.select([out.num_columns - 1, *range(out.num_columns - 1)])  # __td_ev first
+        except SqlError:
+            return None
+        finally:
+            b.duck.con.unregister(name)
+
+    def _set_conditions(self, b: Bound, rel: pa.Table, shape: tuple[Any, ...]) -> str:
+        """``_trigger_rows``'s conditions with the event's values as columns of ``__td_e``."""
+        _, has_tb, has_rows, _, has_lo, has_hi, inclusive, _ = shape
+        e, t = compute_set.EV_ALIAS, compute_set.T_ALIAS
+        conds = ["TRUE"]
+        if has_tb:
+            conds.append(f"{t}.tbname = {e}.__td_tb")
+        if has_rows:
+            for g, col in enumerate(shape[7]):
+                conds.append(f"{t}.{quote(col)} IS NOT DISTINCT FROM {e}.__td_g{g}")
+            ts = f"{t}.{quote(b.ts_column)}"
+            if has_lo:
+                conds.append(f"{ts} >= {e}.__td_lo")
+            if has_hi:
+                conds.append(f"{ts} {'<=' if inclusive else '<'} {e}.__td_hi")
+            if b.pre_filter:
+                conds.append(f"({b.pre_filter})")
+        return " AND ".join(conds)
 
     # ------------------------------------------------------------------ window queries
     def _window_schema(self, lake: Lake) -> list[ResultColumn]:
@@ -675,6 +797,43 @@ class Computation:
                 conds.append(f"({b.pre_filter})")
         where = f" WHERE {' AND '.join(conds)}" if conds else ""
         return f"SELECT * FROM {ev.rows_view or source or b.trigger_view}{where}"
+
+
+def _shape(ev: TriggerEvent) -> tuple[Any, ...]:
+    """What decides the join of an event with the trigger table: (a PERIOD view, a subtable, rows,
+    group count, a lowest time, a highest time, inclusive highest, group columns)."""
+    if ev.rows is None:
+        return (ev.rows_view is not None, ev.tbname is not None, False, 0, False, False, False, ())
+    groups, lo, hi, inclusive = ev.rows
+    cols = tuple(c for c, _ in groups)
+    return (
+        ev.rows_view is not None,
+        ev.tbname is not None,
+        True,
+        len(cols),
+        lo is not None,
+        hi is not None,
+        inclusive,
+        cols,
+    )
+
+
+def _by_event(parts: list[pa.Table]) -> pa.Table:
+    """The parts (set-oriented and per-event, the same columns by position) as one table ordered
+    by ``__td_ev`` (a stable sort: an event's rows keep their order), with the first part's names."""
+    if not parts:
+        return pa.table({"__td_ev": pa.array([], pa.int64())})
+    if len(parts) == 1:
+        return parts[0]
+    names = parts[0].column_names  # may repeat (two items written alike): concatenated by position
+    by_pos = ["__td_ev", *(f"__td_c{i}" for i in range(1, len(names)))]
+    out = pa.concat_tables([p.rename_columns(by_pos) for p in parts], promote_options="permissive")
+    return out.take(pc.sort_indices(out, [("__td_ev", "ascending")])).rename_columns(names)
+
+
+def _us(value: int, precision: str) -> int:
+    """A trigger-table timestamp in epoch microseconds, as ``_ts_literal`` converts it."""
+    return {"ms": value * 1000, "us": value, "ns": value // 1000}[precision]
 
 
 def _display(name: str) -> str:
