@@ -525,6 +525,36 @@ def test_check_design_places_field_issues() -> None:
     assert by[("trigger", "start")]["position"] is not None
 
 
+def test_check_design_places_a_missing_node_on_that_node() -> None:
+    """Issue 16 item 1: a 3.3.7 design still missing its Output (or Computation) node gets the issue on
+    the node to add, not a statement-level one on the stream's name (seed 002 "Stream Processing
+    Output": INTO unless CALC_NOTIFY_ONLY; INTO needs a computation; no computation must notify)."""
+    base = design_from_sql(
+        "CREATE STREAM d.s INTERVAL(1h) SLIDING(1h) FROM d.st INTO d.out AS "
+        "SELECT _twstart AS w, count(*) AS n FROM %%trows"
+    )
+    assert check_design(base) == []
+    no_out = copy.deepcopy(base)
+    no_out["nodes"]["output"] = None
+    assert _fields(check_design(no_out)) == {("output", "table")}
+    no_comp = copy.deepcopy(base)
+    no_comp["nodes"]["computation"] = None
+    assert _fields(check_design(no_comp)) == {("computation", "query")}
+    bare = copy.deepcopy(no_comp)
+    bare["nodes"]["output"] = None
+    assert _fields(check_design(bare)) == {("computation", "query")}
+    notify_only = copy.deepcopy(no_out)
+    notify_only["nodes"]["options"]["calc_notify_only"] = True
+    notify_only["nodes"]["notify"] = {
+        "urls": [URL],
+        "events": ["WINDOW_CLOSE"],
+        "where": None,
+        "history": None,
+        "on_failure": None,
+    }
+    assert check_design(notify_only) == []
+
+
 def test_check_design_durations_counts_and_types() -> None:
     d = design_from_sql(
         "CREATE STREAM s1 INTO o AS SELECT _wstart, count(*) FROM t1 INTERVAL(10s) SLIDING(5s)"

@@ -77,8 +77,28 @@ def system_env(var: Path, port: int) -> dict[str, str]:
     }
 
 
+UNHANDLED = re.compile(r"Traceback \(most recent call last\)|Unhandled exception|Internal Server Error")
+
+
+def web_tracebacks(system: System) -> list[str]:
+    """Unhandled exceptions the web processes logged (``var/log/web*.log``): each hit's line and the
+    four after it; [] when clean (issue 16: "no unhandled exception in the web log")."""
+    hits = []
+    for p in sorted((system.var / "log").glob("web*.log")):
+        lines = p.read_text(errors="replace").splitlines()
+        for n, line in enumerate(lines):
+            if UNHANDLED.search(line):
+                hits.append(f"{p.name}:{n + 1}: " + " | ".join(lines[n : n + 5]))
+    return hits
+
+
+def _browser_module(request) -> bool:  # type: ignore[no-untyped-def]
+    marks = getattr(request.module, "pytestmark", [])
+    return any(getattr(m, "name", None) == "browser" for m in (marks if isinstance(marks, list) else [marks]))
+
+
 @pytest.fixture(scope="module")
-def system(tmp_path_factory) -> Iterator[System]:  # type: ignore[no-untyped-def]
+def system(tmp_path_factory, request) -> Iterator[System]:  # type: ignore[no-untyped-def]
     if not redis_alive(REDIS):
         pytest.fail(f"Redis is not reachable at {REDIS}: the system tests use a real Redis")
     flush_redis(REDIS)
@@ -90,7 +110,13 @@ def system(tmp_path_factory) -> Iterator[System]:  # type: ignore[no-untyped-def
     )
     try:
         launcher.start()
-        yield System(launcher, f"http://127.0.0.1:{port}", var, env)
+        installed = System(launcher, f"http://127.0.0.1:{port}", var, env)
+        yield installed
+        # browser modules: the web process logged no unhandled exception (checked before stopping,
+        # whose cancellations are not the pages' doing)
+        if _browser_module(request):
+            hits = web_tracebacks(installed)
+            assert not hits, f"unhandled exceptions in the web log: {hits}"
     finally:
         launcher.stop()
         flush_redis(REDIS)

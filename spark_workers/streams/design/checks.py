@@ -86,7 +86,7 @@ def check_design(design: dict[str, Any]) -> list[dict[str, Any]]:
         found.run(read_expr, "prefilter", "condition", pre.get("condition"), True)
     _check_options(found, nodes.get("options") or {}, syntax)
     if syntax == V337:
-        for node, field, message in rules_337(nodes) + duration_rules_337(nodes):
+        for node, field, message in nodes_337(nodes) + rules_337(nodes) + duration_rules_337(nodes):
             found.add(node, field, message)
     out_node = nodes.get("output")
     if isinstance(out_node, dict):
@@ -172,6 +172,37 @@ def _check_trigger(found: _Issues, trig: dict[str, Any], syntax: str) -> None:
 def _obj(nodes: dict[str, Any], key: str) -> dict[str, Any]:
     v = nodes.get(key)
     return v if isinstance(v, dict) else {}
+
+
+def nodes_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The nodes a 3.3.7 stream needs together, each missing one as ``(node, field, message)`` on
+    the node to add (seed 002 "Stream Processing Output": a computation writes INTO a table unless
+    CALC_NOTIFY_ONLY; INTO needs a computation; a stream without a computation must notify). The
+    statement check says the same on the stream's name; placed here, the designer marks the node
+    the user still has to add."""
+    has = {k: isinstance(nodes.get(k), dict) for k in ("computation", "output", "notify")}
+    notify_only = bool(_obj(nodes, "options").get("calc_notify_only"))
+    if has["computation"] and not has["output"] and not notify_only:
+        return [
+            (
+                "output",
+                "table",
+                "a computation needs INTO [db.]table (an Output node), or STREAM_OPTIONS(CALC_NOTIFY_ONLY) "
+                "to only notify its results (seed 002)",
+            )
+        ]
+    if not has["computation"] and has["output"]:
+        return [("computation", "query", "INTO needs a computation (AS subquery) to write (seed 002)")]
+    if not has["computation"] and not has["notify"]:
+        return [
+            (
+                "computation",
+                "query",
+                "a stream without a computation must notify (NOTIFY(url) ...): add a Computation or a "
+                "Notification node (seed 002)",
+            )
+        ]
+    return []
 
 
 def rules_337(nodes: dict[str, Any]) -> list[tuple[str, str, str]]:
