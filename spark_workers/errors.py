@@ -124,6 +124,7 @@ class Code:
     TOO_MANY_COLUMNS = 0x0365  # TSDB_CODE_MND_TOO_MANY_COLUMNS "Too many columns"
     DB_OPTION_UNCHANGED = 0x038A  # TSDB_CODE_MND_DB_OPTION_UNCHANGED "Database options not changed"
     INVALID_DB_OPTION = 0x2619  # TSDB_CODE_PAR_INVALID_DB_OPTION "Invalid database option"
+    INVALID_TABLE_OPTION = 0x261A  # TSDB_CODE_PAR_INVALID_TABLE_OPTION "Invalid table option"
     TIMESTAMP_OUT_OF_RANGE = 0x060B  # TSDB_CODE_TDB_TIMESTAMP_OUT_OF_RANGE "Timestamp data out of range"
     # schemaless writing (spark_workers/statements/schemaless.py)
     SML_INVALID_PRECISION_TYPE = 0x3001  # TSDB_CODE_SML_INVALID_PRECISION_TYPE "Invalid timestamp precision"

@@ -39,7 +39,7 @@ RESERVED_PHYSICAL = frozenset({"tbname", "_bucket", "_change_type", "_commit_ver
 DEFAULT_DURATION = "10d"
 
 _TABLE_COLUMNS = (
-    "db, key, name, kind, stable_key, columns, tags, tag_values, comment, created_ms, virtual, refs"
+    "db, key, name, kind, stable_key, columns, tags, tag_values, comment, created_ms, virtual, refs, ttl"
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS tables (
     db TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('super', 'sub', 'normal')),
     stable_key TEXT, columns TEXT, tags TEXT, tag_values TEXT, comment TEXT,
-    created_ms INTEGER NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT, PRIMARY KEY (db, key));
+    created_ms INTEGER NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT,
+    ttl INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (db, key));
 CREATE INDEX IF NOT EXISTS tables_by_stable ON tables (db, stable_key);
 """
 PG_SCHEMA_NAME = "tdweb_catalog"
@@ -67,7 +68,8 @@ CREATE TABLE IF NOT EXISTS {PG_SCHEMA_NAME}.tables (
     db TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('super', 'sub', 'normal')),
     stable_key TEXT, columns TEXT, tags TEXT, tag_values TEXT, comment TEXT,
-    created_ms BIGINT NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT, PRIMARY KEY (db, key));
+    created_ms BIGINT NOT NULL, virtual INTEGER NOT NULL DEFAULT 0, refs TEXT,
+    ttl INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (db, key));
 CREATE INDEX IF NOT EXISTS tables_by_stable ON {PG_SCHEMA_NAME}.tables (db, stable_key)
 """
 
@@ -101,8 +103,9 @@ class _SqliteBackend:
             with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
                 con.execute("ALTER TABLE databases ADD COLUMN owner TEXT")
         tcols = {r[1] for r in con.execute("PRAGMA table_info(tables)").fetchall()}
-        for name, decl in (("virtual", "INTEGER NOT NULL DEFAULT 0"), ("refs", "TEXT")):
-            if name not in tcols:  # virtual tables (TDengine 3.3.6+)
+        zero = "INTEGER NOT NULL DEFAULT 0"
+        for name, decl in (("virtual", zero), ("refs", "TEXT"), ("ttl", zero)):
+            if name not in tcols:  # virtual tables (TDengine 3.3.6+), table TTL
                 with contextlib.suppress(sqlite3.OperationalError):
                     con.execute(f"ALTER TABLE tables ADD COLUMN {name} {decl}")
 
@@ -138,6 +141,13 @@ class _PostgresBackend:
             con.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_LOCK_KEY,))
             for stmt in _PG_SCHEMA.split(";"):
                 con.execute(stmt)
+            has_ttl = con.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = 'tables' "
+                "AND column_name = 'ttl'",
+                (PG_SCHEMA_NAME,),
+            ).fetchone()
+            if not has_ttl:  # a catalog from before table TTL (an ALTER TABLE locks the table: only then)
+                con.execute(f"ALTER TABLE {PG_SCHEMA_NAME}.tables ADD COLUMN ttl INTEGER NOT NULL DEFAULT 0")
         except BaseException:
             con.execute("ROLLBACK")
             raise
@@ -294,6 +304,7 @@ class Table:
     comment: str | None = None
     virtual: bool = False
     refs: dict[str, ColumnRef] = field(default_factory=dict)
+    ttl: int = 0  # TTL in days of a normal or child table (0: never expires); "Manage Tables"
 
     @property
     def type_name(self) -> str:
@@ -520,7 +531,7 @@ class Catalog:
                 if not srow or srow[0] != "super":
                     raise CatalogError(f"supertable {table.stable} does not exist", code=Code.STB_NOT_EXIST)
             con.execute(
-                f"INSERT INTO tables ({_TABLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO tables ({_TABLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     table.db.lower(),
                     table.name.lower(),
@@ -534,6 +545,7 @@ class Catalog:
                     now_ms,
                     int(table.virtual),
                     json.dumps({k: r.to_json() for k, r in table.refs.items()}) if table.refs else None,
+                    table.ttl,
                 ),
             )
         return True
@@ -555,11 +567,12 @@ class Catalog:
                         )
                     continue
                 known[key] = ("sub", skey)
-                fresh.append((*key, t.name, skey, json.dumps(t.tag_values, default=_tag_json), now_ms))
+                tags = json.dumps(t.tag_values, default=_tag_json)
+                fresh.append((*key, t.name, skey, tags, t.comment, now_ms, t.ttl))
             if fresh:  # one batch (psycopg pipelines it): two round trips for any number of tables
                 con.executemany(
                     f"INSERT INTO tables ({_TABLE_COLUMNS}) "
-                    "VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, NULL, ?, 0, NULL)",
+                    "VALUES (?, ?, ?, 'sub', ?, NULL, NULL, ?, ?, ?, 0, NULL, ?)",
                     fresh,
                 )
         return len(fresh)
@@ -596,7 +609,21 @@ class Catalog:
         return t
 
     def _row_table(self, row: tuple[Any, ...], stable: Table | None = None) -> Table:
-        db, _key, name, kind, _stable_key, columns, tags, tag_values, comment, _created, virtual, refs = row
+        (
+            db,
+            _key,
+            name,
+            kind,
+            _stable_key,
+            columns,
+            tags,
+            tag_values,
+            comment,
+            _created,
+            virtual,
+            refs,
+            ttl,
+        ) = row
         ref_map = {k: ColumnRef.from_json(v) for k, v in json.loads(refs or "{}").items()}
         if kind == "sub":
             assert stable is not None
@@ -611,6 +638,7 @@ class Catalog:
                 comment,
                 bool(virtual),
                 ref_map,
+                int(ttl or 0),
             )
         database = self.database(db)
         return Table(
@@ -624,6 +652,7 @@ class Catalog:
             comment,
             bool(virtual),
             ref_map,
+            int(ttl or 0),
         )
 
     def table(self, db: str, name: str) -> Table | None:
@@ -670,6 +699,21 @@ class Catalog:
         if t is None:
             raise CatalogError(f"table {db}.{name} does not exist", code=Code.TABLE_NOT_EXIST)
         return t
+
+    def expired_tables(self, db: str, now_ms: int) -> list[str]:
+        """Names of ``db``'s normal and child tables whose TTL has run out at ``now_ms`` (epoch
+        ms): ``ttl > 0`` and ``created_ms + ttl days <= now_ms`` (TDengine SQL manual, "Manage
+        Tables": TTL counts days from the table's creation; 0 never expires), by name."""
+        rows = (
+            self._con()
+            .execute(
+                "SELECT name, created_ms, ttl FROM tables WHERE db = ? AND kind != 'super' AND ttl > 0 "
+                "ORDER BY key",
+                (db.lower(),),
+            )
+            .fetchall()
+        )
+        return [name for name, created, ttl in rows if int(created) + int(ttl) * 86_400_000 <= now_ms]
 
     def tables(
         self,
@@ -808,6 +852,7 @@ class Catalog:
                 con.execute("UPDATE tables SET refs = ? WHERE db = ? AND key = ?", (refs, *key))
             if child_ref_drop:
                 self._drop_child_refs(con, key, child_ref_drop)
+            con.execute("UPDATE tables SET ttl = ? WHERE db = ? AND key = ?", (table.ttl, *key))
             if table.kind == "sub":
                 con.execute(
                     "UPDATE tables SET comment = ?, tag_values = ? WHERE db = ? AND key = ?",

@@ -17,6 +17,12 @@ TDengine's rules, as tdweb applies them:
 - ``KEEP_TIME_OFFSET`` (hours, [0, 23]) delays that deletion: :func:`expire` removes rows older
   than ``now - KEEP - offset``; queries still hide everything older than ``now - KEEP``.
 
+Table TTL (``CREATE / ALTER TABLE ... TTL n``, TDengine SQL manual "Manage Tables") is the other
+expiry the same hourly job applies: a normal or child table created ``n`` days ago or more is
+dropped as by DROP TABLE (``statements/ddl.drop_expired_tables``), except one a stream reads or
+writes (kept and logged). TDengine drops expired tables lazily; tdweb does it in the job, so an
+expired table stays queryable until the job next runs.
+
 Difference: a database created without KEEP keeps every row (TDengine's default is 3650 days, and
 SHOW CREATE DATABASE shows it); enforcing a default no one chose would hide and delete rows of
 databases created before tdweb enforced KEEP. Delete commits of the retention job are ordinary

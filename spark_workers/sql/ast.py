@@ -162,6 +162,7 @@ class CreateTable:
     if_not_exists: bool = False
     comment: str | None = None
     virtual: bool = False  # ``VIRTUAL 1``: a virtual supertable (TDengine 3.3.6+)
+    ttl: int | None = None  # ``TTL n`` days of a normal table (None: not given, 0)
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,8 @@ class SubtableDef:
     tag_values: list[exp.Expr]
     if_not_exists: bool = False
     span: Span | None = None
+    comment: str | None = None  # table_options after TAGS: ``COMMENT 'text'``
+    ttl: int | None = None  # and ``TTL n`` days (None: not given, 0)
 
 
 @dataclass

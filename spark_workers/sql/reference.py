@@ -726,7 +726,16 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
         "CREATE TABLE (COMMENT / TTL options)",
         "table",
         "create table ref.opt (ts timestamp, a int) comment 'c' ttl 10",
-        _syntax("ttl", "TTL is not implemented yet"),
+        _A,
+        note="TTL in days on normal and child tables (also after USING ... TAGS and in INSERT ... "
+        "USING); the hourly lake.retain job drops a table once expired, except one a stream uses; "
+        "a supertable takes TTL 0 only (0x261A)",
+    ),
+    S(
+        "CREATE TABLE ... USING ... TTL (subtable options)",
+        "table",
+        "create table ref.tl1 using ref.st tags (7) ttl 3 ref.tl2 using ref.st tags (8) comment 'x'",
+        _A,
     ),
     S(
         "CREATE TABLE (NCHAR, unsigned, BOOL)",
@@ -781,10 +790,9 @@ STATEMENT_ENTRIES: tuple[Entry, ...] = (
     S(
         "ALTER TABLE COMMENT / TTL",
         "table",
-        "alter table ref.nt comment 'probe'",
+        "alter table ref.nt comment 'probe' ttl 30",
         "A",
-        note="TTL 0 only: another TTL is refused (0x0100), tdweb drops no table by age; "
-        "table KEEP is refused",
+        note="TTL of normal and child tables (ALTER STABLE ... TTL n > 0: 0x2649); table KEEP is refused",
     ),
     S(
         "DROP TABLE",

@@ -381,7 +381,21 @@ def _subtable_sql(d: ast.SubtableDef) -> str:
             "(" + ", ".join(name_sql(n) for n in d.tag_names) + ")" if d.tag_names is not None else None,
             "TAGS",
             _values_sql(d.tag_values),
+            _subtable_options_sql(d),
         ]
+    )
+
+
+def _subtable_options_sql(d: ast.SubtableDef) -> str | None:
+    """``COMMENT '...' TTL n`` after a subtable's TAGS (the options written, in that order)."""
+    return (
+        _join(
+            [
+                f"COMMENT {string_sql(d.comment)}" if d.comment is not None else None,
+                f"TTL {d.ttl}" if d.ttl is not None else None,
+            ]
+        )
+        or None
     )
 
 
@@ -407,6 +421,7 @@ def _insert_target_sql(t: ast.InsertTarget) -> str:
                 "(" + ", ".join(name_sql(n) for n in d.tag_names) + ")" if d.tag_names is not None else None,
                 "TAGS",
                 _values_sql(d.tag_values),
+                _subtable_options_sql(d),
             ]
         )
     return _join(
@@ -490,6 +505,7 @@ def _create_table_sql(stmt: ast.CreateTable) -> str:
             f"TAGS {_column_defs_sql(stmt.tags)}" if stmt.tags else None,
             f"COMMENT {string_sql(stmt.comment)}" if stmt.comment is not None else None,
             "VIRTUAL 1" if stmt.virtual else None,
+            f"TTL {stmt.ttl}" if stmt.ttl is not None else None,
         ]
     )
 

@@ -51,6 +51,7 @@ from spark_workers.query.results import ResultSet
 from spark_workers.sql import ast
 from spark_workers.sql.ast import Span, offset_of
 from spark_workers.sql.parser import parse_expression
+from spark_workers.sql.parser.tables import INT32_MAX
 from spark_workers.sql.values import Now
 from spark_workers.statements import vtables
 from spark_workers.statements.ddl import check_cachemodel
@@ -77,14 +78,14 @@ ALTERABLE_DB_OPTIONS = frozenset(
 HONOURED_DB_OPTIONS = frozenset({"KEEP", "KEEP_TIME_OFFSET", "CACHEMODEL"})
 # What each refused option would need in tdweb (it has no vnodes, cache, WAL or compaction policy).
 _NO_MEANING = {
-    "CACHESIZE": "a vnode last-row cache",
+    "CACHESIZE": "vnode last-row cache",
     "BUFFER": "vnode write buffers",
     "PAGES": "vnode metadata pages",
     "STT_TRIGGER": "TDengine's file-merge trigger",
-    "WAL_LEVEL": "a write-ahead log (Delta commits are atomic)",
-    "WAL_FSYNC_PERIOD": "a write-ahead log",
-    "WAL_RETENTION_PERIOD": "a write-ahead log",
-    "WAL_RETENTION_SIZE": "a write-ahead log",
+    "WAL_LEVEL": "write-ahead log (Delta commits are atomic)",
+    "WAL_FSYNC_PERIOD": "write-ahead log",
+    "WAL_RETENTION_PERIOD": "write-ahead log",
+    "WAL_RETENTION_SIZE": "write-ahead log",
     "MINROWS": "TDengine's data blocks",
     "SS_KEEPLOCAL": "shared storage tiers",
     "SS_COMPACT": "shared storage tiers",
@@ -225,14 +226,14 @@ def alter_table(ex: Session, s: ast.AlterTable, sql: str) -> ResultSet:
     SET TAG and COMMENT (its columns and tags are its supertable's); a supertable ADD / DROP /
     MODIFY COLUMN, ADD / DROP / MODIFY / RENAME TAG and COMMENT. ALTER VTABLE takes a virtual
     normal table's ADD / DROP / MODIFY / RENAME COLUMN and ``ALTER COLUMN ... SET``, a virtual
-    child table's ``ALTER COLUMN ... SET`` and SET TAG (:func:`_alter_vcolumn`). TTL other than 0
-    and table KEEP are refused: tdweb drops no table by age (TDengine's TTL drops a table TTL days
-    after its creation; a database's KEEP is the retention tdweb applies, ``lake/retention.py``).
+    child table's ``ALTER COLUMN ... SET`` and SET TAG (:func:`_alter_vcolumn`). ``TTL n`` sets a
+    normal or child table's time to live (:func:`_alter_options`); table KEEP is refused (a
+    database's KEEP is the retention tdweb applies, ``lake/retention.py``).
 
     Raises:
         SqlError: TABLE_NOT_EXIST / STB_NOT_EXIST, INVALID_ALTER_TABLE (a clause the table kind
             does not take), COLUMN_ / TAG_ ALREADY_EXIST / NOT_EXIST, CANNOT_DROP_PRIMARY_KEY,
-            INVALID_DROP_COL, INVALID_MODIFY_COL, NOT_SUPPORTED (TTL, KEEP), INVALID_TABLE_TYPE
+            INVALID_DROP_COL, INVALID_MODIFY_COL, NOT_SUPPORTED (KEEP), INVALID_TABLE_TYPE
             (ALTER TABLE of a virtual table, ALTER VTABLE of a physical one), the virtual
             references' INVALID_REF_COLUMN / _TYPE and VTABLE_PRIMTS_HAS_REF,
             INVALID_OPERATION (SET TAG of a stream's grouping tag, seed 002), each positioned.
@@ -318,14 +319,15 @@ def _check_virtual_kind(s: ast.AlterTable, t: Table, sql: str) -> None:
 
 def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> ResultSet:
     """``COMMENT 'text'`` (at most 1,024 bytes; stored, shown by SHOW CREATE TABLE and
-    ins_tables / ins_stables) and ``TTL 0`` ("never expire", TDengine's default and what tdweb
-    does); another TTL and KEEP are refused: tdweb drops no table by age (TDengine's TTL drops
-    it TTL days after its creation), and retention is the database's KEEP (``lake/retention.py``),
-    not a table's."""
+    ins_tables / ins_stables) and ``TTL n`` of a normal or child table (days in [0, INT32_MAX],
+    0 = never expires; TDengine SQL manual, "Manage Tables"; counted from the table's creation,
+    the retention job drops it once expired, ``statements/ddl.drop_expired_tables``). A
+    supertable takes TTL 0 only (INVALID_ALTER_TABLE otherwise: TDengine's mnode stores a
+    supertable's TTL but no table expires by it; tdweb refuses rather than ignore it); table KEEP
+    is refused: retention is the database's KEEP, not a table's."""
+    ttl = t.ttl
     for key, value in s.options.items():
         span = s.option_spans.get(key, s.clause)
-        if key == "TTL" and isinstance(value, int) and value == 0:
-            continue
         if key == "COMMENT":
             if not isinstance(value, str):
                 raise _err("syntax error: COMMENT takes a quoted string", sql, span, Code.SYNTAX_ERROR)
@@ -333,19 +335,50 @@ def _alter_options(ex: Session, s: ast.AlterTable, sql: str, t: Table) -> Result
                 raise _err(
                     f"Comment too long: at most {MAX_COMMENT_BYTES} bytes", sql, span, Code.COMMENT_TOO_LONG
                 )
-            continue
-        if key not in ("TTL", "KEEP"):
+        elif key == "TTL":
+            ttl = _ttl_value(value, sql, span, t)
+        elif key == "KEEP":
+            raise _err(
+                f"ALTER TABLE KEEP {value} is not supported: tdweb keeps rows by the database's KEEP "
+                "only (ALTER DATABASE ... KEEP)",
+                sql,
+                span,
+                Code.NOT_SUPPORTED,
+            )
+        else:
             raise _err(f"syntax error: {key} is not a table option", sql, span, Code.SYNTAX_ERROR)
+    comment = str(s.options["COMMENT"]) if "COMMENT" in s.options else t.comment
+    if comment != t.comment or ttl != t.ttl:
+        ex.catalog.alter_table(replace(t, comment=comment, ttl=ttl))
+    return ResultSet.affected(0)
+
+
+def _ttl_value(value: object, sql: str, span: Span | None, t: Table) -> int:
+    """The days of ``ALTER TABLE ... TTL value``: an integer in [0, INT32_MAX] for a normal or
+    child table (TDengine grammar ``TTL NK_INTEGER``; range: TSDB_MIN/MAX_TABLE_TTL).
+
+    Raises:
+        SqlError: INVALID_ALTER_TABLE (a supertable's TTL other than 0), SYNTAX_ERROR (not an
+            unsigned integer), INVALID_TABLE_OPTION (above INT32_MAX).
+    """
+    if t.kind == "super" and value != 0:  # TTL 0 is the default: nothing to change
         raise _err(
-            f"ALTER TABLE {key} {value} is not supported: tdweb drops no table by age and keeps rows "
-            "by its database's KEEP only (ALTER DATABASE ... KEEP)",
+            f"Invalid alter table statement: TTL applies to normal and child tables; {t.name} is a "
+            "supertable (its child tables take their own TTL)",
             sql,
             span,
-            Code.NOT_SUPPORTED,
+            Code.INVALID_ALTER_TABLE,
         )
-    if "COMMENT" in s.options:
-        ex.catalog.alter_table(replace(t, comment=str(s.options["COMMENT"])))
-    return ResultSet.affected(0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _err("syntax error: TTL takes a number of days (an integer >= 0)", sql, span, Code.SYNTAX_ERROR)
+    if value > INT32_MAX:
+        raise _err(
+            f"Invalid table option: TTL {value} out of range [0, {INT32_MAX}]",
+            sql,
+            span,
+            Code.INVALID_TABLE_OPTION,
+        )
+    return value
 
 
 def _fresh_physical(name: str, used: set[str]) -> str:

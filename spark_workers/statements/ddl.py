@@ -5,6 +5,7 @@ TABLE/STABLE (TDengine SQL manual "Databases", "Tables", "Supertables"; names fo
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ from spark_workers.sql.parser import parse_one
 from spark_workers.sql.values import Now
 from spark_workers.statements.session import Session
 from spark_workers.statements.stream_commands import drop_output_subtables
+
+_log = logging.getLogger(__name__)
 
 MAX_COLUMNS = 4096
 CACHEMODELS = ("none", "last_row", "last_value", "both")
@@ -177,7 +180,7 @@ def create_table(ex: Session, s: ast.CreateTable, sql: str) -> ResultSet:
         table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment, virtual=True)
         ex.catalog.create_table(table, if_not_exists=s.if_not_exists, now_ms=int(time.time() * 1000))
         return ResultSet.affected(0)
-    table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment)
+    table = Table(dbname, s.table.name, s.kind, cols, tags, comment=s.comment, ttl=s.ttl or 0)
     ex.lake.create_table(db, table, if_not_exists=s.if_not_exists)
     return ResultSet.affected(0)
 
@@ -241,6 +244,8 @@ def subtable(ex: Session, d: ast.SubtableDef, sql: str) -> Table:
         stable.tags,
         stable.name,
         tag_values(ex, stable, d, sql),
+        comment=d.comment,
+        ttl=d.ttl or 0,
     )
 
 
@@ -331,3 +336,51 @@ def _virtual_dbs(catalog: Catalog, dbs: set[str], spec: Any) -> set[str]:
     if t is not None and t.virtual:
         out |= {d.lower() for d, _ in storages(catalog, t)}
     return out
+
+
+def _stream_tables(ex: Session) -> set[tuple[str, str]]:
+    """``(db, table)`` (lower case) of every table a stream of the registry reads or writes: its
+    trigger table (a virtual one: the physical tables it reads too) and its output table."""
+    used: set[tuple[str, str]] = set()
+    for info in ex.registry.list():
+        spec = info.spec
+        for end in (spec.source, spec.output):
+            if end is None:
+                continue
+            used.add((end.db.lower(), end.table.lower()))
+            t = ex.catalog.table(end.db, end.table)
+            if t is not None and t.virtual:
+                used.update((d.lower(), s.lower()) for d, s in storages(ex.catalog, t))
+    return used
+
+
+def drop_expired_tables(ex: Session, *, now_ms: int) -> list[str]:
+    """Drop every normal and child table whose TTL has run out at ``now_ms`` (epoch ms;
+    ``Catalog.expired_tables``: created ``ttl`` days ago or more), through DROP TABLE's own code
+    path (:func:`drop_table`: rows, catalog entry, DELETE_OUTPUT_TABLE). TDengine SQL manual,
+    "Manage Tables": "TTL ... a table is deleted automatically after its TTL expires, counted
+    from its creation". A table a stream reads or writes (:func:`_stream_tables`; a child table
+    counts when its supertable is) is kept and logged, as TDengine keeps a stream's tables.
+    Difference: TDengine deletes expired tables lazily in its vnodes; tdweb deletes them in the
+    hourly retention job (``lake.retain``), so an expired table stays queryable until it runs.
+    Returns the dropped tables as ``db.name``; a table that fails is logged and the rest go on."""
+    used = _stream_tables(ex)
+    dropped: list[str] = []
+    for db, _created in ex.catalog.databases():
+        for name in ex.catalog.expired_tables(db.name, now_ms):
+            t = ex.catalog.table(db.name, name)
+            if t is None:
+                continue
+            if {(db.name.lower(), name.lower()), (db.name.lower(), t.storage.lower())} & used:
+                _log.info("TTL of %s.%s expired; kept: a stream reads or writes it", db.name, name)
+                continue
+            target = ast.TableName(name=name, db=db.name)
+            try:
+                drop_table(ex, ast.DropTable(tables=[target], if_exists=True, virtual=t.virtual), "")
+            except Exception:
+                _log.exception("dropping %s.%s (TTL expired) failed", db.name, name)
+                continue
+            dropped.append(f"{db.name}.{name}")
+    if dropped:
+        _log.info("TTL expired: dropped %s", ", ".join(dropped))
+    return dropped

@@ -292,12 +292,18 @@ def create_sql(t: Table) -> str:
             "NULL" if t.tag_values.get(g.name.lower()) is None else repr(t.tag_values[g.name.lower()])
             for g in t.tags
         )
-        return f"CREATE TABLE `{t.name}` USING `{t.stable}` TAGS ({vals}){_comment_sql(t)}"
+        return f"CREATE TABLE `{t.name}` USING `{t.stable}` TAGS ({vals}){_comment_sql(t)}{_ttl_sql(t)}"
     cols = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.columns)
     if t.kind == "super":
         tags = ", ".join(f"`{c.name}` {c.type.sql}" for c in t.tags)
         return f"CREATE STABLE `{t.name}` ({cols}) TAGS ({tags}){_comment_sql(t)}"
-    return f"CREATE TABLE `{t.name}` ({cols}){_comment_sql(t)}"
+    return f"CREATE TABLE `{t.name}` ({cols}){_comment_sql(t)}{_ttl_sql(t)}"
+
+
+def _ttl_sql(t: Table) -> str:
+    """`` TTL n`` of a normal or child table with a TTL (CREATE / ALTER TABLE ... TTL; TDengine's
+    SHOW CREATE TABLE appends it after the comment when it is not 0)."""
+    return f" TTL {t.ttl}" if t.ttl else ""
 
 
 def _comment_sql(t: Table) -> str:

@@ -7,8 +7,8 @@ from the lake's catalog and the stream registry when a query names them
 ``ins_tables``), then registered in DuckDB like any other table, so WHERE, LIKE, ORDER BY,
 aggregates and joins work on them as on data tables. Column names and types follow TDengine's
 (reference manual, "Information_Schema Database"; seed 000/002 query ``ins_streams``); columns
-tdweb has no value for (``uid``, ``vgroup_id``, ``ttl``) hold what a single-node TDengine reports
-for a table without them (0 / 1 / 0).
+tdweb has no value for (``uid``, ``vgroup_id``) hold what a single-node TDengine reports (0 / 1);
+``ins_tables.ttl`` is the table's TTL in days (CREATE / ALTER TABLE ... TTL; 0: never expires).
 
 ``performance_schema`` holds TDengine's ``perf_*`` tables with their columns; tdweb answers the ones
 whose rows it cannot know truthfully (a REST request is not a connection; tdweb keeps no list of
@@ -136,7 +136,7 @@ def _tables(ex: SystemView) -> list[list[Any]]:
     out: list[list[Any]] = []
     for db, name, _kind, stable, created in _visible_tables(ex, ("sub", "normal")):
         t = ex.catalog.require_table(db.name, name)
-        out.append([name, db.name, created, len(t.columns), stable, 0, 1, 0, t.comment, t.type_name])
+        out.append([name, db.name, created, len(t.columns), stable, 0, 1, t.ttl, t.comment, t.type_name])
     return out
 
 

@@ -290,7 +290,7 @@ ERRORS = [
     ("alter table a set tag gid = 'abc'", Code.WRONG_VALUE_TYPE, "'abc'"),
     ("alter table nope add column w int", Code.TABLE_NOT_EXIST, "nope"),
     ("alter stable nope add column w int", Code.STB_NOT_EXIST, "nope"),
-    ("alter table st ttl 10", Code.NOT_SUPPORTED, "ttl"),
+    ("alter table st ttl 10", Code.INVALID_ALTER_TABLE, "ttl"),
     ("alter table t comment 'ok' keep 10", Code.NOT_SUPPORTED, "keep 10"),
     ("alter table t comment '" + "x" * 1025 + "'", Code.COMMENT_TOO_LONG, "comment"),
     ("alter stable st add column tbname int", Code.INVALID_COLUMN, "tbname"),

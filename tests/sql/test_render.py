@@ -141,6 +141,9 @@ def test_acceptance_statements_round_trip(sql: str) -> None:
         "k int composite key) tags (loc nchar(8)) comment 'meters'",
         "create table t1 (ts timestamp, a double)",
         "create table t1 using st (ta, tb) tags (1, 'x') if not exists t2 using st tags (-2, null)",
+        "create table t1 using st tags (1) comment 'c' ttl 3 t2 using st tags (2) ttl 0",
+        "create table t1 (ts timestamp, a double) comment 'n' ttl 10",
+        "insert into d.t1 using d.st tags (1) ttl 2 values (now, -1)",
         "drop table if exists t1, d.t2",
         "drop stable st",
         "insert into d.t1 using d.st (ta) tags (1) (ts, v) values (now, -1) (now + 1s, 2.5) t2 values "

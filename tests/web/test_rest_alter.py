@@ -68,3 +68,25 @@ def test_keep_over_rest_hides_refuses_and_the_beat_job_removes_old_rows(meters: 
     assert settings.CELERY_BEAT_SCHEDULE["lake-retain"]["task"] == lake_retain_task.name == "lake.retain"
     assert maintenance.lake_retain(now_ms=now + 2 * day) == 1  # the row 29 days old is now 31 days old
     assert power.read(db, power.catalog.require_table("power", "meters")).num_rows == 1
+
+
+def test_the_beat_job_drops_a_table_whose_ttl_expired(meters: Rest, power) -> None:  # type: ignore[no-untyped-def]
+    """CREATE / ALTER TABLE ... TTL over REST (TDengine SQL manual, "Manage Tables"): the hourly
+    ``lake.retain`` task drops a table ``ttl`` days after its creation (clock moved by the test)
+    and keeps one whose TTL has not run out."""
+    import time
+
+    from streams_app.services import maintenance
+
+    day = 86_400_000
+    meters.ok("CREATE TABLE power.short (ts TIMESTAMP, v INT) TTL 1")
+    meters.ok("CREATE TABLE power.long (ts TIMESTAMP, v INT)")
+    meters.ok("ALTER TABLE power.long TTL 3")
+    meters.ok("CREATE TABLE power.d9 USING power.meters TAGS ('x', 9) TTL 2")
+    got = meters.ok(
+        "SELECT table_name, ttl FROM information_schema.ins_tables WHERE db_name = 'power' AND ttl > 0"
+    )
+    assert sorted(got["data"]) == [["d9", 2], ["long", 3], ["short", 1]]
+    maintenance.lake_retain(now_ms=int(time.time() * 1000) + 2 * day + 60_000)
+    left = {n for n, _k, _s, _c in power.catalog.tables("power")}
+    assert "long" in left and "short" not in left and "d9" not in left and "d1001" in left

@@ -12,6 +12,8 @@ from spark_workers.sql.ast import Span, TableName
 from spark_workers.sql.parser.base import COMMA, L_PAREN, R_PAREN, ParserBase
 from spark_workers.tdtypes import check_placement, placement_code
 
+INT32_MAX = 2**31 - 1  # TSDB_MAX_TABLE_TTL: a table's TTL lies in [0, INT32_MAX] days
+
 # TDengine's db_options of CREATE DATABASE (3.3, sql.y ``db_options``; "Manage Databases"). tdweb
 # honours PRECISION and DURATION (the lake's time buckets), KEEP and KEEP_TIME_OFFSET (retention,
 # ``lake/retention.py``); the others tune vnodes, caches, the WAL and compaction, which a single
@@ -184,15 +186,24 @@ class TablesParser(ParserBase):
             tags = self.column_defs("after tag list")
         elif stable:
             raise self.error("syntax error: expected TAGS (...) after the column list of a supertable")
-        comment, virtual = None, False
+        comment, virtual, ttl, ttl_at = None, False, None, 0
         while not self.done():
             if self.accept("COMMENT"):
                 comment = self.string("a table comment")
             elif self.accept("VIRTUAL"):
                 virtual = bool(self.flag01("VIRTUAL"))
+            elif self.at("TTL"):
+                ttl_at, ttl = self.i, self.ttl_option()
             else:
                 break
         kind = "super" if stable or tags else "normal"
+        if ttl and kind == "super":  # TTL 0 is the default; another would be ignored: refused
+            raise self.err_at(
+                "Invalid table option: TTL applies to normal and child tables, not to a supertable "
+                "(its child tables take their own TTL)",
+                ttl_at,
+                code=Code.INVALID_TABLE_OPTION,
+            )
         self.check_type_placement(columns, tags)
         if virtual and kind != "super":
             raise self.error(
@@ -208,7 +219,24 @@ class TablesParser(ParserBase):
             if_not_exists=ine,
             comment=comment,
             virtual=virtual,
+            ttl=ttl,
         )
+
+    def ttl_option(self) -> int:
+        """``TTL n`` of a table (TDengine SQL manual, "Manage Tables": days, 0 = never expires;
+        the grammar takes an unsigned integer, the parser checks [0, INT32_MAX])."""
+        self.expect("TTL")
+        t = self.tok()
+        if t is None or t.token_type != TokenType.NUMBER or not t.text.isdigit():
+            raise self.error("syntax error: TTL takes a number of days (an integer >= 0)")
+        self.i += 1
+        if int(t.text) > INT32_MAX:
+            raise self.err_at(
+                f"Invalid table option: TTL {t.text} out of range [0, {INT32_MAX}]",
+                self.i - 1,
+                code=Code.INVALID_TABLE_OPTION,
+            )
+        return int(t.text)
 
     def check_type_placement(self, columns: list[ast.ColumnDef], tags: list[ast.ColumnDef]) -> None:
         """JSON only as the one tag, DECIMAL only as a column (``tdtypes.check_placement``); the
@@ -317,6 +345,14 @@ class TablesParser(ParserBase):
         """``USING stb [(tag, ...)] TAGS (v, ...)`` after a subtable name."""
         self.expect("USING")
         using, tag_names, values = self.using_tags("a supertable name")
+        comment, ttl = None, None
+        while not self.done():  # table_options after TAGS (grammar: create_subtable_clause)
+            if self.accept("COMMENT"):
+                comment = self.string("a table comment")
+            elif self.at("TTL"):
+                ttl = self.ttl_option()
+            else:
+                break
         return ast.SubtableDef(
             table=table,
             using=using,
@@ -324,6 +360,8 @@ class TablesParser(ParserBase):
             tag_values=values,
             if_not_exists=ine,
             span=self.span(start, self.i),
+            comment=comment,
+            ttl=ttl,
         )
 
     def name_list(self, what: str, after: str) -> list[str]:
