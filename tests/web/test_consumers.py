@@ -19,6 +19,7 @@ from streams_app.services.stream_control import stream_progress_record
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUIET_S = 0.5  # how long "nothing more arrives" is watched
+WAIT_S = 20  # how long an expected frame may take on a loaded machine (a fast one answers at once)
 W = 1733284800000
 SEED_MESSAGE = {  # seed 000 "Stream Computing Event Notifications", one time-window close event
     "messageId": "unique-message-id-12345",
@@ -62,6 +63,17 @@ async def _headers(path: str, user=None) -> list[tuple[bytes, bytes]]:  # type: 
     return cookie if path.startswith("/ws/notify/") else [(b"origin", b"http://testserver"), *cookie]
 
 
+async def _stored(n: int) -> None:
+    """Wait (up to ``WAIT_S``) until ``n`` notifications are stored."""
+    import asyncio
+
+    for _ in range(int(WAIT_S / 0.05)):
+        if await database_sync_to_async(Notification.objects.count)() >= n:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{n} notifications were not stored within {WAIT_S} s")
+
+
 async def _connect(path: str, user=None) -> WebsocketCommunicator:  # type: ignore[no-untyped-def]
     headers = await _headers(path, user)
     comm = WebsocketCommunicator(_application(), path, headers=headers)
@@ -90,14 +102,14 @@ def inbox(admin):  # type: ignore[no-untyped-def]
 
 async def test_notification_reaches_the_browser_exactly_once(admin, inbox) -> None:
     browser = await _connect("/ws/inbox/", admin)
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 0}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 0}
     producer = await _connect(f"/ws/notify/{inbox.name}?key={inbox.key}")
     text = json.dumps(SEED_MESSAGE)
     await producer.send_to(text_data=text)
     await producer.send_to(text_data=text)  # at-least-once delivery: the same message again
     await producer.disconnect()  # returns once the consumer has handled both frames
 
-    frame = await browser.receive_json_from(timeout=5)
+    frame = await browser.receive_json_from(timeout=WAIT_S)
     assert frame["type"] == "notification"
     n = frame["notification"]
     assert (n["inbox"], n["stream_name"], n["event_type"], n["table_name"], n["window_id"]) == (
@@ -110,7 +122,7 @@ async def test_notification_reaches_the_browser_exactly_once(admin, inbox) -> No
     assert (n["window_start"], n["window_end"], n["event_time"]) == (W, W + 60_000, 1733284887197)
     assert n["message_id"] == "unique-message-id-12345" and n["acknowledged"] is False
     assert n["payload"]["result"] == {"_wstart": W, "avg(current)": 1.3}
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 1}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 1}
     assert await browser.receive_nothing(timeout=QUIET_S)  # no second notification
     assert await database_sync_to_async(Notification.objects.count)() == 1
     await browser.disconnect()
@@ -129,19 +141,19 @@ async def test_only_the_inbox_users_are_told(admin, alice, inbox) -> None:
     alices = await database_sync_to_async(inbox_get_or_create)(name="alice", owner=alice)
     alice_browser = await _connect("/ws/inbox/", alice)
     root_browser = await _connect("/ws/inbox/", admin)
-    assert (await alice_browser.receive_json_from(timeout=5))["count"] == 0
-    assert (await root_browser.receive_json_from(timeout=5))["count"] == 0
+    assert (await alice_browser.receive_json_from(timeout=WAIT_S))["count"] == 0
+    assert (await root_browser.receive_json_from(timeout=WAIT_S))["count"] == 0
     producer = await _connect(f"/ws/notify/{inbox.name}?key={inbox.key}")
     await producer.send_to(text_data=json.dumps(SEED_MESSAGE))
     await producer.disconnect()
-    assert (await root_browser.receive_json_from(timeout=5))["type"] == "notification"
+    assert (await root_browser.receive_json_from(timeout=WAIT_S))["type"] == "notification"
     assert await alice_browser.receive_nothing(timeout=QUIET_S)  # not her inbox
     producer = await _connect(f"/ws/notify/alice?key={alices.key}")
     await producer.send_to(text_data=json.dumps({**SEED_MESSAGE, "messageId": "m2"}))
     await producer.disconnect()
-    assert (await alice_browser.receive_json_from(timeout=5))["notification"]["inbox"] == "alice"
-    assert (await root_browser.receive_json_from(timeout=5))["type"] == "unread"  # rest of the first push
-    assert (await root_browser.receive_json_from(timeout=5))["notification"][
+    assert (await alice_browser.receive_json_from(timeout=WAIT_S))["notification"]["inbox"] == "alice"
+    assert (await root_browser.receive_json_from(timeout=WAIT_S))["type"] == "unread"  # the first push
+    assert (await root_browser.receive_json_from(timeout=WAIT_S))["notification"][
         "inbox"
     ] == "alice"  # staff see all
     await alice_browser.disconnect()
@@ -170,7 +182,7 @@ async def test_unread_count_on_connect(admin, inbox) -> None:
     await producer.send_to(text_data=json.dumps(SEED_MESSAGE))
     await producer.disconnect()
     browser = await _connect("/ws/inbox/", admin)
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 1}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 1}
     await browser.disconnect()
 
 
@@ -194,18 +206,19 @@ async def test_acknowledgements_reach_the_other_browsers(admin, alice, inbox) ->
         )
     )
     await producer.disconnect()
+    await _stored(2)  # both messages ingested before the browser asks for its count
     browser = await _connect("/ws/inbox/", admin)
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 2}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 2}
     first = await database_sync_to_async(Notification.objects.order_by("id").first)()
     await database_sync_to_async(notification_ack)(notification=first)
-    frame = await browser.receive_json_from(timeout=5)
+    frame = await browser.receive_json_from(timeout=WAIT_S)
     assert frame["type"] == "notification"
     assert (frame["notification"]["id"], frame["notification"]["acknowledged"]) == (first.pk, True)
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 1}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 1}
     await database_sync_to_async(notification_ack)(notification=first)  # already acknowledged
     assert await browser.receive_nothing(timeout=QUIET_S)
     assert await database_sync_to_async(notification_ack_all)(user=admin) == 1
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 0}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 0}
     await browser.disconnect()
 
 
@@ -218,10 +231,10 @@ async def test_a_quiet_socket_stays_subscribed(admin) -> None:
 
     layer = get_channel_layer()
     browser = await _connect("/ws/inbox/", admin)
-    assert (await browser.receive_json_from(timeout=5))["type"] == "unread"
+    assert (await browser.receive_json_from(timeout=WAIT_S))["type"] == "unread"
     assert await browser.receive_nothing(timeout=layer.brpop_timeout + DEFAULT_SOCKET_TIMEOUT + 1)
     await layer.group_send(f"inbox.{admin.pk}", {"type": "inbox.unread", "count": 42})
-    assert await browser.receive_json_from(timeout=5) == {"type": "unread", "count": 42}
+    assert await browser.receive_json_from(timeout=WAIT_S) == {"type": "unread", "count": 42}
     await browser.disconnect()
 
 
@@ -249,7 +262,7 @@ async def test_stream_socket_receives_progress(admin, streams) -> None:
         batch_id=7, input_rows=120, output_rows=3, duration_ms=400.0, watermark_ms=W, open_windows=2
     )
     await database_sync_to_async(stream_progress_record)(stream_id=sid, report=report)
-    msg = await ws.receive_json_from(timeout=5)
+    msg = await ws.receive_json_from(timeout=WAIT_S)
     assert msg["type"] == "stream.progress" and msg["stream_id"] == sid
     p = msg["progress"]
     assert (p["batch_id"], p["input_rows"], p["output_rows"], p["watermark_ms"], p["open_windows"]) == (
@@ -261,7 +274,7 @@ async def test_stream_socket_receives_progress(admin, streams) -> None:
     )
     assert p["rows_per_s"] == 300.0 and p["created_at"]
     # the first micro-batch made the starting stream RUNNING: its page is told
-    status = await ws.receive_json_from(timeout=5)
+    status = await ws.receive_json_from(timeout=WAIT_S)
     assert (status["type"], status["stream"]["id"], status["stream"]["status"]) == (
         "stream.status",
         sid,
@@ -285,13 +298,13 @@ async def test_streams_list_socket_filters_by_visibility(admin, alice, streams) 
     alice_ws = await _connect("/ws/streams/", alice)
     root_ws = await _connect("/ws/streams/", admin)
     await database_sync_to_async(stream_progress_record)(stream_id=s_root, report=BatchReport(batch_id=1))
-    assert (await root_ws.receive_json_from(timeout=5))["stream_id"] == s_root
-    assert (await root_ws.receive_json_from(timeout=5))["stream"]["id"] == s_root  # now running
+    assert (await root_ws.receive_json_from(timeout=WAIT_S))["stream_id"] == s_root
+    assert (await root_ws.receive_json_from(timeout=WAIT_S))["stream"]["id"] == s_root  # now running
     assert await alice_ws.receive_nothing(timeout=QUIET_S)
     await database_sync_to_async(stream_progress_record)(stream_id=s_alice, report=BatchReport(batch_id=1))
     for ws in (alice_ws, root_ws):
-        assert (await ws.receive_json_from(timeout=5))["stream_id"] == s_alice
-        assert (await ws.receive_json_from(timeout=5))["stream"]["id"] == s_alice
+        assert (await ws.receive_json_from(timeout=WAIT_S))["stream_id"] == s_alice
+        assert (await ws.receive_json_from(timeout=WAIT_S))["stream"]["id"] == s_alice
     # status changes (pause) are pushed too, with the stream's row
     from streams_app.services.stream_control import stream_action
 
@@ -299,7 +312,7 @@ async def test_streams_list_socket_filters_by_visibility(admin, alice, streams) 
         stream_action(stream=Stream.objects.get(pk=s_alice), action="pause")
 
     await database_sync_to_async(pause)()
-    status = await alice_ws.receive_json_from(timeout=5)
+    status = await alice_ws.receive_json_from(timeout=WAIT_S)
     assert status["type"] == "stream.status" and status["stream"]["id"] == s_alice
     assert (status["stream"]["status"], status["stream"]["desired_state"]) == ("paused", "paused")
     await alice_ws.disconnect()
@@ -326,7 +339,7 @@ async def test_websocket_messages_carry_the_rest_answers(admin, inbox, streams) 
         stream_action(stream=Stream.objects.get(pk=sid), action="pause")
 
     await database_sync_to_async(pause)()
-    pushed = (await ws.receive_json_from(timeout=5))["stream"]
+    pushed = (await ws.receive_json_from(timeout=WAIT_S))["stream"]
     answered = await database_sync_to_async(_rest)(admin, f"/api/v1/streams/{sid}/")
     assert pushed["status"] == "paused"
     assert set(answered) - set(pushed) == {"spec"}  # the detail answer adds the spec
@@ -334,11 +347,11 @@ async def test_websocket_messages_carry_the_rest_answers(admin, inbox, streams) 
     await ws.disconnect()
 
     browser = await _connect("/ws/inbox/", admin)
-    await browser.receive_json_from(timeout=5)  # the unread count
+    await browser.receive_json_from(timeout=WAIT_S)  # the unread count
     producer = await _connect(f"/ws/notify/{inbox.name}?key={inbox.key}")
     await producer.send_to(text_data=json.dumps(SEED_MESSAGE))
     await producer.disconnect()
-    pushed_n = (await browser.receive_json_from(timeout=5))["notification"]
+    pushed_n = (await browser.receive_json_from(timeout=WAIT_S))["notification"]
     page = await database_sync_to_async(_rest)(admin, "/api/v1/notifications/")
     assert page["results"] == [pushed_n]
     await browser.disconnect()
