@@ -333,13 +333,7 @@ def _recalculate(
             "RECALCULATE STREAM of a COUNT_WINDOW stream needs both FROM and TO (seed 002)",
             code=Code.INVALID_OPERATION,
         )
-    if end is not None and start > end:
-        raise SqlError(
-            "RECALCULATE STREAM: the start time is after the end time", code=Code.INVALID_OPERATION
-        )
-    with DuckSession(lake) as duck:
-        view = duck.register_source(c.source)
-        staged = duck.query(stage1_sql(c.plan, view, "duckdb", tz))
+    staged = _stage1_rows(c, lake, tz, start, end)
     rows, _values, aggs = rows_from_stage1(c.plan, staged)
     res = _windows_in_chunks(c, aggs, rows, hooks)
     progress = (int(rows.ts.max()) - c.rules.watermark) if len(rows) else start - 1
@@ -368,6 +362,23 @@ def _recalculate(
     return Recalculation(len(idx), start, hi, time.perf_counter() - t0, writes)
 
 
+def _stage1_rows(c: CompiledStream, lake: Lake, tz: str, start: int, end: int | None) -> pa.Table:
+    """The source's stage-1 rows (the lake's current snapshot) of a recalculation over
+    ``[start, end]``.
+
+    Raises:
+        SqlError: INVALID_OPERATION when ``start`` is after ``end``.
+    """
+    if end is not None and start > end:
+        raise SqlError(
+            "RECALCULATE STREAM: the start time is after the end time", code=Code.INVALID_OPERATION
+        )
+    with DuckSession(lake) as duck:
+        view = duck.register_source(c.source)
+        staged = duck.query(stage1_sql(c.plan, view, "duckdb", tz))
+    return staged
+
+
 def _recalculate_rows(
     c: CompiledStream,
     lake: Lake,
@@ -381,13 +392,7 @@ def _recalculate_rows(
 ) -> Recalculation:
     """A stream without a window: its output rows of the source rows with timestamps in
     ``[start, end]`` written again from the lake's current rows (``windows`` counts the rows)."""
-    if end is not None and start > end:
-        raise SqlError(
-            "RECALCULATE STREAM: the start time is after the end time", code=Code.INVALID_OPERATION
-        )
-    with DuckSession(lake) as duck:
-        view = duck.register_source(c.source)
-        staged = duck.query(stage1_sql(c.plan, view, "duckdb", tz))
+    staged = _stage1_rows(c, lake, tz, start, end)
     ts = staged.column("_ts")
     keep = pc.greater_equal(ts, start)
     if end is not None:
