@@ -67,6 +67,12 @@ class Stream(TimeStamped):
     ignore_until_version = models.BigIntegerField(
         null=True, blank=True, help_text="RESUME ... IGNORE UNTREATED: skip changes up to it"
     )
+    history_cancelled = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="the FILL_HISTORY catch-up was cancelled: {at, rows_done, rows_total, fraction, label} "
+        "when it was (services/stream_control.stream_history_cancel); the rest of the snapshot is skipped",
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="streams"
     )

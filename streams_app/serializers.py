@@ -84,6 +84,17 @@ class WorkProgressSerializer(serializers.Serializer):
     )
 
 
+class HistoryCancelledSerializer(serializers.Serializer):
+    """How far a FILL_HISTORY catch-up had got when it was cancelled (``Stream.history_cancelled``,
+    ``services/stream_control.stream_history_cancel``)."""
+
+    at = serializers.DateTimeField(help_text="when it was cancelled (UTC)")
+    rows_done = serializers.IntegerField(allow_null=True, help_text="snapshot rows read before the cut")
+    rows_total = serializers.IntegerField(allow_null=True, help_text="rows of the whole snapshot")
+    fraction = serializers.FloatField(allow_null=True, help_text="rows_done / rows_total, 0..1")
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
+
+
 class StreamCountersSerializer(serializers.Serializer):
     """A stream's running totals."""
 
@@ -131,6 +142,10 @@ class StreamSerializer(serializers.Serializer):
     )
     progress = serializers.SerializerMethodField(
         help_text="long work under way (FILL_HISTORY catch-up), else null"
+    )
+    history_cancelled = HistoryCancelledSerializer(
+        allow_null=True,
+        help_text="the FILL_HISTORY catch-up was cancelled (the rest of the snapshot was skipped), else null",
     )
 
     def to_representation(self, instance: Stream) -> dict[str, Any]:

@@ -401,12 +401,18 @@ def next_offset(
     *,
     max_rows: int = HISTORY_ROWS_PER_BATCH,
     max_versions: int = 1000,
+    skip_history: bool = False,
 ) -> dict[str, int]:
     """The end offset of the next micro-batch from ``start`` (equal to ``start`` when there is no
     new data). History advances whole time buckets, in time order, up to about ``max_rows`` rows
     (at least one bucket) and never past its own snapshot; the change feed advances at most
-    ``max_versions`` versions."""
+    ``max_versions`` versions. ``skip_history`` (the FILL_HISTORY catch-up was cancelled,
+    ``streams_app.services.stream_control.stream_history_cancel``): an offset inside the snapshot
+    ends it at once, ``{"v": H, "h": -1}``, and ``read_range`` reads nothing for that step, so
+    the stream goes on with the changes after the snapshot version H."""
     v, h = int(start["v"]), int(start["h"])
+    if h >= 0 and skip_history:
+        return {"v": v, "h": -1}
     if h >= 0:
         buckets = reader.history_buckets(v)
         nxt, rows = h, 0
@@ -443,12 +449,21 @@ def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def read_range(
-    reader: ChangeReader, start: dict[str, int], end: dict[str, int], *, ignore_until: int | None = None
+    reader: ChangeReader,
+    start: dict[str, int],
+    end: dict[str, int],
+    *,
+    ignore_until: int | None = None,
+    skip_history: bool = False,
 ) -> pa.Table:
     """Rows between two offsets (see module docstring); changes of versions ``<= ignore_until``
-    are skipped (RESUME STREAM ... IGNORE UNTREATED, seed 000)."""
+    are skipped (RESUME STREAM ... IGNORE UNTREATED, seed 000); with ``skip_history`` the
+    snapshot's buckets from ``start`` to its end are not read (a cancelled catch-up,
+    ``next_offset``)."""
     v0, h0 = int(start["v"]), int(start["h"])
     v1, h1 = int(end["v"]), int(end["h"])
+    if h0 >= 0 and h1 < 0 and skip_history:
+        return reader.schema().empty_table()
     if h0 >= 0:
         buckets = reader.history_buckets(v0)
         upto = len(buckets) if h1 < 0 else h1

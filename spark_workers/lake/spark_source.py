@@ -7,7 +7,9 @@ arrive as ``timestamp[us, tz=UTC]``; delta-rs hands out ``string_view``).
 Options: ``lake`` (root folder), ``db``, ``table``, ``members`` (a virtual table's members read
 by this run, comma-separated), ``align`` (``0``: a virtual table's rows are not aligned across
 micro-batches, ``ChangeReader``), ``start_version``, ``history_version``
-(empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version), ``max_rows``
+(empty = no FILL_HISTORY), ``ignore_until`` (skip changes up to this version),
+``skip_history`` (``1``: the FILL_HISTORY catch-up was cancelled; the rest of the snapshot is
+not read, ``changes.next_offset``), ``max_rows``
 (history rows per micro-batch), ``max_versions`` (Delta versions per micro-batch), ``partitions``
 (input partitions per micro-batch, read in parallel; default 2).
 
@@ -82,13 +84,20 @@ class TdLakeStreamReader(DataSourceStreamReader):
             {"v": int(start["v"]), "h": int(start["h"])},
             max_rows=int(self.opts.get("max_rows", HISTORY_ROWS_PER_BATCH)),
             max_versions=int(self.opts.get("max_versions", 1000)),
+            skip_history=self._skip_history(),
         )
+
+    def _skip_history(self) -> bool:
+        """The FILL_HISTORY catch-up was cancelled (option ``skip_history``, ``next_offset``)."""
+        return (self.opts.get("skip_history") or "") == "1"
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         s = {"v": int(start["v"]), "h": int(start["h"])}
         e = {"v": int(end["v"]), "h": int(end["h"])}
         if s == e:
             return []
+        if self._skip_history() and s["h"] >= 0 and e["h"] < 0:  # the rest of a cancelled catch-up
+            return [RangePartition(s, e)]
         parts = int(self.opts.get("partitions", 2))
         return [RangePartition(a, b) for a, b in split_range(self._reader(), s, e, parts)]
 
@@ -96,7 +105,11 @@ class TdLakeStreamReader(DataSourceStreamReader):
         assert isinstance(partition, RangePartition)
         skip = self.opts.get("ignore_until") or ""
         table = read_range(
-            self._reader(), partition.start, partition.end, ignore_until=int(skip) if skip != "" else None
+            self._reader(),
+            partition.start,
+            partition.end,
+            ignore_until=int(skip) if skip != "" else None,
+            skip_history=self._skip_history(),
         )
         target = _arrow_schema(self.schema)
         if self.transform is not None:

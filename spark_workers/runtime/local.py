@@ -38,6 +38,8 @@ class LocalRunner:
         start_version / history_version: as registered at CREATE STREAM.
         buckets: number of state buckets (as in Spark).
         clock: the wall clock in precision units (tests pass their own).
+        skip_history: the FILL_HISTORY catch-up was cancelled (``lake.changes.next_offset``);
+            settable between polls, as a restarted Spark query sees it.
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class LocalRunner:
         ignore_until: int | None = None,
         progress: Callable[[BatchReport], None] | None = None,
         clock: Callable[[], int] | None = None,
+        skip_history: bool = False,
     ) -> None:
         self.c = compiled
         self.lake = lake
@@ -72,6 +75,7 @@ class LocalRunner:
         self.sink = OutputSink(compiled, lake, stream_key=stream_key, tz=tz, sender=sender, progress=progress)
         self.states: dict[int, bytes] = {}
         self.ignore_until = ignore_until
+        self.skip_history = skip_history
         self.batch_id = 0
         self.clock = clock or (self.kernel.cfg.now if self.kernel is not None else lambda: 0)
 
@@ -103,11 +107,14 @@ class LocalRunner:
 
     def poll(self) -> BatchReport | None:
         """Run one micro-batch if there is new data; None otherwise."""
-        end = next_offset(self.reader, self.offset)
+        end = next_offset(self.reader, self.offset, skip_history=self.skip_history)
         if end == self.offset:
             return None
-        phase = "history" if self.offset["h"] >= 0 else "live"
-        rows = read_range(self.reader, self.offset, end, ignore_until=self.ignore_until)
+        skipped = self.skip_history and self.offset["h"] >= 0  # the rest of a cancelled catch-up
+        phase = "history" if self.offset["h"] >= 0 and not skipped else "live"
+        rows = read_range(
+            self.reader, self.offset, end, ignore_until=self.ignore_until, skip_history=self.skip_history
+        )
         out = self._process(rows)
         done = phase == "history" and int(end["h"]) < 0  # the snapshot's last bucket
         rep = self.sink.process(out, self.batch_id, phase=phase, now=self.clock(), history_done=done)

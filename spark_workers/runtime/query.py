@@ -107,13 +107,19 @@ def build_stream_frame(
     buckets: int = DEFAULT_BUCKETS,
     stream_key: str = "",
     catalog_url: str = "",
+    skip_history: bool = False,
 ) -> tuple[DataFrame, KernelConfig | None]:
     """The streaming DataFrame of kernel output rows, and the kernel config (the source is
     registered under the stream's own name when ``stream_key`` is given). A stream without a window
     has no kernel (config None): its frame is stage 1, which the sink writes as it is."""
     if c.plan.projection:
         return _source_frame(
-            spark, c, (lake_root, catalog_url), tz, start_version, history_version, ignore_until, stream_key
+            spark,
+            c,
+            (lake_root, catalog_url),
+            tz,
+            (start_version, history_version, ignore_until, skip_history),
+            stream_key,
         ), None
     cfg = kernel_config(c, lake_root, tz, catalog_url)
     pipeline = None
@@ -134,7 +140,15 @@ def build_stream_frame(
         items = pipeline.schema(reader.schema())
     fmt = source_format(spark, stream_key or "default", pipeline, items)
     src = _read_source(
-        spark, fmt, c, (lake_root, catalog_url), start_version, history_version, ignore_until, members
+        spark,
+        fmt,
+        c,
+        (lake_root, catalog_url),
+        start_version,
+        history_version,
+        ignore_until,
+        members,
+        skip_history=skip_history,
     )
     if pipeline is None:
         cond, exprs = stage1_spark(c, tz)
@@ -165,10 +179,11 @@ def _read_source(
     history_version: int | None,
     ignore_until: int | None,
     members: list[str] | None = None,
+    skip_history: bool = False,
 ) -> DataFrame:
     """The stream's rows from the ``tdlake`` source registered as ``fmt`` (``lake``: root and
     catalog URL; ``members``: the virtual child tables of a virtual supertable source,
-    ``task_members``)."""
+    ``task_members``; ``skip_history``: the FILL_HISTORY catch-up was cancelled)."""
     return (
         spark.readStream.format(fmt)
         .option("lake", str(lake[0]))
@@ -180,6 +195,7 @@ def _read_source(
         .option("start_version", str(start_version))
         .option("history_version", "" if history_version is None else str(history_version))
         .option("ignore_until", "" if ignore_until is None else str(ignore_until))
+        .option("skip_history", "1" if skip_history else "0")
         .load()
     )
 
@@ -189,15 +205,16 @@ def _source_frame(
     c: CompiledStream,
     lake: tuple[str, str],
     tz: str,
-    start_version: int,
-    history_version: int | None,
-    ignore_until: int | None,
+    offsets: tuple[int, int | None, int | None, bool],
     stream_key: str,
 ) -> DataFrame:
     """Stage 1 of a stream without a window in Spark SQL (WHERE, the select items ``_i<k>``, the
-    partition values, ``_ts`` and the change-feed columns): what its sink writes."""
+    partition values, ``_ts`` and the change-feed columns): what its sink writes. ``offsets``:
+    start version, history version, ignore-until version and skip-history, as for
+    ``build_stream_frame``."""
     fmt = source_format(spark, stream_key or "default")
-    src = _read_source(spark, fmt, c, lake, start_version, history_version, ignore_until)
+    start_version, history_version, ignore_until, skip = offsets
+    src = _read_source(spark, fmt, c, lake, start_version, history_version, ignore_until, skip_history=skip)
     cond, exprs = stage1_spark(c, tz)
     if cond is not None:
         src = src.where(cond)
@@ -229,12 +246,15 @@ def start_query(
     trigger: str | None = None,
     catalog_url: str = "",
     checkpoints: str = "",
+    skip_history: bool = False,
 ) -> StreamingQuery:
     """Start the query; ``sink.process`` runs for every micro-batch (idempotent on batch id);
     ``trigger`` is the processing-time trigger (default: :func:`trigger_interval`);
     ``catalog_url`` is the lake's catalog (``TDWEB_CATALOG_URL``, "" for SQLite in the lake);
     ``checkpoints`` the checkpoint root (``TDWEB_CHECKPOINTS``, "" for the lake's local folder;
-    ``runtime/paths.py``)."""
+    ``runtime/paths.py``); ``skip_history``: the FILL_HISTORY catch-up was cancelled, the query
+    continues from its checkpoint but reads nothing more of the snapshot
+    (``lake.changes.next_offset``)."""
     frame, _cfg = build_stream_frame(
         spark,
         c,
@@ -246,6 +266,7 @@ def start_query(
         buckets=buckets,
         stream_key=stream_key,
         catalog_url=catalog_url,
+        skip_history=skip_history,
     )
 
     def each_batch(df: DataFrame, batch_id: int) -> None:

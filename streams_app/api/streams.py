@@ -41,7 +41,7 @@ from streams_app.models import Stream, StreamRun
 from streams_app.serializers import IsoDateTimeField, StreamSerializer, WorkProgressSerializer
 from streams_app.services.access import stream_sql_reveal
 from streams_app.services.recalc_jobs import recalc_dry_run, recalc_job_cancel, recalc_job_start
-from streams_app.services.stream_control import stream_action, stream_drop
+from streams_app.services.stream_control import stream_action, stream_drop, stream_history_cancel
 from streams_app.services.streams import StreamExists, stream_create, stream_recalculate
 
 # ---------------------------------------------------------------------- serializers
@@ -135,7 +135,9 @@ class StreamPatchSerializer(serializers.Serializer):
 
 class ActionInputSerializer(serializers.Serializer):
     action = serializers.ChoiceField(
-        choices=["pause", "resume", "stop", "start", "recalculate", "cancel", "drop"]
+        choices=["pause", "resume", "stop", "start", "recalculate", "cancel", "cancel_history", "drop"],
+        help_text="cancel: stop the running background recalculation; cancel_history: end the "
+        "FILL_HISTORY catch-up, keeping what it produced and skipping the rest of the snapshot",
     )
     background = serializers.BooleanField(
         required=False,
@@ -342,7 +344,9 @@ class StreamActionApi(APIView):
     ``recalculate`` runs ``RECALCULATE STREAM s FROM start [TO end]`` (times as epoch ms or ISO
     8601) and waits for it; the answer carries ``recalculation: {windows}``. With ``background``
     it queues a job and answers at once with ``recalculation: {job}`` (its progress); ``cancel``
-    stops the running one before its commit (404 when none). ``drop`` is DELETE.
+    stops the running one before its commit (404 when none). ``cancel_history`` ends a
+    FILL_HISTORY catch-up (``stream_history_cancel``: what it wrote stays, the rest of the
+    snapshot is skipped; 400 ``0x0200`` when none is under way). ``drop`` is DELETE.
     """
 
     @extend_schema(
@@ -369,6 +373,8 @@ class StreamActionApi(APIView):
             if cancelled is None:
                 raise Http404("no recalculation of this stream is running")
             context["recalculation"] = {"job": selectors.recalc_job_progress(job=cancelled)}
+        elif v["action"] == "cancel_history":
+            s = stream_history_cancel(stream=s)
         else:
             s = stream_action(stream=s, action=v["action"], ignore_untreated=v["ignore_untreated"])
         return Response(ActionResultSerializer(s, context=context).data)

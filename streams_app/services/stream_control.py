@@ -188,13 +188,17 @@ def stream_history_complete(*, stream_id: int) -> bool:
     """The FILL_HISTORY snapshot has been read to its end (the supervisor learns it from the
     query's committed offset when no micro-batch said so, e.g. a Spark query whose last history
     micro-batch could not know it was the last): a CATCHING_UP stream becomes RUNNING now, without
-    waiting for a live row (issue 16 item 2), its catch-up progress reaching 100 %; the new
+    waiting for a live row (issue 16 item 2), its catch-up progress reaching 100 % (or, after
+    ``stream_history_cancel``, staying where it was cut, ``state: "cancelled"``); the new
     progress and status are pushed live. Returns True when the status changed (idempotent)."""
     stream = Stream.objects.filter(pk=stream_id, status=Stream.Status.CATCHING_UP).first()
     if stream is None:
         return False
     d = dict(stream.last_progress or {})
     d["history"] = stream_history_progress(stream=stream, progress=d, at=timezone.now(), complete=True)
+    if stream.history_cancelled is not None:  # ended by skipping the rest (stream_history_cancel)
+        d["history"].update({k: stream.history_cancelled.get(k) for k in ("fraction", "label", "rows_done")})
+        d["history"]["state"] = "cancelled"
     d["history_done"] = True
     changed = Stream.objects.filter(pk=stream_id, status=Stream.Status.CATCHING_UP).update(
         status=Stream.Status.RUNNING, last_progress=d, updated_at=timezone.now()
@@ -206,6 +210,74 @@ def stream_history_complete(*, stream_id: int) -> bool:
     _publish("streams", msg)
     stream_publish_status(stream=Stream.objects.get(pk=stream_id))
     return True
+
+
+def history_pending(stream: Stream) -> bool:
+    """True while a stream has a FILL_HISTORY snapshot it has not finished reading (and the
+    catch-up was not cancelled): it is CATCHING_UP, or stopped/paused/failed/starting before its
+    last micro-batch said the history was done."""
+    if stream.history_version is None or stream.history_cancelled is not None:
+        return False
+    if stream.status in (Stream.Status.RUNNING, Stream.Status.DROPPED):
+        return False
+    p = stream.last_progress or {}
+    return not (p.get("history_done") or p.get("phase") == "live")
+
+
+def stream_history_cancel(*, stream: Stream) -> Stream:
+    """Cancel a FILL_HISTORY catch-up (issue 16, "progress you can trust ... cancellable").
+
+    What it means: the output windows and notifications the catch-up has already produced stay;
+    the rest of the history snapshot (the time buckets not yet read) is skipped; the stream goes
+    on with the rows written after it was created, as a stream without FILL_HISTORY does (seed
+    000 / 002: FILL_HISTORY 0 "only processes data written after the stream is created"). Windows
+    still open at the cut are computed from the rows read before it. The running worker notices
+    at its next heartbeat, stops the query at a micro-batch boundary and restarts it from its
+    checkpoint with the snapshot skipped (``lake.changes.next_offset``); a stream no worker runs
+    (paused, stopped) skips it when it starts. ``Stream.history_cancelled`` keeps how far the
+    catch-up got; the stream's page and the ``stream.status`` message show it.
+
+    Raises:
+        CatalogError: ``INVALID_OPERATION`` when the stream has no catch-up under way (no
+            FILL_HISTORY, the history is complete, or it was already cancelled); a dropped
+            stream is ``STREAM_NOT_EXIST``.
+    """
+    if stream.status == Stream.Status.DROPPED:
+        raise CatalogError(f"stream {stream.name} was dropped", code=Code.STREAM_NOT_EXIST)
+    if not history_pending(stream):
+        why = (
+            "was created without FILL_HISTORY"
+            if stream.history_version is None
+            else "already skipped the rest of its history"
+            if stream.history_cancelled is not None
+            else "has finished reading its history"
+        )
+        raise CatalogError(
+            f"stream {stream.name} has no history catch-up to cancel: it {why}", code=Code.INVALID_OPERATION
+        )
+    at = timezone.now()
+    h = stream_history_progress(stream=stream, progress=stream.last_progress or {}, at=at)
+    frac = h.get("fraction")
+    done = f"{frac:.0%} " if frac is not None else ""
+    cancelled = {
+        "at": at.isoformat(),
+        "rows_done": h.get("rows_done"),
+        "rows_total": h.get("rows_total"),
+        "fraction": frac,
+        "label": f"history catch-up cancelled at {done}({h.get('rows_done') or 0:,} of "
+        f"{h.get('rows_total') or 0:,} rows); the rest of the snapshot is skipped",
+    }
+    n = Stream.objects.filter(pk=stream.pk, history_cancelled__isnull=True).update(
+        history_cancelled=cancelled, updated_at=at
+    )
+    if not n:  # a concurrent cancel won
+        raise CatalogError(
+            f"stream {stream.name} already skipped the rest of its history", code=Code.INVALID_OPERATION
+        )
+    log.info("stream %s: history catch-up cancelled at %s", stream.name, cancelled["label"])
+    stream.refresh_from_db()
+    stream_publish_status(stream=stream)
+    return stream
 
 
 def _progress_trim(stream_id: int, batch_id: int) -> None:

@@ -173,6 +173,7 @@ def _run_once(
         buckets=settings.TDWEB_STREAM_BUCKETS,
         catalog_url=lake.catalog.url,
         checkpoints=settings.TDWEB_CHECKPOINTS,
+        skip_history=stream.history_cancelled is not None,
     )
     catching_up = stream.history_version is not None and stream.last_batch_id is None
     stream_set_status(
@@ -185,18 +186,29 @@ def _run_once(
     )
     log.info("stream query started", stream=stream.name, catching_up=catching_up)
     try:
-        _watch(query, stream_id, worker, stop_flag, backoff)
+        _watch(query, stream_id, worker, stop_flag, backoff, skipping=stream.history_cancelled is not None)
     except BaseException:
         with contextlib.suppress(Exception):
             query.stop()
         raise
 
 
-def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, backoff: list[float]) -> None:
+def _watch(
+    query: Any,
+    stream_id: int,
+    worker: str,
+    stop_flag: threading.Event,
+    backoff: list[float],
+    *,
+    skipping: bool = False,
+) -> None:
     """Beat every ``TDWEB_HEARTBEAT_S`` while the query runs, resetting the back-off once a
     micro-batch has committed; stop it at a micro-batch boundary when the stream should stop.
     Once the query's committed offset is past the FILL_HISTORY snapshot, a CATCHING_UP stream
-    becomes RUNNING at the next beat, live rows or not (issue 16 item 2).
+    becomes RUNNING at the next beat, live rows or not (issue 16 item 2). When the catch-up is
+    cancelled while the query reads history (``skipping`` False: it was started before), the
+    query is stopped and ``_watch`` returns, so ``_supervise`` starts it again from its checkpoint
+    with the rest of the snapshot skipped (``stream_control.stream_history_cancel``).
     Raises the query's failure."""
     caught_up = False
     while True:
@@ -213,12 +225,21 @@ def _watch(query: Any, stream_id: int, worker: str, stop_flag: threading.Event, 
         if committed is not None and not caught_up:  # past the FILL_HISTORY snapshot
             stream_history_complete(stream_id=stream_id)
             caught_up = True
+        if not caught_up and not skipping and _history_cancelled(stream_id):
+            log.info("history catch-up cancelled: restarting the query without the rest of the snapshot")
+            query.stop()
+            return
         if not _should_run(stream_id, worker):
             stop_flag.set()
             query.stop()
             return
         if _made_progress(query):
             backoff[0] = 1.0
+
+
+def _history_cancelled(stream_id: int) -> bool:
+    """The stream's FILL_HISTORY catch-up has been cancelled (``Stream.history_cancelled``)."""
+    return Stream.objects.filter(pk=stream_id, history_cancelled__isnull=False).exists()
 
 
 def _after_failure(stream_id: int, worker: str, run: StreamRun, e: Exception, backoff: float) -> float:

@@ -139,6 +139,26 @@ def test_catalog_names_are_case_insensitive_and_unique(lake):
     assert tags == {"tbname": ["a", "b"], "site": ["n", "s"]}
 
 
+def test_skip_history_ends_the_snapshot_where_it_stands(lake):
+    """A cancelled catch-up (``skip_history``): from inside the snapshot the next offset ends it,
+    that step reads nothing, and the changes after the snapshot version come as usual."""
+    db, st = make(lake, duration="1d")
+    day = 86_400_000
+    lake.write(db, st, rows(*[("a", d * day + 1, d) for d in range(5)]))
+    reader = ChangeReader(lake, "d", "st")
+    hv = lake.version("d", "st")
+    first = next_offset(reader, initial_offset(hv, hv), max_rows=2)
+    assert read_range(reader, initial_offset(hv, hv), first).column("v").to_pylist() == [0, 1]
+    end = next_offset(reader, first, skip_history=True)
+    assert end == {"v": hv, "h": -1}
+    assert read_range(reader, first, end, skip_history=True).num_rows == 0
+    assert read_range(reader, first, end).column("v").to_pylist() == [2, 3, 4]  # what was skipped
+    lake.write(db, st, rows(("b", 1, 9)))
+    live = next_offset(reader, end, skip_history=True)
+    assert live == {"v": hv + 1, "h": -1}
+    assert read_range(reader, end, live, skip_history=True).column("v").to_pylist() == [9]
+
+
 def test_history_then_changes_offsets(lake):
     db, st = make(lake, duration="1d")  # one bucket per day
     day = 86_400_000

@@ -46,7 +46,7 @@ class Env:
         self.ex.default_db = db
         return self.ex.execute_one(q)
 
-    def start(self, spark, name: str, sender: Sender | None = None):  # type: ignore[no-untyped-def]
+    def start(self, spark, name: str, sender: Sender | None = None, skip_history: bool = False):  # type: ignore[no-untyped-def]
         info = self.reg.get(name, None)
         assert info is not None
         sv, hv = self.reg.start_versions[name.lower()]
@@ -64,6 +64,7 @@ class Env:
             buckets=4,
             trigger="200 milliseconds",
             catalog_url=self.lake.catalog.url,
+            skip_history=skip_history,
         )
         self.queries.append(q)
         return q
@@ -132,6 +133,26 @@ def test_fill_history_partition_by_tag_matches_batch_query(spark, env):
     )
     assert sorted(map(tuple, got), key=lambda r: (r[0], r[1])) == want
     assert any(r.phase == "history" for r in env.reports) and any(r.phase == "live" for r in env.reports)
+
+
+def test_a_cancelled_catch_up_skips_the_snapshot_in_spark(spark, env):
+    """``skip_history`` (a cancelled FILL_HISTORY catch-up, ``stream_history_cancel``): the Spark
+    source reads none of the snapshot and the stream goes on with the rows written after it."""
+    for q in SETUP:
+        env.sql(q, "d1")
+    t0 = 1_700_000_000_000
+    env.sql("insert into a1 values " + " ".join(f"({t0 + i * 60_000}, {i}, {i})" for i in range(180)), "d1")
+    body = "select _wstart, count(*) n from a1 interval(1h)"
+    env.sql(f"create stream s_skip fill_history 1 into out_skip as {body}", "d1")
+    env.start(spark, "s_skip", skip_history=True)
+    live = [t0 + 10 * 3_600_000 + i * 60_000 for i in range(61)]  # an hour later: one window closes
+    env.sql("insert into a1 values " + " ".join(f"({ts}, 1, 1)" for ts in live), "d1")
+    got = env.wait_rows("select _wstart, n from out_skip", "d1", lambda rows: len(rows) >= 1)
+    time.sleep(2)  # a history window, had one been computed, would be written by now too
+    got = env.sql("select _wstart, n from out_skip", "d1").rows
+    want = env.sql(f"select _wstart, count(*) from a1 where ts >= {live[0]} interval(1h)", "d1").rows
+    assert [tuple(r) for r in got] == [tuple(want[0])]  # the live rows' first (closed) window only
+    assert all(r.phase == "live" for r in env.reports)
 
 
 def test_at_once_late_rows_updates_and_deletes_recalculate(spark, env):

@@ -212,6 +212,11 @@ export function cancelRecalculation(id: number): Promise<ActionResult> {
   return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action: "cancel" });
 }
 
+/** Ends the FILL_HISTORY catch-up: what it produced stays, the rest of the snapshot is skipped. */
+export function cancelHistory(id: number): Promise<Stream> {
+  return request("POST", `${API_ROOT}/streams/${id}/actions/`, { action: "cancel_history" });
+}
+
 /** The output rows a recalculation over [start, end] would change, computed without writing. */
 export function recalculationDiff(id: number, start: string, end: string, limit = 50): Promise<RecalcDiff> {
   return request("POST", `${API_ROOT}/streams/${id}/recalculate/diff/`, { start, end, limit });

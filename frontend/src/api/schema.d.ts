@@ -520,7 +520,9 @@ export interface paths {
          *     ``recalculate`` runs ``RECALCULATE STREAM s FROM start [TO end]`` (times as epoch ms or ISO
          *     8601) and waits for it; the answer carries ``recalculation: {windows}``. With ``background``
          *     it queues a job and answers at once with ``recalculation: {job}`` (its progress); ``cancel``
-         *     stops the running one before its commit (404 when none). ``drop`` is DELETE.
+         *     stops the running one before its commit (404 when none). ``cancel_history`` ends a
+         *     FILL_HISTORY catch-up (``stream_history_cancel``: what it wrote stays, the rest of the
+         *     snapshot is skipped; 400 ``0x0200`` when none is under way). ``drop`` is DELETE.
          */
         post: operations["v1_streams_actions_create"];
         delete?: never;
@@ -706,11 +708,24 @@ export interface components {
          *     * `start` - start
          *     * `recalculate` - recalculate
          *     * `cancel` - cancel
+         *     * `cancel_history` - cancel_history
          *     * `drop` - drop
          * @enum {string}
          */
-        ActionEnum: "pause" | "resume" | "stop" | "start" | "recalculate" | "cancel" | "drop";
+        ActionEnum: "pause" | "resume" | "stop" | "start" | "recalculate" | "cancel" | "cancel_history" | "drop";
         ActionInputRequest: {
+            /**
+             * @description cancel: stop the running background recalculation; cancel_history: end the FILL_HISTORY catch-up, keeping what it produced and skipping the rest of the snapshot
+             *
+             *     * `pause` - pause
+             *     * `resume` - resume
+             *     * `stop` - stop
+             *     * `start` - start
+             *     * `recalculate` - recalculate
+             *     * `cancel` - cancel
+             *     * `cancel_history` - cancel_history
+             *     * `drop` - drop
+             */
             action: components["schemas"]["ActionEnum"];
             /**
              * @description recalculate: run as a background job (progress over /ws/streams/<id>/, cancel)
@@ -754,6 +769,8 @@ export interface components {
             readonly lag_ms: number | null;
             /** @description long work under way (FILL_HISTORY catch-up), else null */
             readonly progress: components["schemas"]["WorkProgress"] | null;
+            /** @description the FILL_HISTORY catch-up was cancelled (the rest of the snapshot was skipped), else null */
+            history_cancelled: components["schemas"]["HistoryCancelled"] | null;
             /** @description recalculate only */
             recalculation?: components["schemas"]["Recalculation"];
         };
@@ -1129,6 +1146,27 @@ export interface components {
             open_window_end_ms: number | null;
             closes_when: string;
         };
+        /**
+         * @description How far a FILL_HISTORY catch-up had got when it was cancelled (``Stream.history_cancelled``,
+         *     ``services/stream_control.stream_history_cancel``).
+         */
+        HistoryCancelled: {
+            /**
+             * Format: date-time
+             * @description when it was cancelled (UTC)
+             */
+            at: string;
+            /** @description snapshot rows read before the cut */
+            rows_done: number | null;
+            /** @description rows of the whole snapshot */
+            rows_total: number | null;
+            /**
+             * Format: double
+             * @description rows_done / rows_total, 0..1
+             */
+            fraction: number | null;
+            label: string;
+        };
         Impact: {
             kind: components["schemas"]["ImpactKindEnum"];
             statement: string;
@@ -1452,6 +1490,8 @@ export interface components {
             readonly lag_ms: number | null;
             /** @description long work under way (FILL_HISTORY catch-up), else null */
             readonly progress: components["schemas"]["WorkProgress"] | null;
+            /** @description the FILL_HISTORY catch-up was cancelled (the rest of the snapshot was skipped), else null */
+            history_cancelled: components["schemas"]["HistoryCancelled"] | null;
         };
         /** @description A stream's running totals. */
         StreamCounters: {
@@ -1487,6 +1527,8 @@ export interface components {
             readonly lag_ms: number | null;
             /** @description long work under way (FILL_HISTORY catch-up), else null */
             readonly progress: components["schemas"]["WorkProgress"] | null;
+            /** @description the FILL_HISTORY catch-up was cancelled (the rest of the snapshot was skipped), else null */
+            history_cancelled: components["schemas"]["HistoryCancelled"] | null;
             readonly spec: unknown;
         };
         StreamDraftPage: {

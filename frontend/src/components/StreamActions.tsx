@@ -2,8 +2,10 @@
 // "Edit in designer" (POST streams/{id}/edit/ → the designer on the returned draft). A
 // recalculation first shows what it would change (a dry-run diff), then runs as a background job
 // whose progress arrives with the stream (progress.phase "recalculation"); it can be cancelled.
+// A FILL_HISTORY catch-up can be cancelled too ("skip rest of history"): what it wrote stays.
 import { useState, type MouseEvent } from "react";
 import {
+  cancelHistory,
   cancelRecalculation,
   dropStream,
   editStream,
@@ -41,7 +43,12 @@ export function canRecalculate(status: StreamStatus): boolean {
   return status === "running" || status === "catching_up" || status === "paused";
 }
 
-type Pending = StreamAction | "drop" | "recalculate";
+type Pending = StreamAction | "drop" | "recalculate" | "cancel_history";
+
+/** A FILL_HISTORY catch-up is under way and can be cancelled. */
+export function canCancelHistory(stream: Stream): boolean {
+  return stream.status === "catching_up" && stream.progress?.phase === "history" && !stream.history_cancelled;
+}
 
 const CONFIRM: Record<Pending, { title: string; text: string; label: string; danger?: boolean }> = {
   start: { title: "Start stream", text: "Start stream {name}? It resumes from its checkpoint.", label: "Start" },
@@ -52,6 +59,12 @@ const CONFIRM: Record<Pending, { title: string; text: string; label: string; dan
     title: "Recalculate stream",
     text: "Recalculate the windows of stream {name} between these times? Their output rows are rewritten: look at the changes first.",
     label: "Recalculate",
+  },
+  cancel_history: {
+    title: "Skip the rest of the history",
+    text: "Stop the FILL_HISTORY catch-up of stream {name}? The windows and notifications it has produced stay; the history rows not read yet are skipped for good, and the stream goes on with the rows written since it was created.",
+    label: "Skip the rest",
+    danger: true,
   },
   drop: {
     title: "Drop stream",
@@ -204,6 +217,9 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
         void recalculation;
         onUpdated(updated);
         setNote("recalculation started");
+      } else if (what === "cancel_history") {
+        onUpdated(await cancelHistory(stream.id));
+        setNote("history catch-up cancelled: the stream goes on with live rows");
       } else {
         onUpdated(await streamAction(stream.id, what));
       }
@@ -269,6 +285,11 @@ export function StreamActions({ stream, onUpdated, onDropped, onError, compact }
       {recalcJob && (
         <button type="button" className="btn-sm btn-danger-outline" data-testid="recalc-cancel" onClick={() => void cancelRecalc()}>
           cancel recalculation
+        </button>
+      )}
+      {canCancelHistory(stream) && (
+        <button type="button" className="btn-sm btn-danger-outline" data-testid="history-cancel" disabled={busy} onClick={() => ask("cancel_history")}>
+          skip rest of history
         </button>
       )}
       {stream.status !== "dropped" && (

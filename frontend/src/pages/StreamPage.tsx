@@ -124,6 +124,12 @@ export function StreamPage({ id }: { id: number }) {
 
       <WhyNoOutput streamId={id} initiallyOpen={window.location.hash === "#why"} />
 
+      {stream.history_cancelled && (
+        <div className="muted small" data-testid="history-cancelled">
+          {stream.history_cancelled.label}
+        </div>
+      )}
+
       {isLongWork(stream.progress) ? (
         <div className="catchup" data-testid="catchup">
           <ProgressBar fraction={stream.progress.fraction} label={workLabel(stream.progress)} rowsPerS={stream.progress.rows_per_s} etaS={stream.progress.eta_s} />

@@ -263,6 +263,23 @@ describe("StreamsPage", () => {
     expect(within(row).getByRole("button", { name: "resume" })).toBeInTheDocument();
   });
 
+  it("skips the rest of a catch-up's history after confirmation, and only while it catches up", async () => {
+    const progress = { phase: "history", fraction: 0.42, label: "catching up on history: 42% (42 of 100 rows)", rows_done: 42, rows_total: 100 };
+    const cancelled = { at: "2024-06-01T08:00:00Z", rows_done: 42, rows_total: 100, fraction: 0.42, label: "history catch-up cancelled at 42% (42 of 100 rows); the rest of the snapshot is skipped" };
+    const m = setup([makeStream({ id: 1, status: "catching_up", progress }), makeStream({ id: 2, name: "live_one" })]);
+    m.on("POST /api/v1/streams/1/actions/", () => makeStream({ id: 1, status: "catching_up", progress, history_cancelled: cancelled }));
+    renderPage("streams");
+    const row = await screen.findByTestId("stream-row-1");
+    expect(within(screen.getByTestId("stream-row-2")).queryByTestId("history-cancel")).toBeNull();
+    fireEvent.click(within(row).getByTestId("history-cancel"));
+    const dialog = screen.getByRole("dialog");
+    expect(dialog).toHaveTextContent("The windows and notifications it has produced stay");
+    expect(m.callsTo("POST", "/api/v1/streams/1/actions/")).toHaveLength(0);
+    fireEvent.click(within(dialog).getByRole("button", { name: "Skip the rest" }));
+    await waitFor(() => expect(within(row).queryByTestId("history-cancel")).toBeNull());
+    expect(m.callsTo("POST", "/api/v1/streams/1/actions/")[0].body).toEqual({ action: "cancel_history" });
+  });
+
   it("resumes only after confirmation", async () => {
     const m = setup();
     m.on("POST /api/v1/streams/2/actions/", makeStream({ id: 2, name: "alerts", status: "running" }));

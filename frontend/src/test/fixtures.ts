@@ -44,6 +44,7 @@ export function makeStream(over: Partial<Stream> = {}): Stream {
     last_error: "",
     spark_ui_url: null,
     last_progress: makeProgress(),
+    history_cancelled: null,
     worker: "",
     counters: { rows_in: 1000, windows_out: 10, notifications_sent: 0, notifications_failed: 0 },
     throughput: [10, 20, 30],
