@@ -19,7 +19,9 @@ class DroppedRowsSerializer(serializers.Serializer):
     """Rows read but not in any window, by reason (the recorded micro-batches summed)."""
 
     expired = serializers.IntegerField(help_text="older than the watermark when they came (IGNORE EXPIRED)")
-    filtered = serializers.IntegerField(help_text="kept out by WHERE / FILTER / PRE_FILTER")
+    filtered = serializers.IntegerField(
+        help_text="kept out by a filter in the engine (stage-1 WHERE / PRE_FILTER: filter_check)"
+    )
     disordered = serializers.IntegerField(help_text="older than their group's latest row")
     late = serializers.IntegerField(help_text="later than the watermark (eKuiper)")
     beyond_delete_mark = serializers.IntegerField(help_text="expired beyond DELETE_MARK")
