@@ -331,3 +331,30 @@ def test_the_filter_check_is_read_with_the_users_privileges(power, admin, alice)
     Privilege.objects.filter(user=alice).delete()
     d = stream_diagnosis(stream=stream, user=alice)
     assert d["filter_check"] is None and not any(c["option"] == "WHERE" for c in d["causes"])
+
+
+def test_the_filter_check_is_bounded_to_the_newest_rows(power, admin) -> None:
+    from spark_workers.runtime.filtered import filter_check
+
+    stream, drive = _filter_stream(admin, WHERE_SQL)
+    _filter_rows(drive, {"t1": [(s, 1) for s in range(0, 30)]})
+    _filter_rows(drive, {"t2": [(s, 500) for s in range(0, 8)]})  # the newest version: all pass
+    c = stream_compiled(StreamSpec.from_json(stream.spec), stream.compiled, lake_get(), "UTC")
+    f = filter_check(c, lake_get(), "UTC", start_version=stream.start_version, history_version=None, limit=8)
+    assert f is not None and (f.examined, f.failed, f.complete) == (8, 0, False)
+    f = filter_check(c, lake_get(), "UTC", start_version=stream.start_version, history_version=None)
+    assert f is not None and (f.examined, f.failed, f.complete) == (38, 30, True)
+
+
+def test_a_failed_filter_check_leaves_the_rest_of_the_diagnosis(power, admin, monkeypatch, caplog) -> None:
+    from streams_app.services import diagnosis
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("the lake is unreachable")
+
+    stream, drive = _filter_stream(admin, WHERE_SQL)
+    _filter_rows(drive, {"t1": [(s, 1) for s in range(0, 5)]})
+    monkeypatch.setattr(diagnosis, "filter_check", broken)
+    r = api_client(admin).get(f"/api/v1/streams/{stream.pk}/diagnosis/")
+    assert r.status_code == 200 and r.json()["filter_check"] is None and r.json()["batches"] == 1
+    assert "the filtered rows could not be read" in caplog.text and "unreachable" not in r.content.decode()
