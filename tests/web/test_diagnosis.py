@@ -358,3 +358,21 @@ def test_a_failed_filter_check_leaves_the_rest_of_the_diagnosis(power, admin, mo
     r = api_client(admin).get(f"/api/v1/streams/{stream.pk}/diagnosis/")
     assert r.status_code == 200 and r.json()["filter_check"] is None and r.json()["batches"] == 1
     assert "the filtered rows could not be read" in caplog.text and "unreachable" not in r.content.decode()
+
+
+def test_the_filter_check_over_a_nanosecond_database(power, admin) -> None:
+    root_sql("CREATE DATABASE fns PRECISION 'ns'")
+    root_sql("CREATE TABLE fns.t (ts TIMESTAMP, v INT)")
+    stream = stream_create(
+        user=admin,
+        sql="CREATE STREAM ns_s INTO fns.o AS SELECT _wstart, count(*) FROM fns.t WHERE v > 100 "
+        "INTERVAL(10s)",
+    )
+    rows = [(s, 90 + s) for s in range(0, 20)]  # v 90 .. 109
+    Drive(stream).insert("INSERT INTO fns.t VALUES " + " ".join(f"('{_at(s)}', {v})" for s, v in rows))
+    f = stream_diagnosis(stream=stream, user=admin)["filter_check"]
+    failing = [(s, v) for s, v in rows if not v > 100]
+    assert f is not None and (f["examined"], f["failed"]) == (len(rows), len(failing))
+    assert [(s["tbname"], s["ts_ms"], s["values"]) for s in f["sample"][:2]] == [
+        (None, _ms(s), {"v": v}) for s, v in failing[::-1][:2]
+    ]
