@@ -21,6 +21,7 @@ from spark_workers.lake.changes import ChangeReader, initial_offset, next_offset
 from spark_workers.lake.store import Lake
 from spark_workers.notify.sender import Sender
 from spark_workers.query.duck import DuckSession
+from spark_workers.runtime.filtered import ns_timestamps
 from spark_workers.runtime.kernel import Kernel
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb
 from spark_workers.runtime.premerge import premerge
@@ -133,17 +134,8 @@ class LocalRunner:
         return reports
 
     def _timestamps(self, rows: pa.Table) -> pa.Table:
-        """Change rows with the TIMESTAMP columns of a nanosecond database (int64 in the change
-        feed) as timestamps, as stage 1 reads them from lake snapshots (``DuckSession``)."""
-        if self.c.precision != "ns":
-            return rows
-        storage = self.c.source.storage
-        for col in (*storage.columns, *storage.tags):
-            if col.type.name == "TIMESTAMP" and col.name in rows.column_names:
-                i = rows.schema.get_field_index(col.name)
-                if pa.types.is_integer(rows.schema.field(i).type):
-                    rows = rows.set_column(i, col.name, rows.column(i).cast(pa.timestamp("ns", tz="UTC")))
-        return rows
+        """Change rows as stage 1 reads them (``filtered.ns_timestamps``)."""
+        return ns_timestamps(self.c, rows)
 
     def _process(self, rows: pa.Table) -> pa.Table:
         with DuckSession(None) as duck:

@@ -19,7 +19,9 @@ class DroppedRowsSerializer(serializers.Serializer):
     """Rows read but not in any window, by reason (the recorded micro-batches summed)."""
 
     expired = serializers.IntegerField(help_text="older than the watermark when they came (IGNORE EXPIRED)")
-    filtered = serializers.IntegerField(help_text="kept out by WHERE / FILTER / PRE_FILTER")
+    filtered = serializers.IntegerField(
+        help_text="kept out by a filter in the engine (stage-1 WHERE / PRE_FILTER: filter_check)"
+    )
     disordered = serializers.IntegerField(help_text="older than their group's latest row")
     late = serializers.IntegerField(help_text="later than the watermark (eKuiper)")
     beyond_delete_mark = serializers.IntegerField(help_text="expired beyond DELETE_MARK")
@@ -58,6 +60,30 @@ class GroupStateSerializer(serializers.Serializer):
     closes_when = serializers.CharField()
 
 
+class FilteredRowSerializer(serializers.Serializer):
+    """One examined row the filter did not keep."""
+
+    ts_ms = serializers.IntegerField(help_text="event time, epoch milliseconds")
+    time = serializers.CharField(help_text="event time, ISO 8601 UTC")
+    tbname = serializers.CharField(allow_null=True, help_text="the subtable (None: a normal table)")
+    values = serializers.DictField(
+        child=serializers.JSONField(allow_null=True), help_text="the columns the filter reads"
+    )
+
+
+class FilterCheckSerializer(serializers.Serializer):
+    """What the stage-1 filter (a legacy stream's WHERE, a 3.3.7 stream's PRE_FILTER) removed
+    from the newest rows the stream read (at most 100,000), computed on request."""
+
+    clause = serializers.ChoiceField(choices=["WHERE", "PRE_FILTER"])
+    condition = serializers.CharField()
+    examined = serializers.IntegerField(help_text="rows examined")
+    failed = serializers.IntegerField(help_text="examined rows the filter did not keep")
+    complete = serializers.BooleanField(help_text="false: only the newest rows read were examined")
+    columns = serializers.ListField(child=serializers.CharField(), help_text="the columns the filter reads")
+    sample = FilteredRowSerializer(many=True, help_text="up to 5 failing rows, the latest first")
+
+
 class CauseSerializer(serializers.Serializer):
     option = serializers.CharField(allow_null=True, help_text="the stream option that explains it")
     text = serializers.CharField(help_text="in plain words, starting with the option")
@@ -82,6 +108,9 @@ class DiagnosisSerializer(serializers.Serializer):
     open_windows = OpenWindowsSerializer()
     notifications = NotificationHealthSerializer()
     groups = GroupStateSerializer(many=True)
+    filter_check = FilterCheckSerializer(
+        allow_null=True, help_text="null: no filter, or the source table could not be read"
+    )
     causes = CauseSerializer(many=True)
 
 

@@ -5,6 +5,9 @@ Sources, all recorded by the runtime: ``StreamProgress`` rows (``BatchReport``, 
 dropped-row counters of ``engine/stream.py`` ``drop_stats`` in ``drops``; the latest
 ``TDWEB_PROGRESS_KEEP`` micro-batches), the ``Delivery`` log (one row per notification attempt),
 and the source table's latest event time per group (one query, as the stream's owner sees it).
+Rows the stage-1 filter removed (a legacy stream's WHERE, a 3.3.7 stream's PRE_FILTER) are never
+counted by the engine: they are computed here on demand (``runtime/filtered.py``), over the newest
+rows the stream read, as the user sees the source table.
 
 Rules quoted in the causes: a window closes once the watermark (latest event time - WATERMARK)
 reaches its end and a row of an already closed window is expired (seed 000 "Window Closure",
@@ -15,7 +18,9 @@ windows are notified only with NOTIFY_HISTORY (seed 000 "notification_options").
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,19 +29,25 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from spark_workers import access
 from spark_workers.duration import NS_PER_PRECISION
 from spark_workers.errors import TdError
+from spark_workers.query.context import QueryContext
+from spark_workers.runtime.filtered import FilterCheck, filter_check
 from spark_workers.streams.compile import CompiledStream
 from spark_workers.streams.spec import V337, StreamSpec
 from spark_workers.streams.stored import stream_compiled
 from streams_app import selectors
 from streams_app.models import Delivery, Stream, StreamProgress
-from streams_app.services.lake import lake_get
+from streams_app.services.access import principal_for
+from streams_app.services.lake import lake_get, sql_limits_configure
 from streams_app.services.sql import sql_execute
 
 DROP_KEYS = ("expired", "filtered", "disordered", "late", "beyond_delete_mark")
 GROUPS_SHOWN = 50
 QUIET_S = 60  # no micro-batch for this long: "no row since ..."
+
+log = logging.getLogger(__name__)
 
 
 class StreamNotVisible(Exception):
@@ -160,6 +171,55 @@ def rows_at_creation(*, stream: Stream, c: CompiledStream) -> int | None:
         return None
     sub = src.tbname_filter
     return int(t.num_rows if sub is None else sum(1 for v in t.column("tbname").to_pylist() if v == sub))
+
+
+def filtered_rows(*, stream: Stream, c: CompiledStream, user: Any) -> FilterCheck | None:
+    """What the stream's WHERE / PRE_FILTER removed from the newest rows it read (at most
+    ``filtered.LIMIT_ROWS``, ``runtime/filtered.py`` ``filter_check``), read with ``user``'s
+    privileges: None without a filter, for a user who may not read the source table, or when the
+    rows cannot be read (logged; the rest of the diagnosis stands)."""
+    if c.plan.filter is None:
+        return None
+    lake = lake_get()
+    try:
+        ctx = QueryContext(lake, principal=principal_for(user))
+        ctx.require_storage(access.READ, c.source.db, c.source.table)
+    except TdError:
+        return None
+    sql_limits_configure()
+    try:
+        return filter_check(
+            c,
+            lake,
+            settings.TDWEB_TIMEZONE,
+            start_version=stream.start_version,
+            history_version=stream.history_version,
+            ignore_until=stream.ignore_until_version,
+        )
+    except Exception:  # a dropped or vacuumed table, a timeout: the diagnosis makes no claim
+        log.warning("diagnosis of stream %s: the filtered rows could not be read", stream.pk, exc_info=True)
+        return None
+
+
+def _filter_cause(f: FilterCheck | None) -> dict[str, Any] | None:
+    """The cause ``{option: WHERE | PRE_FILTER, text}`` when examined rows failed the filter."""
+    if f is None or not f.failed:
+        return None
+    share = f"all {f.examined} rows" if f.failed >= f.examined else f"{f.failed} of {f.examined} rows"
+    newest = "" if f.complete else " (the newest rows read)"
+    sample = "; e.g. " + ", ".join(_sample_text(s) for s in f.sample[:3]) if f.sample else ""
+    return _cause(
+        f.clause,
+        f"{share} examined{newest} did not pass the filter ({f.condition}): dropped before any "
+        f"window{sample}",
+    )
+
+
+def _sample_text(s: dict[str, Any]) -> str:
+    """One sample row in words: ``d1001 at 2024-01-01T00:10:00Z (v=1.0)``."""
+    where = f"{s['tbname']} at " if s["tbname"] else ""
+    values = ", ".join(f"{k}={v}" for k, v in s["values"].items())
+    return f"{where}{iso(s['ts_ms'])}" + (f" ({values})" if values else "")
 
 
 def _window_end_ms(c: CompiledStream, t_ms: int) -> int | None:
@@ -390,6 +450,10 @@ def stream_diagnosis(*, stream: Stream, user: Any) -> dict[str, Any]:
     ]
     if c is None:
         causes.insert(0, _cause(None, "a table of the stream no longer exists"))
+    f = filtered_rows(stream=stream, c=c, user=user) if c is not None else None
+    if (fc := _filter_cause(f)) is not None:
+        assert f is not None
+        causes.insert(0 if f.failed >= f.examined else len(causes), fc)
     wm_ms = c.rules.watermark * NS_PER_PRECISION[c.precision] // 1_000_000 if c is not None else 0
     closes = _closes_when(c, t.open_wend_min_ms, wm_ms) if c is not None and t.open_windows else None
     return {
@@ -420,5 +484,16 @@ def stream_diagnosis(*, stream: Stream, user: Any) -> dict[str, Any]:
             {**g, "latest_event_time": iso(g["latest_event_ms"]), "watermark": iso(g["watermark_ms"])}
             for g in groups
         ],
+        "filter_check": _filter_json(f),
         "causes": causes,
+    }
+
+
+def _filter_json(f: FilterCheck | None) -> dict[str, Any] | None:
+    """The filter check as the response shows it (sample times also as ISO 8601)."""
+    if f is None:
+        return None
+    return {
+        **dataclasses.asdict(f),
+        "sample": [{**s, "time": iso(s["ts_ms"])} for s in f.sample],
     }

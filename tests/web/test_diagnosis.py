@@ -213,3 +213,166 @@ def test_every_trigger_type_is_diagnosed_before_its_first_batch(power, admin, sq
     d = api_client(admin).get(f"/api/v1/streams/{stream.pk}/diagnosis/").json()
     assert d["trigger"] == trigger and d["batches"] == 0
     assert any(c["text"].startswith(f"no {no_row} since the stream was created (") for c in d["causes"])
+
+
+# -------------------------------------------------- rows removed by WHERE / PRE_FILTER (stage 1)
+
+FILTER_TABLES = (
+    "CREATE STABLE power.st (ts TIMESTAMP, v INT, w FLOAT) TAGS (loc INT)",
+    "CREATE TABLE power.t1 USING power.st TAGS (1)",
+    "CREATE TABLE power.t2 USING power.st TAGS (2)",
+)
+WHERE_SQL = (
+    "CREATE STREAM wf_s INTO power.o_wf AS SELECT _wstart, count(*) AS n FROM power.st "
+    "WHERE v > 100 PARTITION BY tbname INTERVAL(10s)"
+)
+PRE_FILTER_SQL = (
+    "CREATE STREAM power.pf_s INTERVAL(10s) SLIDING(10s) FROM power.st PARTITION BY tbname "
+    "STREAM_OPTIONS(PRE_FILTER(v > 100)) INTO power.o_pf AS SELECT _twstart, count(*) AS n FROM %%trows"
+)
+
+
+def _filter_rows(drive: Drive, rows: dict[str, list[tuple[int, int]]]) -> None:
+    """Insert ``{subtable: [(second, v)]}`` and run the stream."""
+    drive.insert(
+        "INSERT INTO "
+        + " ".join(
+            f"power.{t} VALUES " + " ".join(f"('{_at(s)}', {v}, 1.5)" for s, v in vs)
+            for t, vs in rows.items()
+        )
+    )
+
+
+def _filter_stream(admin, sql: str) -> tuple[Stream, Drive]:  # type: ignore[no-untyped-def]
+    for ddl in FILTER_TABLES:
+        root_sql(ddl)
+    root_sql(f"INSERT INTO power.t1 VALUES ('{_at(-60)}', 1, 1.5)")  # before the stream: never read
+    stream = stream_create(user=admin, sql=sql)
+    return stream, Drive(stream)
+
+
+@pytest.mark.parametrize(("sql", "clause"), [(WHERE_SQL, "WHERE"), (PRE_FILTER_SQL, "PRE_FILTER")])
+def test_rows_all_removed_by_the_filter_are_the_first_cause(power, admin, sql, clause) -> None:
+    stream, drive = _filter_stream(admin, sql)
+    rows = {"t1": [(s, s % 90) for s in range(0, 40)], "t2": [(s, 100) for s in range(5, 25)]}
+    _filter_rows(drive, rows)
+    failing = [(t, s, v) for t, vs in rows.items() for s, v in vs if not v > 100]
+    n = sum(len(vs) for vs in rows.values())
+    assert len(failing) == n  # every row fails v > 100
+    d = api_client(admin).get(f"/api/v1/streams/{stream.pk}/diagnosis/").json()
+    assert d["output_rows"] == 0 and d["dropped"]["filtered"] == 0  # the engine never saw them
+    f = d["filter_check"]
+    assert f["clause"] == clause and f["condition"].replace(" ", "") == "v>100"
+    assert (f["examined"], f["failed"], f["complete"], f["columns"]) == (n, n, True, ["v"])
+    first = d["causes"][0]
+    assert first["option"] == clause, d["causes"]
+    assert first["text"].startswith(f"{clause}: all {n} rows examined did not pass the filter (")
+    # the sample: the latest failing rows, with their subtable and the column the filter reads
+    latest = sorted(failing, key=lambda r: (-r[1], r[0]))[:5]
+    assert len(f["sample"]) == 5
+    assert {(s["tbname"], s["ts_ms"], s["values"]["v"]) for s in f["sample"]} <= {
+        (t, _ms(s), v) for t, s, v in failing
+    }
+    assert [s["ts_ms"] for s in f["sample"]] == [_ms(s) for _, s, _ in latest]
+    assert (
+        f["sample"][0]["time"] == iso(_ms(latest[0][1])) and f"t1 at {iso(_ms(39))} (v=39)" in first["text"]
+    )
+
+
+def test_only_the_rows_failing_the_filter_are_counted(power, admin) -> None:
+    stream, drive = _filter_stream(admin, WHERE_SQL)
+    rows = {"t1": [(s, 50 + 10 * s) for s in range(0, 30)], "t2": [(s, 200 - 7 * s) for s in range(0, 30)]}
+    _filter_rows(drive, rows)
+    _filter_rows(drive, {"t2": [(100, 101), (101, 100)]})  # a second version: both are read
+    every = [v for vs in rows.values() for _, v in vs] + [101, 100]
+    failed = sum(1 for v in every if not v > 100)
+    assert 0 < failed < len(every)
+    d = stream_diagnosis(stream=stream, user=admin)
+    f = d["filter_check"]
+    assert f is not None and (f["examined"], f["failed"]) == (len(every), failed)
+    assert all(s["values"]["v"] <= 100 for s in f["sample"]) and f["sample"][0]["ts_ms"] == _ms(101)
+    where = [c for c in d["causes"] if c["option"] == "WHERE"]
+    assert len(where) == 1 and where[0]["text"].startswith(f"WHERE: {failed} of {len(every)} rows examined")
+    assert d["causes"][0]["option"] != "WHERE"  # not every row failed: not the first cause
+
+
+def test_history_rows_are_examined_with_fill_history(power, admin) -> None:
+    """FILL_HISTORY 1: the rows the source held at CREATE STREAM are read too."""
+    for ddl in FILTER_TABLES:
+        root_sql(ddl)
+    before = [(s, s) for s in range(0, 12)]
+    root_sql("INSERT INTO power.t1 VALUES " + " ".join(f"('{_at(s)}', {v}, 1.5)" for s, v in before))
+    stream = stream_create(user=admin, sql=WHERE_SQL.replace("wf_s ", "wf_s FILL_HISTORY 1 "))
+    assert stream.history_version is not None
+    drive = Drive(stream)
+    drive.runner.run()
+    _filter_rows(drive, {"t2": [(50, 500), (51, 5)]})
+    f = stream_diagnosis(stream=stream, user=admin)["filter_check"]
+    assert f is not None and (f["examined"], f["failed"]) == (len(before) + 2, len(before) + 1)
+
+
+def test_a_stream_without_a_filter_has_no_filter_cause(power, admin) -> None:
+    stream, drive = _filter_stream(admin, WHERE_SQL.replace("WHERE v > 100 ", ""))
+    _filter_rows(drive, {"t1": [(s, 1) for s in range(0, 20)]})
+    d = stream_diagnosis(stream=stream, user=admin)
+    assert d["filter_check"] is None and d["input_rows"] == 20
+    assert not any(c["option"] in ("WHERE", "PRE_FILTER") for c in d["causes"])
+
+
+def test_the_filter_check_is_read_with_the_users_privileges(power, admin, alice) -> None:
+    """A privileged user who may not read the source table gets the rest of the diagnosis only."""
+    from streams_app.models import Privilege
+
+    stream, drive = _filter_stream(admin, WHERE_SQL)
+    _filter_rows(drive, {"t1": [(s, 1) for s in range(0, 5)]})
+    assert stream_diagnosis(stream=stream, user=admin)["filter_check"]["failed"] == 5
+    alice.is_staff = True  # sees every stream (selectors.stream_get), yet reads power no more
+    alice.save()
+    Privilege.objects.filter(user=alice).delete()
+    d = stream_diagnosis(stream=stream, user=alice)
+    assert d["filter_check"] is None and not any(c["option"] == "WHERE" for c in d["causes"])
+
+
+def test_the_filter_check_is_bounded_to_the_newest_rows(power, admin) -> None:
+    from spark_workers.runtime.filtered import filter_check
+
+    stream, drive = _filter_stream(admin, WHERE_SQL)
+    _filter_rows(drive, {"t1": [(s, 1) for s in range(0, 30)]})
+    _filter_rows(drive, {"t2": [(s, 500) for s in range(0, 8)]})  # the newest version: all pass
+    c = stream_compiled(StreamSpec.from_json(stream.spec), stream.compiled, lake_get(), "UTC")
+    f = filter_check(c, lake_get(), "UTC", start_version=stream.start_version, history_version=None, limit=8)
+    assert f is not None and (f.examined, f.failed, f.complete) == (8, 0, False)
+    f = filter_check(c, lake_get(), "UTC", start_version=stream.start_version, history_version=None)
+    assert f is not None and (f.examined, f.failed, f.complete) == (38, 30, True)
+
+
+def test_a_failed_filter_check_leaves_the_rest_of_the_diagnosis(power, admin, monkeypatch, caplog) -> None:
+    from streams_app.services import diagnosis
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("the lake is unreachable")
+
+    stream, drive = _filter_stream(admin, WHERE_SQL)
+    _filter_rows(drive, {"t1": [(s, 1) for s in range(0, 5)]})
+    monkeypatch.setattr(diagnosis, "filter_check", broken)
+    r = api_client(admin).get(f"/api/v1/streams/{stream.pk}/diagnosis/")
+    assert r.status_code == 200 and r.json()["filter_check"] is None and r.json()["batches"] == 1
+    assert "the filtered rows could not be read" in caplog.text and "unreachable" not in r.content.decode()
+
+
+def test_the_filter_check_over_a_nanosecond_database(power, admin) -> None:
+    root_sql("CREATE DATABASE fns PRECISION 'ns'")
+    root_sql("CREATE TABLE fns.t (ts TIMESTAMP, v INT)")
+    stream = stream_create(
+        user=admin,
+        sql="CREATE STREAM ns_s INTO fns.o AS SELECT _wstart, count(*) FROM fns.t WHERE v > 100 "
+        "INTERVAL(10s)",
+    )
+    rows = [(s, 90 + s) for s in range(0, 20)]  # v 90 .. 109
+    Drive(stream).insert("INSERT INTO fns.t VALUES " + " ".join(f"('{_at(s)}', {v})" for s, v in rows))
+    f = stream_diagnosis(stream=stream, user=admin)["filter_check"]
+    failing = [(s, v) for s, v in rows if not v > 100]
+    assert f is not None and (f["examined"], f["failed"]) == (len(rows), len(failing))
+    assert [(s["tbname"], s["ts_ms"], s["values"]) for s in f["sample"][:2]] == [
+        (None, _ms(s), {"v": v}) for s, v in failing[::-1][:2]
+    ]

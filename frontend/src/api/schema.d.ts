@@ -856,6 +856,12 @@ export interface components {
          * @enum {string}
          */
         ChangeEnum: "added" | "changed" | "removed";
+        /**
+         * @description * `WHERE` - WHERE
+         *     * `PRE_FILTER` - PRE_FILTER
+         * @enum {string}
+         */
+        ClauseEnum: "WHERE" | "PRE_FILTER";
         Compile: {
             /** @description design document, docs/designer.md */
             design: {
@@ -1048,6 +1054,8 @@ export interface components {
             open_windows: components["schemas"]["OpenWindows"];
             notifications: components["schemas"]["NotificationHealth"];
             groups: components["schemas"]["GroupState"][];
+            /** @description null: no filter, or the source table could not be read */
+            filter_check: components["schemas"]["FilterCheck"] | null;
             causes: components["schemas"]["Cause"][];
         };
         /** @description What a recalculation would change in its output table (nothing is written). */
@@ -1114,7 +1122,7 @@ export interface components {
         DroppedRows: {
             /** @description older than the watermark when they came (IGNORE EXPIRED) */
             expired: number;
-            /** @description kept out by WHERE / FILTER / PRE_FILTER */
+            /** @description kept out by a filter in the engine (stage-1 WHERE / PRE_FILTER: filter_check) */
             filtered: number;
             /** @description older than their group's latest row */
             disordered: number;
@@ -1133,6 +1141,37 @@ export interface components {
             name: string;
             type: string;
             length: number;
+        };
+        /**
+         * @description What the stage-1 filter (a legacy stream's WHERE, a 3.3.7 stream's PRE_FILTER) removed
+         *     from the newest rows the stream read (at most 100,000), computed on request.
+         */
+        FilterCheck: {
+            clause: components["schemas"]["ClauseEnum"];
+            condition: string;
+            /** @description rows examined */
+            examined: number;
+            /** @description examined rows the filter did not keep */
+            failed: number;
+            /** @description false: only the newest rows read were examined */
+            complete: boolean;
+            /** @description the columns the filter reads */
+            columns: string[];
+            /** @description up to 5 failing rows, the latest first */
+            sample: components["schemas"]["FilteredRow"][];
+        };
+        /** @description One examined row the filter did not keep. */
+        FilteredRow: {
+            /** @description event time, epoch milliseconds */
+            ts_ms: number;
+            /** @description event time, ISO 8601 UTC */
+            time: string;
+            /** @description the subtable (None: a normal table) */
+            tbname: string | null;
+            /** @description the columns the filter reads */
+            values: {
+                [key: string]: unknown;
+            };
         };
         /** @description One group (PARTITION BY values) of the source table. */
         GroupState: {

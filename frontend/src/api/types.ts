@@ -104,6 +104,8 @@ export type Run = Schemas["Run"];
  * notification failures and the causes in plain words. */
 export type Diagnosis = Schemas["Diagnosis"];
 export type DiagnosisCause = Schemas["Cause"];
+/** What a stream's WHERE / PRE_FILTER removed from the newest rows it read (null: no filter). */
+export type FilterCheck = Schemas["FilterCheck"];
 
 // --- dashboard -----------------------------------------------------------------------------
 

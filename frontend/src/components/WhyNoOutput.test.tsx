@@ -37,6 +37,7 @@ function diagnosis(over: Partial<Diagnosis> = {}): Diagnosis {
         closes_when: "WINDOW_CLOSE: a row of this group at or after 2024-01-01T01:00:10Z",
       },
     ],
+    filter_check: null,
     causes: [
       { option: "IGNORE_EXPIRED 1", text: "IGNORE_EXPIRED 1: all 240 rows were older than the watermark when they came" },
       { option: null, text: "the receiver ws://127.0.0.1:18221/notify refused the connection 4 times" },
@@ -64,6 +65,43 @@ describe("WhyNoOutput", () => {
     expect(screen.getByTestId("why-notifications")).toHaveTextContent("ws://127.0.0.1:18221/notify: 4 of 4 attempts failed (connection refused)");
     expect(within(screen.getByTestId("why-groups")).getByText("d1001")).toBeInTheDocument();
     expect(screen.getByTestId("why-facts")).toHaveTextContent("closes on WINDOW_CLOSE: a row of this group at or after 2024-01-01T01:00:10Z");
+  });
+
+  it("shows the rows the WHERE clause removed, with their sample", async () => {
+    const where = "WHERE: all 60 rows examined did not pass the filter (v > 100): dropped before any window";
+    mockFetch({
+      "GET /api/v1/streams/7/diagnosis/": diagnosis({
+        causes: [{ option: "WHERE", text: where }],
+        filter_check: {
+          clause: "WHERE",
+          condition: "v > 100",
+          examined: 60,
+          failed: 60,
+          complete: false,
+          columns: ["v"],
+          sample: [
+            { ts_ms: 1704067239000, time: "2024-01-01T00:00:39Z", tbname: "t1", values: { v: 39 } },
+            { ts_ms: 1704067224000, time: "2024-01-01T00:00:24Z", tbname: null, values: { v: null } },
+          ],
+        },
+      }),
+    });
+    render(<WhyNoOutput streamId={7} initiallyOpen />);
+    const causes = await screen.findByTestId("why-causes");
+    expect(within(causes).getByText("WHERE")).toHaveClass("badge");
+    expect(causes).toHaveTextContent("all 60 rows examined did not pass the filter (v > 100)");
+    const f = screen.getByTestId("why-filter");
+    expect(screen.getByText("Filtered by WHERE")).toBeInTheDocument();
+    expect(f).toHaveTextContent("60 of 60 rows examined did not pass v > 100 (the newest rows read)");
+    expect(f).toHaveTextContent("t1 2024-01-01T00:00:39Z (v=39)");
+    expect(f).toHaveTextContent("2024-01-01T00:00:24Z (v=NULL)");
+  });
+
+  it("has no filter line for a stream without a filter", async () => {
+    mockFetch({ "GET /api/v1/streams/7/diagnosis/": diagnosis() });
+    render(<WhyNoOutput streamId={7} initiallyOpen />);
+    await screen.findByTestId("why-causes");
+    expect(screen.queryByTestId("why-filter")).toBeNull();
   });
 
   it("opens at once from the inbox link and refreshes on demand", async () => {

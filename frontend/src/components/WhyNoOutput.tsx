@@ -1,11 +1,12 @@
 // "Why no output?" of one stream (GET streams/{id}/diagnosis/): the causes in plain words, each
 // naming the stream option that explains it, then the figures they come from — watermark, latest
-// event time, open windows and what closes them, dropped rows with a sample, receivers that fail,
+// event time, open windows and what closes them, dropped rows with a sample, rows the WHERE /
+// PRE_FILTER clause removed (computed on request) with a sample, receivers that fail,
 // and per group (PARTITION BY value) its latest event time and what closes its open window.
 // Opened by its button, or at once when the page URL ends in #why (the inbox links there).
 import { useCallback, useEffect, useState } from "react";
 import { errorText, getDiagnosis, listStreams } from "../api/client";
-import type { Diagnosis } from "../api/types";
+import type { Diagnosis, FilterCheck } from "../api/types";
 import { formatCount } from "../format";
 import { urls } from "../page";
 import { Empty, ErrorBanner, Loading } from "./common";
@@ -14,7 +15,7 @@ const DROP_LABELS: [keyof Diagnosis["dropped"], string][] = [
   ["expired", "expired (older than the watermark)"],
   ["late", "late (eKuiper watermark)"],
   ["beyond_delete_mark", "beyond DELETE_MARK"],
-  ["filtered", "filtered (WHERE / FILTER / PRE_FILTER)"],
+  ["filtered", "filtered in the engine"],
   ["disordered", "out of order"],
 ];
 
@@ -95,6 +96,7 @@ function DiagnosisView({ d, onRefresh }: { d: Diagnosis; onRefresh: () => void }
           {dropped.length ? dropped.map(([k, label]) => `${formatCount(d.dropped[k])} ${label}`).join(", ") : "none"}
           {d.dropped_sample.length > 0 && <div className="muted small">sample: {d.dropped_sample.join(", ")}</div>}
         </dd>
+        {d.filter_check && <FilterFacts f={d.filter_check} />}
         <dt>Notifications</dt>
         <dd data-testid="why-notifications">
           {formatCount(d.notifications.sent)} sent, {formatCount(d.notifications.failed)} failed
@@ -129,6 +131,28 @@ function DiagnosisView({ d, onRefresh }: { d: Diagnosis; onRefresh: () => void }
           </tbody>
         </table>
       )}
+    </>
+  );
+}
+
+/** What the stream's WHERE / PRE_FILTER removed from the rows examined, with failing rows. */
+function FilterFacts({ f }: { f: FilterCheck }) {
+  return (
+    <>
+      <dt>Filtered by {f.clause}</dt>
+      <dd data-testid="why-filter">
+        {formatCount(f.failed)} of {formatCount(f.examined)} rows examined did not pass <span className="mono">{f.condition}</span>
+        {!f.complete && <span className="muted"> (the newest rows read)</span>}
+        {f.sample.map((s) => (
+          <div key={`${s.tbname ?? ""}@${s.ts_ms}`} className="muted small">
+            {s.tbname && <span className="mono">{s.tbname}</span>} {s.time}
+            {Object.keys(s.values).length > 0 &&
+              ` (${Object.entries(s.values)
+                .map(([k, v]) => `${k}=${v === null ? "NULL" : String(v)}`)
+                .join(", ")})`}
+          </div>
+        ))}
+      </dd>
     </>
   );
 }
