@@ -101,7 +101,7 @@ describe("runtime state on the canvas", () => {
     s = applyProgress(s, progress(6, { input_rows: 999 })); // older than the newest: ignored
     const rt = runtimeByNode(s);
     expect(rt.source).toMatchObject({ dot: "ok", text: "950 rows in" });
-    expect(rt.trigger).toMatchObject({ dot: "ok", text: "3 open · 45 closed" });
+    expect(rt.trigger).toMatchObject({ dot: "ok", text: "3 open · 45 results" });
     expect(rt.output).toMatchObject({ dot: "ok", text: "45 rows written" });
     expect(rt.notify).toMatchObject({ dot: "bad", text: "44 sent · 1 failed" });
     // an idle batch: grey dots, the notification stays red until a batch notifies without failures
@@ -131,7 +131,7 @@ describe("runtime state on the canvas", () => {
     });
     renderPage("designer", { draftId: 5 });
     await waitFor(() => expect(screen.getByTestId("status-source")).toHaveTextContent("100 rows in"));
-    expect(screen.getByTestId("status-trigger")).toHaveTextContent("1 open · 2 closed");
+    expect(screen.getByTestId("status-trigger")).toHaveTextContent("1 open · 2 results");
     const ws = FakeWebSocket.find("/ws/streams/9/")!;
     expect(ws).toBeDefined();
     act(() => {

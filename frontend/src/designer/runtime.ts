@@ -11,7 +11,7 @@ import { formatCount } from "../format";
 /** A stream's running totals (StreamCountersSerializer). */
 export interface Counters {
   rows_in: number;
-  /** rows written to the output table (one per closed window and group) */
+  /** rows written to the output table (one per closed window and group; AT_ONCE: one per update) */
   windows_out: number;
   notifications_sent: number;
   notifications_failed: number;
@@ -66,8 +66,8 @@ function moving(n: number | undefined): Dot {
 }
 
 /**
- * What each node shows: trigger table: rows in; window: windows open (the newest batch) / closed
- * (rows written); output: rows written; notification: sent / failed (red when the newest batch
+ * What each node shows: trigger table: rows in; window: windows open (the newest batch) / results
+ * (output rows written: a closed window's, or an AT_ONCE update's); output: rows written; notification: sent / failed (red when the newest batch
  * that notified had failures). Green: the newest batch moved that count; grey: idle; every dot
  * red when the stream failed.
  */
@@ -81,8 +81,9 @@ export function runtimeByNode(s: RuntimeState | null): Partial<Record<NodeKind, 
     source: { dot: moving(last?.input_rows), text: `${f(c.rows_in)} rows in`, title: `rows read from the trigger table; last batch: ${last?.input_rows ?? 0}` },
     trigger: {
       dot: last?.expired_rows ? "warn" : moving((last?.open_windows ?? 0) + (last?.output_rows ?? 0)),
-      text: `${f(last?.open_windows ?? 0)} open · ${f(c.windows_out)} closed${s.expired ? ` · ${f(s.expired)} expired` : ""}`,
-      title: "windows open after the last batch; windows closed (one output row per window and group); rows dropped as expired since this page opened",
+      text: `${f(last?.open_windows ?? 0)} open · ${f(c.windows_out)} results${s.expired ? ` · ${f(s.expired)} expired` : ""}`,
+      title:
+        "windows open after the last batch; window results written (one output row per window and group when it closes, one per update under AT_ONCE or MAX_DELAY); rows dropped as expired since this page opened",
     },
     output: { dot: moving(last?.output_rows), text: `${f(c.windows_out)} rows written`, title: `rows written to the output table; last batch: ${last?.output_rows ?? 0}` },
     notify: {
