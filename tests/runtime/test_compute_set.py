@@ -99,9 +99,18 @@ def _event(i: int, tb: str, ws: int, width: int, trows: bool) -> TriggerEvent:
     return TriggerEvent(values, tb, ([], ws, ws + width, False) if trows else None)
 
 
-def _both(lake: Lake, src: Any, query: str, events: list[TriggerEvent]) -> tuple[pa.Table, pa.Table, bool]:
-    comp = Computation(query, src, default_db="b", tz="UTC")
-    ran: list[bool] = []
+def _both(
+    lake: Lake,
+    src: Any,
+    query: str,
+    events: list[TriggerEvent],
+    pre_filter: str | None = None,
+    ran: list[bool] | None = None,
+) -> tuple[pa.Table, pa.Table, bool]:
+    """The computation's rows set-oriented and per event, and whether every shape ran as one
+    set-oriented query (``ran``, when given, receives each shape's outcome)."""
+    comp = Computation(query, src, default_db="b", tz="UTC", pre_filter=pre_filter)
+    ran = [] if ran is None else ran
     real_set = comp._set_query
 
     def spy(*args: Any) -> pa.Table | None:
@@ -301,24 +310,8 @@ def test_trows_by_group_values_with_pre_filter(query: str, tmp_path: Path) -> No
         g = None if i % 5 == 4 else i % 4
         values = {"_twstart": ws * 1000, "_twend": (ws + 15_000) * 1000, "p1": g}
         events.append(TriggerEvent(values, None, ([("g", g)], ws, ws + 15_000, i % 2 == 0)))
-    comp = Computation(query, src, default_db="b", tz="UTC", pre_filter="v > 2")
     ran: list[bool] = []
-    real_set = comp._set_query
-
-    def spy(*args: Any) -> pa.Table | None:
-        out = real_set(*args)
-        ran.append(out is not None)
-        return out
-
-    comp._set_query = spy  # type: ignore[method-assign]
-    with DuckSession(lake) as duck:
-        b = comp.bind(lake, duck)
-        fast = comp.run(b, events)
-        assert ran == [True, True]  # two shapes (inclusive and exclusive highest time), both joined
-        compute.SET_ORIENTED = False
-        try:
-            slow = comp.run(b, events)
-        finally:
-            compute.SET_ORIENTED = True
+    fast, slow, _ = _both(lake, src, query, events, pre_filter="v > 2", ran=ran)
+    assert ran == [True, True]  # two shapes (inclusive and exclusive highest time), both joined
     assert slow.num_rows
     _same(fast, slow)

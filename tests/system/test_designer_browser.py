@@ -48,19 +48,20 @@ def data() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def history(system: System, data: pd.DataFrame) -> System:
     """The installation with the two stations' history loaded."""
-    load_history(system, data)
+    load_history(system, data, HISTORY)
     return system
 
 
-def load_history(system: System, data: pd.DataFrame) -> None:
-    """Schema through TDengine's REST protocol; the history rows through the lake's write path."""
+def load_history(system: System, data: pd.DataFrame, days: tuple[str, str]) -> None:
+    """Schema through TDengine's REST protocol; the rows of ``data`` from UTC day ``days[0]`` up
+    to ``days[1]`` through the lake's write path."""
     from spark_workers.lake.store import Lake
     from streams_app.services.demo import quality_rows, schema_sql
 
     rest = system.rest()
     for stmt in schema_sql(data):
         rest.sql(stmt)
-    hist = data[(data["ts"] >= ms(HISTORY[0])) & (data["ts"] < ms(HISTORY[1]))]
+    hist = data[(data["ts"] >= ms(days[0])) & (data["ts"] < ms(days[1]))]
     lake = Lake(system.var / "lake")
     lake.write(
         lake.catalog.require_database("air"), lake.catalog.require_table("air", "quality"), quality_rows(hist)

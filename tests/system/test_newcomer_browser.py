@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from tests.system.conftest import SHOTS, System, sign_in, wait_for, web_tracebacks
-from tests.system.test_designer_browser import drop_node, field, insert_hours, ms
+from tests.system.test_designer_browser import drop_node, field, insert_hours, load_history, ms
 from tests.system.test_designer_issue13_browser import ms_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.browser]
@@ -59,17 +59,7 @@ def data() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def history(system: System, data: pd.DataFrame) -> System:
     """The installation with one week of the two stations' history (schema over REST, rows in the lake)."""
-    from spark_workers.lake.store import Lake
-    from streams_app.services.demo import quality_rows, schema_sql
-
-    rest = system.rest()
-    for stmt in schema_sql(data):
-        rest.sql(stmt)
-    hist = data[(data["ts"] >= ms(HISTORY[0])) & (data["ts"] < ms(HISTORY[1]))]
-    lake = Lake(system.var / "lake")
-    lake.write(
-        lake.catalog.require_database("air"), lake.catalog.require_table("air", "quality"), quality_rows(hist)
-    )
+    load_history(system, data, HISTORY)
     return system
 
 
