@@ -234,34 +234,56 @@ class _Cut:
     """A segmentation being made: new windows get the next ordinals, each window's rows are
     collected as (row position, wid) pairs."""
 
-    __slots__ = ("rows_l", "seg", "ts", "wids_l")
+    __slots__ = ("rows_l", "seg", "sizes_l", "ts", "wids_l")
 
     def __init__(self, ts: np.ndarray, seg: Segmented) -> None:
         self.ts = ts
         self.seg = seg
         self.rows_l: list[np.ndarray] = []
-        self.wids_l: list[np.ndarray] = []
+        self.wids_l: list[int] = []  # one wid per ``rows_l`` entry, repeated by ``sizes_l`` at the end
+        self.sizes_l: list[int] = []
 
     def new_win(self, t: int) -> Win:
-        """Open a window at ``t`` with the next ordinal."""
+        """Open a window at ``t`` (a Python int) with the next ordinal."""
         seg = self.seg
-        w = Win(seg.next_wid, int(t), int(t))
+        w = Win(seg.next_wid, t, t)
         seg.next_wid += 1
         seg.wins.append(w)
         return w
 
-    def take(self, w: Win, idx: np.ndarray) -> None:
-        """Rows ``idx`` (positions into ``ts``, ascending) join window ``w``."""
+    def take(self, w: Win, idx: np.ndarray, last: int | None = None) -> None:
+        """Rows ``idx`` (positions into ``ts``, ascending) join window ``w``; ``last``: the time of
+        the last of them when the caller knows it (saves a lookup per window)."""
+        n = int(idx.size)
         self.rows_l.append(idx)
-        self.wids_l.append(np.full(idx.size, w.wid, np.int64))
-        w.nrows += int(idx.size)
-        w.wlast = max(w.wlast, int(self.ts[idx[-1]]))
+        self.wids_l.append(w.wid)
+        self.sizes_l.append(n)
+        w.nrows += n
+        t = int(self.ts[idx[-1]]) if last is None else last
+        if t > w.wlast:
+            w.wlast = t
+
+    def take_runs(self, wins: list[Win], los: list[int], his: list[int], t_hi: list[int]) -> None:
+        """Rows ``los[k]..his[k]`` (inclusive, ascending, disjoint runs) join window ``wins[k]``;
+        ``t_hi[k]`` is the time of row ``his[k]``."""
+        lo = np.array(los, np.int64)
+        sizes = np.array(his, np.int64) - lo + 1
+        total = int(sizes.sum())
+        starts = np.cumsum(sizes) - sizes
+        self.rows_l.append(np.arange(total, dtype=np.int64) + np.repeat(lo - starts, sizes))
+        sz = sizes.tolist()
+        for w, k, t in zip(wins, sz, t_hi, strict=True):
+            self.wids_l.append(w.wid)
+            self.sizes_l.append(k)
+            w.nrows += k
+            if t > w.wlast:
+                w.wlast = t
 
     def done(self) -> Segmented:
         seg = self.seg
         if self.rows_l:
             seg.rows = np.concatenate(self.rows_l)
-            seg.wids = np.concatenate(self.wids_l)
+            seg.wids = np.repeat(np.array(self.wids_l, np.int64), np.array(self.sizes_l, np.int64))
         return seg
 
 
@@ -293,21 +315,25 @@ def _cut_runs(
     if lead:
         assert cur is not None
         cut.take(cur, idx[:lead])
-    for s, e in itertools.pairwise(edges):
+    # per-window values as Python scalars at once (one conversion, not one per window)
+    t_first = t[starts].tolist()
+    t_last = t[edges[1:] - 1].tolist()
+    v_first = v[starts].tolist() if v is not None else None
+    for j, (s, e) in enumerate(itertools.pairwise(edges.tolist())):
         prev_state = cur.info.get("state") if cur is not None else carry.get("prev_state")
         if cur is not None:
-            if v is not None:
-                cur.close_time = int(t[s])
-                cur.info["next_state"] = _py(v[s])
+            if v_first is not None:
+                cur.close_time = t_first[j]
+                cur.info["next_state"] = v_first[j]
             elif k == "session":
                 cur.close_time = cur.wlast + spec.gap
             else:
-                cur.close_time = _ek_close(cur, spec, int(t[s]))
-        cur = cut.new_win(int(t[s]))
-        if v is not None:
-            cur.info["state"] = _py(v[s])
+                cur.close_time = _ek_close(cur, spec, t_first[j])
+        cur = cut.new_win(t_first[j])
+        if v_first is not None:
+            cur.info["state"] = v_first[j]
             cur.info["prev_state"] = prev_state
-        cut.take(cur, idx[s:e])
+        cut.take(cur, idx[s:e], t_last[j])
     if k == "state":
         carry["prev_state"] = cur.info.get("state") if cur is not None else carry.get("prev_state")
 
@@ -338,29 +364,49 @@ def _gap_cuts(spec: SegmentSpec, t: np.ndarray, cur: Win | None) -> np.ndarray:
 
 def _cut_events(cut: _Cut, extra: dict[str, Any], open_wins: list[Win]) -> None:
     """EVENT_WINDOW: a window opens at a row meeting the start condition (unless one is open) and
-    closes at the next row meeting the end condition; rows outside join no window."""
+    closes at the next row meeting the end condition (the same row may do both); rows outside
+    join no window. The windows are found by jumping between the next start and the next end row
+    (one Python step per window, on ints) and their rows taken at once (``_Cut.take_runs``)."""
     ts, seg = cut.ts, cut.seg
     n = int(ts.shape[0])
-    s_pos = np.flatnonzero(extra["start"])
-    e_pos = np.flatnonzero(extra["end"])
+    nxt_s = _next_at(np.flatnonzero(extra["start"]), n)
+    nxt_e = _next_at(np.flatnonzero(extra["end"]), n)
     cur = open_wins[-1] if open_wins else None
-    i = 0
+    los: list[int] = []
+    his: list[int] = []
+    i = 0 if cur is not None else nxt_s[0]
     while i < n:
-        if cur is None:
-            m = int(np.searchsorted(s_pos, i))
-            if m >= s_pos.size:
-                break
-            i = int(s_pos[m])
-            cur = cut.new_win(int(ts[i]))
-            seg.opened_at[cur.wid] = i
-        m = int(np.searchsorted(e_pos, i))
-        stop = int(e_pos[m]) if m < e_pos.size else n - 1
-        cut.take(cur, np.arange(i, stop + 1))
-        if m < e_pos.size:
-            cur.close_time = int(ts[stop])
-            seg.closed_at[cur.wid] = stop
-            cur = None
-        i = stop + 1
+        stop = nxt_e[i]
+        los.append(i)
+        if stop >= n:  # still open at the end of the rows
+            his.append(n - 1)
+            break
+        his.append(stop)
+        i = nxt_s[stop + 1]
+    if not los:
+        return
+    t_lo = ts[los].tolist()
+    t_hi = ts[his].tolist()
+    wins: list[Win] = []
+    for k, lo in enumerate(los):
+        if k == 0 and cur is not None:
+            w = cur
+        else:
+            w = cut.new_win(t_lo[k])
+            seg.opened_at[w.wid] = lo
+        if nxt_e[lo] < n:  # its end row is among these rows
+            w.close_time = t_hi[k]
+            seg.closed_at[w.wid] = his[k]
+        wins.append(w)
+    cut.take_runs(wins, los, his, t_hi)
+
+
+def _next_at(pos: np.ndarray, n: int) -> list[int]:
+    """For every position ``0..n``, the first of ``pos`` (ascending positions) at or after it;
+    ``n`` when there is none. A list of ``n + 1`` Python ints."""
+    a = np.full(n + 1, n, np.int64)
+    a[pos] = pos
+    return np.minimum.accumulate(a[::-1])[::-1].tolist()
 
 
 def _cut_counts(
