@@ -216,6 +216,8 @@ def _value_cells(
 ) -> tuple[list[list[Any]], list[list[int | None]]]:
     """The VALUES rows of a target, each value converted to its position's type (constants folded,
     ``sql/values.py``), with each value's offset in ``sql``."""
+    if target.values is not None:
+        return _plain_cells(target.values, table, layout, precision, ex.tz, sql)
     rows: list[list[Any]] = []
     offsets: list[list[int | None]] = []
     n = len(layout.types)
@@ -238,6 +240,37 @@ def _value_cells(
         rows.append(out)
         offsets.append(offs)
     return rows, offsets
+
+
+def _plain_cells(
+    values: list[list[Any]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
+) -> tuple[list[list[Any]], list[list[int | None]]]:
+    """:func:`_value_cells` for rows the fast path read (``sql/fast_insert.py``): each constant
+    converted by ``coerce`` as ``Session.value`` converts a plain literal's node; errors are not
+    positioned (the executor answers them through the full parser again).
+
+    Raises:
+        SqlError: COLUMN_COUNT_MISMATCH, the conversion errors of ``coerce``.
+    """
+    n = len(layout.types)
+    whats = [
+        f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
+        for i, t in enumerate(layout.types)
+    ]
+    cols = []
+    for row in values:
+        if len(row) != n:
+            raise SqlError(
+                f"Illegal number of columns: {len(row)} values for {n} columns of {table.name}",
+                sql=sql,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
+    for i, t in enumerate(layout.types):
+        what = whats[i]
+        cols.append([coerce(row[i], t, precision, tz, what) for row in values])
+    rows = [list(r) for r in zip(*cols, strict=True)] if n else [[] for _ in values]
+    none: list[int | None] = [None] * n
+    return rows, [none] * len(rows)
 
 
 def _select_cells(
