@@ -27,6 +27,7 @@ from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.query.select import run_select
 from spark_workers.sql import ast
 from spark_workers.sql.ast import Span, offset_of
+from spark_workers.sql.fast_insert import column_values, literal_constant
 from spark_workers.sql.values import Now, coerce, constant
 from spark_workers.statements.ddl import subtable
 from spark_workers.statements.session import Session
@@ -243,21 +244,17 @@ def _value_cells(
 
 
 def _plain_cells(
-    values: list[list[Any]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
+    values: list[tuple[str, ...]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
 ) -> tuple[list[list[Any]], list[list[int | None]]]:
-    """:func:`_value_cells` for rows the fast path read (``sql/fast_insert.py``): each constant
-    converted by ``coerce`` as ``Session.value`` converts a plain literal's node; errors are not
-    positioned (the executor answers them through the full parser again).
+    """:func:`_value_cells` for rows the fast path read (``sql/fast_insert.py``): literal texts
+    converted column by column (``column_values``), else value by value by ``coerce`` as
+    ``Session.value`` converts a plain literal's node; errors are not positioned (the executor
+    answers them through the full parser again).
 
     Raises:
         SqlError: COLUMN_COUNT_MISMATCH, the conversion errors of ``coerce``.
     """
     n = len(layout.types)
-    whats = [
-        f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
-        for i, t in enumerate(layout.types)
-    ]
-    cols = []
     for row in values:
         if len(row) != n:
             raise SqlError(
@@ -265,9 +262,14 @@ def _plain_cells(
                 sql=sql,
                 code=Code.COLUMN_COUNT_MISMATCH,
             )
+    cols = []
     for i, t in enumerate(layout.types):
-        what = whats[i]
-        cols.append([coerce(row[i], t, precision, tz, what) for row in values])
+        texts = [row[i] for row in values]
+        col = column_values(texts, t)
+        if col is None:
+            what = f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
+            col = [coerce(literal_constant(x), t, precision, tz, what) for x in texts]
+        cols.append(col)
     rows = [list(r) for r in zip(*cols, strict=True)] if n else [[] for _ in values]
     none: list[int | None] = [None] * n
     return rows, [none] * len(rows)
@@ -339,6 +341,10 @@ def _rows_data(
     ``now - KEEP`` in precision units, ``lake/retention.py``: TDengine's 0x060B); for a supertable
     target, each row's ``tbname`` names an existing subtable of it or one to create with that row's
     tags (appended to ``to_create``)."""
+    if layout.tbname is None:
+        whole = _column_data(table, layout, cells, kept)
+        if whole is not None:
+            return whole
     data: dict[str, list[Any]] = {"tbname": []}
     key = key_column(table)
     for c in layout.columns.values():
@@ -387,6 +393,26 @@ def _rows_data(
             stored = _stb_subtable(ex, table, name, layout, row, sql, off, to_create)
             names[name.lower()] = stored
         data["tbname"].append(stored)
+    return data
+
+
+def _column_data(
+    table: Table, layout: _Layout, cells: list[list[Any]], kept: int | None
+) -> dict[str, list[Any]] | None:
+    """:func:`_rows_data` column by column for a target without a ``tbname`` position, when no
+    row breaks a rule; None when one does (then ``_rows_data`` goes row by row and raises the
+    first error in row order)."""
+    ts_col = table.columns[0]
+    key = key_column(table)
+    data: dict[str, list[Any]] = {"tbname": [table.name] * len(cells)}
+    for i, c in layout.columns.items():
+        col = [row[i] for row in cells]
+        if c in (ts_col, key):
+            if any(v is None for v in col):
+                return None
+            if c == ts_col and kept is not None and col and min(col) < kept:
+                return None
+        data[c.physical] = col
     return data
 
 

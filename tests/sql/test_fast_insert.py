@@ -4,6 +4,7 @@ errors as the full path; everything else is left to the full parser."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,14 @@ from hypothesis import strategies as st
 from spark_workers.errors import SqlError, TdError
 from spark_workers.lake.store import Lake
 from spark_workers.sql import ast
-from spark_workers.sql.fast_insert import parse_plain_insert
+from spark_workers.sql.fast_insert import column_values, literal_constant, parse_plain_insert
 from spark_workers.sql.parser import parse
-from spark_workers.sql.values import DecimalText, Now, constant
+from spark_workers.sql.values import DecimalText, Now, coerce, constant
 from spark_workers.statements import executor as executor_module
+from spark_workers.statements import writes
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
+from spark_workers.tdtypes import TdType
 
 PLAIN = [
     "1", "-1", "0", "-0", "007", "1.5", "-1.5", "1e3", "1.5E-2", "-2e+5", "'a'", "''", "'a b, (c)'",
@@ -109,7 +112,9 @@ def test_what_the_fast_path_accepts_the_full_parser_reads_the_same(sql: str) -> 
     for f, g in zip(fast.targets, full[0].targets, strict=True):
         assert (f.table.db, f.table.name, f.columns) == (g.table.db, g.table.name, g.columns)
         assert f.values is not None and g.query is None
-        assert [[key(v) for v in row] for row in f.values] == [consts(row) for row in g.rows]
+        assert [[key(literal_constant(v)) for v in row] for row in f.values] == [
+            consts(row) for row in g.rows
+        ]
         assert (f.using is None) == (g.using is None)
         if f.using is not None and g.using is not None:
             assert (str(f.using.using), f.using.tag_names) == (str(g.using.using), g.using.tag_names)
@@ -193,3 +198,78 @@ def test_the_executor_answers_and_writes_as_the_full_path_does(tmp_path: Path, m
         q = f"SELECT * FROM {t}" + (" ORDER BY tbname, ts" if t == "f.m" else "")
         assert fast_ex.execute_one(q).rows == full_ex.execute_one(q).rows
     assert fast_ex.execute_one("SHOW f.TABLES").rows == full_ex.execute_one("SHOW f.TABLES").rows
+
+
+TYPES = [
+    "TIMESTAMP", "INT", "TINYINT", "BIGINT", "SMALLINT UNSIGNED", "BIGINT UNSIGNED", "FLOAT", "DOUBLE",
+    "VARCHAR(3)", "NCHAR(2)", "BOOL", "VARBINARY(4)",
+]  # fmt: skip
+MORE = ["127", "128", "-128", "255", "65535", "65536", "3.5e38", "1e39", "-3.4e38", "'abc'", "'abcd'", "'ü€'"]
+TEXTS = [*PLAIN, *MORE]
+
+
+def _type(typ: str) -> TdType:
+    if typ.endswith(" UNSIGNED"):
+        return TdType.parse(typ.split()[0], unsigned=True)
+    if "(" in typ:
+        name, length = typ.rstrip(")").split("(")
+        return TdType.parse(name, int(length))
+    return TdType.parse(typ)
+
+
+def test_column_values_take_the_common_columns_at_once() -> None:
+    assert column_values(["1", "-2"], _type("INT")) == [1, -2]
+    assert column_values(["1", "1.5"], _type("DOUBLE")) == [1.0, 1.5]
+    assert column_values(["'ab'", "''"], _type("VARCHAR(3)")) == ["ab", ""]
+    assert column_values(["1", "NULL"], _type("INT")) is None
+    assert column_values(["'abcd'"], _type("VARCHAR(3)")) is None  # too long: coerce says so
+
+
+def _coerced(texts: list[str], t: TdType) -> list | None:
+    try:
+        return [coerce(literal_constant(x), t, "ms", "UTC", "column c") for x in texts]
+    except SqlError:
+        return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(TEXTS), max_size=6), st.sampled_from(TYPES))
+def test_column_values_are_what_coerce_gives_each_value(texts: list[str], typ: str) -> None:
+    t = _type(typ)
+    fast = column_values(texts, t)
+    if fast is None:
+        return  # value by value
+    want = _coerced(texts, t)
+    assert want is not None, "column_values accepted a column coerce refuses"
+    assert [(type(v), v) for v in fast] == [(type(v), v) for v in want]
+
+
+def _steady(x: object) -> object:
+    """An answer's part without the clock reading a KEEP error shows."""
+    return re.sub(r"now - KEEP = [^)]*", "now - KEEP = ...", x) if isinstance(x, str) else x
+
+
+ROW_RULES = [
+    *CASES,
+    "INSERT INTO f.k VALUES (1, 1, 2) (2, NULL, 3)",  # NULL composite key
+    "INSERT INTO f.k VALUES (1, 1, 2) (1, 2, 3) (1, 1, 4)",
+    "INSERT INTO f.n VALUES (1, 1, 2) (0, 1, 3)",  # older than KEEP (1970)
+    "INSERT INTO f.n VALUES (1700000000000, 1, 2) (NULL, 1, 3) (0, 1, 3)",  # the first error in row order
+]
+
+
+@pytest.mark.parametrize("sql", ROW_RULES)
+def test_column_by_column_rows_are_the_row_by_row_rows(tmp_path: Path, monkeypatch, sql: str) -> None:
+    """``writes._column_data`` (whole columns) gives the rows, answers and errors of the row loop."""
+    wide = _executor(tmp_path / "wide")
+    narrow = _executor(tmp_path / "narrow")
+    for ex in (wide, narrow):
+        ex.execute("CREATE TABLE f.k (ts TIMESTAMP, id INT PRIMARY KEY, v INT)")
+        ex.execute("ALTER DATABASE f KEEP 3650")
+    got = _answer(wide, sql)
+    monkeypatch.setattr(writes, "_column_data", lambda *a: None)
+    want = _answer(narrow, sql)
+    assert [_steady(x) for x in got] == [_steady(x) for x in want]
+    for t in ("f.m", "f.n", "f.k"):
+        q = f"SELECT * FROM {t}" + (" ORDER BY tbname, ts" if t == "f.m" else "")
+        assert wide.execute_one(q).rows == narrow.execute_one(q).rows
