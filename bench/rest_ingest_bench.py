@@ -26,6 +26,7 @@ request that fails is counted and printed (its rows are not expected).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -166,6 +167,7 @@ def main() -> None:
     only = set(a.only.split(","))
     per = max(1, a.rows // TABLES_PER_STATEMENT)
     with tempfile.TemporaryDirectory(prefix="rest-ingest-bench-") as tmp:
+        os.environ.setdefault("ASGI_THREADS", "32")  # as the launcher and the image set it
         proc = start_server(a.port, a.redis, Path(tmp))
         url = f"http://127.0.0.1:{a.port}"
         try:
