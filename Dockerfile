@@ -27,4 +27,6 @@ COPY --from=frontend /src/frontend/dist frontend/dist
 RUN mkdir -p /data && useradd --create-home tdweb && chown -R tdweb /data
 USER tdweb
 EXPOSE 8000
+# Daphne's thread pool for sync work: enough writers to meet in a group commit (docs/architecture.md)
+ENV ASGI_THREADS=32
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "tdweb.asgi:application"]

@@ -33,6 +33,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 RESTART_MIN_S = 1.0
 RESTART_MAX_S = 60.0
 STABLE_S = 60.0  # a child that ran this long is healthy again: its backoff restarts at RESTART_MIN_S
+WEB_THREADS = "32"  # ASGI_THREADS of the web process unless the environment sets it
 
 
 def _free_port() -> int:
@@ -147,6 +148,9 @@ class Launcher:
 
     def env(self) -> dict[str, str]:
         e = dict(os.environ)
+        # Daphne's thread pool for sync work (REST and line-protocol writes run there): its default
+        # (CPUs + 4) lets too few writers meet in a group commit (docs/architecture.md)
+        e.setdefault("ASGI_THREADS", WEB_THREADS)
         e.update(self.extra_env)
         e["TDWEB_VAR"] = str(self.var)
         e["REDIS_URL"] = self.redis_url

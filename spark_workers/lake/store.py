@@ -41,7 +41,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError
 
-from spark_workers.errors import Code, LakeError
+from spark_workers.errors import Code, LakeError, TdError
 from spark_workers.lake import location
 from spark_workers.lake.catalog import Catalog, Column, Database, Table
 from spark_workers.lake.keys import key_column, row_key
@@ -185,6 +185,45 @@ def dedupe_last(data: pa.Table, ts_name: str, key_name: str | None = None) -> pa
     return data.take(pa.array(order[last]))
 
 
+class _Pending:
+    """One writer's checked batch waiting in a table's group commit: ``stored`` in storage form;
+    ``outcome`` is set (under the group's condition) when the commit that holds it is over."""
+
+    def __init__(self, db: Database, table: Table, stored: pa.Table) -> None:
+        self.db = db
+        self.table = table
+        self.stored = stored
+        self.done = False
+        self.outcome: WriteResult | BaseException | None = None
+
+    def result(self) -> WriteResult:
+        """This batch's WriteResult (its own row count), or the group's error raised again (a
+        fresh ``LakeError`` with the same code and message for a ``TdError``)."""
+        out = self.outcome
+        if isinstance(out, WriteResult):
+            return WriteResult(
+                out.version, self.stored.num_rows, out.mode, out.inserted, out.updated, out.deleted
+            )
+        if isinstance(out, TdError):
+            raise LakeError(out.message, code=out.code) from out
+        if isinstance(out, Exception):
+            raise LakeError("write failed; nothing was written") from out
+        assert out is not None
+        raise out
+
+
+class _Group:
+    """Group-commit state of one table in one process: the writers waiting (``queue``, arrival
+    order), whether a commit is in flight (``busy``), the commits made (``commits``); all guarded
+    by ``cond``."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.queue: list[_Pending] = []
+        self.busy = False
+        self.commits = 0
+
+
 class Lake:
     """The lake: catalog plus Delta tables under one root, a local folder or an object-store URL
     (:mod:`spark_workers.lake.location`).
@@ -218,6 +257,7 @@ class Lake:
         self._tables: dict[str, tuple[DeltaTable, tuple[int, int] | None]] = {}
         self._lock = threading.Lock()
         self._thread_locks: dict[str, threading.Lock] = {}
+        self._groups: dict[str, _Group] = {}
         self.commit_retries = 0  # commits retried after losing to another writer (all tables)
 
     # ------------------------------------------------------------------ paths and handles
@@ -488,6 +528,8 @@ class Lake:
                 f"the composite key column {key.name} of {table.name} cannot be NULL",
                 code=Code.PRIMARY_KEY_IS_NULL,
             )
+        if txn is None and not replace_times:
+            return self._group_write(db, table, to_storage(data, db, table.columns))
         data = dedupe_last(data, ts_name, key.physical if key is not None else None)
         stored = to_storage(data, db, table.columns)
         with self._thread_lock(db.name, table.name):
@@ -496,11 +538,83 @@ class Lake:
                 lambda: self._write_once(db, table, data, stored, txn, replace_times),
             )
 
+    def _group(self, db: str, storage: str) -> _Group:
+        """The group-commit state of one table in this process (created on first use)."""
+        key = self.table_uri(db, storage)
+        with self._lock:
+            return self._groups.setdefault(key, _Group())
+
+    def _group_write(self, db: Database, table: Table, stored: pa.Table) -> WriteResult:
+        """Group commit (docs/architecture.md, "Group commit"): queue ``stored`` (one writer's
+        checked batch, storage form, not deduplicated) on the table's group; while a commit is in
+        flight, later writers wait; the next leader takes every queued batch of the same table
+        schema, in arrival order, and commits them as one Delta version (:meth:`_commit_group`:
+        the later row of a key wins, as if the writes had run one after the other). Returns after
+        the commit that holds the batch succeeded (durable acknowledgement).
+
+        Returns:
+            WriteResult: the group's version and mode, this batch's row count (``inserted`` /
+            ``updated`` are the group's).
+
+        Raises:
+            LakeError: the group's commit failed: every member gets the same code and message;
+            nothing of the group was written.
+        """
+        g = self._group(db.name, table.name)
+        me = _Pending(db, table, stored)
+        with g.cond:
+            g.queue.append(me)
+        while True:
+            with g.cond:
+                while g.busy and not me.done:
+                    g.cond.wait()
+                if me.done:
+                    break
+                g.busy = True
+                first = g.queue[0]
+                n = 1
+                while n < len(g.queue) and g.queue[n].table.columns == first.table.columns:
+                    n += 1
+                members = g.queue[:n]
+                del g.queue[:n]
+            outcome: WriteResult | BaseException
+            try:
+                outcome = self._commit_group(members)
+            except BaseException as e:  # every member of the group gets it
+                outcome = e
+            finally:
+                with g.cond:
+                    for m in members:
+                        m.outcome = outcome
+                        m.done = True
+                    g.commits += 1
+                    g.busy = False
+                    g.cond.notify_all()
+        return me.result()
+
+    def _commit_group(self, members: list[_Pending]) -> WriteResult:
+        """Commit the batches of ``members`` (same table, arrival order) as one Delta version:
+        concatenated, the last row of each row key kept, then append or MERGE as one write."""
+        first = members[0]
+        db, table = first.db, first.table
+        stored = (
+            first.stored
+            if len(members) == 1
+            else pa.concat_tables([m.stored for m in members], promote_options="default")
+        )
+        key = key_column(table)
+        stored = dedupe_last(stored, table.columns[0].physical, key.physical if key is not None else None)
+        with self._thread_lock(db.name, table.name):
+            return self._committing(
+                f"write to {db.name}.{table.name}",
+                lambda: self._write_once(db, table, None, stored, None, False),
+            )
+
     def _write_once(
         self,
         db: Database,
         table: Table,
-        data: pa.Table,
+        data: pa.Table | None,
         stored: pa.Table,
         txn: tuple[str, int] | None,
         replace_times: bool,
@@ -514,7 +628,7 @@ class Lake:
         if txn is not None:
             done = dt.transaction_version(txn[0])
             if done is not None and done >= txn[1]:
-                return WriteResult(None, data.num_rows, "noop")
+                return WriteResult(None, stored.num_rows, "noop")
             commit = CommitProperties(
                 app_transactions=[Transaction(app_id=txn[0], version=txn[1])], max_commit_retries=0
             )
@@ -524,7 +638,11 @@ class Lake:
             if self._append_safe(dt, stored, ts_name):
                 write_deltalake(dt, stored, mode="append", partition_by=["_bucket"], commit_properties=commit)
                 return WriteResult(base + 1, stored.num_rows, "append", inserted=stored.num_rows)
-            stale = self._stale_keys(db, table, data, version=base) if replace_times else None
+            stale = (
+                self._stale_keys(db, table, data, version=base)
+                if replace_times and data is not None
+                else None
+            )
             stale = _delta_shaped(dt, stale) if stale is not None else None
             metrics = self._merge(dt, stored, table, commit, stale)
         except (LakeError, CommitFailedError):

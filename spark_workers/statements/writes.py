@@ -27,6 +27,7 @@ from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.query.select import run_select
 from spark_workers.sql import ast
 from spark_workers.sql.ast import Span, offset_of
+from spark_workers.sql.fast_insert import column_values, literal_constant
 from spark_workers.sql.values import Now, coerce, constant
 from spark_workers.statements.ddl import subtable
 from spark_workers.statements.session import Session
@@ -216,6 +217,8 @@ def _value_cells(
 ) -> tuple[list[list[Any]], list[list[int | None]]]:
     """The VALUES rows of a target, each value converted to its position's type (constants folded,
     ``sql/values.py``), with each value's offset in ``sql``."""
+    if target.values is not None:
+        return _plain_cells(target.values, table, layout, precision, ex.tz, sql)
     rows: list[list[Any]] = []
     offsets: list[list[int | None]] = []
     n = len(layout.types)
@@ -238,6 +241,38 @@ def _value_cells(
         rows.append(out)
         offsets.append(offs)
     return rows, offsets
+
+
+def _plain_cells(
+    values: list[tuple[str, ...]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
+) -> tuple[list[list[Any]], list[list[int | None]]]:
+    """:func:`_value_cells` for rows the fast path read (``sql/fast_insert.py``): literal texts
+    converted column by column (``column_values``), else value by value by ``coerce`` as
+    ``Session.value`` converts a plain literal's node; errors are not positioned (the executor
+    answers them through the full parser again).
+
+    Raises:
+        SqlError: COLUMN_COUNT_MISMATCH, the conversion errors of ``coerce``.
+    """
+    n = len(layout.types)
+    for row in values:
+        if len(row) != n:
+            raise SqlError(
+                f"Illegal number of columns: {len(row)} values for {n} columns of {table.name}",
+                sql=sql,
+                code=Code.COLUMN_COUNT_MISMATCH,
+            )
+    cols = []
+    for i, t in enumerate(layout.types):
+        texts = [row[i] for row in values]
+        col = column_values(texts, t)
+        if col is None:
+            what = f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
+            col = [coerce(literal_constant(x), t, precision, tz, what) for x in texts]
+        cols.append(col)
+    rows = [list(r) for r in zip(*cols, strict=True)] if n else [[] for _ in values]
+    none: list[int | None] = [None] * n
+    return rows, [none] * len(rows)
 
 
 def _select_cells(
@@ -306,6 +341,10 @@ def _rows_data(
     ``now - KEEP`` in precision units, ``lake/retention.py``: TDengine's 0x060B); for a supertable
     target, each row's ``tbname`` names an existing subtable of it or one to create with that row's
     tags (appended to ``to_create``)."""
+    if layout.tbname is None:
+        whole = _column_data(table, layout, cells, kept)
+        if whole is not None:
+            return whole
     data: dict[str, list[Any]] = {"tbname": []}
     key = key_column(table)
     for c in layout.columns.values():
@@ -354,6 +393,26 @@ def _rows_data(
             stored = _stb_subtable(ex, table, name, layout, row, sql, off, to_create)
             names[name.lower()] = stored
         data["tbname"].append(stored)
+    return data
+
+
+def _column_data(
+    table: Table, layout: _Layout, cells: list[list[Any]], kept: int | None
+) -> dict[str, list[Any]] | None:
+    """:func:`_rows_data` column by column for a target without a ``tbname`` position, when no
+    row breaks a rule; None when one does (then ``_rows_data`` goes row by row and raises the
+    first error in row order)."""
+    ts_col = table.columns[0]
+    key = key_column(table)
+    data: dict[str, list[Any]] = {"tbname": [table.name] * len(cells)}
+    for i, c in layout.columns.items():
+        col = [row[i] for row in cells]
+        if c in (ts_col, key):
+            if any(v is None for v in col):
+                return None
+            if c == ts_col and kept is not None and col and min(col) < kept:
+                return None
+        data[c.physical] = col
     return data
 
 
