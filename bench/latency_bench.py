@@ -256,6 +256,7 @@ def measure(
 
 
 def summary(values: list[float]) -> str:
+    """``n=.. p50 .. p90 .. p99 .. max .. ms`` of latencies in ms ("n=0" when empty)."""
     if not values:
         return "n=0"
     return (
@@ -265,6 +266,7 @@ def summary(values: list[float]) -> str:
 
 
 def report(results: list[dict[str, Any]], bg_rows: int, seconds: float) -> None:
+    """Print per stream the percentiles, the missing notifications and the targets (never asserted)."""
     print(f"background load reached: {bg_rows / seconds:,.0f} rows/s over taosrest", flush=True)
     for r in results:
         print(f"[{r['stream']}] windows closed by a probe row: {r['windows']}")
@@ -284,6 +286,7 @@ def report(results: list[dict[str, Any]], bg_rows: int, seconds: float) -> None:
 
 
 def parse() -> argparse.Namespace:
+    """The command line (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--bg-rate", type=int, default=10_000)
@@ -298,6 +301,7 @@ def parse() -> argparse.Namespace:
 
 
 def main() -> None:
+    """Start the installation, create the streams, measure, report; stop everything it started."""
     from streams_app.launcher import Launcher, redis_alive
 
     args = parse()

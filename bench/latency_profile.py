@@ -41,6 +41,7 @@ BODY = {
 
 
 def parse() -> argparse.Namespace:
+    """The command line (module docstring)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--windows", type=int, default=30)
     p.add_argument("--trigger-ms", type=int, default=-1, help="-1: the stream's own trigger_interval")

@@ -19,6 +19,7 @@ T0 = 1_700_000_000_000
 
 @pytest.fixture
 def lake_ex(tmp_path: Path) -> tuple[Lake, Executor]:
+    """A lake with ``d.t`` holding one committed row, and its executor."""
     lake = Lake(tmp_path / "lake")
     ex = Executor(lake, MemoryRegistry(), tz="UTC", default_db="d")
     ex.execute("create database d; create table t (ts timestamp, v int)")

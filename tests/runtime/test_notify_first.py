@@ -55,6 +55,7 @@ class FailingWriteOnce:
 
 @pytest.fixture
 def ex(tmp_path: Path) -> Executor:
+    """An executor over a fresh lake with database ``d`` and the trigger table ``c1``."""
     ex = Executor(Lake(tmp_path), MemoryRegistry(), tz="UTC", default_db="d")
     ex.execute("create database d; create table c1 (ts timestamp, v int)")
     return ex
