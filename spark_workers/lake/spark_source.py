@@ -68,6 +68,8 @@ class TdLakeStreamReader(DataSourceStreamReader):
         self.opts = dict(options)
         self.schema = schema
         self.transform = transform
+        # (version, db, storage table) when the last full poll found no version after ``version``
+        self._idle: tuple[int, str, str] | None = None
 
     def _reader(self) -> ChangeReader:
         return ChangeReader(_lake(self.opts), self.opts["db"], self.opts["table"], _members(self.opts))
@@ -79,13 +81,30 @@ class TdLakeStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:
         if start is None:  # older call shape: report the newest version
             return {"v": self._reader().latest_version(), "h": -1}
-        return next_offset(
-            self._reader(),
-            {"v": int(start["v"]), "h": int(start["h"])},
+        s = {"v": int(start["v"]), "h": int(start["h"])}
+        idle = self._idle
+        if (
+            idle is not None
+            and s["h"] < 0
+            and idle[0] == s["v"]
+            and not _lake(self.opts).has_version(idle[1], idle[2], s["v"] + 1)
+        ):
+            return s  # still nothing new: one stat of the next log file
+        reader = self._reader()
+        end = next_offset(
+            reader,
+            s,
             max_rows=int(self.opts.get("max_rows", HISTORY_ROWS_PER_BATCH)),
             max_versions=int(self.opts.get("max_versions", 1000)),
             skip_history=self._skip_history(),
         )
+        # an idle change feed of one table: the next polls only look for version v + 1's log file
+        # (Delta versions are consecutive; a log cleanup removes old files only), not the whole
+        # log and catalog: Spark polls every 10 ms between micro-batches with LOW_LATENCY_CALC's
+        # 0 s trigger (docs/decisions.md, "Latency")
+        quiet = end == s and s["h"] < 0 and type(reader) is ChangeReader
+        self._idle = (s["v"], reader.db.name, reader.storage.name) if quiet else None
+        return end
 
     def _skip_history(self) -> bool:
         """The FILL_HISTORY catch-up was cancelled (option ``skip_history``, ``next_offset``)."""

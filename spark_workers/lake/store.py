@@ -367,6 +367,14 @@ class Lake:
                     self._tables[uri] = (dt, ident)
         return dt
 
+    def has_version(self, db: str, storage: str, version: int) -> bool:
+        """True when Delta ``version`` of a data table is committed (its log file exists): one stat
+        (one HEAD on an object store) instead of :meth:`version`'s log read. A missing table is
+        False. Cost: about 10 us on a local disk."""
+        uri = self.table_uri(db, storage)
+        info = self.fs.get_file_info(self._fs_path(location.join(uri, "_delta_log", f"{version:020d}.json")))
+        return info.type != pafs.FileType.NotFound
+
     def version(self, db: str, storage: str) -> int:
         """Latest Delta version of a data table."""
         return int(self.delta(db, storage).version())

@@ -230,12 +230,9 @@ class OutputSink:
         events = batch.filter(pc.equal(kind, "e"))
         out_rows: dict[tuple[str, int], dict[str, Any]] = {}
         table = self._output_table() if self.writes_output else None
+        data: pa.Table | None = None
         if self.c.computation is not None:
             data, out_rows = self._compute(results, events)
-            if data.num_rows and table is not None:
-                db = self.lake.catalog.require_database(self.c.out_db)
-                self.lake.write(db, table, data, txn=(self.app_id, batch_id))
-                rep.output_rows = data.num_rows
         elif (results.num_rows or (self.filler is not None and self.filler.clock_driven)) and (
             table is not None or (events.num_rows and self.c.columns)
         ):
@@ -243,13 +240,11 @@ class OutputSink:
             data, out_rows = self._stage3(results, table, want_rows=events.num_rows > 0, now=now)
             if data is not None and table is not None:
                 data = without_null_keys(data, table)
-            if data is not None and data.num_rows and table is not None:
-                db = self.lake.catalog.require_database(self.c.out_db)
-                # legacy: an updated window's row replaces the window's earlier row, whatever its
-                # composite key (TDengine's legacy engine; td-048a)
-                legacy = self.c.spec.syntax != V337
-                self.lake.write(db, table, data, txn=(self.app_id, batch_id), replace_times=legacy)
-                rep.output_rows = data.num_rows
+        early = self.notify_first and events.num_rows > 0
+        if early:  # LOW_LATENCY_CALC: the events' results are known; the write can follow
+            self._notify(events, out_rows, batch_id, rep)
+        if data is not None and data.num_rows and table is not None:
+            self._write_output(data, table, batch_id, rep)
         if self.c.spec.trigger.get("type") == "sliding" and results.num_rows:
             on_time = [
                 Event(self.table_name(g), "ON_TIME", g, group_id(g), int(we), None, out_rows.get((g, int(w))))
@@ -267,9 +262,31 @@ class OutputSink:
             # a per-event computation's rows are keyed by its own first column: they stay until
             # overwritten (seed 002 "same key overwrites")
             rep.removed_windows = self._remove(removals, table)
-        if events.num_rows:
+        if events.num_rows and not early:
             self._notify(events, out_rows, batch_id, rep)
         return self._report(rep, t0)
+
+    @property
+    def notify_first(self) -> bool:
+        """True for a 3.3.7 stream with STREAM_OPTIONS(LOW_LATENCY_CALC) (seed 002: "low-latency
+        computation or notification after each trigger"): a micro-batch's window events are sent
+        as soon as their results are computed, before the output write instead of after it. The
+        micro-batch stays idempotent on its id: a batch that fails after sending is run again
+        from Spark's checkpoint and sends the same events with the same ids (delivery is
+        at-least-once either way, ``notify/sender.py``), and its output write is the same
+        ``txn=(app id, batch id)`` write. What a receiver may not assume for such a stream: that
+        the output row is readable when the WINDOW_CLOSE arrives (docs/decisions.md, "Latency")."""
+        return bool(self.c.spec.options.low_latency_calc)
+
+    def _write_output(self, data: pa.Table, table: Table, batch_id: int, rep: BatchReport) -> None:
+        """Write a micro-batch's output rows, idempotently on ``(app id, batch id)``. Legacy
+        streams: an updated window's row replaces the window's earlier row, whatever its composite
+        key (TDengine's legacy engine; td-048a); a per-event computation's rows are keyed by their
+        own first column (seed 002 "same key overwrites")."""
+        db = self.lake.catalog.require_database(self.c.out_db)
+        legacy = self.c.computation is None and self.c.spec.syntax != V337
+        self.lake.write(db, table, data, txn=(self.app_id, batch_id), replace_times=legacy)
+        rep.output_rows = data.num_rows
 
     def _report(self, rep: BatchReport, t0: float) -> BatchReport:
         """Finish a micro-batch's report: duration, throughput, the log line, ``progress``."""
