@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
+import time
 
 from celery import shared_task
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import worker_init, worker_ready, worker_shutting_down
 
 log = logging.getLogger(__name__)
 
@@ -56,23 +58,36 @@ def lake_retain_task() -> int:
     return lake_retain()
 
 
-@worker_ready.connect
-def _on_worker_ready(sender=None, **kwargs):  # type: ignore[no-untyped-def]
-    import threading
-
+def spark_warmup() -> threading.Thread:
+    """Start the worker's SparkSession in a background thread (the JVM takes seconds to start:
+    a worker restarted after ``kill -9`` starts it while Celery boots, before it takes its streams
+    back). Returns the thread; a failure is logged, and the streams' own start reports it."""
     from django.conf import settings
-
-    from streams_app.services.supervisor import worker_recover
 
     def warm() -> None:
         from spark_workers.runtime.session import spark_session
 
+        t0 = time.monotonic()
         try:
             spark_session(settings.SPARK_MASTER)
+            log.info("SparkSession ready in %.1fs", time.monotonic() - t0)
         except Exception:
             log.exception("SparkSession warm-up failed")
 
-    threading.Thread(target=warm, name="spark-warmup", daemon=True).start()
+    thread = threading.Thread(target=warm, name="spark-warmup", daemon=True)
+    thread.start()
+    return thread
+
+
+@worker_init.connect
+def _on_worker_init(**kwargs):  # type: ignore[no-untyped-def]
+    spark_warmup()
+
+
+@worker_ready.connect
+def _on_worker_ready(sender=None, **kwargs):  # type: ignore[no-untyped-def]
+    from streams_app.services.supervisor import worker_recover
+
     name = getattr(sender, "hostname", None) or socket.gethostname()
     try:
         recovered = worker_recover(worker=name)

@@ -10,6 +10,14 @@ worker that dies (even ``kill -9``) stops beating; ``streams.reconcile`` (beat) 
 a live worker, which resumes from the checkpoint (``TDWEB_CHECKPOINTS``, shared by every worker
 host). A worker that finds the stream claimed by another (it was judged dead while it was only
 slow) stops its query at once: a stream runs on one worker at any time.
+
+Queries start a few at a time (``TDWEB_START_CONCURRENCY`` per worker, default 2: the start gate):
+a query holds its place from ``start_query`` until its first micro-batch commits, it ends, or
+``TDWEB_START_GATE_S`` pass. A worker that takes back many streams at once (a restart after
+``kill -9``) would otherwise start as many Python source runners as streams on a small machine,
+and Spark gives up on those that do not connect back within its fixed 10 s ("Python worker failed
+to connect back"): every failed start is retried after a back-off and leaves its runner process
+behind (docs/PERFORMANCE.md, "Recovery after kill -9").
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ SHUTDOWN = threading.Event()  # set when the worker shuts down
 _running: set[int] = set()
 _running_lock = threading.Lock()
 BACKOFF_MAX_S = 60.0
+_gate: threading.BoundedSemaphore | None = None
+_gate_lock = threading.Lock()
 
 
 def _stale_before() -> datetime:
@@ -160,21 +170,22 @@ def _run_once(
     if spec.trigger.get("type") == "period":  # a scheduled task: no Spark query
         _run_period(stream, compiled, sink, worker, lake.uri)
         return
-    query = start_query(
-        spark,
-        compiled,
-        sink,
-        stream_key=stream.key,
-        lake_root=lake.uri,
-        tz=settings.TDWEB_TIMEZONE,
-        start_version=stream.start_version,
-        history_version=stream.history_version,
-        ignore_until=stream.ignore_until_version,
-        buckets=settings.TDWEB_STREAM_BUCKETS,
-        catalog_url=lake.catalog.url,
-        checkpoints=settings.TDWEB_CHECKPOINTS,
-        skip_history=stream.history_cancelled is not None,
-    )
+    gate = start_gate()
+    while not gate.acquire(timeout=settings.TDWEB_HEARTBEAT_S):  # wait for a place, beating
+        if not _should_run(stream_id, worker):
+            return
+        _beat(stream_id, worker)
+    query = None
+    try:
+        query = _start_query(spark, stream, compiled, sink, lake)
+        _await_first_batch(query, stream_id, worker, settings.TDWEB_START_GATE_S)
+    except BaseException:
+        if query is not None:
+            with contextlib.suppress(Exception):
+                query.stop()
+        raise
+    finally:
+        gate.release()
     catching_up = stream.history_version is not None and stream.last_batch_id is None
     stream_set_status(
         stream_id=stream_id,
@@ -191,6 +202,53 @@ def _run_once(
         with contextlib.suppress(Exception):
             query.stop()
         raise
+
+
+def _start_query(spark: Any, stream: Stream, compiled: CompiledStream, sink: OutputSink, lake: Lake) -> Any:
+    """``runtime.query.start_query`` for the stream with this installation's settings."""
+    return start_query(
+        spark,
+        compiled,
+        sink,
+        stream_key=stream.key,
+        lake_root=lake.uri,
+        tz=settings.TDWEB_TIMEZONE,
+        start_version=stream.start_version,
+        history_version=stream.history_version,
+        ignore_until=stream.ignore_until_version,
+        buckets=settings.TDWEB_STREAM_BUCKETS,
+        catalog_url=lake.catalog.url,
+        checkpoints=settings.TDWEB_CHECKPOINTS,
+        skip_history=stream.history_cancelled is not None,
+    )
+
+
+def start_gate() -> threading.BoundedSemaphore:
+    """The worker's start gate (module docstring): a semaphore of ``TDWEB_START_CONCURRENCY``
+    places (at least 1), created at first use."""
+    global _gate
+    with _gate_lock:
+        if _gate is None:
+            _gate = threading.BoundedSemaphore(max(1, int(settings.TDWEB_START_CONCURRENCY)))
+        return _gate
+
+
+def _beat(stream_id: int, worker: str) -> None:
+    Stream.objects.filter(pk=stream_id, worker=worker).update(heartbeat_at=timezone.now())
+
+
+def _await_first_batch(query: Any, stream_id: int, worker: str, limit_s: float) -> None:
+    """Return once the query has committed a micro-batch (``recentProgress``), has ended, the
+    worker shuts down or ``limit_s`` seconds have passed; polls every 0.25 s and beats every
+    ``TDWEB_HEARTBEAT_S`` meanwhile (the stream stays this worker's)."""
+    deadline = time.monotonic() + limit_s
+    next_beat = time.monotonic() + settings.TDWEB_HEARTBEAT_S
+    while time.monotonic() < deadline and not SHUTDOWN.is_set() and not _made_progress(query):
+        if query.awaitTermination(0.25):
+            return
+        if time.monotonic() >= next_beat:
+            _beat(stream_id, worker)
+            next_beat = time.monotonic() + settings.TDWEB_HEARTBEAT_S
 
 
 def _watch(

@@ -376,6 +376,46 @@ class _Query:
         self.stopped += 1
 
 
+class _StartingQuery(_Query):
+    """A query whose first micro-batch commits at its ``first_batch_at``-th poll."""
+
+    def __init__(self, first_batch_at: int) -> None:
+        super().__init__()
+        self.first_batch_at = first_batch_at
+
+    def awaitTermination(self, timeout: float) -> bool:
+        self.beats += 1
+        if self.beats >= self.first_batch_at:
+            self.recentProgress = [{"batchId": 0}]
+        return False
+
+
+def test_a_starting_query_holds_the_start_gate_until_its_first_micro_batch(settings) -> None:
+    """``_await_first_batch`` returns at the poll that sees the first micro-batch, not before and
+    not at the limit; a query that ended returns at once."""
+    settings.TDWEB_HEARTBEAT_S = 3600  # no beat in this test
+    q = _StartingQuery(first_batch_at=3)
+    supervisor._await_first_batch(q, 0, "w1", limit_s=3600)
+    assert q.beats == 3 and q.recentProgress
+    ended = _Query()
+    ended.stopped = 1  # awaitTermination answers True: the query has ended
+    supervisor._await_first_batch(ended, 0, "w1", limit_s=3600)
+    assert ended.beats == 1
+
+
+def test_the_start_gate_has_TDWEB_START_CONCURRENCY_places(settings, monkeypatch) -> None:
+    """A worker starts at most ``TDWEB_START_CONCURRENCY`` queries at once (at least one)."""
+    for places, expected in ((2, 2), (0, 1)):
+        settings.TDWEB_START_CONCURRENCY = places
+        monkeypatch.setattr(supervisor, "_gate", None)
+        gate = supervisor.start_gate()
+        assert supervisor.start_gate() is gate  # one per worker process
+        taken = [gate.acquire(blocking=False) for _ in range(expected + 1)]
+        assert taken == [True] * expected + [False]
+        for _ in range(expected):
+            gate.release()
+
+
 def test_a_worker_that_lost_its_stream_stops_its_query(power, admin, broker, settings) -> None:
     """w1 was judged dead (no heartbeat for longer than TDWEB_STALE_AFTER_S) and w2 took the stream:
     when w1 beats again it finds the stream is w2's and stops its own query, so the stream does not

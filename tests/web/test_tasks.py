@@ -1,0 +1,28 @@
+"""The worker's Celery signal handlers (``streams_app/tasks.py``)."""
+
+from __future__ import annotations
+
+import weakref
+
+from celery.signals import worker_init
+
+from spark_workers.runtime import session
+from streams_app import tasks
+
+
+def _receivers(signal) -> list[object]:  # type: ignore[no-untyped-def]
+    out = []
+    for _key, receiver in signal.receivers:
+        out.append(receiver() if isinstance(receiver, weakref.ReferenceType) else receiver)
+    return out
+
+
+def test_the_worker_starts_its_sparksession_at_worker_init(monkeypatch, settings) -> None:
+    """The JVM starts when the worker process initialises (``worker_init``), not once Celery is
+    ready: a worker restarted after ``kill -9`` overlaps the two (issue 17)."""
+    assert tasks._on_worker_init in _receivers(worker_init)
+    started: list[str] = []
+    monkeypatch.setattr(session, "spark_session", lambda master: started.append(master))
+    settings.SPARK_MASTER = "local[1]"
+    tasks.spark_warmup().join(timeout=60)
+    assert started == ["local[1]"]
