@@ -239,12 +239,18 @@ class SparkCluster:
         ``coresused``, ``memory`` in MiB, ``state``), ``activeapps``, ``completedapps``.
 
         Raises:
-            OSError: the master's web UI did not answer (not started, or stopped).
+            OSError: the master's web UI did not answer (not started, or stopped), or something
+                else answered on its port (an HTML page: another Spark UI that took the port
+                first; the master, whose ports are exact, then exits and ``_wait`` says so).
         """
         if not self.web_url:
             raise OSError("cluster not started")
         with urllib.request.urlopen(f"{self.web_url}/json/", timeout=5) as r:
-            doc: dict[str, Any] = json.load(r)
+            body = r.read()
+        try:
+            doc: dict[str, Any] = json.loads(body)
+        except ValueError as e:
+            raise OSError(f"{self.web_url}/json/ did not answer JSON") from e
         return doc
 
     def env(self) -> dict[str, str]:
