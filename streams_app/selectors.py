@@ -199,6 +199,12 @@ def stream_work_progress(
     return stream_history_progress(stream=stream, progress=p, at=timezone.now())
 
 
+def history_read(progress: dict[str, Any]) -> bool:
+    """The FILL_HISTORY snapshot has been read to its end, judged from a stream's last micro-batch
+    report (``BatchReport.to_json()``): that batch ended it, or it was a live batch."""
+    return bool(progress.get("history_done") or progress.get("phase") == "live")
+
+
 def _history_counts(stream: Stream, progress: dict[str, Any]) -> tuple[int, int] | None:
     """``(rows_done, rows_total)`` of a stream's FILL_HISTORY snapshot after the micro-batch whose
     report is ``progress`` (``BatchReport.to_json()``; ``{}`` before the first); None without a
@@ -222,7 +228,7 @@ def _history_counts(stream: Stream, progress: dict[str, Any]) -> tuple[int, int]
         return None
     total = sum(r for _, r in buckets)
     done = 0
-    if progress.get("history_done") or progress.get("phase") == "live":
+    if history_read(progress):
         done = total
     elif progress.get("phase") == "history" and progress.get("max_event_ms") is not None:
         per_ms = 1_000_000 // NS_PER_PRECISION[db.precision]

@@ -24,7 +24,7 @@ from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.sink import BatchReport
 from spark_workers.streams.spec import StreamSpec
 from streams_app.models import Delivery, Stream, StreamProgress
-from streams_app.selectors import stream_history_progress
+from streams_app.selectors import history_read, stream_history_progress
 from streams_app.serializers import stream_json
 from streams_app.services.lake import lake_get
 
@@ -220,8 +220,7 @@ def history_pending(stream: Stream) -> bool:
         return False
     if stream.status in (Stream.Status.RUNNING, Stream.Status.DROPPED):
         return False
-    p = stream.last_progress or {}
-    return not (p.get("history_done") or p.get("phase") == "live")
+    return not history_read(stream.last_progress or {})
 
 
 def stream_history_cancel(*, stream: Stream) -> Stream:
