@@ -7,6 +7,12 @@ rows per window (it must not grow with them), for INTERVAL and for every data-de
 
     .venv/bin/python bench/engine_bench.py [--devices 1000] [--batch-rows 100000] [--batches 20]
         [--state-devices 100]
+    .venv/bin/python bench/engine_bench.py --segments state,session,event,count [--batches 10]
+
+``--segments``: ``SegmentEngine.step`` throughput on stream_bench.py's workload (one row per
+device per second, a 10 s pause each minute, ``st`` changing every 10 s): STATE_WINDOW(st),
+SESSION(ts, 5s), EVENT_WINDOW start with v > 25 end with v < 20, COUNT_WINDOW(60); WINDOW_CLOSE,
+state serialized after every micro-batch as in Spark.
 """
 
 from __future__ import annotations
@@ -136,6 +142,52 @@ def segment_state_per_window(devices: int) -> list[dict[str, float | str]]:
     return out
 
 
+SEGMENT_WORKLOADS = {
+    "state": SegmentSpec("state"),
+    "session": SegmentSpec("session", gap=5_000),
+    "event": SegmentSpec("event", emit_open=False),
+    "count": SegmentSpec("count", count=60),
+}
+
+
+def workload_batch(devices: int, second: int, rows: int, rng: np.random.Generator) -> tuple[RowBatch, int]:
+    """stream_bench.py's rows: every device one row per second, a 10 s pause each minute.
+    Returns the batch and the next second."""
+    secs: list[int] = []
+    while len(secs) < rows // devices:
+        if second % 60 < 50:
+            secs.append(second)
+        second += 1
+    s = np.array(secs, np.int64)
+    n = s.size * devices
+    ts = np.repeat(1_700_000_000_000 + s * 1000, devices)
+    g = np.tile(np.array([f'["d{i}"]' for i in range(devices)], dtype=object), s.size)
+    v = rng.normal(20.0, 5.0, n)
+    ok = np.ones(n, bool)
+    rb = RowBatch(g, ts, {"v": (v, ok)})
+    rb.extra["state"] = (np.repeat((s // 10) % 3, devices).astype(np.int64), ok)
+    rb.extra["start"] = (v > 25, ok)
+    rb.extra["end"] = (v < 20, ok)
+    return rb, second
+
+
+def segment_throughput(kind: str, devices: int, batch_rows: int, batches: int) -> dict[str, float]:
+    """Rows/s of ``SegmentEngine.step`` (plus the state's serialization) for one workload."""
+    eng = SegmentEngine(SEGMENT_WORKLOADS[kind], AGGS, StreamRules(mode="WINDOW_CLOSE"))
+    st = eng.new_state()
+    rng = np.random.default_rng(1)
+    second, total, busy, windows = 0, 0, 0.0, 0
+    for _ in range(batches):
+        rb, second = workload_batch(devices, second, batch_rows, rng)
+        t0 = time.perf_counter()
+        out = eng.step(st, rb)
+        st = type(st).from_bytes(AGGS, st.to_bytes())
+        busy += time.perf_counter() - t0
+        total += len(rb)
+        windows += len(out.upserts)
+    return {"rows": total, "seconds": busy, "rows_per_s": total / busy, "windows": windows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--devices", type=int, default=1000)
@@ -146,7 +198,20 @@ def main() -> None:
         "--aggs", default="basic", help=f"aggregate set of the throughput run: {', '.join(AGG_SETS)}"
     )
     ap.add_argument("--throughput-only", action="store_true", help="skip the state-size runs")
+    ap.add_argument("--segments", default="", help="data-defined windows instead: state,session,event,count")
     args = ap.parse_args()
+    if args.segments:
+        figs = {}
+        for kind in args.segments.split(","):
+            r = segment_throughput(kind, args.devices, args.batch_rows, args.batches)
+            figs[kind] = r
+            print(
+                f"engine {kind}, {args.devices} devices, {args.batch_rows:,} rows/batch: "
+                f"{r['rows_per_s']:,.0f} rows/s ({r['rows']:,} rows, {r['windows']:,} windows written, "
+                f"{r['seconds']:.2f} s)"
+            )
+        print(json.dumps({"segments": figs}))
+        return
     res = throughput(args.devices, args.batch_rows, args.batches, AGG_SETS[args.aggs])
     print(
         f"engine INTERVAL(1m) [{args.aggs}], {args.devices} devices, {args.batch_rows:,} rows/batch: "
