@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from spark_workers.engine.aggregates import I64_MIN
+from spark_workers.engine.rows import RowBatch
 
 KINDS = ("session", "state", "event", "count", "ek_session", "ek_count")
 
@@ -116,3 +117,33 @@ class SegmentGroup:
             for a, b, j in self.bounds.tolist()
         ]
         return stand_ins + self.windows
+
+
+def py_scalar(v: Any) -> Any:
+    """A numpy scalar as the Python value (anything else as it is)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def condition_values(batch: RowBatch, i: int, which: str) -> dict[str, Any]:
+    """Values of the columns of an event window's start or end condition at row ``i`` (extras
+    named ``cond.<start|end>.<column>``), for notifications (seed 000, "Fields for Event Windows")."""
+    prefix = f"cond.{which}."
+    return {
+        k[len(prefix) :]: (py_scalar(v[i]) if ok[i] else None)
+        for k, (v, ok) in batch.extra.items()
+        if k.startswith(prefix)
+    }
+
+
+def next_at(pos: np.ndarray, n: int) -> list[int]:
+    """For every position ``0..n``, the first of ``pos`` (ascending positions) at or after it;
+    ``n`` when there is none. A list of ``n + 1`` Python ints."""
+    a = np.full(n + 1, n, np.int64)
+    a[pos] = pos
+    return np.minimum.accumulate(a[::-1])[::-1].tolist()
+
+
+def run_positions(lo: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The positions of consecutive runs ``lo[k] .. lo[k] + sizes[k] - 1``, concatenated (int64)."""
+    starts = np.cumsum(sizes) - sizes
+    return np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(lo - starts, sizes)

@@ -63,7 +63,16 @@ from spark_workers.engine.rows import (
     group_ids,
     register_groups,
 )
-from spark_workers.engine.segment_model import KINDS, SegmentGroup, SegmentSpec, Win
+from spark_workers.engine.segment_model import (
+    KINDS,
+    SegmentGroup,
+    SegmentSpec,
+    Win,
+    condition_values,
+    next_at,
+    py_scalar,
+    run_positions,
+)
 from spark_workers.engine.stream import StepOutput, StreamRules, WindowEvent, WindowResults, key_index
 
 RETAIN_CLOSED = 16
@@ -85,10 +94,6 @@ class Segmented:
     next_wid: int
     opened_at: dict[int, int] = field(default_factory=dict)  # wid -> row position that opened it
     closed_at: dict[int, int] = field(default_factory=dict)  # wid -> row position that closed it
-
-
-def _py(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
 
 
 def segment_rows(
@@ -165,9 +170,7 @@ class _Cut:
         ``t_hi[k]`` is the time of row ``his[k]``."""
         lo = np.array(los, np.int64)
         sizes = np.array(his, np.int64) - lo + 1
-        total = int(sizes.sum())
-        starts = np.cumsum(sizes) - sizes
-        self.rows_l.append(np.arange(total, dtype=np.int64) + np.repeat(lo - starts, sizes))
+        self.rows_l.append(run_positions(lo, sizes))
         sz = sizes.tolist()
         for w, k, t in zip(wins, sz, t_hi, strict=True):
             self.wids_l.append(w.wid)
@@ -239,7 +242,7 @@ def _state_cuts(v: np.ndarray, cur: Win | None) -> np.ndarray:
     """Rows (with a state value) that start a state window: the value differs from the row
     before, or from the open window's."""
     cut = np.empty(v.size, bool)
-    cut[0] = cur is None or _py(v[0]) != cur.info.get("state")
+    cut[0] = cur is None or py_scalar(v[0]) != cur.info.get("state")
     cut[1:] = v[1:] != v[:-1]
     return cut
 
@@ -266,8 +269,8 @@ def _cut_events(cut: _Cut, extra: dict[str, Any], open_wins: list[Win]) -> None:
     (one Python step per window, on ints) and their rows taken at once (``_Cut.take_runs``)."""
     ts, seg = cut.ts, cut.seg
     n = int(ts.shape[0])
-    nxt_s = _next_at(np.flatnonzero(extra["start"]), n)
-    nxt_e = _next_at(np.flatnonzero(extra["end"]), n)
+    nxt_s = next_at(np.flatnonzero(extra["start"]), n)
+    nxt_e = next_at(np.flatnonzero(extra["end"]), n)
     cur = open_wins[-1] if open_wins else None
     los: list[int] = []
     his: list[int] = []
@@ -296,14 +299,6 @@ def _cut_events(cut: _Cut, extra: dict[str, Any], open_wins: list[Win]) -> None:
             seg.closed_at[w.wid] = his[k]
         wins.append(w)
     cut.take_runs(wins, los, his, t_hi)
-
-
-def _next_at(pos: np.ndarray, n: int) -> list[int]:
-    """For every position ``0..n``, the first of ``pos`` (ascending positions) at or after it;
-    ``n`` when there is none. A list of ``n + 1`` Python ints."""
-    a = np.full(n + 1, n, np.int64)
-    a[pos] = pos
-    return np.minimum.accumulate(a[::-1])[::-1].tolist()
 
 
 def _cut_counts(
@@ -886,9 +881,9 @@ class SegmentEngine:
                 out.lift_wid.append(wids)
         by_wid = {w.wid: w for w in seg.wins}
         for wid, i in seg.opened_at.items():
-            by_wid[wid].info["open_values"] = _condition_values(batch, int(sel[i]), "start")
+            by_wid[wid].info["open_values"] = condition_values(batch, int(sel[i]), "start")
         for wid, i in seg.closed_at.items():
-            by_wid[wid].info["close_values"] = _condition_values(batch, int(sel[i]), "end")
+            by_wid[wid].info["close_values"] = condition_values(batch, int(sel[i]), "end")
         for w in fresh:
             if w.wstart not in known_starts:
                 out.opened(g, w)
@@ -965,17 +960,6 @@ class SegmentEngine:
                 out.closed(g, w)
             elif self.rules.mode == "MAX_DELAY" and now is not None:
                 out.max_delay(g, w, now)
-
-
-def _condition_values(batch: RowBatch, i: int, which: str) -> dict[str, Any]:
-    """Values of the columns of an event window's start or end condition at row ``i`` (extras
-    named ``cond.<start|end>.<column>``), for notifications (seed 000, "Fields for Event Windows")."""
-    prefix = f"cond.{which}."
-    return {
-        k[len(prefix) :]: (_py(v[i]) if ok[i] else None)
-        for k, (v, ok) in batch.extra.items()
-        if k.startswith(prefix)
-    }
 
 
 @dataclass

@@ -12,7 +12,7 @@ loop over the resulting *segments* (runs of rows that join one window) updates t
 The result is the row-by-row path's, window for window: same ordinals, bounds, close times,
 window information (``state`` / ``prev_state`` / ``next_state``, count index ``j``), carries and
 rows lifted per window (``tests/engine/test_segments_inorder.py`` runs both on random streams).
-Covered: SESSION and STATE_WINDOW (seed 000, window_clause) and tumbling COUNT_WINDOW; EVENT_WINDOW,
+Covered: SESSION, STATE_WINDOW, EVENT_WINDOW (seed 000, window_clause) and tumbling COUNT_WINDOW;
 sliding COUNT_WINDOW and the eKuiper windows keep the row-by-row path, as do streams with
 EXPIRED_TIME, eKuiper's lateness rule or WINDOW_OPEN notifications (whose event order follows the
 groups).
@@ -26,7 +26,14 @@ import numpy as np
 
 from spark_workers.engine.aggregates import I64_MAX
 from spark_workers.engine.rows import INSERT, RowBatch
-from spark_workers.engine.segment_model import SegmentGroup, SegmentSpec, Win
+from spark_workers.engine.segment_model import (
+    SegmentGroup,
+    SegmentSpec,
+    Win,
+    condition_values,
+    next_at,
+    run_positions,
+)
 from spark_workers.engine.stream import StreamRules
 
 
@@ -34,7 +41,7 @@ def covers(spec: SegmentSpec, rules: StreamRules, notify_open: bool) -> bool:
     """Can the fast path take this stream's in-order groups at all (module docstring)?"""
     if rules.late_by_watermark or rules.expired_time or notify_open:
         return False
-    if spec.kind in ("session", "state"):
+    if spec.kind in ("session", "state", "event"):
         return True
     return spec.kind == "count" and spec.step == spec.count
 
@@ -145,6 +152,8 @@ def cut_in_order(
             seen[g] = int(carry.get("seen", 0))
             groups[g].carry = {**carry, "seen": seen[g] + k}
         return _cut_counts(spec, groups, batch, rows[ok], gid, seen, touched)
+    if spec.kind == "event":
+        return _cut_events(groups, batch, rows, gid, touched)
     sel = rows[batch.extra["state"][1][rows]] if spec.kind == "state" else rows
     return _cut_runs(spec, groups, batch, sel, gid, touched)
 
@@ -308,3 +317,63 @@ def _cut_counts(
             w.close_time = w.wlast
         wids.append(w.wid)
     return InOrderCut(sel, g, np.repeat(np.array(wids, np.int64), e - b), touched, new)
+
+
+def _cut_events(
+    groups: list[SegmentGroup],
+    batch: RowBatch,
+    sel: np.ndarray,
+    gid: np.ndarray,
+    touched: list[tuple[int, Win]],
+) -> InOrderCut:
+    """EVENT_WINDOW: a window opens at a row meeting the start condition (unless one is open) and
+    closes at the next row meeting the end condition, the same row may do both; rows outside join
+    no window (``segments._cut_events``: the jumps between the next start and end row, with the
+    next-row tables built once for all groups; a jump past a group's last row stops there)."""
+    g, t = gid[sel], batch.ts[sel]
+    sv, sok = batch.extra["start"]
+    ev, eok = batch.extra["end"]
+    m = sel.size
+    nxt_s = next_at(np.flatnonzero(sv[sel].astype(bool) & sok[sel]), m)
+    nxt_e = next_at(np.flatnonzero(ev[sel].astype(bool) & eok[sel]), m)
+    heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
+    tl = t.tolist()
+    los: list[int] = []
+    his: list[int] = []
+    wids: list[int] = []
+    new = 0
+    for gk, h, end in zip(g[heads].tolist(), heads.tolist(), np.append(heads[1:], m).tolist(), strict=True):
+        grp = groups[gk]
+        op = grp.open()
+        cur = op[-1] if op else None
+        i = h if cur is not None else nxt_s[h]
+        while i < end:
+            stop = nxt_e[i]
+            hi = stop if stop < end else end - 1
+            if cur is None:
+                cur = Win(
+                    grp.next_wid,
+                    tl[i],
+                    tl[i],
+                    info={"open_values": condition_values(batch, int(sel[i]), "start")},
+                )
+                grp.next_wid += 1
+                grp.windows.append(cur)
+                touched.append((gk, cur))
+                new += 1
+            cur.nrows += hi - i + 1
+            if tl[hi] > cur.wlast:
+                cur.wlast = tl[hi]
+            los.append(i)
+            his.append(hi)
+            wids.append(cur.wid)
+            if stop >= end:
+                break
+            cur.close_time = tl[stop]
+            cur.info["close_values"] = condition_values(batch, int(sel[stop]), "end")
+            cur = None
+            i = nxt_s[stop + 1]
+    lo = np.array(los, np.int64)
+    sizes = np.array(his, np.int64) - lo + 1
+    pos = run_positions(lo, sizes)
+    return InOrderCut(sel[pos], g[pos], np.repeat(np.array(wids, np.int64), sizes), touched, new)
