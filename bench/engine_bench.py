@@ -161,10 +161,11 @@ def workload_batch(devices: int, second: int, rows: int, rng: np.random.Generato
     s = np.array(secs, np.int64)
     n = s.size * devices
     ts = np.repeat(1_700_000_000_000 + s * 1000, devices)
-    g = np.tile(np.array([f'["d{i}"]' for i in range(devices)], dtype=object), s.size)
+    keys = np.array([f'["d{i}"]' for i in range(devices)], dtype=object)
+    codes = np.tile(np.arange(devices), s.size)
     v = rng.normal(20.0, 5.0, n)
     ok = np.ones(n, bool)
-    rb = RowBatch(g, ts, {"v": (v, ok)})
+    rb = RowBatch(keys[codes], ts, {"v": (v, ok)}, gcodes=(codes, keys))  # as runtime/kernel.py builds it
     rb.extra["state"] = (np.repeat((s // 10) % 3, devices).astype(np.int64), ok)
     rb.extra["start"] = (v > 25, ok)
     rb.extra["end"] = (v < 20, ok)

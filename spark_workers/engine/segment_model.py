@@ -124,15 +124,18 @@ def py_scalar(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def condition_values(batch: RowBatch, i: int, which: str) -> dict[str, Any]:
-    """Values of the columns of an event window's start or end condition at row ``i`` (extras
-    named ``cond.<start|end>.<column>``), for notifications (seed 000, "Fields for Event Windows")."""
+def condition_columns(batch: RowBatch, which: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The columns of an event window's start or end condition (extras named
+    ``cond.<start|end>.<column>``) as ``(column, values, valid)``; empty when no notification
+    needs them."""
     prefix = f"cond.{which}."
-    return {
-        k[len(prefix) :]: (py_scalar(v[i]) if ok[i] else None)
-        for k, (v, ok) in batch.extra.items()
-        if k.startswith(prefix)
-    }
+    return [(k[len(prefix) :], v, ok) for k, (v, ok) in batch.extra.items() if k.startswith(prefix)]
+
+
+def condition_values(cols: list[tuple[str, np.ndarray, np.ndarray]], i: int) -> dict[str, Any]:
+    """Values of ``condition_columns`` at row ``i``, for notifications (seed 000, "Fields for
+    Event Windows"); NULL as None."""
+    return {name: (py_scalar(v[i]) if ok[i] else None) for name, v, ok in cols}
 
 
 def next_at(pos: np.ndarray, n: int) -> list[int]:

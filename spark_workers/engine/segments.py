@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ from spark_workers.engine.segment_model import (
     SegmentGroup,
     SegmentSpec,
     Win,
+    condition_columns,
     condition_values,
     next_at,
     py_scalar,
@@ -435,7 +437,7 @@ class SegmentState:
         window as a plain tuple, ``_WIN_FIELDS``: a third of the cost of pickling the objects)."""
         groups = [
             (
-                [tuple(getattr(w, f) for f in _WIN_FIELDS) for w in g.windows],
+                list(map(_win_tuple, g.windows)),
                 g.next_wid,
                 g.last_ts,
                 g.max_ts,
@@ -483,6 +485,7 @@ class SegmentState:
 
 _WIN_FIELDS = ("wid", "wstart", "wlast", "nrows", "close_time", "final", "written", "info")
 """``Win``'s fields in constructor order: a window's serialized tuple (state format 2)."""
+_win_tuple = operator.attrgetter(*_WIN_FIELDS)
 
 
 def _running_max_before(ts: np.ndarray, adv: np.ndarray, base: int) -> np.ndarray:
@@ -880,10 +883,11 @@ class SegmentEngine:
                 out.lift_gid.append(np.full(rows.size, g, np.int64))
                 out.lift_wid.append(wids)
         by_wid = {w.wid: w for w in seg.wins}
+        on_start, on_end = condition_columns(batch, "start"), condition_columns(batch, "end")
         for wid, i in seg.opened_at.items():
-            by_wid[wid].info["open_values"] = condition_values(batch, int(sel[i]), "start")
+            by_wid[wid].info["open_values"] = condition_values(on_start, int(sel[i]))
         for wid, i in seg.closed_at.items():
-            by_wid[wid].info["close_values"] = condition_values(batch, int(sel[i]), "end")
+            by_wid[wid].info["close_values"] = condition_values(on_end, int(sel[i]))
         for w in fresh:
             if w.wstart not in known_starts:
                 out.opened(g, w)

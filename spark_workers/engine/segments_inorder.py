@@ -30,6 +30,7 @@ from spark_workers.engine.segment_model import (
     SegmentGroup,
     SegmentSpec,
     Win,
+    condition_columns,
     condition_values,
     next_at,
     run_positions,
@@ -338,6 +339,7 @@ def _cut_events(
     nxt_e = next_at(np.flatnonzero(ev[sel].astype(bool) & eok[sel]), m)
     heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
     tl = t.tolist()
+    on_start, on_end = condition_columns(batch, "start"), condition_columns(batch, "end")
     los: list[int] = []
     his: list[int] = []
     wids: list[int] = []
@@ -355,7 +357,7 @@ def _cut_events(
                     grp.next_wid,
                     tl[i],
                     tl[i],
-                    info={"open_values": condition_values(batch, int(sel[i]), "start")},
+                    info={"open_values": condition_values(on_start, int(sel[i]))},
                 )
                 grp.next_wid += 1
                 grp.windows.append(cur)
@@ -370,7 +372,7 @@ def _cut_events(
             if stop >= end:
                 break
             cur.close_time = tl[stop]
-            cur.info["close_values"] = condition_values(batch, int(sel[stop]), "end")
+            cur.info["close_values"] = condition_values(on_end, int(sel[stop]))
             cur = None
             i = nxt_s[stop + 1]
     lo = np.array(los, np.int64)
