@@ -1,7 +1,7 @@
 """Memory soak of the worker (issue 17): its RSS over a long run at a steady load.
 
     .venv/bin/python bench/soak_bench.py [--minutes 30] [--rate 200] [--rows-per-insert 2000] [--devices 20]
-        [--port-base 18660] [--redis redis://127.0.0.1:6379/14] [--keep]
+        [--port-base 18660] [--redis redis://127.0.0.1:6379/14] [--keep] [--tracemalloc]
 
 A whole installation (``bench/stack.py``: web, one Celery worker, beat) with four streams over
 ``m (ts, v double, st int) tags (dev int)``, all PARTITION BY tbname: INTERVAL(1m) WINDOW_CLOSE,
@@ -12,7 +12,9 @@ the last 10 event seconds of every minute so sessions close; event time runs fas
 wall clock). Every minute the bench prints the RSS of the worker's process tree (the Celery worker
 Python process, the Spark JVM, Spark's Python workers), the rows written, the micro-batches
 committed and the streams' state bytes (the sink's report of the last micro-batch); at the end a
-least-squares slope (MB/min) of each RSS over the second half of the run.
+least-squares slope (MB/min) of each RSS over the second half of the run. ``--tracemalloc`` has
+the worker write a tracemalloc snapshot every 2 minutes (``TDWEB_TRACEMALLOC_DIR``) and prints
+the source lines whose allocations grew most between the second snapshot and the last.
 
 ``--rate``'s default, 200 rows/s in 2,000-row inserts (one lake commit every 10 s), is a load the
 shared 2-core machine kept up with for four streams (docs/PERFORMANCE.md, "Worker memory soak":
@@ -80,8 +82,24 @@ def slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
 
 
+def traced_growth(folder: Path, top: int = 15) -> list[str]:
+    """The lines whose allocations grew most between the worker's second tracemalloc snapshot
+    (the first is taken during start-up) and its last (``TDWEB_TRACEMALLOC_DIR``)."""
+    import tracemalloc
+
+    snaps = sorted(folder.glob("snapshot-*.pickle"), key=lambda p: int(p.stem.split("-")[1]))
+    if len(snaps) < 3:
+        return [f"{len(snaps)} snapshots in {folder}: too few to compare"]
+    first, last = (tracemalloc.Snapshot.load(str(p)) for p in (snaps[1], snaps[-1]))
+    stats = last.compare_to(first, "lineno")[:top]
+    return [f"{s.size_diff / 2**20:+8.2f} MB {s.count_diff:+9,} blocks  {s.traceback}" for s in stats]
+
+
 def run(args: argparse.Namespace) -> dict[str, object]:
     stack = Stack(port=args.port_base, redis_url=args.redis)
+    traces = stack.var / "tracemalloc"
+    if args.tracemalloc:
+        stack.extra_env = {"TDWEB_TRACEMALLOC_DIR": str(traces), "TDWEB_TRACEMALLOC_EVERY_S": "120"}
     stack.start()
     writer = None
     try:
@@ -118,6 +136,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()),
             flush=True,
         )
+        if args.tracemalloc:
+            print("worker allocations that grew most (tracemalloc, second snapshot -> last):")
+            for line in traced_growth(traces):
+                print("  " + line)
         elapsed = time.monotonic() - t0
         print(f"writer: {writer.rows / elapsed:,.0f} rows/s on average, {len(writer.errors)} failed inserts")
         return {"samples": samples, "slopes_mb_per_min": slopes, "writer_errors": len(writer.errors)}
@@ -136,6 +158,9 @@ def main() -> None:
     p.add_argument("--port-base", type=int, default=18660)
     p.add_argument("--redis", default=DEFAULT_REDIS)
     p.add_argument("--keep", action="store_true", help="keep the var folder (logs, lake)")
+    p.add_argument(
+        "--tracemalloc", action="store_true", help="trace the worker's allocations (snapshots every 2 min)"
+    )
     args = p.parse_args()
     stop_on_sigterm()
     print(f"started {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", flush=True)

@@ -65,6 +65,7 @@ class Stack:
     slots: int = 32
     var: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="tdweb-bench-")))
     launcher: Launcher | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)  # more settings for every process
 
     @property
     def url(self) -> str:
@@ -80,6 +81,7 @@ class Stack:
         env = stack_env(
             self.var, self.port, self.redis_url, heartbeat_s=self.heartbeat_s, stale_s=self.stale_s
         )
+        env.update(self.extra_env)
         self.launcher = Launcher(
             host="127.0.0.1",
             port=self.port,

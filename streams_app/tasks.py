@@ -79,8 +79,39 @@ def spark_warmup() -> threading.Thread:
     return thread
 
 
+def memory_tracing(folder: str, every_s: float) -> threading.Thread | None:
+    """Start ``tracemalloc`` (5 frames) and a daemon thread that writes a snapshot to
+    ``folder/snapshot-<n>.pickle`` every ``every_s`` seconds (n = 0, 1, ...), for tracing the
+    worker's memory growth (docs/PERFORMANCE.md, "Worker memory soak"); None when ``folder`` is
+    empty. Costs CPU and memory while on: a diagnostic, off by default."""
+    if not folder:
+        return None
+    import tracemalloc
+    from pathlib import Path
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    tracemalloc.start(5)
+
+    def dump() -> None:
+        n = 0
+        while True:
+            time.sleep(every_s)
+            if not tracemalloc.is_tracing():  # stopped elsewhere: nothing more to write
+                return
+            tracemalloc.take_snapshot().dump(str(out / f"snapshot-{n}.pickle"))
+            n += 1
+
+    thread = threading.Thread(target=dump, name="tracemalloc-snapshots", daemon=True)
+    thread.start()
+    return thread
+
+
 @worker_init.connect
 def _on_worker_init(**kwargs):  # type: ignore[no-untyped-def]
+    from django.conf import settings
+
+    memory_tracing(settings.TDWEB_TRACEMALLOC_DIR, settings.TDWEB_TRACEMALLOC_EVERY_S)
     spark_warmup()
 
 

@@ -185,6 +185,10 @@ TDWEB_STALE_AFTER_S = env.float("TDWEB_STALE_AFTER_S", default=15.0)
 # (services/supervisor.py, the start gate)
 TDWEB_START_CONCURRENCY = env.int("TDWEB_START_CONCURRENCY", default=2)
 TDWEB_START_GATE_S = env.float("TDWEB_START_GATE_S", default=30.0)
+# memory tracing of the worker process (bench/soak_bench.py --tracemalloc): a folder where the
+# worker writes a tracemalloc snapshot every TDWEB_TRACEMALLOC_EVERY_S seconds; empty: off
+TDWEB_TRACEMALLOC_DIR = env.str("TDWEB_TRACEMALLOC_DIR", default="")
+TDWEB_TRACEMALLOC_EVERY_S = env.float("TDWEB_TRACEMALLOC_EVERY_S", default=300.0)
 TDWEB_PROGRESS_KEEP = env.int("TDWEB_PROGRESS_KEEP", default=2000)
 # SQL statement limits (spark_workers/limits.py; docs/decisions.md "SQL sandbox and limits")
 TDWEB_SQL_MEMORY_LIMIT = env.str("TDWEB_SQL_MEMORY_LIMIT", default="")  # "" = min(4 GiB, 25 % RAM)

@@ -26,3 +26,27 @@ def test_the_worker_starts_its_sparksession_at_worker_init(monkeypatch, settings
     settings.SPARK_MASTER = "local[1]"
     tasks.spark_warmup().join(timeout=60)
     assert started == ["local[1]"]
+
+
+def test_memory_tracing_writes_snapshots_only_when_asked(tmp_path):
+    """TDWEB_TRACEMALLOC_DIR (the soak bench's --tracemalloc): snapshots appear in the folder, and
+    the writer stops once tracing stops; without a folder nothing is started."""
+    import time
+    import tracemalloc
+
+    from streams_app.tasks import memory_tracing
+
+    assert memory_tracing("", 0.05) is None
+    assert not tracemalloc.is_tracing()
+    thread = memory_tracing(str(tmp_path / "traces"), 0.05)
+    assert thread is not None
+    try:
+        deadline = time.monotonic() + 20
+        while not list((tmp_path / "traces").glob("snapshot-*.pickle")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        snap = tracemalloc.Snapshot.load(str(tmp_path / "traces" / "snapshot-0.pickle"))
+        assert snap.traceback_limit == 5
+    finally:
+        tracemalloc.stop()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
