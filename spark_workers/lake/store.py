@@ -754,8 +754,11 @@ class Lake:
 
     @staticmethod
     def _append_safe(dt: DeltaTable, stored: pa.Table, ts_name: str) -> bool:
-        """True when every new row is later than all stored rows of its partition (no key can
-        collide), judged from the Delta log's per-file statistics."""
+        """True when no new row can collide with a stored row under the row key, judged from the
+        Delta log's per-file statistics: every new row is later than the stored rows of its
+        partition, or, per (partition, subtable), later than every file whose tbname range can
+        hold that subtable (``_append_safe_by_tbname``: many subtables written at the same
+        times, a fleet's usual pattern, append instead of merging)."""
         if dt.version() == 0 and not dt.file_uris():
             return True
         actions = pa.table(dt.get_add_actions(flatten=True))
@@ -770,11 +773,15 @@ class Lake:
         file_max = actions.column(max_col).cast(pa.int64()).to_numpy(zero_copy_only=False)
         new_bucket = stored.column("_bucket").to_numpy(zero_copy_only=False)
         new_ts = stored.column(ts_name).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        later = True
         for b in np.unique(new_bucket):
             in_files = file_max[file_bucket == b]
             if in_files.size and new_ts[new_bucket == b].min() <= in_files.max():
-                return False
-        return True
+                later = False
+                break
+        if later:
+            return True
+        return _append_safe_by_tbname(actions, file_bucket, file_max, stored, new_bucket, new_ts)
 
     def delete(
         self,
@@ -978,3 +985,59 @@ class Lake:
         for b, n in zip(actions.column("partition._bucket").to_pylist(), counts, strict=True):
             rows[int(b)] = rows.get(int(b), 0) + int(n or 0)
         return sorted(rows.items())
+
+
+TBNAME_STATS_EXACT = 32
+"""Tbname statistics shorter than this are taken as exact bounds (writers may truncate longer
+string statistics, which would no longer bound the values)."""
+TBNAME_PAIRS_MAX = 256
+"""Above this many new (partition, subtable) pairs the per-subtable check is not tried."""
+
+
+def _append_safe_by_tbname(
+    actions: pa.Table,
+    file_bucket: np.ndarray,
+    file_max: np.ndarray,
+    stored: pa.Table,
+    new_bucket: np.ndarray,
+    new_ts: np.ndarray,
+) -> bool:
+    """``Lake._append_safe`` per (partition, subtable): a stored row can share a new row's key
+    only in a file of the same partition whose tbname statistics range holds the new row's
+    subtable; True when each new (partition, subtable)'s earliest time is later than every such
+    file's latest time. A file without exact tbname statistics (missing, NULL, or
+    ``TBNAME_STATS_EXACT`` characters or longer) counts as holding every subtable."""
+    if "tbname" not in stored.column_names or "min.tbname" not in actions.column_names:
+        return False
+    tb_min = actions.column("min.tbname").to_numpy(zero_copy_only=False)
+    tb_max = actions.column("max.tbname").to_numpy(zero_copy_only=False)
+    exact = np.array(
+        [
+            isinstance(lo, str)
+            and isinstance(hi, str)
+            and len(lo) < TBNAME_STATS_EXACT
+            and len(hi) < TBNAME_STATS_EXACT
+            for lo, hi in zip(tb_min, tb_max, strict=True)
+        ],
+        bool,
+    )
+    pairs = (
+        pa.table({"b": new_bucket, "tb": stored.column("tbname"), "ts": new_ts})
+        .group_by(["b", "tb"])
+        .aggregate([("ts", "min")])
+    )
+    if pairs.num_rows > TBNAME_PAIRS_MAX:
+        return False
+    lo_s = np.where(exact, tb_min, "")
+    hi_s = np.where(exact, tb_max, "")
+    for b, tb, first in zip(*(pairs.column(i).to_pylist() for i in range(3)), strict=True):
+        if tb is None:
+            return False
+        holds = (file_bucket == b) & (~exact | ((lo_s <= tb) & (hi_s >= tb)))
+        if holds.any() and first <= file_max[holds].max():
+            return False
+    return True
+
+
+def _exact_bound(v: object) -> bool:
+    return isinstance(v, str) and len(v) < TBNAME_STATS_EXACT

@@ -66,6 +66,56 @@ def test_later_write_of_same_key_overwrites_and_identical_rewrite_is_a_noop(lake
     ]
 
 
+def test_subtables_written_at_the_same_times_append_and_a_key_written_again_merges(lake):
+    """A fleet writes its subtables at the same timestamps: a write whose rows are later than
+    every stored row *of their subtable* cannot collide and is appended (it used to be merged
+    because another subtable had later rows), while a row written again under its key still goes
+    through the merge and overwrites; the change feed tells inserts from updates either way."""
+    db, st = make(lake)
+    lake.catalog.create_table(Table("d", "c", "sub", (), (), "st", {"site": "x"}))
+    assert lake.write(db, st, rows(("a", 1000, 1), ("a", 2000, 2))).mode == "append"
+    assert lake.write(db, st, rows(("b", 1000, 3), ("b", 2000, 4))).mode == "append"
+    assert lake.write(db, st, rows(("c", 500, 5), ("b", 3000, 6))).mode == "append"
+    r = lake.write(db, st, rows(("a", 2000, 7), ("c", 600, 8)))  # a/2000 exists
+    assert (r.mode, r.inserted, r.updated) == ("merge", 1, 1)
+    assert lake.write(db, st, rows(("a", 1500, 9))).mode == "merge"  # late within its subtable
+    got = lake.read(db, st).to_pydict()
+    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+        ("a", 1000, 1),
+        ("a", 1500, 9),
+        ("a", 2000, 7),
+        ("b", 1000, 3),
+        ("b", 2000, 4),
+        ("b", 3000, 6),
+        ("c", 500, 5),
+        ("c", 600, 8),
+    ]
+    feed = lake.changes(db, st, 0, lake.version("d", "st")).to_pydict()
+    kinds = list(zip(feed["tbname"], feed["ts"], feed["_change_type"], strict=True))
+    inserted = sorted((t, ts) for t, ts, k in kinds if k == "insert")
+    expected = [("a", 1000), ("a", 1500), ("a", 2000), ("b", 1000), ("b", 2000), ("b", 3000)]
+    assert inserted == [*expected, ("c", 500), ("c", 600)]
+    assert ("a", 2000, "update_postimage") in kinds
+
+
+def test_long_subtable_names_fall_back_to_the_partition_check(lake):
+    """Tbname statistics of 32 characters or more may be truncated by a writer: such files count
+    as holding every subtable, so the write merges (correct, only slower)."""
+    db, st = make(lake)
+    long_a, long_b = "a" * 40, "b" * 40
+    for name in (long_a, long_b):
+        lake.catalog.create_table(Table("d", name, "sub", (), (), "st", {"site": "l"}))
+    assert lake.write(db, st, rows((long_a, 1000, 1), (long_a, 2000, 2))).mode == "append"
+    r = lake.write(db, st, rows((long_b, 1000, 3)))
+    assert (r.mode, r.inserted, r.updated) == ("merge", 1, 0)
+    got = lake.read(db, st).to_pydict()
+    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+        (long_a, 1000, 1),
+        (long_a, 2000, 2),
+        (long_b, 1000, 3),
+    ]
+
+
 def test_duplicate_keys_inside_one_write_keep_the_last(lake):
     db, st = make(lake)
     lake.write(db, st, rows(("a", 1000, 1), ("a", 1000, 5), ("a", 500, 3)))
