@@ -10,6 +10,13 @@ table's rows), then one ``--batch``-row write over rows already stored (the MERG
 updates of stored rows, half new rows among them). Both tables store two rows per (device,
 second): the keyed one two keys at one timestamp, the other two timestamps.
 Prints rows/s per path and table, the median of ``--repeat`` runs (the tables alternate).
+
+    .venv/bin/python bench/lake_write_bench.py --fleet [--rounds 60]
+
+``--fleet``: 20 subtables written one after the other in 10-row writes, each subtable a few
+rounds ahead of or behind the others (a fleet whose devices report at their own pace, as
+``bench/rest_ingest_bench.py``'s small writes without its lock-step): prints how many writes took
+the append and the merge path and their median time (``Lake._append_safe``).
 """
 
 from __future__ import annotations
@@ -89,12 +96,42 @@ def run(rows: int, batch: int, keyed: bool) -> tuple[float, float]:
     return append, merge
 
 
+def fleet(rounds: int) -> dict[str, tuple[int, float]]:
+    """Per write path: (writes, median ms) of the ``--fleet`` workload."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lake = Lake(tmp)
+        lake.catalog.create_database("b", precision="ms", options={"DURATION": "1d"})
+        db, st = _table(lake, "m", False)
+        took: dict[str, list[float]] = {}
+        for i in range(rounds):
+            for c in range(20):
+                ts = T0 + (i + c % 3) * 10 + np.arange(10)  # devices c % 3 rounds apart
+                t = pa.table(
+                    {
+                        "tbname": pa.array([f"m_{c}"] * 10),
+                        "ts": pa.array(ts, pa.int64()),
+                        "k": pa.array(np.zeros(10, np.int32)),
+                        "v": pa.array(np.ones(10)),
+                    }
+                )
+                t0 = time.perf_counter()
+                mode = lake.write(db, st, t).mode
+                took.setdefault(mode, []).append(time.perf_counter() - t0)
+        return {m: (len(v), 1000 * statistics.median(v)) for m, v in took.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--fleet", action="store_true", help="interleaved 10-row writes of 20 subtables")
+    ap.add_argument("--rounds", type=int, default=60)
     a = ap.parse_args()
+    if a.fleet:
+        for mode, (n, ms) in sorted(fleet(a.rounds).items()):
+            print(f"fleet: {n} writes took the {mode} path, median {ms:.1f} ms")
+        return
     runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     for _ in range(a.repeat):  # the two tables alternate, so they share the machine's load
         for keyed in (False, True):
