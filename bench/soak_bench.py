@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/soak_bench.py [--minutes 30] [--rate 200] [--rows-per-insert 2000] [--devices 20]
         [--port-base 18660] [--redis redis://127.0.0.1:6379/14] [--keep] [--tracemalloc]
+        [--env KEY=VALUE ...]
 
 A whole installation (``bench/stack.py``: web, one Celery worker, beat) with four streams over
 ``m (ts, v double, st int) tags (dev int)``, all PARTITION BY tbname: INTERVAL(1m) WINDOW_CLOSE,
@@ -98,8 +99,9 @@ def traced_growth(folder: Path, top: int = 15) -> list[str]:
 def run(args: argparse.Namespace) -> dict[str, object]:
     stack = Stack(port=args.port_base, redis_url=args.redis)
     traces = stack.var / "tracemalloc"
+    stack.extra_env = dict(kv.split("=", 1) for kv in args.env)
     if args.tracemalloc:
-        stack.extra_env = {"TDWEB_TRACEMALLOC_DIR": str(traces), "TDWEB_TRACEMALLOC_EVERY_S": "120"}
+        stack.extra_env |= {"TDWEB_TRACEMALLOC_DIR": str(traces), "TDWEB_TRACEMALLOC_EVERY_S": "120"}
     stack.start()
     writer = None
     try:
@@ -158,6 +160,9 @@ def main() -> None:
     p.add_argument("--port-base", type=int, default=18660)
     p.add_argument("--redis", default=DEFAULT_REDIS)
     p.add_argument("--keep", action="store_true", help="keep the var folder (logs, lake)")
+    p.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="more environment for every process"
+    )
     p.add_argument(
         "--tracemalloc", action="store_true", help="trace the worker's allocations (snapshots every 2 min)"
     )
