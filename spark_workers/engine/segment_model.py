@@ -99,6 +99,13 @@ class SegmentGroup:
         out.reverse()
         return out
 
+    def last_final(self) -> Win | None:
+        """The latest final window (final windows are a prefix of ``windows``), or None."""
+        for w in reversed(self.windows):
+            if w.final:
+                return w
+        return None
+
     def open(self) -> list[Win]:
         return [w for w in self.unfinished() if w.close_time is None]
 

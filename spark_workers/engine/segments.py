@@ -609,7 +609,8 @@ class SegmentEngine:
                     self.spec, self.rules, state.groups, batch, order, starts, slice_g, keep
                 )
                 if fast.any():
-                    self._step_in_order(state, batch, gid, order, starts, fast, keep, out, stats)
+                    slices = (starts, edges, slice_g)
+                    self._step_in_order(state, batch, gid, order, slices, fast, keep, out, stats)
             for k, g in enumerate(slice_g):
                 if not fast[k]:
                     self._group_step(state, g, batch, order[starts[k] : edges[k]], keep, recalc, out, stats)
@@ -648,20 +649,22 @@ class SegmentEngine:
         batch: RowBatch,
         gid: np.ndarray,
         order: np.ndarray,
-        starts: np.ndarray,
+        slices: tuple[np.ndarray, np.ndarray, list[int]],
         fast: np.ndarray,
         keep: np.ndarray,
         out: _Output,
         stats: dict[str, int | None],
     ) -> None:
         """The groups whose rows only continue their windows, all at once
-        (``segments_inorder``): what ``_group_step`` does for them, without a pass per group."""
-        sizes = np.diff(np.append(starts, order.size))
-        pos = order[np.repeat(fast, sizes)]
-        latest = np.maximum.reduceat(batch.ts[order], starts)[fast].tolist()
-        for g, t in zip(gid[order[starts[fast]]].tolist(), latest, strict=True):
-            grp = state.groups[g]
-            grp.max_ts = max(grp.max_ts, t)
+        (``segments_inorder``): what ``_group_step`` does for them, without a pass per group.
+        ``slices``: each group's slice of ``order`` as (starts, ends, gid); ``fast``: per slice."""
+        starts, ends, slice_g = slices
+        pos = order[np.repeat(fast, ends - starts)]
+        latest = np.maximum.reduceat(batch.ts[order], starts).tolist()
+        for g, t, take in zip(slice_g, latest, fast.tolist(), strict=True):
+            if take:
+                grp = state.groups[g]
+                grp.max_ts = max(grp.max_ts, t)
         kept = pos[keep[pos]]
         if not kept.size:
             return
@@ -709,9 +712,9 @@ class SegmentEngine:
             expired = new & (prev != I64_MIN) & (ts < prev - r.watermark)
         late = new & ~expired & ((ts < grp.last_ts) | (r.key_ties_late & (ts == grp.last_ts)))
         if self.spec.kind == "session":
-            done = [w for w in grp.windows if w.final]
-            if done and done[-1].close_time is not None:
-                late |= new & ~expired & (ts <= done[-1].close_time)  # would extend a final session
+            done = grp.last_final()
+            if done is not None and done.close_time is not None:
+                late |= new & ~expired & (ts <= done.close_time)  # would extend a final session
         beyond = (late | changed) & (ts < mark_floor)  # older than DELETE_MARK: dropped
         if r.expired_time:
             # EXPIRED_TIME (seed 002 "Expired Data"): older than the group's latest time minus the

@@ -83,20 +83,12 @@ def in_order_slices(
         grp = groups[g]
         floor, strict = grp.last_ts, rules.key_ties_late
         if spec.kind == "session":
-            done = _last_final(grp)
+            done = grp.last_final()
             if done is not None and done.close_time is not None and done.close_time >= floor:
                 floor, strict = done.close_time, True
         t = first_kept[k]
         ok[k] = t > floor or (t == floor and not strict)
     return ok
-
-
-def _last_final(grp: SegmentGroup) -> Win | None:
-    """The group's latest final window (final windows are a prefix of ``windows``)."""
-    for w in reversed(grp.windows):
-        if w.final:
-            return w
-    return None
 
 
 @dataclass
@@ -124,7 +116,7 @@ def cut_in_order(
     """Continue the windows of every group in ``rows`` (module docstring).
 
     Args:
-        spec: SESSION, STATE_WINDOW or tumbling COUNT_WINDOW (``covers``).
+        spec: SESSION, STATE_WINDOW, EVENT_WINDOW or tumbling COUNT_WINDOW (``covers``).
         groups: the bucket's groups, by gid; their windows, carries, ``next_wid`` and
             ``last_ts`` are updated in place (``max_ts`` is the caller's).
         batch: the micro-batch.
@@ -136,8 +128,8 @@ def cut_in_order(
         InOrderCut.
     """
     g_r = gid[rows]
-    bnd = np.flatnonzero(g_r[1:] != g_r[:-1]) + 1
-    ends = np.append(bnd, rows.size)
+    heads = np.flatnonzero(_group_firsts(g_r))
+    ends = np.append(heads[1:], rows.size)
     touched: list[tuple[int, Win]] = []
     for g, last in zip(g_r[ends - 1].tolist(), batch.ts[rows[ends - 1]].tolist(), strict=True):
         grp = groups[g]
@@ -146,7 +138,7 @@ def cut_in_order(
     if spec.kind == "count":
         valid = batch.extra.get("count_valid")
         ok = np.ones(rows.size, bool) if valid is None else valid[0][rows].astype(bool) & valid[1][rows]
-        counted = np.add.reduceat(ok.astype(np.int64), np.append(0, ends[:-1])).tolist()
+        counted = np.add.reduceat(ok.astype(np.int64), heads).tolist()
         seen: dict[int, int] = {}
         for g, k in zip(g_r[ends - 1].tolist(), counted, strict=True):
             carry = groups[g].carry
@@ -159,11 +151,17 @@ def cut_in_order(
     return _cut_runs(spec, groups, batch, sel, gid, touched)
 
 
+def _group_firsts(g: np.ndarray) -> np.ndarray:
+    """Bool per row of rows sorted by group: the row is its group's first."""
+    gf = np.ones(g.size, bool)
+    gf[1:] = g[1:] != g[:-1]
+    return gf
+
+
 def _segments(g: np.ndarray, brk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Segments of rows sorted by group: a segment starts at a group's first row or at a break.
     Returns (first row of each segment, its end (exclusive), whether it starts a group)."""
-    gf = np.ones(g.size, bool)
-    gf[1:] = g[1:] != g[:-1]
+    gf = _group_firsts(g)
     b = np.flatnonzero(gf | brk)
     return b, np.append(b[1:], g.size), gf[b]
 
@@ -280,9 +278,7 @@ def _cut_counts(
     if not sel.size:
         return InOrderCut(empty, empty, empty, touched, 0)
     g, t = gid[sel], batch.ts[sel]
-    gf = np.ones(sel.size, bool)
-    gf[1:] = g[1:] != g[:-1]
-    heads = np.flatnonzero(gf)
+    heads = np.flatnonzero(_group_firsts(g))
     sizes = np.diff(np.append(heads, sel.size))
     seen0 = [seen[gg] for gg in g[heads].tolist()]
     pos = np.repeat(np.array(seen0, np.int64) - heads, sizes) + np.arange(sel.size, dtype=np.int64)
@@ -337,7 +333,7 @@ def _cut_events(
     m = sel.size
     nxt_s = next_at(np.flatnonzero(sv[sel].astype(bool) & sok[sel]), m)
     nxt_e = next_at(np.flatnonzero(ev[sel].astype(bool) & eok[sel]), m)
-    heads = np.flatnonzero(np.append(True, g[1:] != g[:-1]))
+    heads = np.flatnonzero(_group_firsts(g))
     tl = t.tolist()
     on_start, on_end = condition_columns(batch, "start"), condition_columns(batch, "end")
     los: list[int] = []
