@@ -773,15 +773,11 @@ class Lake:
         file_max = actions.column(max_col).cast(pa.int64()).to_numpy(zero_copy_only=False)
         new_bucket = stored.column("_bucket").to_numpy(zero_copy_only=False)
         new_ts = stored.column(ts_name).cast(pa.int64()).to_numpy(zero_copy_only=False)
-        later = True
         for b in np.unique(new_bucket):
             in_files = file_max[file_bucket == b]
             if in_files.size and new_ts[new_bucket == b].min() <= in_files.max():
-                later = False
-                break
-        if later:
-            return True
-        return _append_safe_by_tbname(actions, file_bucket, file_max, stored, new_bucket, new_ts)
+                return _append_safe_by_tbname(actions, file_bucket, file_max, stored, new_bucket, new_ts)
+        return True
 
     def delete(
         self,
@@ -1011,16 +1007,7 @@ def _append_safe_by_tbname(
         return False
     tb_min = actions.column("min.tbname").to_numpy(zero_copy_only=False)
     tb_max = actions.column("max.tbname").to_numpy(zero_copy_only=False)
-    exact = np.array(
-        [
-            isinstance(lo, str)
-            and isinstance(hi, str)
-            and len(lo) < TBNAME_STATS_EXACT
-            and len(hi) < TBNAME_STATS_EXACT
-            for lo, hi in zip(tb_min, tb_max, strict=True)
-        ],
-        bool,
-    )
+    exact = np.array([_exact_bound(a) and _exact_bound(z) for a, z in zip(tb_min, tb_max, strict=True)], bool)
     pairs = (
         pa.table({"b": new_bucket, "tb": stored.column("tbname"), "ts": new_ts})
         .group_by(["b", "tb"])
@@ -1040,4 +1027,5 @@ def _append_safe_by_tbname(
 
 
 def _exact_bound(v: object) -> bool:
+    """Is a tbname statistic an exact bound (a string shorter than ``TBNAME_STATS_EXACT``)?"""
     return isinstance(v, str) and len(v) < TBNAME_STATS_EXACT
