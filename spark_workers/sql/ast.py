@@ -251,9 +251,9 @@ class InsertTarget:
     row_spans: list[list[Span]] = field(default_factory=list)
     span: Span | None = None
     query: SelectQuery | None = None
-    # the rows as literal texts when ``sql/fast_insert.py`` read the statement (``rows`` is
-    # empty then)
-    values: list[tuple[str, ...]] | None = None
+    # the values as literal texts, column by column (one list per position, each as long as
+    # the rows), when ``sql/fast_insert.py`` read the statement (``rows`` is empty then)
+    values: list[list[str]] | None = None
 
 
 @dataclass

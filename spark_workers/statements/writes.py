@@ -8,11 +8,12 @@ from __future__ import annotations
 import decimal
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from spark_workers.access import WRITE
@@ -27,7 +28,7 @@ from spark_workers.query.results import ResultColumn, ResultSet
 from spark_workers.query.select import run_select
 from spark_workers.sql import ast
 from spark_workers.sql.ast import Span, offset_of
-from spark_workers.sql.fast_insert import column_values, literal_constant
+from spark_workers.sql.fast_insert import column_array, literal_constant
 from spark_workers.sql.values import Now, coerce, constant
 from spark_workers.statements.ddl import subtable
 from spark_workers.statements.session import Session
@@ -60,7 +61,7 @@ def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
         CatalogError: a missing database.
     """
     now = Now()
-    batches: dict[tuple[str, str], list[dict[str, list[Any]]]] = defaultdict(list)
+    batches: dict[tuple[str, str], list[Mapping[str, pa.Array | list[Any]]]] = defaultdict(list)
     to_create: list[Table] = []
     storages: dict[tuple[str, str], Table] = {}
     total = 0
@@ -68,13 +69,22 @@ def insert(ex: Session, s: ast.Insert, sql: str) -> ResultSet:
         dbname, db, table, storage = _insert_target(ex, target, sql, to_create)
         storages[(dbname, storage.name)] = storage
         layout = _Layout.of(table, target.columns, sql, target.table.span)
-        if target.query is not None:
-            cells, offsets = _select_cells(ex, target, table, layout, db.precision, sql)
-        else:
-            cells, offsets = _value_cells(ex, target, table, layout, db.precision, now, sql)
         kept = kept_from(db, int(time.time() * 1000))
-        data = _rows_data(ex, table, layout, cells, offsets, sql, to_create, kept)
-        total += len(cells)
+        data: Mapping[str, pa.Array | list[Any]] | None
+        if target.values is not None:
+            columns = _plain_columns(target.values, table, layout, db.precision, ex.tz, sql)
+            data, n = _plain_data(table, layout, columns, kept)
+            if data is None:  # a rule broken: row by row, which raises the first error in row order
+                cells = [list(r) for r in zip(*(_as_list(c) for c in columns), strict=True)]
+                data = _rows_data(ex, table, layout, cells, [[None] * len(columns)] * n, sql, to_create, kept)
+        else:
+            if target.query is not None:
+                cells, offsets = _select_cells(ex, target, table, layout, db.precision, sql)
+            else:
+                cells, offsets = _value_cells(ex, target, table, layout, db.precision, now, sql)
+            data = _rows_data(ex, table, layout, cells, offsets, sql, to_create, kept)
+            n = len(cells)
+        total += n
         batches[(dbname, storage.name)].append(data)
     if to_create:
         ex.catalog.create_subtables(to_create, now_ms=int(time.time() * 1000))
@@ -217,8 +227,6 @@ def _value_cells(
 ) -> tuple[list[list[Any]], list[list[int | None]]]:
     """The VALUES rows of a target, each value converted to its position's type (constants folded,
     ``sql/values.py``), with each value's offset in ``sql``."""
-    if target.values is not None:
-        return _plain_cells(target.values, table, layout, precision, ex.tz, sql)
     rows: list[list[Any]] = []
     offsets: list[list[int | None]] = []
     n = len(layout.types)
@@ -243,36 +251,70 @@ def _value_cells(
     return rows, offsets
 
 
-def _plain_cells(
-    values: list[tuple[str, ...]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
-) -> tuple[list[list[Any]], list[list[int | None]]]:
-    """:func:`_value_cells` for rows the fast path read (``sql/fast_insert.py``): literal texts
-    converted column by column (``column_values``), else value by value by ``coerce`` as
-    ``Session.value`` converts a plain literal's node; errors are not positioned (the executor
-    answers them through the full parser again).
+def _plain_columns(
+    values: list[list[str]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
+) -> list[pa.Array | list[Any]]:
+    """The values the fast path read (``sql/fast_insert.py``, literal texts column by column),
+    each column converted to its position's type: by Arrow for the whole column
+    (``column_array``), else value by value by ``coerce`` as ``Session.value`` converts a plain
+    literal's node; errors are not positioned (the executor answers them through the full parser
+    again).
 
     Raises:
         SqlError: COLUMN_COUNT_MISMATCH, the conversion errors of ``coerce``.
     """
     n = len(layout.types)
-    for row in values:
-        if len(row) != n:
-            raise SqlError(
-                f"Illegal number of columns: {len(row)} values for {n} columns of {table.name}",
-                sql=sql,
-                code=Code.COLUMN_COUNT_MISMATCH,
-            )
-    cols = []
+    if len(values) != n:
+        raise SqlError(
+            f"Illegal number of columns: {len(values)} values for {n} columns of {table.name}",
+            sql=sql,
+            code=Code.COLUMN_COUNT_MISMATCH,
+        )
+    cols: list[pa.Array | list[Any]] = []
     for i, t in enumerate(layout.types):
-        texts = [row[i] for row in values]
-        col = column_values(texts, t)
+        texts = values[i]
+        col = column_array(texts, t)
         if col is None:
             what = f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
-            col = [coerce(literal_constant(x), t, precision, tz, what) for x in texts]
-        cols.append(col)
-    rows = [list(r) for r in zip(*cols, strict=True)] if n else [[] for _ in values]
-    none: list[int | None] = [None] * n
-    return rows, [none] * len(rows)
+            cols.append([coerce(literal_constant(x), t, precision, tz, what) for x in texts])
+        else:
+            cols.append(col)
+    return cols
+
+
+def _as_list(col: pa.Array | list[Any]) -> list[Any]:
+    return col.to_pylist() if isinstance(col, pa.Array) else col
+
+
+def _plain_data(
+    table: Table, layout: _Layout, columns: list[pa.Array | list[Any]], kept: int | None
+) -> tuple[dict[str, pa.Array | list[Any]] | None, int]:
+    """``(data, rows)``: :func:`_rows_data`'s result for converted columns (``_plain_columns``)
+    of a target without a ``tbname`` position when no row breaks a rule (no NULL timestamp or
+    composite key, no timestamp older than ``kept``), the columns kept as they are (Arrow arrays
+    or lists); ``data`` is None when a rule is broken or the target names ``tbname`` (then the
+    caller goes row by row, which raises the first error in row order)."""
+    n = len(columns[0]) if columns else 0
+    if layout.tbname is not None:
+        return None, n
+    ts_col = table.columns[0]
+    key = key_column(table)
+    data: dict[str, pa.Array | list[Any]] = {"tbname": pa.array([table.name] * n, pa.string())}
+    for i, c in layout.columns.items():
+        col = columns[i]
+        if c in (ts_col, key):
+            if isinstance(col, pa.Array):
+                if col.null_count:
+                    return None, n
+                low = pc.min(col).as_py() if n else None
+            else:
+                if any(v is None for v in col):
+                    return None, n
+                low = min(col) if col else None
+            if c == ts_col and kept is not None and low is not None and low < kept:
+                return None, n
+        data[c.physical] = col
+    return data, n
 
 
 def _select_cells(
@@ -457,7 +499,9 @@ def _stb_subtable(
     return name
 
 
-def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[str, list[Any]]]) -> None:
+def _write_storage(
+    ex: Session, dbname: str, storage: Table, parts: list[Mapping[str, pa.Array | list[Any]]]
+) -> None:
     """Write the rows of ``parts`` (``_rows_data`` results) to ``storage`` in one Delta commit."""
     db = ex.catalog.require_database(dbname)
     schema = engine_schema(db, storage.columns)
@@ -466,8 +510,9 @@ def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[st
         arrays, names = [], []
         for f in schema:
             if f.name in data:
+                col = data[f.name]
                 try:
-                    arrays.append(pa.array(data[f.name], f.type))
+                    arrays.append(col.cast(f.type) if isinstance(col, pa.Array) else pa.array(col, f.type))
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                     # a value the checks let through that its column cannot hold: TDengine's
                     # "value out of range", never Arrow's words (nothing has been written yet)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from spark_workers.errors import SqlError, TdError
 from spark_workers.lake.store import Lake
 from spark_workers.sql import ast
-from spark_workers.sql.fast_insert import column_values, literal_constant, parse_plain_insert
+from spark_workers.sql.fast_insert import column_array, literal_constant, parse_plain_insert
 from spark_workers.sql.parser import parse
 from spark_workers.sql.values import DecimalText, Now, coerce, constant
 from spark_workers.statements import executor as executor_module
@@ -112,7 +112,8 @@ def test_what_the_fast_path_accepts_the_full_parser_reads_the_same(sql: str) -> 
     for f, g in zip(fast.targets, full[0].targets, strict=True):
         assert (f.table.db, f.table.name, f.columns) == (g.table.db, g.table.name, g.columns)
         assert f.values is not None and g.query is None
-        assert [[key(literal_constant(v)) for v in row] for row in f.values] == [
+        assert len({len(c) for c in f.values}) == 1  # one text per row in every column
+        assert [[key(literal_constant(v)) for v in row] for row in zip(*f.values, strict=True)] == [
             consts(row) for row in g.rows
         ]
         assert (f.using is None) == (g.using is None)
@@ -157,6 +158,7 @@ def _executor(tmp_path: Path) -> Executor:
         "CREATE STABLE f.m (ts TIMESTAMP, c FLOAT, v INT, s VARCHAR(4), b BOOL) TAGS (g INT, l VARCHAR(8))"
     )
     ex.execute("CREATE TABLE f.n (ts TIMESTAMP, c DOUBLE, v BIGINT UNSIGNED)")
+    ex.execute("CREATE TABLE f.w (ts TIMESTAMP, s VARCHAR(16), h NCHAR(4), v INT)")
     return ex
 
 
@@ -182,6 +184,16 @@ CASES = [
     "INSERT INTO f.nope VALUES (1, 2, 3)",  # no such table
     "INSERT INTO f.m VALUES (1, 2, 3, 'a', true)",  # supertable without tbname
     "INSERT INTO f.d2 USING f.m TAGS ('x', 'y') VALUES (1000, 1.5, 1, 'a', true)",  # tag type
+    # strings holding the rows' own separators, and every spacing between values and rows
+    "INSERT INTO f.w VALUES (1, 'a)(b', 'ü€', 1) (2, ' ,x', '),(', 2),(3,'(','',3) , ( 4 ,'' , ')' , -4 )",
+    "INSERT INTO f.w VALUES\n(1,'x','y',1)\n(2,'x','y',2)\t,\t(3,'x','y',3)",
+    "INSERT INTO f.w VALUES (1, NULL, 'y', 1) (2, 'x', NULL, NULL)",  # NULLs: value by value
+    "INSERT INTO f.w VALUES (1, 'x', 'abcde', 1)",  # NCHAR(4) too long
+    "INSERT INTO f.w VALUES (1, 'x', 'ü€ü€', 2147483647) (2, 'x', 'y', -2147483648)",
+    "INSERT INTO f.w VALUES (1, 'x', 'y', 2147483648)",  # INT range
+    "INSERT INTO f.n VALUES (1, 1e999, 1) (2, -0, 2) (3, 007, 3) (4, 1.5E-2, 4)",
+    "INSERT INTO f.d0 USING f.m TAGS (1, 'x') VALUES (1, 3.4028234e38, 1, 'a', false) (2, 1e-46, 2, 'b', 1)",
+    "INSERT INTO f.d0 USING f.m TAGS (1, 'x') VALUES (1, 3.5e38, 1, 'a', false)",  # FLOAT range
 ]
 
 
@@ -194,7 +206,7 @@ def test_the_executor_answers_and_writes_as_the_full_path_does(tmp_path: Path, m
     monkeypatch.setattr(executor_module, "parse_plain_insert", lambda sql: None)
     full = _answer(full_ex, sql)
     assert fast == full
-    for t in ("f.m", "f.n"):
+    for t in ("f.m", "f.n", "f.w"):
         q = f"SELECT * FROM {t}" + (" ORDER BY tbname, ts" if t == "f.m" else "")
         assert fast_ex.execute_one(q).rows == full_ex.execute_one(q).rows
     assert fast_ex.execute_one("SHOW f.TABLES").rows == full_ex.execute_one("SHOW f.TABLES").rows
@@ -217,12 +229,18 @@ def _type(typ: str) -> TdType:
     return TdType.parse(typ)
 
 
-def test_column_values_take_the_common_columns_at_once() -> None:
-    assert column_values(["1", "-2"], _type("INT")) == [1, -2]
-    assert column_values(["1", "1.5"], _type("DOUBLE")) == [1.0, 1.5]
-    assert column_values(["'ab'", "''"], _type("VARCHAR(3)")) == ["ab", ""]
-    assert column_values(["1", "NULL"], _type("INT")) is None
-    assert column_values(["'abcd'"], _type("VARCHAR(3)")) is None  # too long: coerce says so
+def test_column_arrays_take_the_common_columns_at_once() -> None:
+    def got(texts: list[str], typ: str) -> list | None:
+        arr = column_array(texts, _type(typ))
+        return None if arr is None else arr.to_pylist()
+
+    assert got(["1", "-2"], "INT") == [1, -2]
+    assert got(["1", "1.5"], "DOUBLE") == [1.0, 1.5]
+    assert got(["'ab'", "''"], "VARCHAR(3)") == ["ab", ""]
+    assert got(["1", "NULL"], "INT") is None
+    assert got(["'abcd'"], "VARCHAR(3)") is None  # too long: coerce says so
+    assert got(["1", "1.5"], "INT") is None  # a decimal into an integer column: value by value
+    assert got(["3.5e38"], "FLOAT") is None  # beyond FLOAT: coerce refuses it
 
 
 def _coerced(texts: list[str], t: TdType) -> list | None:
@@ -234,14 +252,14 @@ def _coerced(texts: list[str], t: TdType) -> list | None:
 
 @settings(max_examples=600, deadline=None)
 @given(st.lists(st.sampled_from(TEXTS), max_size=6), st.sampled_from(TYPES))
-def test_column_values_are_what_coerce_gives_each_value(texts: list[str], typ: str) -> None:
+def test_column_arrays_are_what_coerce_gives_each_value(texts: list[str], typ: str) -> None:
     t = _type(typ)
-    fast = column_values(texts, t)
+    fast = column_array(texts, t)
     if fast is None:
         return  # value by value
     want = _coerced(texts, t)
-    assert want is not None, "column_values accepted a column coerce refuses"
-    assert [(type(v), v) for v in fast] == [(type(v), v) for v in want]
+    assert want is not None, "column_array accepted a column coerce refuses"
+    assert [(type(v), v) for v in fast.to_pylist()] == [(type(v), v) for v in want]
 
 
 def _steady(x: object) -> object:
@@ -260,7 +278,8 @@ ROW_RULES = [
 
 @pytest.mark.parametrize("sql", ROW_RULES)
 def test_column_by_column_rows_are_the_row_by_row_rows(tmp_path: Path, monkeypatch, sql: str) -> None:
-    """``writes._column_data`` (whole columns) gives the rows, answers and errors of the row loop."""
+    """``writes._plain_data`` and ``writes._column_data`` (whole columns) give the rows, answers and
+    errors of the row loop."""
     wide = _executor(tmp_path / "wide")
     narrow = _executor(tmp_path / "narrow")
     for ex in (wide, narrow):
@@ -268,8 +287,9 @@ def test_column_by_column_rows_are_the_row_by_row_rows(tmp_path: Path, monkeypat
         ex.execute("ALTER DATABASE f KEEP 3650")
     got = _answer(wide, sql)
     monkeypatch.setattr(writes, "_column_data", lambda *a: None)
+    monkeypatch.setattr(writes, "_plain_data", lambda table, layout, cols, kept: (None, len(cols[0])))
     want = _answer(narrow, sql)
     assert [_steady(x) for x in got] == [_steady(x) for x in want]
-    for t in ("f.m", "f.n", "f.k"):
+    for t in ("f.m", "f.n", "f.k", "f.w"):
         q = f"SELECT * FROM {t}" + (" ORDER BY tbname, ts" if t == "f.m" else "")
         assert wide.execute_one(q).rows == narrow.execute_one(q).rows
