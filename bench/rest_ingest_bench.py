@@ -2,11 +2,12 @@
 
     .venv/bin/python bench/rest_ingest_bench.py [--seconds 20] [--rows 10000] [--clients 1,4,16]
         [--small-clients 20] [--small-rows 10] [--port 18620] [--redis redis://127.0.0.1:6379/12]
-        [--only big,line,small]
+        [--only big,line,small] [--web-processes 1] [--prebuild 400]
 
-Starts its own tdweb (Daphne, one process: ``influx_bench.start_server``) on 127.0.0.1:``--port``
-over a fresh lake and SQLite metadata DB in a temporary directory, then drives it with ``taosrest``
-clients (the REST protocol TDengine's clients use), each client a thread of this process:
+Starts its own tdweb (``--web-processes`` Daphne processes on one listening socket, as ``manage.py
+up`` starts them: ``Launcher.start_web``) on 127.0.0.1:``--port`` over a fresh lake and SQLite
+metadata DB in a temporary directory, then drives it with ``taosrest`` clients (the REST protocol
+TDengine's clients use), each client a thread of this process:
 
 (big)   taosBenchmark-style statements of ``--rows`` rows: ``INSERT INTO d<n> USING meters TAGS
         (<group>, '<location>') VALUES (...)... d<n+1> USING ... VALUES ...``, 10 subtables x
@@ -17,10 +18,13 @@ clients (the REST protocol TDengine's clients use), each client a thread of this
 (small) ``--small-clients`` clients sending ``--small-rows``-row INSERTs to their own subtable.
 
 Each workload runs ``--seconds`` (a client finishes the request it has started) into its own
-supertable. Prints rows/s (acknowledged rows / wall time) and p50 / p99 acknowledgement latency;
-then checks that every acknowledged row is in the table (``SELECT COUNT(*)`` equals the
-acknowledged rows, and a sampled acknowledged row reads back with its values) and prints it. A
-request that fails is counted and printed (its rows are not expected).
+supertable. The big statements and line bodies are built before the clock starts (``--prebuild`` in
+all, shared among the clients; a client that runs out builds the rest as it goes, and the bench
+says how many), since taosBenchmark builds its SQL in C: the figures are the server's, with only
+the HTTP client of this process on the same cores. Prints rows/s (acknowledged rows / wall time)
+and p50 / p99 acknowledgement latency; then checks that every acknowledged row is in the table
+(``SELECT COUNT(*)`` equals the acknowledged rows, and a sampled acknowledged row reads back with
+its values) and prints it. A request that fails is counted and printed (its rows are not expected).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import taosrest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from influx_bench import start_server
+from streams_app.launcher import Launcher
 
 T0 = 1_735_689_600_000  # 2025-01-01 UTC, ms
 DB = "ingest_bench"
@@ -163,12 +167,14 @@ def main() -> None:
     ap.add_argument("--only", default="big,line,small")
     ap.add_argument("--port", type=int, default=18620)
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/12")
+    ap.add_argument("--web-processes", type=int, default=1, help="TDWEB_WEB_PROCESSES")
+    ap.add_argument("--prebuild", type=int, default=400, help="requests built before timing")
     a = ap.parse_args()
     only = set(a.only.split(","))
     per = max(1, a.rows // TABLES_PER_STATEMENT)
+    PREBUILD[0] = a.prebuild
     with tempfile.TemporaryDirectory(prefix="rest-ingest-bench-") as tmp:
-        os.environ.setdefault("ASGI_THREADS", "32")  # as the launcher and the image set it
-        proc = start_server(a.port, a.redis, Path(tmp))
+        proc = start_web(a.port, a.redis, Path(tmp), a.web_processes)
         url = f"http://127.0.0.1:{a.port}"
         try:
             admin = taosrest.connect(url=url, user="root", password="taosdata", timeout=600)
@@ -182,8 +188,48 @@ def main() -> None:
             if "small" in only:
                 run_small(conn, url, a.small_clients, a.seconds, a.small_rows)
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            proc.stop()
+
+
+PREBUILD = [400]
+
+
+def start_web(port: int, redis_url: str, var: Path, processes: int) -> Launcher:
+    """A fresh tdweb web tier (migrations, ``root``, ``processes`` Daphne processes) on
+    127.0.0.1:``port`` with its state under ``var``; only the web, no worker."""
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.setdefault("ASGI_THREADS", "32")  # as the launcher and the image set it
+    launcher = Launcher(
+        host="127.0.0.1", port=port, redis_url=redis_url, quiet=True, var=var, web_processes=processes
+    )
+    launcher.prepare()
+    launcher.start_web()
+    launcher.wait_web(timeout=120)
+    return launcher
+
+
+def prebuilt(n: int, build: Callable[[int, int], tuple[str, int]]) -> Callable[[int, int], tuple[str, int]]:
+    """``build(client, i)`` for ``n`` clients, the first ``PREBUILD / n`` of each client built now;
+    the returned function pops them (then builds the rest and counts them in ``prebuilt.late``)."""
+    each = max(1, PREBUILD[0] // n)
+    ready = {(c, i): build(c, i) for c in range(n) for i in range(each)}
+    late = [0]
+
+    def get(c: int, i: int) -> tuple[str, int]:
+        got = ready.pop((c, i), None)
+        if got is None:
+            late[0] += 1
+            return build(c, i)
+        return got
+
+    get.late = late  # type: ignore[attr-defined]
+    return get
+
+
+def say_late(get: Callable[[int, int], tuple[str, int]]) -> None:
+    late = get.late[0]  # type: ignore[attr-defined]
+    if late:
+        print(f"  ({late} requests were built during the run: raise --prebuild)", flush=True)
 
 
 def run_big(conn: taosrest.TaosRestConnection, url: str, n: int, seconds: float, per: int) -> None:
@@ -197,9 +243,14 @@ def run_big(conn: taosrest.TaosRestConnection, url: str, n: int, seconds: float,
         for _ in range(n)
     ]
 
+    def subs_of(c: int) -> list[int]:
+        return [c * TABLES_PER_STATEMENT + j for j in range(TABLES_PER_STATEMENT)]
+
+    get = prebuilt(n, lambda c, i: big_statement(stable, subs_of(c), i, per))
+
     def request(c: int, i: int) -> tuple[int, tuple[str, int, float]]:
-        subs = [c * TABLES_PER_STATEMENT + j for j in range(TABLES_PER_STATEMENT)]
-        sql, base = big_statement(stable, subs, i, per)
+        subs = subs_of(c)
+        sql, base = get(c, i) if i < 10**6 else big_statement(stable, subs, i, per)
         rows = clients[c].execute(sql)
         k = random.randrange(per)
         return int(rows or 0), (str(subs[-1]), base + k, current(subs[-1], k))
@@ -208,6 +259,7 @@ def run_big(conn: taosrest.TaosRestConnection, url: str, n: int, seconds: float,
     warm = Tally(rows=TABLES_PER_STATEMENT * per)
     tally, wall = drive(n, seconds, request)
     report("big", n, tally, wall)
+    say_late(get)
     tally.rows += warm.rows
     verify(conn, stable, tally)
 
@@ -216,9 +268,14 @@ def run_line(conn: taosrest.TaosRestConnection, url: str, n: int, seconds: float
     stable = f"lines_c{n}"
     session = [requests.Session() for _ in range(n)]
 
+    def subs_of(c: int) -> list[int]:
+        return [c * TABLES_PER_STATEMENT + j for j in range(TABLES_PER_STATEMENT)]
+
+    get = prebuilt(n, lambda c, i: line_body(stable, subs_of(c), i, per))
+
     def request(c: int, i: int) -> tuple[int, tuple[str, int, float]]:
-        subs = [c * TABLES_PER_STATEMENT + j for j in range(TABLES_PER_STATEMENT)]
-        body, base = line_body(stable, subs, i, per)
+        subs = subs_of(c)
+        body, base = get(c, i) if i < 10**6 else line_body(stable, subs, i, per)
         r = session[c].post(
             f"{url}/influxdb/v1/write",
             params={"db": DB, "precision": "ms", "u": "root", "p": "taosdata"},
@@ -233,6 +290,7 @@ def run_line(conn: taosrest.TaosRestConnection, url: str, n: int, seconds: float
     request(0, 10**6)
     tally, wall = drive(n, seconds, request)
     report("line", n, tally, wall)
+    say_late(get)
     tally.rows += TABLES_PER_STATEMENT * per
     verify(conn, stable, tally, by_tag=True)
 

@@ -2,9 +2,11 @@
 
 Order: Redis (the one at ``REDIS_URL`` if it answers; otherwise the machine's ``redis-server``
 binary on a free port; otherwise fakeredis's TCP server), database migrations and the ``root``
-account, then Daphne (web), one Celery worker (queues ``streams`` and ``default``, thread pool,
-one SparkSession) and Celery beat. Every process it started is stopped on exit (Ctrl-C, SIGTERM or
-the end of ``--once``). Logs go to ``var/log/<process>.log``.
+account, then Daphne (web: ``TDWEB_WEB_PROCESSES`` processes accepting on one listening socket
+the launcher binds and keeps, so a restarted web process finds the port bound), one Celery worker
+(queues ``streams`` and ``default``, thread pool, one SparkSession) and Celery beat. Every
+process it started is stopped on exit (Ctrl-C, SIGTERM or the end of ``--once``). Logs go to
+``var/log/<process>.log``.
 
 While it waits in the foreground (``wait_forever``: ``make up``, ``make demo`` without ``ONCE``), a
 child that exits (web, worker, beat, or the Redis it started) is started again with the same
@@ -63,6 +65,7 @@ class Child:
     backoff_s: float = RESTART_MIN_S
     restart_at: float | None = None
     restarts: int = 0
+    pass_fds: tuple[int, ...] = ()
 
 
 class Launcher:
@@ -73,6 +76,13 @@ class Launcher:
         slots: concurrent streams per worker (thread pool size).
         proxy_headers: start Daphne with ``--proxy-headers`` (client addresses from
             ``X-Forwarded-For``; ``TDWEB_PROXY_HEADERS``, docs/security.md).
+        web_processes: Daphne processes (``TDWEB_WEB_PROCESSES``, >= 1). They accept connections
+            on one socket the launcher binds to ``host:port`` (the kernel hands each new
+            connection to one of them): a request is CPU-bound Python under one GIL per process
+            (a 10,000-row INSERT, a line-protocol body), so one process uses one core whatever
+            its thread pool. The processes share nothing in memory: writers in different
+            processes commit separately (Delta's optimistic concurrency, ``Lake``), WebSocket
+            groups go through the Redis channel layer.
     """
 
     def __init__(
@@ -86,6 +96,7 @@ class Launcher:
         var: Path | None = None,
         extra_env: dict[str, str] | None = None,
         proxy_headers: bool = False,
+        web_processes: int = 1,
     ) -> None:
         self.host = host
         self.port = port
@@ -95,6 +106,8 @@ class Launcher:
         self.var = Path(var or os.environ.get("TDWEB_VAR") or BASE_DIR / "var")
         self.extra_env = dict(extra_env or {})
         self.proxy_headers = proxy_headers
+        self.web_processes = max(1, int(web_processes))
+        self._web_socket: socket.socket | None = None
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.children: dict[str, Child] = {}
         self.logs = self.var / "log"
@@ -111,6 +124,7 @@ class Launcher:
             redis_url=settings.REDIS_URL,
             slots=settings.TDWEB_STREAM_SLOTS,
             proxy_headers=getattr(settings, "TDWEB_PROXY_HEADERS", False),
+            web_processes=getattr(settings, "TDWEB_WEB_PROCESSES", 1),
         )
 
     def say(self, msg: str) -> None:
@@ -126,7 +140,7 @@ class Launcher:
 
     # ------------------------------------------------------------------ processes
     def _spawn(
-        self, name: str, args: list[str], env: dict[str, str] | None = None
+        self, name: str, args: list[str], env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()
     ) -> subprocess.Popen[bytes]:
         with open(self.logs / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
             p = subprocess.Popen(
@@ -136,13 +150,16 @@ class Launcher:
                 stderr=subprocess.STDOUT,
                 env=env or self.env(),
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
         self.procs.append((name, p))
         child = self.children.get(name)
         if child is None:
-            self.children[name] = Child(args=list(args), env=env, started_at=time.monotonic())
+            started = time.monotonic()
+            self.children[name] = Child(args=list(args), env=env, started_at=started, pass_fds=pass_fds)
         else:
             child.args, child.env, child.started_at = list(args), env, time.monotonic()
+            child.pass_fds = pass_fds
         self.event(f"started {name} (pid {p.pid})")
         return p
 
@@ -220,14 +237,44 @@ class Launcher:
         self.ensure_redis()
         self.prepare()
         py = sys.executable
-        web = [py, "-m", "daphne", "-b", self.host, "-p", str(self.port)]
-        web += ["--proxy-headers"] if self.proxy_headers else []
-        web += ["tdweb.asgi:application"]
-        self._spawn("web", web)
+        self.start_web()
         self.start_worker()
         beat = [py, "-m", "celery", "-A", "tdweb", "beat", "--loglevel", "INFO"]
         self._spawn("beat", [*beat, "--schedule", str(self.var / "celerybeat-schedule")])
         self.wait_web()
+
+    def web_names(self) -> list[str]:
+        """The web processes' names: ``web``, then ``web2``, ``web3``... (their logs' names)."""
+        return ["web"] + [f"web{i}" for i in range(2, self.web_processes + 1)]
+
+    def start_web(self) -> None:
+        """Start the web processes: Daphne on a listening socket bound here (``web_processes``
+        of them accept on it); an IPv6 host binds in Daphne itself, one process.
+
+        Raises:
+            RuntimeError: ``host:port`` cannot be bound (in use, not an address of this host).
+        """
+        tail = ["--proxy-headers"] if self.proxy_headers else []
+        tail += ["tdweb.asgi:application"]
+        daphne = [sys.executable, "-m", "daphne"]
+        if ":" in self.host:  # Twisted adopts an inherited socket as IPv4 only
+            self._spawn("web", [*daphne, "-b", self.host, "-p", str(self.port), *tail])
+            return
+        if self._web_socket is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self.port))
+            except OSError as e:
+                sock.close()
+                where = f"{self.host}:{self.port}"
+                raise RuntimeError(f"the web cannot listen on {where}: {e.strerror}") from None
+            sock.listen(1024)
+            sock.set_inheritable(True)
+            self._web_socket = sock
+        fd = self._web_socket.fileno()
+        for name in self.web_names():
+            self._spawn(name, [*daphne, "--fd", str(fd), *tail], pass_fds=(fd,))
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         """Start the Celery worker: queues ``streams`` and ``default``, a thread per stream, one
@@ -280,6 +327,9 @@ class Launcher:
                 os.killpg(p.pid, signal.SIGKILL)  # the process, if it hung, and its leftovers (JVM)
             p.wait()
         self.procs.clear()
+        if self._web_socket is not None:
+            self._web_socket.close()
+            self._web_socket = None
 
     def supervise(self, now: float | None = None) -> None:
         """Restart the children that have exited, with backoff (module docstring). Called every
@@ -310,7 +360,7 @@ class Launcher:
                 child.restart_at = None
                 child.restarts += 1
                 self.procs.remove((name, p))
-                self._spawn(name, child.args, child.env)
+                self._spawn(name, child.args, child.env, child.pass_fds)
                 self.event(f"restarted {name} (restart {child.restarts}, previous exit code {p.returncode})")
 
     def wait_forever(self) -> None:

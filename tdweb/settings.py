@@ -63,6 +63,8 @@ if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
     )
 SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1]) if _proxy_ssl_header else None
 TDWEB_PROXY_HEADERS = env.bool("TDWEB_PROXY_HEADERS", default=False)  # manage.py up: daphne --proxy-headers
+# manage.py up: Daphne processes sharing the listening socket (one core each for CPU-bound requests)
+TDWEB_WEB_PROCESSES = env.int("TDWEB_WEB_PROCESSES", default=min(os.cpu_count() or 1, 4))
 
 INSTALLED_APPS = [
     "daphne",

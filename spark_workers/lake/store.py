@@ -20,6 +20,7 @@ form"); in storage they are ``timestamp[us, UTC]`` (int64 ns for ns databases).
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import posixpath
@@ -241,7 +242,10 @@ class Lake:
 
     Thread-safe; several processes on several hosts may write the same tables: a commit that
     lost the race to another writer is retried on the new snapshot (Delta optimistic
-    concurrency, :meth:`_committing`); no lock files. The catalog uses SQLite or PostgreSQL transactions.
+    concurrency, :meth:`_committing`). Correctness takes no lock; writers of one table in the
+    processes of one host (several web processes) also queue on an advisory ``flock`` of a file
+    in the lake's local folder (:meth:`_thread_lock`), because a lost race costs a written and
+    abandoned Parquet file and a back-off. The catalog uses SQLite or PostgreSQL transactions.
     """
 
     def __init__(
@@ -381,13 +385,24 @@ class Lake:
 
     @contextmanager
     def _thread_lock(self, db: str, storage: str) -> Iterator[None]:
-        """Serialise this process's writers of one table (other processes and hosts are kept
-        apart by Delta's optimistic concurrency, :meth:`_committing`)."""
+        """Serialise this process's writers of one table, and queue them behind the writers of
+        the same table in other processes of this host (an exclusive ``flock`` of
+        ``<local folder>/.locks/<db>.<storage>.lock``, released when the block ends or the
+        process dies). Other hosts are kept apart by Delta's optimistic concurrency
+        (:meth:`_committing`), which stays the guarantee: the lock only spares the losing
+        writer's wasted attempt."""
         key = self.table_uri(db, storage)
         with self._lock:
             tl = self._thread_locks.setdefault(key, threading.Lock())
         with tl:
-            yield
+            locks = self.root / ".locks"
+            locks.mkdir(exist_ok=True)
+            fd = os.open(locks / f"{db.lower()}.{storage.lower()}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # releases the flock
 
     def _committing(self, what: str, attempt: Callable[[], _T]) -> _T:
         """Run ``attempt`` (read the latest snapshot, decide, commit exactly on top of it) until
