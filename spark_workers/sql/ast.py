@@ -17,12 +17,15 @@ so errors can point at it; an expression's position is in ``sqlglot``'s token me
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from spark_workers.duration import Duration
 from spark_workers.tdtypes import TdType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -251,9 +254,9 @@ class InsertTarget:
     row_spans: list[list[Span]] = field(default_factory=list)
     span: Span | None = None
     query: SelectQuery | None = None
-    # the values as literal texts, column by column (one list per position, each as long as
-    # the rows), when ``sql/fast_insert.py`` read the statement (``rows`` is empty then)
-    values: list[list[str]] | None = None
+    # the values as literal texts, column by column (one Arrow string array per position, each
+    # as long as the rows), when ``sql/fast_insert.py`` read the statement (``rows`` is empty)
+    values: list[pa.StringArray] | None = None
 
 
 @dataclass

@@ -26,6 +26,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
@@ -92,7 +93,7 @@ def _table(first: str, second: str | None) -> ast.TableName:
     return ast.TableName(name=second, db=first) if second else ast.TableName(name=first)
 
 
-def _target(t: re.Match[str], values: list[list[str]]) -> ast.InsertTarget:
+def _target(t: re.Match[str], values: list[pa.StringArray]) -> ast.InsertTarget:
     """The target a ``_TARGET`` match and its values' texts (column by column) describe."""
     table = _table(t.group("t1"), t.group("t2"))
     using = None
@@ -121,14 +122,30 @@ def _rows_re(n: int) -> re.Pattern[str]:
 
 
 _TOKEN = re.compile(r"'[^'\\\n]*'|[^\s,()']+")
+_ROWS_END = re.compile(r"\)\s*(?![\s,(])")  # a row's ``)`` not followed by another row
 
 
-def _rows(sql: str, pos: int) -> tuple[list[list[str]], int] | None:
-    """The rows from ``pos`` (just after VALUES) as literal texts, column by column (``n`` lists
-    of the same length), and the position after them. The rows are checked by one regular
-    expression, then split into values by string methods (no quote in the rows) or one
-    ``findall`` (quoted strings, which hold no quote, backslash or newline): no Python step per
-    row."""
+@lru_cache(maxsize=64)
+def _rows_re2(n: int) -> str:
+    """:func:`_rows_re` for a whole text of rows without quotes, in RE2's syntax (Arrow's
+    ``match_substring_regex``: linear time, about 5 times faster here). Anchored at both ends, so
+    the lookaheads that end a value in ``_VALUE`` are implied by what must follow it; RE2's
+    ``\\s`` and ``\\d`` are ASCII only, so a text with other spaces or digits is not matched and
+    goes to :func:`_rows_re`."""
+    value = r"(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|(?i:NULL|TRUE|FALSE))"
+    row = r"\(\s*" + r"\s*,\s*".join([value] * n) + r"\s*\)"
+    return rf"^{row}(?:\s*,?\s*{row})*$"
+
+
+def _rows(sql: str, pos: int) -> tuple[list[pa.StringArray], int] | None:
+    """The rows from ``pos`` (just after VALUES) as literal texts, column by column (``n`` Arrow
+    string arrays of the same length), and the position after them.
+
+    Rows without quotes (numbers, NULL, TRUE, FALSE: what bulk writers send) end at the first
+    ``)`` that no further row follows; that text is checked by one RE2 expression and split into
+    values by Arrow. Otherwise (quoted strings, which hold no quote, backslash or newline; spaces
+    or digits beyond ASCII) one Python expression finds and checks the rows and one ``findall``
+    splits them. No Python step per row or value either way."""
     n = 0
     p = pos
     if p >= len(sql) or sql[p] != "(":
@@ -142,18 +159,26 @@ def _rows(sql: str, pos: int) -> tuple[list[list[str]], int] | None:
         p = m.end()
         if m.group(2) == ")":
             break
+    e = _ROWS_END.search(sql, pos)
+    if e is not None:
+        section = sql[pos : e.start() + 1]
+        whole = pa.array([section], pa.string())
+        if "'" not in section and pc.all(pc.match_substring_regex(whole, _rows_re2(n))).as_py():
+            # whitespace means nothing between these values; rows are ``(...)`` one after another
+            packed = "".join(section.split()).replace("),(", ")(")
+            flat = pc.list_flatten(pc.split_pattern(pa.array([packed[1:-1].replace(")(", ",")]), ","))
+            return _columns(flat, n), e.start() + 1
     m = _rows_re(n).match(sql, pos)
     if m is None:
         return None
-    section = m.group(0)
-    if "'" in section:
-        flat = _TOKEN.findall(section)
-    else:  # numbers, NULL, TRUE, FALSE: whitespace means nothing, rows are ``(...)`` in a row
-        packed = "".join(section.split()).replace("),(", ")(")
-        flat = packed[1:-1].replace(")(", ",").split(",")
-    if len(flat) % n:  # cannot happen after the match; never guess
-        return None
-    return [flat[i::n] for i in range(n)], m.end()
+    return _columns(pa.array(_TOKEN.findall(m.group(0)), pa.string()), n), m.end()
+
+
+def _columns(flat: pa.StringArray, n: int) -> list[pa.StringArray]:
+    """Row-major values (``n`` per row) as ``n`` columns."""
+    if len(flat) % n:  # cannot happen after the checks; never guess
+        raise AssertionError(f"{len(flat)} values in rows of {n}")
+    return [flat.take(pa.array(np.arange(i, len(flat), n))) for i in range(n)]
 
 
 def literal_constant(text: str) -> Any:
@@ -188,9 +213,9 @@ def _node(text: str) -> exp.Expr:
 _FLOAT_MAX = 3.4028234663852886e38
 
 
-def column_array(texts: list[str], t: TdType) -> pa.Array | None:
-    """``pa.array([coerce(literal_constant(x), t, ...) for x in texts])`` computed by Arrow for
-    the whole column at once, for the common cases: numbers into integer, TIMESTAMP (int64 in the
+def column_array(arr: pa.StringArray, t: TdType) -> pa.Array | None:
+    """``pa.array([coerce(literal_constant(x), t, ...) for x in arr.to_pylist()])`` computed by
+    Arrow for the whole column at once, for the common cases: numbers into integer, TIMESTAMP (int64 in the
     database's precision), FLOAT and DOUBLE columns (float64, as ``coerce`` gives them; the
     storage cast narrows FLOAT as it narrows a Python float), quoted strings into VARCHAR and
     NCHAR columns. None when the column holds anything else (NULL, TRUE, a string into a number
@@ -200,8 +225,7 @@ def column_array(texts: list[str], t: TdType) -> pa.Array | None:
     :func:`parse_plain_insert` read (plain literals only): a number is ``-?digits[.digits][e±n]``,
     which Arrow's cast from string reads as Python's ``int`` / ``float`` do (correctly rounded;
     ``1e999`` is infinity in both). O(len(texts)), about 0.1 µs per value."""
-    arr = pa.array(texts, pa.string())
-    if not texts:
+    if not len(arr):
         return arr
     name = t.name
     if name in ("VARCHAR", "NCHAR"):

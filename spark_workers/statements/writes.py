@@ -252,7 +252,7 @@ def _value_cells(
 
 
 def _plain_columns(
-    values: list[list[str]], table: Table, layout: _Layout, precision: str, tz: str, sql: str
+    values: list[pa.StringArray], table: Table, layout: _Layout, precision: str, tz: str, sql: str
 ) -> list[pa.Array | list[Any]]:
     """The values the fast path read (``sql/fast_insert.py``, literal texts column by column),
     each column converted to its position's type: by Arrow for the whole column
@@ -276,7 +276,7 @@ def _plain_columns(
         col = column_array(texts, t)
         if col is None:
             what = f"{'tag' if i in layout.tags else 'column'} {layout.names[i]} {t.sql}"
-            cols.append([coerce(literal_constant(x), t, precision, tz, what) for x in texts])
+            cols.append([coerce(literal_constant(x), t, precision, tz, what) for x in texts.to_pylist()])
         else:
             cols.append(col)
     return cols
