@@ -457,8 +457,9 @@ def _stb_subtable(
     return name
 
 
-def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[str, list[Any]]]) -> None:
-    """Write the rows of ``parts`` (``_rows_data`` results) to ``storage`` in one Delta commit."""
+def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[str, Any]]) -> None:
+    """Write the rows of ``parts`` (``_rows_data`` results: column -> values, a list or an Arrow
+    array cast to the column's engine type) to ``storage`` in one Delta commit."""
     db = ex.catalog.require_database(dbname)
     schema = engine_schema(db, storage.columns)
     tables = []
@@ -467,7 +468,10 @@ def _write_storage(ex: Session, dbname: str, storage: Table, parts: list[dict[st
         for f in schema:
             if f.name in data:
                 try:
-                    arrays.append(pa.array(data[f.name], f.type))
+                    values = data[f.name]
+                    arrays.append(
+                        values.cast(f.type) if isinstance(values, pa.Array) else pa.array(values, f.type)
+                    )
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                     # a value the checks let through that its column cannot hold: TDengine's
                     # "value out of range", never Arrow's words (nothing has been written yet)
