@@ -347,18 +347,18 @@ def _field(line: str, i: int, n: int, key: str) -> tuple[str, Any, int]:
 
 _NUM = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"  # _NUMBER's number, ASCII digits
 _INT = r"[+-]?[0-9]+"
-# a field kind -> (the pattern of its texts, the number as group n; Arrow type of the number)
-_COLUMN_TEXT: dict[str, tuple[str, pa.DataType]] = {
-    "DOUBLE": (rf"^(?P<n>{_NUM})(?:f64)?$", pa.float64()),
-    "FLOAT": (rf"^(?P<n>{_NUM})f32$", pa.float64()),
-    "TINYINT": (rf"^(?P<n>{_INT})i8$", pa.int64()),
-    "SMALLINT": (rf"^(?P<n>{_INT})i16$", pa.int64()),
-    "INT": (rf"^(?P<n>{_INT})i32$", pa.int64()),
-    "BIGINT": (rf"^(?P<n>{_INT})(?:i64|i)$", pa.int64()),
-    "TINYINT UNSIGNED": (rf"^(?P<n>{_INT})u8$", pa.int64()),
-    "SMALLINT UNSIGNED": (rf"^(?P<n>{_INT})u16$", pa.int64()),
-    "INT UNSIGNED": (rf"^(?P<n>{_INT})u32$", pa.int64()),
-    "BIGINT UNSIGNED": (rf"^(?P<n>{_INT})(?:u64|u)$", pa.uint64()),
+# a field kind -> (its number's pattern, its suffixes (the longer first), Arrow type of the number)
+_COLUMN_TEXT: dict[str, tuple[str, tuple[str, ...], pa.DataType]] = {
+    "DOUBLE": (_NUM, ("f64", ""), pa.float64()),
+    "FLOAT": (_NUM, ("f32",), pa.float64()),
+    "TINYINT": (_INT, ("i8",), pa.int64()),
+    "SMALLINT": (_INT, ("i16",), pa.int64()),
+    "INT": (_INT, ("i32",), pa.int64()),
+    "BIGINT": (_INT, ("i64", "i"), pa.int64()),
+    "TINYINT UNSIGNED": (_INT, ("u8",), pa.int64()),
+    "SMALLINT UNSIGNED": (_INT, ("u16",), pa.int64()),
+    "INT UNSIGNED": (_INT, ("u32",), pa.int64()),
+    "BIGINT UNSIGNED": (_INT, ("u64", "u"), pa.uint64()),
 }
 _RANGE = {kind: (lo, hi) for kind, lo, hi in _INT_SUFFIX.values()}
 _BOOLS = pa.array(sorted(_TRUE | _FALSE))
@@ -462,7 +462,7 @@ def _columns(text: str) -> PointColumns | None:
     with_ts = np.flatnonzero(sizes == 3)
     if len(with_ts):
         ts_text = flat.take(starts[with_ts] + 2)
-        if not pc.all(pc.match_substring_regex(ts_text, "^[0-9]+$")).as_py():
+        if not pc.all(pc.ascii_is_decimal(ts_text)).as_py():
             return None
         ts[with_ts] = pc.cast(ts_text, pa.int64()).to_numpy()
     heads, head = _heads(flat.take(starts), lines)
@@ -569,11 +569,16 @@ def _field_column(texts: pa.Array, key: str, line: int) -> tuple[str, pa.Array] 
         return kind, pc.is_in(texts, value_set=_TRUES)
     if kind not in _COLUMN_TEXT:  # quoted kinds: not in a plain body
         return None
-    pattern, arrow_type = _COLUMN_TEXT[kind]
-    found = pc.extract_regex(texts, pattern)
-    if found.null_count:
+    number, suffixes, arrow_type = _COLUMN_TEXT[kind]
+    alternatives = "|".join(suffixes)
+    if not pc.all(pc.match_substring_regex(texts, f"^{number}(?:{alternatives})$")).as_py():
         return None
-    numbers = pc.cast(found.field("n"), arrow_type)  # ArrowInvalid: the caller's None
+    if len(suffixes) == 1 or not pc.any(pc.ends_with(texts, suffixes[0])).as_py():
+        cut = len(suffixes[-1])  # every text has the one (or the shorter) suffix
+        digits = pc.utf8_slice_codeunits(texts, 0, -cut) if cut else texts  # ASCII: matched above
+    else:  # both spellings: cut what the pattern leaves
+        digits = pc.extract_regex(texts, f"^(?P<n>{number})(?:{alternatives})$").field("n")
+    numbers = pc.cast(digits, arrow_type)  # ArrowInvalid: the caller's None
     if kind in ("DOUBLE", "FLOAT"):
         v = numbers.to_numpy()
         limit = _FLOAT_MAX if kind == "FLOAT" else math.inf
