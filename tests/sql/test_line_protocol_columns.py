@@ -132,13 +132,14 @@ def _line(
             max_size=3,
             unique_by=lambda kv: kv[0],
         )
+        clean = kinds
+
+        def pairs(keys: list[str]) -> st.SearchStrategy[list[tuple[str, str]]]:
+            return st.tuples(*[st.tuples(st.just(k), _of_kind(clean[k], edgy)) for k in keys]).map(list)
+
         fields = st.lists(
             st.sampled_from(sorted(kinds)), min_size=1, max_size=4, unique_by=str.lower
-        ).flatmap(
-            lambda keys: st.tuples(*[_of_kind(kinds[k], edgy).map(lambda v, k=k: (k, v)) for k in keys]).map(
-                list
-            )
-        )
+        ).flatmap(pairs)
         ts = st.one_of(st.sampled_from(["", "0"]), st.integers(0, 50).map(lambda k: str(BASE[precision] + k)))
         if extreme:
             # older than KEEP; above int64 in ms; above int64; negative, signed, not a number
