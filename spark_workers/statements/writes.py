@@ -502,7 +502,8 @@ def _stb_subtable(
 def _write_storage(
     ex: Session, dbname: str, storage: Table, parts: list[Mapping[str, pa.Array | list[Any]]]
 ) -> None:
-    """Write the rows of ``parts`` (``_rows_data`` results) to ``storage`` in one Delta commit."""
+    """Write the rows of ``parts`` (``_rows_data`` results: column -> values, a list or an Arrow
+    array cast to the column's engine type) to ``storage`` in one Delta commit."""
     db = ex.catalog.require_database(dbname)
     schema = engine_schema(db, storage.columns)
     tables = []
