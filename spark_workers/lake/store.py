@@ -32,6 +32,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -767,13 +768,17 @@ class Lake:
                 cols.append(pa.nulls(data.num_rows, f.type))
         return pa.Table.from_arrays(cols, names=schema.names)
 
-    @staticmethod
-    def _append_safe(dt: DeltaTable, stored: pa.Table, ts_name: str) -> bool:
-        """True when no new row can collide with a stored row under the row key, judged from the
-        Delta log's per-file statistics: every new row is later than the stored rows of its
+    def _append_safe(self, dt: DeltaTable, stored: pa.Table, ts_name: str) -> bool:
+        """True when no new row can meet a stored row under the row key, so that an append leaves
+        the table (and its change feed: inserts only) as the MERGE would. Judged from the Delta
+        log's per-file statistics first: every new row is later than the stored rows of its
         partition, or, per (partition, subtable), later than every file whose tbname range can
-        hold that subtable (``_append_safe_by_tbname``: many subtables written at the same
-        times, a fleet's usual pattern, append instead of merging)."""
+        hold that subtable (``_files_to_check``: many subtables written at the same times, a
+        fleet's usual pattern). Where the statistics cannot tell (a file's tbname range spans
+        other subtables written later, as group commits of several clients write), the (tbname,
+        time) columns of the files that could hold a meeting row are read and joined with the new
+        rows (:meth:`_keys_met`), when they are at most ``EXACT_FILES_MAX`` files of at most
+        ``EXACT_ROWS_MAX`` rows; otherwise False (the write merges)."""
         if dt.version() == 0 and not dt.file_uris():
             return True
         actions = pa.table(dt.get_add_actions(flatten=True))
@@ -786,13 +791,60 @@ class Lake:
             return False
         file_bucket = actions.column("partition._bucket").to_numpy(zero_copy_only=False)
         file_max = actions.column(max_col).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        if pa.types.is_timestamp(actions.schema.field(max_col).type):
+            # delta-rs writes timestamp statistics cut to the millisecond: a file's latest row may
+            # be up to 999 us after its statistic (a database of PRECISION 'us')
+            file_max = file_max + _STATS_TS_SLACK[actions.schema.field(max_col).type.unit]
         new_bucket = stored.column("_bucket").to_numpy(zero_copy_only=False)
         new_ts = stored.column(ts_name).cast(pa.int64()).to_numpy(zero_copy_only=False)
         for b in np.unique(new_bucket):
             in_files = file_max[file_bucket == b]
             if in_files.size and new_ts[new_bucket == b].min() <= in_files.max():
-                return _append_safe_by_tbname(actions, file_bucket, file_max, stored, new_bucket, new_ts)
+                check = _files_to_check(actions, file_bucket, file_max, stored, new_bucket, new_ts)
+                if check is None:
+                    return False
+                return not check.any() or not self._keys_met(dt, actions, check, stored, ts_name)
         return True
+
+    def _keys_met(
+        self, dt: DeltaTable, actions: pa.Table, check: np.ndarray, stored: pa.Table, ts_name: str
+    ) -> bool:
+        """Does a new row share (tbname, time) with a stored row of the files ``check`` marks
+        (a boolean mask over ``actions``, the snapshot's add actions)? Reads only those files'
+        ``tbname`` and time columns. True (so: merge) when they are more than ``EXACT_FILES_MAX``
+        files or ``EXACT_ROWS_MAX`` rows, when a file cannot be paired with its statistics, or
+        when reading fails. (tbname, time) is the row key, or a prefix of it with a composite key:
+        no shared pair means no shared key."""
+        picked = np.flatnonzero(check)
+        if len(picked) > EXACT_FILES_MAX:
+            return True
+        if "num_records" in actions.column_names:
+            counts = actions.column("num_records").to_numpy(zero_copy_only=False)[picked]
+            if counts.sum() > EXACT_ROWS_MAX:
+                return True
+        uris = dt.file_uris()
+        paths = actions.column("path").to_pylist()
+        if len(uris) != len(paths):
+            return True
+        files = []
+        for i in picked:
+            if not uris[i].endswith(unquote(paths[i])):
+                return True  # the lists are not in one order: cannot tell which file is which
+            files.append(location.file_path(uris[i]))
+        try:
+            old = pads.dataset(files, format="parquet", filesystem=self.fs).to_table(
+                columns=["tbname", ts_name]
+            )
+        except (OSError, pa.ArrowException):  # a file gone (compacted, vacuumed): let the MERGE decide
+            return True
+        keys = ["tbname", "ts"]
+        old_keys = pa.table(
+            [old.column("tbname").cast(pa.string()), old.column(ts_name).cast(pa.int64())], keys
+        )
+        new_keys = pa.table(
+            [stored.column("tbname").cast(pa.string()), stored.column(ts_name).cast(pa.int64())], keys
+        )
+        return new_keys.join(old_keys, keys=keys, join_type="left semi").num_rows > 0
 
     def delete(
         self,
@@ -1003,23 +1055,33 @@ TBNAME_STATS_EXACT = 32
 string statistics, which would no longer bound the values)."""
 TBNAME_PAIRS_MAX = 256
 """Above this many new (partition, subtable) pairs the per-subtable check is not tried."""
+_STATS_TS_SLACK = {"s": 0, "ms": 0, "us": 999, "ns": 999_999}
+"""How far a timestamp column's true maximum can lie past its Delta statistic, in the column's
+unit (delta-rs writes the statistics of timestamp columns with millisecond resolution)."""
+EXACT_FILES_MAX = 16
+"""At most this many files are read to decide an append the statistics cannot decide."""
+EXACT_ROWS_MAX = 2_000_000
+"""... holding at most this many rows in all."""
 
 
-def _append_safe_by_tbname(
+def _files_to_check(
     actions: pa.Table,
     file_bucket: np.ndarray,
     file_max: np.ndarray,
     stored: pa.Table,
     new_bucket: np.ndarray,
     new_ts: np.ndarray,
-) -> bool:
+) -> np.ndarray | None:
     """``Lake._append_safe`` per (partition, subtable): a stored row can share a new row's key
     only in a file of the same partition whose tbname statistics range holds the new row's
-    subtable; True when each new (partition, subtable)'s earliest time is later than every such
-    file's latest time. A file without exact tbname statistics (missing, NULL, or
-    ``TBNAME_STATS_EXACT`` characters or longer) counts as holding every subtable."""
+    subtable and whose latest time is not before the subtable's earliest new time. Returns the
+    mask of such files over ``actions`` (all False: the append is safe), or None when the
+    statistics cannot be used (no tbname statistics, a NULL tbname, more than
+    ``TBNAME_PAIRS_MAX`` new (partition, subtable) pairs). A file without exact tbname
+    statistics (missing, NULL, or ``TBNAME_STATS_EXACT`` characters or longer) counts as holding
+    every subtable."""
     if "tbname" not in stored.column_names or "min.tbname" not in actions.column_names:
-        return False
+        return None
     tb_min = actions.column("min.tbname").to_numpy(zero_copy_only=False)
     tb_max = actions.column("max.tbname").to_numpy(zero_copy_only=False)
     exact = np.array([_exact_bound(a) and _exact_bound(z) for a, z in zip(tb_min, tb_max, strict=True)], bool)
@@ -1029,16 +1091,16 @@ def _append_safe_by_tbname(
         .aggregate([("ts", "min")])
     )
     if pairs.num_rows > TBNAME_PAIRS_MAX:
-        return False
+        return None
     lo_s = np.where(exact, tb_min, "")
     hi_s = np.where(exact, tb_max, "")
+    check = np.zeros(len(file_max), bool)
     for b, tb, first in zip(*(pairs.column(i).to_pylist() for i in range(3)), strict=True):
         if tb is None:
-            return False
+            return None
         holds = (file_bucket == b) & (~exact | ((lo_s <= tb) & (hi_s >= tb)))
-        if holds.any() and first <= file_max[holds].max():
-            return False
-    return True
+        check |= holds & (file_max >= first)
+    return check
 
 
 def _exact_bound(v: object) -> bool:

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from spark_workers.errors import CatalogError, Code
+from spark_workers.lake import store
 from spark_workers.lake.catalog import Column, Table, physical_names
 from spark_workers.lake.changes import ChangeReader, initial_offset, next_offset, read_range
 from spark_workers.lake.store import Lake
@@ -78,7 +79,9 @@ def test_subtables_written_at_the_same_times_append_and_a_key_written_again_merg
     assert lake.write(db, st, rows(("c", 500, 5), ("b", 3000, 6))).mode == "append"
     r = lake.write(db, st, rows(("a", 2000, 7), ("c", 600, 8)))  # a/2000 exists
     assert (r.mode, r.inserted, r.updated) == ("merge", 1, 1)
-    assert lake.write(db, st, rows(("a", 1500, 9))).mode == "merge"  # late within its subtable
+    # late within its subtable, but no stored row at its key: the files that could hold one
+    # are read (Lake._keys_met) and the row is appended
+    assert lake.write(db, st, rows(("a", 1500, 9))).mode == "append"
     got = lake.read(db, st).to_pydict()
     assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
         ("a", 1000, 1),
@@ -98,21 +101,78 @@ def test_subtables_written_at_the_same_times_append_and_a_key_written_again_merg
     assert ("a", 2000, "update_postimage") in kinds
 
 
-def test_long_subtable_names_fall_back_to_the_partition_check(lake):
+def test_long_subtable_names_fall_back_to_reading_the_files(lake, monkeypatch):
     """Tbname statistics of 32 characters or more may be truncated by a writer: such files count
-    as holding every subtable, so the write merges (correct, only slower)."""
+    as holding every subtable, so their keys are read to decide (append when no key meets);
+    with reading not allowed (``EXACT_FILES_MAX`` 0) the write merges (correct, only slower)."""
     db, st = make(lake)
     long_a, long_b = "a" * 40, "b" * 40
     for name in (long_a, long_b):
         lake.catalog.create_table(Table("d", name, "sub", (), (), "st", {"site": "l"}))
     assert lake.write(db, st, rows((long_a, 1000, 1), (long_a, 2000, 2))).mode == "append"
-    r = lake.write(db, st, rows((long_b, 1000, 3)))
+    assert lake.write(db, st, rows((long_b, 1000, 3))).mode == "append"
+    r = lake.write(db, st, rows((long_b, 1000, 4)))  # its key is stored: merged, overwritten
+    assert (r.mode, r.inserted, r.updated) == ("merge", 0, 1)
+    monkeypatch.setattr(store, "EXACT_FILES_MAX", 0)
+    r = lake.write(db, st, rows((long_b, 500, 5)))
     assert (r.mode, r.inserted, r.updated) == ("merge", 1, 0)
     got = lake.read(db, st).to_pydict()
     assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
         (long_a, 1000, 1),
         (long_a, 2000, 2),
-        (long_b, 1000, 3),
+        (long_b, 500, 5),
+        (long_b, 1000, 4),
+    ]
+
+
+def test_group_commits_of_clients_at_different_paces_append_unless_a_key_meets(lake):
+    """One commit holds the subtables of several clients (group commit): its file's tbname range
+    spans the subtables of a slower client, whose next rows are earlier than the file's latest.
+    The statistics cannot tell, the file's keys are read: no key meets, so the write appends; a
+    row written again under a stored key still merges and overwrites; the change feed and the
+    table are what one write after the other gives."""
+    db, st = make(lake)
+    for name in ("c0", "c1", "c3"):
+        lake.catalog.create_table(Table("d", name, "sub", (), (), "st", {"site": "g"}))
+    assert lake.write(db, st, rows(("c0", 5000, 1), ("c3", 5000, 2), ("c0", 6000, 3))).mode == "append"
+    assert lake.write(db, st, rows(("c1", 3000, 4), ("c1", 4000, 5))).mode == "append"
+    assert lake.write(db, st, rows(("c1", 4500, 6), ("c0", 5500, 7))).mode == "append"
+    r = lake.write(db, st, rows(("c1", 4600, 8), ("c3", 5000, 9)))  # c3/5000 is stored
+    assert (r.mode, r.inserted, r.updated) == ("merge", 1, 1)
+    got = lake.read(db, st).to_pydict()
+    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+        ("c0", 5000, 1),
+        ("c0", 5500, 7),
+        ("c0", 6000, 3),
+        ("c1", 3000, 4),
+        ("c1", 4000, 5),
+        ("c1", 4500, 6),
+        ("c1", 4600, 8),
+        ("c3", 5000, 9),
+    ]
+    feed = lake.changes(db, st, 0, lake.version("d", "st")).to_pydict()
+    kinds = sorted(zip(feed["tbname"], feed["ts"], feed["_change_type"], strict=True))
+    assert [k for k in kinds if k[2] == "insert"] == [
+        (t, ts, "insert") for t, ts, _ in sorted(zip(got["tbname"], got["ts"], got["v"], strict=True))
+    ]
+    assert ("c3", 5000, "update_postimage") in kinds and ("c3", 5000, "update_preimage") in kinds
+
+
+def test_a_microsecond_key_written_again_merges(lake):
+    """delta-rs writes timestamp statistics cut to the millisecond: in a database of PRECISION
+    'us' a file's latest row lies up to 999 us after its statistic, and a row written again at
+    that time must still merge (it used to be appended: two rows under one key)."""
+    db, st = make(lake, precision="us")
+    t = 1_700_000_000_001_999
+    assert lake.write(db, st, rows(("a", t, 1))).mode == "append"
+    assert lake.write(db, st, rows(("a", t, 2))).mode == "merge"
+    lake.write(db, st, rows(("a", t - 1, 3)))
+    lake.write(db, st, rows(("a", t + 1, 4)))
+    got = lake.read(db, st).to_pydict()
+    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+        ("a", t - 1, 3),
+        ("a", t, 2),
+        ("a", t + 1, 4),
     ]
 
 
