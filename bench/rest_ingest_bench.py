@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/rest_ingest_bench.py [--seconds 20] [--rows 10000] [--clients 1,4,16]
         [--small-clients 20] [--small-rows 10] [--port 18620] [--redis redis://127.0.0.1:6379/12]
-        [--only big,line,small] [--web-processes 1] [--prebuild 400]
+        [--only big,line,small] [--web-processes 1] [--prebuild 640]
 
 Starts its own tdweb (``--web-processes`` Daphne processes on one listening socket, as ``manage.py
 up`` starts them: ``Launcher.start_web``) on 127.0.0.1:``--port`` over a fresh lake and SQLite
@@ -168,7 +168,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=18620)
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/12")
     ap.add_argument("--web-processes", type=int, default=1, help="TDWEB_WEB_PROCESSES")
-    ap.add_argument("--prebuild", type=int, default=400, help="requests built before timing")
+    ap.add_argument("--prebuild", type=int, default=640, help="requests built before timing")
     a = ap.parse_args()
     only = set(a.only.split(","))
     per = max(1, a.rows // TABLES_PER_STATEMENT)
@@ -191,7 +191,7 @@ def main() -> None:
             proc.stop()
 
 
-PREBUILD = [400]
+PREBUILD = [640]
 
 
 def start_web(port: int, redis_url: str, var: Path, processes: int) -> Launcher:

@@ -299,7 +299,7 @@ def _plain_data(
         return None, n
     ts_col = table.columns[0]
     key = key_column(table)
-    data: dict[str, pa.Array | list[Any]] = {"tbname": pa.array([table.name] * n, pa.string())}
+    data: dict[str, pa.Array | list[Any]] = {"tbname": pa.repeat(pa.scalar(table.name, pa.string()), n)}
     for i, c in layout.columns.items():
         col = columns[i]
         if c in (ts_col, key):
