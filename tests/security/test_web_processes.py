@@ -7,33 +7,18 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from streams_app.launcher import Launcher, redis_alive
+from tests.security.test_launcher_restart import _answers, _free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 BASE = 1_700_000_000_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/accounts/login/", timeout=5) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 def _pid(launcher: Launcher, name: str) -> int:
