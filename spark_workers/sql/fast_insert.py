@@ -162,8 +162,7 @@ def _rows(sql: str, pos: int) -> tuple[list[pa.StringArray], int] | None:
     e = _ROWS_END.search(sql, pos)
     if e is not None:
         section = sql[pos : e.start() + 1]
-        whole = pa.array([section], pa.string())
-        if "'" not in section and pc.all(pc.match_substring_regex(whole, _rows_re2(n))).as_py():
+        if "'" not in section and _all_rows(section, n):
             # whitespace means nothing between these values; rows are ``(...)`` one after another
             packed = "".join(section.split()).replace("),(", ")(")
             flat = pc.list_flatten(pc.split_pattern(pa.array([packed[1:-1].replace(")(", ",")]), ","))
@@ -172,6 +171,16 @@ def _rows(sql: str, pos: int) -> tuple[list[pa.StringArray], int] | None:
     if m is None:
         return None
     return _columns(pa.array(_TOKEN.findall(m.group(0)), pa.string()), n), m.end()
+
+
+def _all_rows(section: str, n: int) -> bool:
+    """Is ``section`` (no quote in it) rows of ``n`` plain values and nothing else? False also
+    when RE2 will not take the expression (a table of thousands of columns: then the Python
+    expression decides)."""
+    try:
+        return bool(pc.all(pc.match_substring_regex(pa.array([section], pa.string()), _rows_re2(n))).as_py())
+    except pa.ArrowInvalid:
+        return False
 
 
 def _columns(flat: pa.StringArray, n: int) -> list[pa.StringArray]:

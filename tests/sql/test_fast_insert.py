@@ -295,3 +295,19 @@ def test_column_by_column_rows_are_the_row_by_row_rows(tmp_path: Path, monkeypat
     for t in ("f.m", "f.n", "f.k", "f.w"):
         q = f"SELECT * FROM {t}" + (" ORDER BY tbname, ts" if t == "f.m" else "")
         assert wide.execute_one(q).rows == narrow.execute_one(q).rows
+
+
+def test_wide_rows_are_read_as_the_full_parser_reads_them() -> None:
+    """A thousand values a row: the RE2 check of rows without quotes takes them (or the Python
+    expression does), and the values come out in their columns."""
+    vals = [str(i) if i % 3 else f"-{i}.5e2" for i in range(1000)]
+    sql = "INSERT INTO d0 VALUES " + f"({', '.join(vals)}) " + f"({','.join(reversed(vals))})"
+    fast = parse_plain_insert(sql)
+    assert fast is not None and fast.targets[0].values is not None
+    texts = [c.to_pylist() for c in fast.targets[0].values]
+    assert [row for row in zip(*texts, strict=True)] == [tuple(vals), tuple(reversed(vals))]
+    full = parse(sql)[0]
+    assert isinstance(full, ast.Insert)
+    assert [[key(literal_constant(v)) for v in row] for row in zip(*texts, strict=True)] == [
+        consts(row) for row in full.targets[0].rows
+    ]
