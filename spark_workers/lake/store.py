@@ -21,6 +21,7 @@ form"); in storage they are ``timestamp[us, UTC]`` (int64 ns for ns databases).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import posixpath
@@ -388,7 +389,7 @@ class Lake:
     def _thread_lock(self, db: str, storage: str) -> Iterator[None]:
         """Serialise this process's writers of one table, and queue them behind the writers of
         the same table in other processes of this host (an exclusive ``flock`` of
-        ``<local folder>/.locks/<db>.<storage>.lock``, released when the block ends or the
+        ``<local folder>/.locks/<hash of the table's location>.lock``, released when the block ends or the
         process dies). Other hosts are kept apart by Delta's optimistic concurrency
         (:meth:`_committing`), which stays the guarantee: the lock only spares the losing
         writer's wasted attempt."""
@@ -398,7 +399,8 @@ class Lake:
         with tl:
             locks = self.root / ".locks"
             locks.mkdir(exist_ok=True)
-            fd = os.open(locks / f"{db.lower()}.{storage.lower()}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            name = hashlib.sha256(key.encode()).hexdigest()[:32]  # any table name, one flat file
+            fd = os.open(locks / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield
