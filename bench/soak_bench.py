@@ -1,7 +1,7 @@
 """Memory soak of the worker (issue 17): its RSS over a long run at a steady load.
 
     .venv/bin/python bench/soak_bench.py [--minutes 30] [--rate 200] [--rows-per-insert 2000] [--devices 20]
-        [--port-base 18660] [--redis redis://127.0.0.1:6379/14] [--keep] [--tracemalloc]
+        [--port-base 18660] [--redis redis://127.0.0.1:6379/14] [--keep] [--tracemalloc] [--samples]
         [--env KEY=VALUE ...]
 
 A whole installation (``bench/stack.py``: web, one Celery worker, beat) with four streams over
@@ -16,6 +16,10 @@ committed and the streams' state bytes (the sink's report of the last micro-batc
 least-squares slope (MB/min) of each RSS over the second half of the run. ``--tracemalloc`` has
 the worker write a tracemalloc snapshot every 2 minutes (``TDWEB_TRACEMALLOC_DIR``) and prints
 the source lines whose allocations grew most between the second snapshot and the last.
+``--samples`` has the worker sample its own memory every minute (``TDWEB_MEMORY_SAMPLES_DIR``,
+``spark_workers/runtime/memory.py``: RSS, Arrow pool, glibc arenas, cached Delta snapshots and
+their files, idle DuckDB databases, threads) and prints them every five minutes with the slope of
+each over the second half, to see which grows with RSS.
 
 ``--rate``'s default, 200 rows/s in 2,000-row inserts (one lake commit every 10 s), is a load the
 shared 2-core machine kept up with for four streams (docs/PERFORMANCE.md, "Worker memory soak":
@@ -96,12 +100,70 @@ def traced_growth(folder: Path, top: int = 15) -> list[str]:
     return [f"{s.size_diff / 2**20:+8.2f} MB {s.count_diff:+9,} blocks  {s.traceback}" for s in stats]
 
 
+SAMPLED = {  # printed name -> path in a memory_sample line (spark_workers/runtime/memory.py)
+    "rss MB": ("rss",),
+    "anon MB": ("rss_anon",),
+    "file MB": ("rss_file",),
+    "arrow MB": ("arrow_allocated",),
+    "arrow max MB": ("arrow_max",),
+    "malloc arena MB": ("malloc", "arena"),
+    "malloc mmap MB": ("malloc", "hblkhd"),
+    "malloc used MB": ("malloc", "uordblks"),
+    "malloc free MB": ("malloc", "fordblks"),
+    "duck jemalloc MB": ("duck_jemalloc", "allocated"),
+    "duck resident MB": ("duck_jemalloc", "resident"),
+    "delta tables": ("delta", "tables"),
+    "delta files": ("delta", "files"),
+    "delta applied": ("delta", "applied"),
+    "duck idle": ("duck_idle",),
+    "threads": ("threads",),
+    "maps": ("maps",),
+    "py objects": ("py_objects",),
+}
+
+
+def sampled(folder: Path, t0: float, minutes: int) -> dict[str, object]:
+    """The worker's memory samples (``samples-*.jsonl`` in ``folder``): the values of
+    :data:`SAMPLED` every five minutes of the soak (``t0``: its start, epoch seconds; bytes in MB)
+    and the least-squares slope of each per minute over the second half; printed as a table."""
+    files = sorted(folder.glob("samples-*.jsonl"))
+    lines = [json.loads(x) for p in files for x in p.read_text().splitlines()]
+    rows: list[dict[str, float]] = []
+    for s in lines:
+        row = {"minute": (s["t"] - t0) / 60}
+        for name, path in SAMPLED.items():
+            v: object = s
+            for k in path:
+                v = v.get(k) if isinstance(v, dict) else None
+            if v is not None:
+                row[name] = float(v) / 2**20 if name.endswith("MB") else float(v)  # type: ignore[arg-type]
+        rows.append(row)
+    if not rows:
+        print(f"no memory samples in {folder}")
+        return {}
+    half = [r for r in rows if r["minute"] >= minutes / 2]
+    slopes = {n: slope([(r["minute"], r[n]) for r in half if n in r]) for n in SAMPLED}
+    marks = [min(rows, key=lambda r, m=m: abs(r["minute"] - m)) for m in range(0, minutes + 1, 5)]
+    print("worker memory samples (every five minutes; slope per minute over the second half):")
+    print(f"{'':>16}" + "".join(f"{r['minute']:>10.1f}" for r in marks) + f"{'slope/min':>12}")
+    for n in SAMPLED:
+        cells = "".join(f"{r.get(n, float('nan')):>10,.1f}" for r in marks)
+        print(f"{n:>16}{cells}{slopes[n]:>+12.3f}")
+    return {"every_5_min": marks, "slopes_per_min": slopes}
+
+
 def run(args: argparse.Namespace) -> dict[str, object]:
     stack = Stack(port=args.port_base, redis_url=args.redis)
     traces = stack.var / "tracemalloc"
     stack.extra_env = dict(kv.split("=", 1) for kv in args.env)
     if args.tracemalloc:
         stack.extra_env |= {"TDWEB_TRACEMALLOC_DIR": str(traces), "TDWEB_TRACEMALLOC_EVERY_S": "120"}
+    samples_dir = stack.var / "memory-samples"
+    if args.samples:
+        stack.extra_env |= {
+            "TDWEB_MEMORY_SAMPLES_DIR": str(samples_dir),
+            "TDWEB_MEMORY_SAMPLES_EVERY_S": "60",
+        }
     stack.start()
     writer = None
     try:
@@ -118,6 +180,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         print("minute  python MB  jvm MB  pyworkers MB  total MB   rows written  micro-batches  state bytes")
         samples: list[dict[str, float]] = []
         t0 = time.monotonic()
+        wall0 = time.time()
         for minute in range(args.minutes + 1):
             time.sleep(max(0.0, t0 + minute * 60 - time.monotonic()))
             rss = {k: v / 2**20 for k, v in tree_rss(pid).items()}
@@ -142,9 +205,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             print("worker allocations that grew most (tracemalloc, second snapshot -> last):")
             for line in traced_growth(traces):
                 print("  " + line)
+        memory = sampled(samples_dir, wall0, args.minutes) if args.samples else {}
         elapsed = time.monotonic() - t0
         print(f"writer: {writer.rows / elapsed:,.0f} rows/s on average, {len(writer.errors)} failed inserts")
-        return {"samples": samples, "slopes_mb_per_min": slopes, "writer_errors": len(writer.errors)}
+        return {
+            "samples": samples,
+            "slopes_mb_per_min": slopes,
+            "writer_errors": len(writer.errors),
+            "memory": memory,
+        }
     finally:
         if writer is not None:
             writer.halt.set()
@@ -165,6 +234,11 @@ def main() -> None:
     )
     p.add_argument(
         "--tracemalloc", action="store_true", help="trace the worker's allocations (snapshots every 2 min)"
+    )
+    p.add_argument(
+        "--samples",
+        action="store_true",
+        help="the worker samples its memory every minute (printed every 5 min)",
     )
     args = p.parse_args()
     stop_on_sigterm()

@@ -107,11 +107,50 @@ def memory_tracing(folder: str, every_s: float) -> threading.Thread | None:
     return thread
 
 
+def memory_sampling(
+    folder: str, every_s: float, *, stop: threading.Event | None = None
+) -> threading.Thread | None:
+    """Start a daemon thread that appends one JSON line of
+    :func:`spark_workers.runtime.memory.memory_sample` (RSS, Arrow pool, glibc arenas, cached
+    Delta snapshots, DuckDB pool, threads) to ``folder/samples-<pid>.jsonl`` now and every
+    ``every_s`` seconds, for finding what grows with the worker's RSS (docs/PERFORMANCE.md,
+    "Worker memory soak"); None when ``folder`` is empty. A failed sample is logged and the next
+    one taken; ``stop``, when given and set, ends the thread. A diagnostic, off by default."""
+    if not folder:
+        return None
+    import json
+    import os
+    from pathlib import Path
+
+    from spark_workers.runtime.memory import memory_sample
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"samples-{os.getpid()}.jsonl"
+
+    halt = stop or threading.Event()
+
+    def sample() -> None:
+        while not halt.is_set():
+            try:
+                line = json.dumps(memory_sample())
+                with path.open("a") as f:
+                    f.write(line + "\n")
+            except Exception:
+                log.exception("memory sample failed")
+            halt.wait(every_s)
+
+    thread = threading.Thread(target=sample, name="memory-samples", daemon=True)
+    thread.start()
+    return thread
+
+
 @worker_init.connect
 def _on_worker_init(**kwargs):  # type: ignore[no-untyped-def]
     from django.conf import settings
 
     memory_tracing(settings.TDWEB_TRACEMALLOC_DIR, settings.TDWEB_TRACEMALLOC_EVERY_S)
+    memory_sampling(settings.TDWEB_MEMORY_SAMPLES_DIR, settings.TDWEB_MEMORY_SAMPLES_EVERY_S)
     spark_warmup()
 
 

@@ -191,6 +191,11 @@ TDWEB_START_GATE_S = env.float("TDWEB_START_GATE_S", default=30.0)
 # worker writes a tracemalloc snapshot every TDWEB_TRACEMALLOC_EVERY_S seconds; empty: off
 TDWEB_TRACEMALLOC_DIR = env.str("TDWEB_TRACEMALLOC_DIR", default="")
 TDWEB_TRACEMALLOC_EVERY_S = env.float("TDWEB_TRACEMALLOC_EVERY_S", default=300.0)
+# memory sampling of the worker process (bench/soak_bench.py --samples): a folder where the worker
+# appends a JSON line (RSS, Arrow pool, glibc arenas, Delta snapshots) every
+# TDWEB_MEMORY_SAMPLES_EVERY_S seconds; empty: off
+TDWEB_MEMORY_SAMPLES_DIR = env.str("TDWEB_MEMORY_SAMPLES_DIR", default="")
+TDWEB_MEMORY_SAMPLES_EVERY_S = env.float("TDWEB_MEMORY_SAMPLES_EVERY_S", default=60.0)
 TDWEB_PROGRESS_KEEP = env.int("TDWEB_PROGRESS_KEEP", default=2000)
 # SQL statement limits (spark_workers/limits.py; docs/decisions.md "SQL sandbox and limits")
 TDWEB_SQL_MEMORY_LIMIT = env.str("TDWEB_SQL_MEMORY_LIMIT", default="")  # "" = min(4 GiB, 25 % RAM)

@@ -239,6 +239,36 @@ def test_recreated_table_is_not_served_from_a_stale_handle(lake):
     assert lake.read(db, st).to_pydict()["tbname"] == ["b"]
 
 
+def test_a_handle_moved_many_versions_is_reopened_not_updated(tmp_path, monkeypatch):
+    """The cached handle of a table is updated incrementally until it has moved
+    SNAPSHOT_REOPEN_VERSIONS past the version it was opened at; then a fresh handle at the latest
+    version replaces it (delta-rs's incremental updates keep native memory per commit applied:
+    docs/PERFORMANCE.md, "Worker memory soak"), with the same snapshot."""
+    from deltalake import DeltaTable
+
+    from spark_workers.lake import store
+
+    monkeypatch.setattr(store, "SNAPSHOT_REOPEN_VERSIONS", 3)
+    lake = Lake(tmp_path / "lake")
+    db, st = make(lake)
+    first = lake.delta("d", "st")
+    opened = first.version()
+    handles = [first]
+    for i in range(7):
+        lake.write(db, st, rows(("a", 1000 * (i + 1), i)))
+        handles.append(lake.delta("d", "st"))
+        uri = lake.table_uri("d", "st")
+        dt, _, base = lake._tables[uri]
+        assert dt is handles[-1]
+        assert 0 <= dt.version() - base < 3  # never moved the bound or more past its open
+        assert dt.version() == DeltaTable(uri).version()
+        assert sorted(dt.file_uris()) == sorted(DeltaTable(uri).file_uris())
+    assert handles[1] is first and handles[2] is first  # below the bound: updated in place
+    assert len({id(h) for h in handles}) >= 3  # replaced at opened + 3 and again at + 6
+    assert handles[-1].version() == opened + 7
+    assert lake.read(db, st).num_rows == 7
+
+
 def test_catalog_names_are_case_insensitive_and_unique(lake):
     make(lake)
     assert lake.catalog.table("D", "ST").name == "st"

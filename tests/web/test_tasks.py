@@ -50,3 +50,31 @@ def test_memory_tracing_writes_snapshots_only_when_asked(tmp_path):
         tracemalloc.stop()
     thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+def test_memory_sampling_appends_json_lines_only_when_asked(tmp_path):
+    """TDWEB_MEMORY_SAMPLES_DIR (the soak bench's --samples): a JSON line per sample in
+    samples-<pid>.jsonl; without a folder nothing is started."""
+    import json
+    import os
+    import threading
+    import time
+
+    from streams_app.tasks import memory_sampling
+
+    assert memory_sampling("", 0.05) is None
+    stop = threading.Event()
+    thread = memory_sampling(str(tmp_path / "samples"), 0.05, stop=stop)
+    assert thread is not None
+    path = tmp_path / "samples" / f"samples-{os.getpid()}.jsonl"
+    try:
+        deadline = time.monotonic() + 20
+        while (not path.exists() or len(path.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+    thread.join(timeout=20)
+    assert not thread.is_alive()
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert len(lines) >= 2
+    assert {"rss", "arrow_allocated", "malloc", "delta", "threads"} <= set(lines[0])
