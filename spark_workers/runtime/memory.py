@@ -143,7 +143,8 @@ def memory_sample() -> dict[str, Any]:
     except OSError:
         threads = 0
     objects = gc.get_objects()
-    lakes = [o for o in objects if isinstance(o, Lake)]
+    # type(), not isinstance(): a weak proxy whose object is gone raises on __class__
+    lakes = [o for o in objects if issubclass(type(o), Lake)]
     n_objects = len(objects)
     del objects
     with duck._pool_lock:

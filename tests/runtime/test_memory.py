@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import weakref
 
 import pyarrow as pa
 
@@ -27,13 +29,23 @@ def test_lake_snapshots_counts_cached_tables_and_their_files(tmp_path) -> None:
     assert lake_snapshots([lake])["applied"] == 3
 
 
+class _Thing:
+    pass
+
+
 def test_memory_sample_is_json_and_sees_the_lakes_of_the_process(tmp_path) -> None:
-    """One sample: RSS and threads from /proc, the Arrow pool, and this process's lakes."""
+    """One sample: RSS and threads from /proc, the Arrow pool, and this process's lakes; a dead
+    weak proxy among the process's objects does not break it."""
     lake = Lake(tmp_path / "lake")
     db, st = make(lake)
     lake.write(db, st, rows(("a", 1000, 1)))
     kept = pa.array(range(100_000))  # live Arrow memory the sample must count
+    gone = _Thing()
+    dead = weakref.proxy(gone)  # a proxy whose object is gone: the walk over objects meets it
+    del gone
+    gc.collect()
     sample = json.loads(json.dumps(memory_sample()))
+    assert dead is not None
     assert sample["arrow_allocated"] >= kept.nbytes
     assert sample["arrow_pool"] == pa.default_memory_pool().backend_name
     assert sample["delta"]["lakes"] >= 1
