@@ -268,6 +268,8 @@ class Lake:
         self.remote = location.is_remote(self.uri)
         self.root = location.local_root(self.uri, local_dir)
         self.root.mkdir(parents=True, exist_ok=True)
+        self._locks = self.root / ".locks"  # the writers' advisory lock files (_thread_lock)
+        self._locks.mkdir(exist_ok=True)
         self.storage_options = location.storage_options(self.uri)
         self.fs, self._fs_base = location.filesystem(self.uri)
         self.catalog = Catalog(self.root, catalog_url)
@@ -417,10 +419,8 @@ class Lake:
         with self._lock:
             tl = self._thread_locks.setdefault(key, threading.Lock())
         with tl:
-            locks = self.root / ".locks"
-            locks.mkdir(exist_ok=True)
             name = hashlib.sha256(key.encode()).hexdigest()[:32]  # any table name, one flat file
-            fd = os.open(locks / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self._locks / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield

@@ -440,22 +440,11 @@ def _rows_data(
 
 def _column_data(
     table: Table, layout: _Layout, cells: list[list[Any]], kept: int | None
-) -> dict[str, list[Any]] | None:
+) -> dict[str, pa.Array | list[Any]] | None:
     """:func:`_rows_data` column by column for a target without a ``tbname`` position, when no
     row breaks a rule; None when one does (then ``_rows_data`` goes row by row and raises the
-    first error in row order)."""
-    ts_col = table.columns[0]
-    key = key_column(table)
-    data: dict[str, list[Any]] = {"tbname": [table.name] * len(cells)}
-    for i, c in layout.columns.items():
-        col = [row[i] for row in cells]
-        if c in (ts_col, key):
-            if any(v is None for v in col):
-                return None
-            if c == ts_col and kept is not None and col and min(col) < kept:
-                return None
-        data[c.physical] = col
-    return data
+    first error in row order). The rules are :func:`_plain_data`'s, on the rows' columns."""
+    return _plain_data(table, layout, [[row[i] for row in cells] for i in range(len(layout.types))], kept)[0]
 
 
 def _stb_subtable(
