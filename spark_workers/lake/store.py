@@ -381,7 +381,7 @@ class Lake:
             if ident is None and not self.exists(db, storage):
                 raise LakeError(f"table {db}.{storage} has no data store")
             dt = self._cache(uri, ident)
-        elif refresh:
+        elif refresh and self._log_has(uri, int(dt.version()) + 1):
             try:
                 dt.update_incremental()
             except Exception:
@@ -395,13 +395,20 @@ class Lake:
             self._tables[uri] = (dt, ident, int(dt.version()))
         return dt
 
+    def _log_has(self, uri: str, version: int) -> bool:
+        """Is ``version``'s commit file in the Delta log of ``uri``? One stat (one HEAD on an
+        object store): a handle at version ``v`` is the latest exactly when ``v + 1`` is not
+        there (versions are consecutive), so :meth:`delta` skips delta-rs's
+        ``update_incremental`` (a log listing, 1-9 ms and growing with the table) when nothing
+        was committed since."""
+        info = self.fs.get_file_info(self._fs_path(location.join(uri, "_delta_log", f"{version:020d}.json")))
+        return info.type != pafs.FileType.NotFound
+
     def has_version(self, db: str, storage: str, version: int) -> bool:
         """True when Delta ``version`` of a data table is committed (its log file exists): one stat
         (one HEAD on an object store) instead of :meth:`version`'s log read. A missing table is
         False. Cost: about 10 us on a local disk."""
-        uri = self.table_uri(db, storage)
-        info = self.fs.get_file_info(self._fs_path(location.join(uri, "_delta_log", f"{version:020d}.json")))
-        return info.type != pafs.FileType.NotFound
+        return self._log_has(self.table_uri(db, storage), version)
 
     def version(self, db: str, storage: str) -> int:
         """Latest Delta version of a data table."""

@@ -269,6 +269,42 @@ def test_a_handle_moved_many_versions_is_reopened_not_updated(tmp_path, monkeypa
     assert lake.read(db, st).num_rows == 7
 
 
+def test_a_handle_is_updated_only_when_another_writer_committed(lake, tmp_path, monkeypatch):
+    """``Lake.delta`` asks delta-rs for an incremental update only when the commit file after
+    the handle's version exists (one stat): after the handle's own writes nothing is re-read,
+    while a commit by another process's Lake (same lake, another handle) is seen by the next
+    read and write of this one, and its rows are neither lost nor overwritten."""
+    from deltalake import DeltaTable
+
+    db, st = make(lake)
+    other = Lake(lake.uri, local_dir=tmp_path / "var")  # the fixture's lake, seen from another process
+    lake.write(db, st, rows(("a", 1000, 1)))
+    calls: list[int] = []
+    real = DeltaTable.update_incremental
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        real(self)
+
+    monkeypatch.setattr(DeltaTable, "update_incremental", counted)
+    lake.write(db, st, rows(("a", 2000, 2)))
+    assert lake.delta("d", "st").version() == lake.version("d", "st") == 2
+    assert calls == []  # the handle was at the latest version each time
+    other_db = other.catalog.require_database("d")
+    other_st = other.catalog.require_table("d", "st")
+    other.write(other_db, other_st, rows(("b", 1000, 7)))
+    assert lake.delta("d", "st").version() == 3  # another writer's commit: updated
+    assert calls == [1]
+    assert lake.write(db, st, rows(("a", 3000, 3))).version == 4
+    got = lake.read(db, st).to_pydict()
+    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+        ("a", 1000, 1),
+        ("a", 2000, 2),
+        ("a", 3000, 3),
+        ("b", 1000, 7),
+    ]
+
+
 def test_catalog_names_are_case_insensitive_and_unique(lake):
     make(lake)
     assert lake.catalog.table("D", "ST").name == "st"
