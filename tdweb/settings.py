@@ -116,7 +116,22 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'tdweb.sqlite3'}")}
+# Connections outlive a request (docs/PERFORMANCE.md, "Per-request cost"): opening one cost
+# 8-10 ms per request on PostgreSQL (12-14 ms for a trivial /rest/sql request against 4 ms) and
+# about 1 ms on SQLite. PostgreSQL: Django's pool (psycopg_pool), at most TDWEB_DB_POOL_MAX
+# connections per process (a request holds one while it runs; a request over the bound waits up
+# to TDWEB_DB_POOL_TIMEOUT_S), so a host's total stays under PostgreSQL's max_connections
+# (operations.md). SQLite: each thread keeps its connection for TDWEB_DB_CONN_MAX_AGE_S.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": env.int("TDWEB_DB_POOL_MAX", default=16),
+        "timeout": env.float("TDWEB_DB_POOL_TIMEOUT_S", default=30.0),
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("TDWEB_DB_CONN_MAX_AGE_S", default=600)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update(
         {
