@@ -387,3 +387,23 @@ def test_one_writes_rows_reach_the_stream_in_time_order_across_buckets(lake):
         ts = in_arrival.filter(pa.compute.equal(in_arrival.column("tbname"), s)).column("ts")
         ms = [t.timestamp() * 1000 for t in ts.to_pylist()]
         assert ms == sorted(ms) and len(ms) == 60
+
+
+def test_tables_checkpoint_every_checkpoint_interval_commits(tmp_path):
+    """Tables the lake creates are checkpointed every ``CHECKPOINT_INTERVAL`` commits (Delta's
+    default is 100; a delta-rs commit costs more the more commits its handle holds since the
+    last checkpoint); the table reads the same through a fresh handle that starts from it."""
+    from deltalake import DeltaTable
+
+    lake = Lake(tmp_path / "lake")
+    db, st = make(lake)
+    uri = lake.table_uri("d", "st")
+    assert DeltaTable(uri).metadata().configuration["delta.checkpointInterval"] == str(
+        store.CHECKPOINT_INTERVAL
+    )
+    for i in range(store.CHECKPOINT_INTERVAL + 1):
+        lake.write(db, st, rows(("a", 1000 * (i + 1), i)))
+    log = tmp_path / "lake" / uri.rsplit("/lake/", 1)[1] / "_delta_log"
+    assert len(list(log.glob("*.checkpoint.parquet"))) == 1  # at the CHECKPOINT_INTERVAL-th commit
+    assert DeltaTable(uri).to_pyarrow_table().num_rows == store.CHECKPOINT_INTERVAL + 1
+    assert lake.read(db, st).to_pydict()["v"] == list(range(store.CHECKPOINT_INTERVAL + 1))
