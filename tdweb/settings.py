@@ -199,8 +199,10 @@ TDWEB_STREAM_BUCKETS = env.int("TDWEB_STREAM_BUCKETS", default=8)
 TDWEB_HEARTBEAT_S = env.float("TDWEB_HEARTBEAT_S", default=3.0)
 TDWEB_STALE_AFTER_S = env.float("TDWEB_STALE_AFTER_S", default=15.0)
 # queries a worker starts at once, each until its first micro-batch or TDWEB_START_GATE_S
-# (services/supervisor.py, the start gate)
-TDWEB_START_CONCURRENCY = env.int("TDWEB_START_CONCURRENCY", default=2)
+# (services/supervisor.py, the start gate); 4 per CPU: 10 streams after a kill -9 on 2 cores
+# were all processing again after 45.6 s with no gate, 56.4 s four at a time, 122 s two at a
+# time (docs/PERFORMANCE.md, "Recovery after kill -9")
+TDWEB_START_CONCURRENCY = env.int("TDWEB_START_CONCURRENCY", default=4 * (os.cpu_count() or 1))
 TDWEB_START_GATE_S = env.float("TDWEB_START_GATE_S", default=30.0)
 # memory tracing of the worker process (bench/soak_bench.py --tracemalloc): a folder where the
 # worker writes a tracemalloc snapshot every TDWEB_TRACEMALLOC_EVERY_S seconds; empty: off

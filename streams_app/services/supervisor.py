@@ -11,13 +11,14 @@ a live worker, which resumes from the checkpoint (``TDWEB_CHECKPOINTS``, shared 
 host). A worker that finds the stream claimed by another (it was judged dead while it was only
 slow) stops its query at once: a stream runs on one worker at any time.
 
-Queries start a few at a time (``TDWEB_START_CONCURRENCY`` per worker, default 2: the start gate):
+Queries start a few at a time (``TDWEB_START_CONCURRENCY`` per worker, default 4 per CPU: the start gate):
 a query holds its place from ``start_query`` until its first micro-batch commits, it ends, or
 ``TDWEB_START_GATE_S`` pass. A worker that takes back many streams at once (a restart after
 ``kill -9``) would otherwise start as many Python source runners as streams on a small machine,
 and Spark gives up on those that do not connect back within its fixed 10 s ("Python worker failed
 to connect back"): every failed start is retried after a back-off and leaves its runner process
-behind (docs/PERFORMANCE.md, "Recovery after kill -9").
+behind. On an idle machine the gate only serializes starts that could overlap, hence a bound per
+CPU rather than a small constant (docs/PERFORMANCE.md, "Recovery after kill -9").
 """
 
 from __future__ import annotations
