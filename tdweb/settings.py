@@ -122,11 +122,13 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 't
 # connections per process (a request holds one while it runs; a request over the bound waits up
 # to TDWEB_DB_POOL_TIMEOUT_S), so a host's total stays under PostgreSQL's max_connections
 # (operations.md). SQLite: each thread keeps its connection for TDWEB_DB_CONN_MAX_AGE_S.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+# TDWEB_DB_POOL_MAX 0: no pool, a connection per request (e.g. behind PgBouncer).
+DB_POOL_MAX = env.int("TDWEB_DB_POOL_MAX", default=16)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_MAX > 0:
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
-        "max_size": env.int("TDWEB_DB_POOL_MAX", default=16),
+        "max_size": DB_POOL_MAX,
         "timeout": env.float("TDWEB_DB_POOL_TIMEOUT_S", default=30.0),
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

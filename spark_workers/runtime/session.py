@@ -103,6 +103,8 @@ def spark_session(
             # queries without a timeout never ask for one
             .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
             .config("spark.python.worker.reuse", "true")
+            # workers fork from a daemon that imported pandas, pyarrow and the engine once
+            .config("spark.python.daemon.module", "spark_workers.runtime.daemon")
             # rows reach the kernel in Arrow batches of this size; Spark's 10,000 made the Arrow ->
             # pandas conversion cost more than the engine (docs/PERFORMANCE.md)
             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
