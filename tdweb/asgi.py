@@ -5,6 +5,9 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tdweb.settings")
+# a web process: its requests share a bounded pool of metadata-DB connections on PostgreSQL
+# (tdweb/settings.py); read by the settings, so set before get_asgi_application() loads them
+os.environ.setdefault("TDWEB_DB_POOLED", "1")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -116,21 +116,25 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'tdweb.sqlite3'}")}
-# Connections outlive a request (docs/PERFORMANCE.md, "Per-request cost"): opening one cost
-# 8-10 ms per request on PostgreSQL (12-14 ms for a trivial /rest/sql request against 4 ms) and
-# about 1 ms on SQLite. PostgreSQL: Django's pool (psycopg_pool), at most TDWEB_DB_POOL_MAX
-# connections per process (a request holds one while it runs; a request over the bound waits up
-# to TDWEB_DB_POOL_TIMEOUT_S), so a host's total stays under PostgreSQL's max_connections
-# (operations.md). SQLite: each thread keeps its connection for TDWEB_DB_CONN_MAX_AGE_S.
-# TDWEB_DB_POOL_MAX 0: no pool, a connection per request (e.g. behind PgBouncer).
+# Connections outlive a request (docs/PERFORMANCE.md, "REST and line-protocol ingest"): opening
+# one per request cost 4 ms of a trivial /rest/sql request on PostgreSQL (10.5 against 6.5 ms)
+# and about 2 ms on SQLite. PostgreSQL, web processes (tdweb/asgi.py sets TDWEB_DB_POOLED):
+# Django's pool (psycopg_pool), at most TDWEB_DB_POOL_MAX connections per process (a request
+# holds one while it runs; one over the bound waits up to TDWEB_DB_POOL_TIMEOUT_S), so a host's
+# total stays under PostgreSQL's max_connections (operations.md); TDWEB_DB_POOL_MAX 0: no pool,
+# a connection per request (e.g. behind PgBouncer). Not in the worker: a stream's supervisor
+# thread holds its connection as long as the stream runs, so a bounded pool would keep the
+# streams beyond the bound from starting. SQLite: each thread keeps its connection for
+# TDWEB_DB_CONN_MAX_AGE_S.
 DB_POOL_MAX = env.int("TDWEB_DB_POOL_MAX", default=16)
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_MAX > 0:
-    DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["OPTIONS"]["pool"] = {
-        "min_size": 1,
-        "max_size": DB_POOL_MAX,
-        "timeout": env.float("TDWEB_DB_POOL_TIMEOUT_S", default=30.0),
-    }
+DB_POOL_TIMEOUT_S = env.float("TDWEB_DB_POOL_TIMEOUT_S", default=30.0)
+DB_POOL = {"min_size": 1, "max_size": DB_POOL_MAX, "timeout": DB_POOL_TIMEOUT_S}
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and DB_POOL_MAX > 0
+    and env.bool("TDWEB_DB_POOLED", default=False)
+):
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = DB_POOL
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("TDWEB_DB_CONN_MAX_AGE_S", default=600)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

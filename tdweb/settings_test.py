@@ -29,3 +29,6 @@ TDWEB_HEARTBEAT_S = 1.0
 STATICFILES_DIRS = [p for p in STATICFILES_DIRS]  # noqa: F405
 DJANGO_VITE = {"default": {"dev_mode": False, "manifest_path": FRONTEND_DIST / "manifest.json"}}  # noqa: F405
 SILENCED_SYSTEM_CHECKS = ["django_vite.W001"]
+# the web processes' pool of metadata-DB connections on PostgreSQL (tdweb/asgi.py turns it on there)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_MAX > 0:  # noqa: F405
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = DB_POOL  # noqa: F405

@@ -4,6 +4,9 @@ and the pool stays within its bound."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -59,3 +62,32 @@ def test_rest_requests_reuse_database_connections(admin, lake) -> None:
         assert opened <= THREADS + 1, stats
     else:
         assert 0 < len(created) <= THREADS + 1  # one per thread (and one more at most)
+
+
+def _pools(tmp_path, code: str) -> bool:
+    """Does a fresh process that runs ``code`` (then Django's settings) pool its PostgreSQL
+    connections? No connection is made."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TDWEB_DB_", "DJANGO_SETTINGS"))}
+    env.update(
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/tdweb_never_connected",
+        TDWEB_VAR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="tdweb.settings",
+    )
+    probe = (
+        f"{code}\nfrom django.conf import settings\n"
+        "print('pool' in settings.DATABASES['default'].get('OPTIONS', {}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    return out.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_web_processes_pool_and_the_worker_does_not(tmp_path) -> None:
+    """The pool is the web tier's (``tdweb/asgi.py``, what Daphne loads): the worker's stream
+    supervisors each hold a connection while their stream runs, so a bounded pool there would
+    keep streams beyond the bound waiting; Celery and management commands set Django up
+    without it."""
+    assert _pools(tmp_path, "import tdweb.asgi") is True
+    assert _pools(tmp_path, "import django\ndjango.setup()") is False
+    assert _pools(tmp_path, "import tdweb.celery\nimport django\ndjango.setup()") is False
