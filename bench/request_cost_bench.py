@@ -8,7 +8,7 @@ grants, the statement, the answer, and the metadata-DB connection handling a req
 Uses a fresh SQLite metadata DB and lake in a temporary folder, or the PostgreSQL database
 ``--database-url`` names (created if missing, its tables migrated; a scratch database, never a
 deployment's). Prints the median and p90 per request and how many connections were opened.
-Settings are the deployment's (``tdweb.settings``): ``TDWEB_DB_POOL_MAX=0`` or
+Settings are a web process's (``tdweb.settings`` as ``tdweb/asgi.py`` loads them): ``TDWEB_DB_POOL_MAX=0`` or
 ``TDWEB_DB_CONN_MAX_AGE_S=0`` in the environment show the cost of a connection per request.
 """
 
@@ -30,6 +30,7 @@ def main() -> None:
     a = ap.parse_args()
     var = tempfile.mkdtemp(prefix="request-cost-")
     os.environ.update(TDWEB_VAR=var, TDWEB_LAKE=f"{var}/lake", DJANGO_SETTINGS_MODULE="tdweb.settings")
+    os.environ.setdefault("TDWEB_DB_POOLED", "1")  # a web process's settings (tdweb/asgi.py)
     if a.database_url:
         import psycopg
 
