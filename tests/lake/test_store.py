@@ -40,6 +40,12 @@ def rows(*tuples: tuple) -> pa.Table:
     )
 
 
+def stored_rows(lake: Lake, db, st) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """The table's rows as sorted ``(tbname, ts, v)`` triples."""
+    got = lake.read(db, st).to_pydict()
+    return sorted(zip(got["tbname"], got["ts"], got["v"], strict=True))
+
+
 @pytest.fixture(params=["local", "s3"])
 def lake(request, tmp_path) -> Lake:  # type: ignore[no-untyped-def]
     """The same tests on a local folder and on an S3 server (tests/lake/conftest.py)."""
@@ -82,8 +88,7 @@ def test_subtables_written_at_the_same_times_append_and_a_key_written_again_merg
     # late within its subtable, but no stored row at its key: the files that could hold one
     # are read (Lake._keys_met) and the row is appended
     assert lake.write(db, st, rows(("a", 1500, 9))).mode == "append"
-    got = lake.read(db, st).to_pydict()
-    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+    assert stored_rows(lake, db, st) == [
         ("a", 1000, 1),
         ("a", 1500, 9),
         ("a", 2000, 7),
@@ -116,8 +121,7 @@ def test_long_subtable_names_fall_back_to_reading_the_files(lake, monkeypatch):
     monkeypatch.setattr(store, "EXACT_FILES_MAX", 0)
     r = lake.write(db, st, rows((long_b, 500, 5)))
     assert (r.mode, r.inserted, r.updated) == ("merge", 1, 0)
-    got = lake.read(db, st).to_pydict()
-    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+    assert stored_rows(lake, db, st) == [
         (long_a, 1000, 1),
         (long_a, 2000, 2),
         (long_b, 500, 5),
@@ -139,8 +143,7 @@ def test_group_commits_of_clients_at_different_paces_append_unless_a_key_meets(l
     assert lake.write(db, st, rows(("c1", 4500, 6), ("c0", 5500, 7))).mode == "append"
     r = lake.write(db, st, rows(("c1", 4600, 8), ("c3", 5000, 9)))  # c3/5000 is stored
     assert (r.mode, r.inserted, r.updated) == ("merge", 1, 1)
-    got = lake.read(db, st).to_pydict()
-    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+    assert stored_rows(lake, db, st) == [
         ("c0", 5000, 1),
         ("c0", 5500, 7),
         ("c0", 6000, 3),
@@ -153,7 +156,7 @@ def test_group_commits_of_clients_at_different_paces_append_unless_a_key_meets(l
     feed = lake.changes(db, st, 0, lake.version("d", "st")).to_pydict()
     kinds = sorted(zip(feed["tbname"], feed["ts"], feed["_change_type"], strict=True))
     assert [k for k in kinds if k[2] == "insert"] == [
-        (t, ts, "insert") for t, ts, _ in sorted(zip(got["tbname"], got["ts"], got["v"], strict=True))
+        (t, ts, "insert") for t, ts, _ in stored_rows(lake, db, st)
     ]
     assert ("c3", 5000, "update_postimage") in kinds and ("c3", 5000, "update_preimage") in kinds
 
@@ -168,8 +171,7 @@ def test_a_microsecond_key_written_again_merges(lake):
     assert lake.write(db, st, rows(("a", t, 2))).mode == "merge"
     lake.write(db, st, rows(("a", t - 1, 3)))
     lake.write(db, st, rows(("a", t + 1, 4)))
-    got = lake.read(db, st).to_pydict()
-    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+    assert stored_rows(lake, db, st) == [
         ("a", t - 1, 3),
         ("a", t, 2),
         ("a", t + 1, 4),
@@ -296,8 +298,7 @@ def test_a_handle_is_updated_only_when_another_writer_committed(lake, tmp_path, 
     assert lake.delta("d", "st").version() == 3  # another writer's commit: updated
     assert calls == [1]
     assert lake.write(db, st, rows(("a", 3000, 3))).version == 4
-    got = lake.read(db, st).to_pydict()
-    assert sorted(zip(got["tbname"], got["ts"], got["v"], strict=True)) == [
+    assert stored_rows(lake, db, st) == [
         ("a", 1000, 1),
         ("a", 2000, 2),
         ("a", 3000, 3),
