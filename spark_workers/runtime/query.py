@@ -26,6 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
+from spark_workers.runtime.packing import PackingPipeline, packs, unpack
 from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
@@ -73,8 +74,15 @@ def source_format(
     return fmt
 
 
-def make_state_func(cfg: KernelConfig, stage1_schema: pa.Schema) -> Callable[..., Iterator[pd.DataFrame]]:
-    """The ``applyInPandasWithState`` function (runs in Python workers; ``cfg`` is pickled)."""
+def make_state_func(
+    cfg: KernelConfig, stage1_schema: pa.Schema, unpacked: pa.Schema | None = None
+) -> Callable[..., Iterator[pd.DataFrame]]:
+    """The ``applyInPandasWithState`` function (runs in Python workers; ``cfg`` is pickled).
+
+    Args:
+        stage1_schema: the Arrow schema of the rows Spark hands over.
+        unpacked: when they are packed rows (``runtime/packing.py``), the stage-1 schema they hold.
+    """
     holder: dict[str, Kernel] = {}
     out_schema = cfg.output_schema()
 
@@ -84,6 +92,8 @@ def make_state_func(cfg: KernelConfig, stage1_schema: pa.Schema) -> Callable[...
             kernel = holder["k"] = Kernel(cfg)
         frames = [pa.Table.from_pandas(p, schema=stage1_schema, preserve_index=False) for p in pdfs]
         table = pa.concat_tables(frames) if frames else stage1_schema.empty_table()
+        if unpacked is not None:
+            table = unpack(table, unpacked)
         blob = state.get[0] if state.exists else None
         now = cfg.now() if cfg.timers else None  # a timed-out call has no rows: a timer step
         out, new_state = kernel.step(int(key[0]), blob, table, now)
@@ -131,9 +141,10 @@ def build_stream_frame(
     # added after the stream computing task starts will not participate")
     lake = Lake(lake_root, catalog_url or None)
     members = task_members(lake, c)
-    if cfg.premerge:
-        # stage 1 and partial aggregates where the rows are read: the JVM sees items only
-        pipeline = SourcePipeline(cfg, stage1_duckdb(c, tz))
+    if cfg.premerge or packs():
+        # stage 1 where the rows are read, then partial aggregates (INTERVAL) or packed rows
+        # (runtime/packing.py): the JVM sees one row per item or per group and input partition
+        pipeline = (SourcePipeline if cfg.premerge else PackingPipeline)(cfg, stage1_duckdb(c, tz))
         reader = ChangeReader(
             lake, c.source.db.name, c.source.table.name, members, align=not c.rules.ignore_update
         )
@@ -164,8 +175,9 @@ def build_stream_frame(
     out_schema = from_arrow_schema(cfg.output_schema())
     state_schema = "blob binary"
     timeout = GroupStateTimeout.ProcessingTimeTimeout if cfg.timers else GroupStateTimeout.NoTimeout
+    unpacked = pipeline.unpacked if isinstance(pipeline, PackingPipeline) else None
     frame = staged.groupBy("_bucket").applyInPandasWithState(
-        make_state_func(cfg, stage1_schema), out_schema, state_schema, "append", timeout
+        make_state_func(cfg, stage1_schema, unpacked), out_schema, state_schema, "append", timeout
     )
     return frame, cfg
 

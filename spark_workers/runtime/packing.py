@@ -1,0 +1,160 @@
+"""Packed rows: one shuffle record per group and input partition for the streams that are not
+pre-aggregated (issue 17, data-defined windows).
+
+A stream whose rows cannot be combined before the shuffle (STATE_WINDOW, EVENT_WINDOW,
+COUNT_WINDOW, SESSION, the eKuiper windows, INTERVAL with a FILTER/WHERE after windowing) used to
+hand every stage-1 row to the JVM: one Spark row per trigger row through the source, the shuffle,
+its sort and the Arrow -> pandas conversion for ``applyInPandasWithState``; with the engine at
+about 1 µs per row (docs/PERFORMANCE.md, "Data-defined windows") that per-row work was most of a
+micro-batch. Here the ``tdlake`` source runs stage 1 (DuckDB, as the pre-aggregation and the
+recalculation reader do) and packs each partition's rows into one row per group (at most
+``PACK_ROWS`` rows each, in arrival order): the PARTITION BY columns stay plain columns, so Spark
+hashes them to the same ``_bucket`` as before, and every other column becomes a list. The state
+function unpacks them (``unpack``) into exactly the stage-1 rows the source read, then sorts them
+by ``_seq`` as always (``runtime/kernel.py`` ``rows_from_table``).
+
+Why this is exact: packing is a lossless regrouping of the same rows (``unpack(pack(t))`` holds
+the rows of ``t``, values and types included: timestamps travel as int64 inside the lists, so
+Spark's per-element conversion of nested timestamps never runs, and are cast back), and the engine
+never depended on the order Spark's shuffle delivered rows in (it orders them by ``_seq``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_workers.engine.rows import combination_codes
+from spark_workers.lake.changes import conform
+from spark_workers.runtime.kernel import KernelConfig
+from spark_workers.runtime.premerge import SourcePipeline
+
+PACK_ROWS = 65_536
+"""Rows per packed row at most: one Spark row stays a few MB however large a group's run is."""
+
+
+def _inner(t: pa.DataType) -> pa.DataType:
+    """The list element type that carries a value of type ``t`` through Spark untouched."""
+    if pa.types.is_timestamp(t):
+        return pa.int64()
+    if pa.types.is_date32(t):
+        return pa.int32()
+    return t
+
+
+def packed_schema(schema: pa.Schema, groups: list[str] | tuple[str, ...]) -> pa.Schema:
+    """The schema of packed rows: the ``groups`` columns of ``schema`` as they are, every other
+    column as ``list<element>`` (timestamps as int64, dates as int32), in ``schema``'s order.
+
+    Raises:
+        ValueError: every column is a group column (nothing would carry the rows' count).
+    """
+    fields = []
+    for f in schema:
+        if f.name in groups:
+            fields.append(f)
+        else:
+            fields.append(pa.field(f.name, pa.list_(pa.field("item", _inner(f.type)))))
+    if all(f.name in groups for f in schema):
+        raise ValueError("a packed schema needs a column besides the groups")
+    return pa.schema(fields)
+
+
+def pack(t: pa.Table, groups: list[str] | tuple[str, ...], max_rows: int = PACK_ROWS) -> pa.Table:
+    """Stage-1 rows ``t`` -> packed rows (``packed_schema``): one per combination of the
+    ``groups`` values (NULL is a value) and run of at most ``max_rows`` rows, each list in
+    ``_seq`` order when ``t`` has ``_seq`` (arrival order), else in ``t``'s order.
+
+    Shapes: ``t`` has n rows; the result has between ``ceil(n / max_rows)`` and n rows and the
+    lists hold n values in all.
+    """
+    schema = packed_schema(t.schema, groups)
+    n = t.num_rows
+    if n == 0:
+        return schema.empty_table()
+    code = combination_codes(t, list(groups)) if groups else np.zeros(n, np.int64)
+    keys = [code]
+    if "_seq" in t.column_names:
+        keys.insert(0, t.column("_seq").to_numpy(zero_copy_only=False).astype(np.int64))
+    order = np.lexsort(keys)
+    c = code[order]
+    brk = np.ones(n, bool)
+    brk[1:] = c[1:] != c[:-1]
+    starts = np.flatnonzero(brk)
+    if max_rows and n > starts.size:  # cut runs longer than max_rows
+        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
+        pos = np.arange(n) - starts[run]
+        brk |= (pos % max_rows) == 0
+        starts = np.flatnonzero(brk)
+    offsets = pa.array(np.append(starts, n).astype(np.int32))
+    take = pa.array(order)
+    cols: list[pa.Array] = []
+    for f, pf in zip(t.schema, schema, strict=True):
+        col = t.column(f.name).take(take).combine_chunks()
+        if f.name in groups:
+            cols.append(col.take(pa.array(starts)))
+            continue
+        values = col.cast(pf.type.value_type) if pf.type.value_type != f.type else col
+        cols.append(pa.ListArray.from_arrays(offsets, values, type=pf.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def unpack(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Packed rows ``t`` -> the stage-1 rows of ``schema`` they hold (``pack``'s inverse, up to
+    row order: rows come packed row by packed row).
+
+    Raises:
+        KeyError: ``t`` lacks a column of ``schema``.
+    """
+    if t.num_rows == 0:
+        return schema.empty_table()
+    t = t.combine_chunks()
+    lists = [f.name for f in schema if pa.types.is_list(t.schema.field(f.name).type)]
+    parents = pc.list_parent_indices(t.column(lists[0]).chunk(0))
+    cols: list[pa.Array] = []
+    for f in schema:
+        col = t.column(f.name).chunk(0)
+        if f.name in lists:
+            col = pc.list_flatten(col)
+        else:
+            col = col.take(parents)
+        cols.append(col if col.type == f.type else col.cast(f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+class PackingPipeline(SourcePipeline):
+    """Stage 1 (DuckDB) and packing where the ``tdlake`` source reads the rows: the source's
+    ``transform`` for streams that are not pre-aggregated (module docstring).
+
+    Args:
+        cfg: the stream's kernel settings (``cfg.groups``: the PARTITION BY columns of stage 1).
+        stage1: DuckDB stage-1 SQL over the placeholder view ``__SOURCE__``.
+    """
+
+    def __init__(self, cfg: KernelConfig, stage1: str) -> None:
+        super().__init__(cfg, stage1)
+        self.unpacked: pa.Schema | None = None  # stage 1's schema: what ``unpack`` gives back
+
+    def schema(self, source: pa.Schema) -> pa.Schema:
+        """The packed schema, from a dry run of stage 1 on an empty table of the source's schema
+        (kept, as ``SourcePipeline.schema`` keeps its own)."""
+        self.source = source
+        self.unpacked = self.staged(source.empty_table()).schema
+        return packed_schema(self.unpacked, self.cfg.groups)
+
+    def __call__(self, rows: pa.Table) -> pa.Table:
+        if self.source is not None:
+            rows = conform(rows, self.source)
+        staged = self.staged(rows)
+        if self.unpacked is not None:
+            staged = conform(staged, self.unpacked)
+        return pack(staged, self.cfg.groups)
+
+
+def packs() -> bool:
+    """Are rows packed (``TDWEB_PACK``, default ``1``; ``0`` hands Spark one row per trigger row,
+    as before: for comparing the two in ``bench/stream_bench.py``)?"""
+    return os.environ.get("TDWEB_PACK", "1") != "0"
