@@ -110,7 +110,7 @@ class ChangeReader:
 
     def read_changes(self, start: int, end: int) -> pa.Table:
         """Change feed rows of versions ``(start, end]`` in commit order."""
-        t = self.lake.changes(self.db, self.storage, start, end)
+        t = self.lake.changes(self.db, self.storage, start, end, ordered=False)  # sorted below
         if self.tbname is not None and t.num_rows:
             t = t.filter(pc.equal(t.column("tbname"), self.tbname))
         return self._changes_out(t, start, end)
@@ -118,13 +118,10 @@ class ChangeReader:
     def _changes_out(self, t: pa.Table, start: int, end: int) -> pa.Table:
         """Engine-form change rows -> logical rows with their meta fields (module docstring)."""
         n = t.num_rows
+        ct = change_codes(t.column("_change_type"))
         if n > 1:
-            t = t.take(self._arrival_order(t))
-        ct = (
-            np.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], np.int8)
-            if n
-            else np.empty(0, np.int8)
-        )
+            order = self._arrival_order(t, ct)
+            t, ct = t.take(order), ct[order.to_numpy()]
         at = (
             t.column("_commit_timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
             if n and "_commit_timestamp" in t.column_names
@@ -151,7 +148,7 @@ class ChangeReader:
         drop = [c for c in t.column_names if c in ("_change_type", "_commit_version", "_commit_timestamp")]
         return self._logical(t.drop_columns(drop), meta)
 
-    def _arrival_order(self, t: pa.Table) -> pa.Array:
+    def _arrival_order(self, t: pa.Table, codes: np.ndarray) -> pa.Array:
         """Indices putting change rows in arrival order: by commit (version, or commit time when
         several tables are read), then, inside one commit, by time, subtable and composite key,
         an update's pre-image before its post-image.
@@ -164,8 +161,7 @@ class ChangeReader:
         keys = row_key(self.storage)
         clock = self.clock and "_commit_timestamp" in t.column_names
         by = "_commit_timestamp" if clock else "_commit_version"
-        codes = pa.array([CHANGE_CODES[c] for c in t.column("_change_type").to_pylist()], pa.int8())
-        sort = t.select([by, keys[0], "tbname", *keys[1:]]).append_column("_ct", codes)
+        sort = t.select([by, keys[0], "tbname", *keys[1:]]).append_column("_ct", pa.array(codes))
         return pc.sort_indices(sort, sort_keys=[(c, "ascending") for c in sort.column_names])
 
     def _logical(self, t: pa.Table, meta: dict[str, np.ndarray]) -> pa.Table:
@@ -380,6 +376,20 @@ class VirtualChangeReader(ChangeReader):
             )
         t = self._virtual_rows(self._rows(reads), (start, end))
         return self._changes_out(t, start, end)
+
+
+def change_codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The change feed's ``_change_type`` strings as ``CHANGE_CODES`` (int8 per row), in one
+    pass over the column's distinct values.
+
+    Raises:
+        KeyError: a change type Delta's change data feed does not define.
+    """
+    if len(col) == 0:
+        return np.empty(0, np.int8)
+    enc = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    lut = np.array([CHANGE_CODES[c] for c in enc.dictionary.to_pylist()], np.int8)
+    return lut[enc.indices.to_numpy(zero_copy_only=False)]
 
 
 def st_empty(lake: Lake, db: Database, table: Table) -> pa.Table:

@@ -1044,10 +1044,14 @@ class Lake:
         start_version: int,
         end_version: int,
         columns: list[str] | None = None,
+        *,
+        ordered: bool = True,
     ) -> pa.Table:
         """The change data feed for versions ``(start_version, end_version]`` in engine form, with
         ``_change_type`` (insert, update_preimage, update_postimage, delete) and
-        ``_commit_version``, in commit order (row order inside a commit is kept)."""
+        ``_commit_version``, in commit order (row order inside a commit is kept); with
+        ``ordered`` False in the order delta-rs reads them (for a caller that sorts the rows
+        itself: the sort is a copy of every column)."""
         if end_version <= start_version:
             return engine_schema(db, table.columns).empty_table()
         dt = self.delta(db.name, table.name)
@@ -1059,7 +1063,7 @@ class Lake:
         t = to_engine(t, db, table.columns)
         known = {"tbname", *(c.physical for c in table.columns), *CHANGE_COLUMNS}
         t = t.select([n for n in t.column_names if n in known])  # dropped columns stay unseen
-        if t.num_rows:
+        if ordered and t.num_rows:
             t = t.sort_by([("_commit_version", "ascending")])
         return t
 

@@ -76,10 +76,11 @@ def pack(t: pa.Table, groups: list[str] | tuple[str, ...], max_rows: int = PACK_
     if n == 0:
         return schema.empty_table()
     code = combination_codes(t, list(groups)) if groups else np.zeros(n, np.int64)
-    keys = [code]
-    if "_seq" in t.column_names:
-        keys.insert(0, t.column("_seq").to_numpy(zero_copy_only=False).astype(np.int64))
-    order = np.lexsort(keys)
+    seq = t.column("_seq").to_numpy(zero_copy_only=False) if "_seq" in t.column_names else None
+    if seq is None or bool((np.diff(seq) >= 0).all()):  # rows in arrival order: one key to sort
+        order = np.argsort(code, kind="stable")
+    else:
+        order = np.lexsort((seq, code))
     c = code[order]
     brk = np.ones(n, bool)
     brk[1:] = c[1:] != c[:-1]
