@@ -139,9 +139,16 @@ def condition_columns(batch: RowBatch, which: str) -> list[tuple[str, np.ndarray
     return [(k[len(prefix) :], v, ok) for k, (v, ok) in batch.extra.items() if k.startswith(prefix)]
 
 
+_NO_VALUES: dict[str, Any] = {}
+"""What ``condition_values`` gives when no notification needs the values: one shared (never
+mutated) dict, so an event window costs no dict of its own and its state pickles it once."""
+
+
 def condition_values(cols: list[tuple[str, np.ndarray, np.ndarray]], i: int) -> dict[str, Any]:
     """Values of ``condition_columns`` at row ``i``, for notifications (seed 000, "Fields for
-    Event Windows"); NULL as None."""
+    Event Windows"); NULL as None. The result is read, never mutated."""
+    if not cols:
+        return _NO_VALUES
     return {name: (py_scalar(v[i]) if ok[i] else None) for name, v, ok in cols}
 
 

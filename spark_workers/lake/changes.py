@@ -108,20 +108,28 @@ class ChangeReader:
         at = self.lake.commit_time_ms(self.db.name, self.storage.name, version) if t.num_rows else 0
         return self._logical(t, history_meta(t.num_rows, version, seq_base, at))
 
-    def read_changes(self, start: int, end: int) -> pa.Table:
-        """Change feed rows of versions ``(start, end]`` in commit order."""
+    def read_changes(self, start: int, end: int, *, ordered: bool = True) -> pa.Table:
+        """Change feed rows of versions ``(start, end]``, in arrival order (``_arrival_order``)
+        or, with ``ordered`` False, in the order they were read with ``_seq`` still numbering
+        them in arrival order: for a caller that sorts by ``_seq`` itself (the source's
+        pre-aggregation and packing), which saves a copy of every column."""
         t = self.lake.changes(self.db, self.storage, start, end, ordered=False)  # sorted below
         if self.tbname is not None and t.num_rows:
             t = t.filter(pc.equal(t.column("tbname"), self.tbname))
-        return self._changes_out(t, start, end)
+        return self._changes_out(t, start, end, ordered)
 
-    def _changes_out(self, t: pa.Table, start: int, end: int) -> pa.Table:
-        """Engine-form change rows -> logical rows with their meta fields (module docstring)."""
+    def _changes_out(self, t: pa.Table, start: int, end: int, ordered: bool = True) -> pa.Table:
+        """Engine-form change rows -> logical rows with their meta fields (module docstring);
+        ``ordered``: as ``read_changes``."""
         n = t.num_rows
         ct = change_codes(t.column("_change_type"))
+        rank = np.arange(n, dtype=np.int64)  # each row's place in arrival order
         if n > 1:
-            order = self._arrival_order(t, ct)
-            t, ct = t.take(order), ct[order.to_numpy()]
+            order = self._arrival_order(t, ct).to_numpy()
+            if ordered:
+                t, ct = t.take(order), ct[order]
+            else:
+                rank[order] = np.arange(n, dtype=np.int64)
         at = (
             t.column("_commit_timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
             if n and "_commit_timestamp" in t.column_names
@@ -129,14 +137,14 @@ class ChangeReader:
         )
         if self.clock:  # commit times order the rows of several tables
             cv = at.copy()
-            seq = ((start - CLOCK_EPOCH_MS) << 23) + np.arange(n, dtype=np.int64)
+            seq = ((start - CLOCK_EPOCH_MS) << 23) + rank
         else:
             cv = (
                 t.column("_commit_version").cast(pa.int64()).to_numpy(zero_copy_only=False)
                 if n
                 else np.empty(0, np.int64)
             )
-            seq = cv * SEQ_SHIFT + np.arange(n, dtype=np.int64)
+            seq = cv * SEQ_SHIFT + rank
         meta = {
             "_ct": ct,
             "_cv": cv,
@@ -365,7 +373,7 @@ class VirtualChangeReader(ChangeReader):
         )
         return self._logical(t, history_meta(t.num_rows, version, seq_base, at if t.num_rows else 0))
 
-    def read_changes(self, start: int, end: int) -> pa.Table:
+    def read_changes(self, start: int, end: int, *, ordered: bool = True) -> pa.Table:
         reads = []
         for i, (sdb, st, _) in enumerate(self.parts):
             v0, v1 = (self.version_at(i, start), self.version_at(i, end)) if self.clock else (start, end)
@@ -375,7 +383,7 @@ class VirtualChangeReader(ChangeReader):
                 else changes_empty(self.lake, sdb, st)
             )
         t = self._virtual_rows(self._rows(reads), (start, end))
-        return self._changes_out(t, start, end)
+        return self._changes_out(t, start, end, ordered)
 
 
 def change_codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -465,11 +473,13 @@ def read_range(
     *,
     ignore_until: int | None = None,
     skip_history: bool = False,
+    ordered: bool = True,
 ) -> pa.Table:
     """Rows between two offsets (see module docstring); changes of versions ``<= ignore_until``
     are skipped (RESUME STREAM ... IGNORE UNTREATED, seed 000); with ``skip_history`` the
     snapshot's buckets from ``start`` to its end are not read (a cancelled catch-up,
-    ``next_offset``)."""
+    ``next_offset``). With ``ordered`` False, change rows come in the order they were read
+    and only ``_seq`` gives their arrival order (``ChangeReader.read_changes``)."""
     v0, h0 = int(start["v"]), int(start["h"])
     v1, h1 = int(end["v"]), int(end["h"])
     if h0 >= 0 and h1 < 0 and skip_history:
@@ -485,7 +495,7 @@ def read_range(
         v0 = max(v0, ignore_until)
     if v1 <= v0:
         return reader.schema().empty_table()
-    return reader.read_changes(v0, v1)
+    return reader.read_changes(v0, v1, ordered=ordered)
 
 
 def initial_offset(start_version: int, history_version: int | None) -> dict[str, int]:

@@ -129,6 +129,7 @@ class TdLakeStreamReader(DataSourceStreamReader):
             partition.end,
             ignore_until=int(skip) if skip != "" else None,
             skip_history=self._skip_history(),
+            ordered=self.transform is None,  # a transform orders the rows by ``_seq`` itself
         )
         target = _arrow_schema(self.schema)
         if self.transform is not None:
