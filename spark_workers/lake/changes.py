@@ -122,7 +122,7 @@ class ChangeReader:
         """Engine-form change rows -> logical rows with their meta fields (module docstring);
         ``ordered``: as ``read_changes``."""
         n = t.num_rows
-        ct = change_codes(t.column("_change_type"))
+        ct = change_codes(t.column("_change_type")) if n else np.empty(0, np.int8)  # none: no column
         rank = np.arange(n, dtype=np.int64)  # each row's place in arrival order
         if n > 1:
             order = self._arrival_order(t, ct).to_numpy()
