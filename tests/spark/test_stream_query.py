@@ -377,3 +377,39 @@ def test_packed_rows_in_spark_match_the_batch_queries(spark, env, monkeypatch, p
         assert 0 < seen < written / 10
     else:
         assert seen >= written
+
+
+def test_a_stream_checkpointed_unpacked_resumes_packed(spark, env, monkeypatch):
+    """A deployment upgraded to packed rows: a STATE_WINDOW stream that ran with one Spark row per
+    trigger row (``TDWEB_PACK=0``) restarts from its checkpoint with packing on; its groups keep
+    their buckets (Spark's hash of the same PARTITION BY columns), so the open windows it had go
+    on and the output equals the batch query over all rows."""
+    env.sql("create database d3", "d3")
+    env.sql("create stable st (ts timestamp, v double, k int) tags (site varchar(8))", "d3")
+    env.sql("create table a1 using st tags ('n'); create table b1 using st tags ('s')", "d3")
+    body = "select _wstart, count(*) n, sum(v) sv from st partition by tbname state_window(k)"
+    t0 = 1_700_000_000_000
+
+    def rows(lo: int, hi: int) -> str:
+        a = [f"a1 values ({t0 + i * 1000}, {i}, {(i // 9) % 3})" for i in range(lo, hi)]
+        b = [f"b1 values ({t0 + i * 1000 + 1}, 1, {(i // 4) % 2})" for i in range(lo, hi)]
+        return " ".join(a + b)
+
+    def same_as_batch() -> None:
+        want = sorted(tuple(r) for r in env.sql(body, "d3").rows)
+        env.wait_rows("select _wstart, n, sv from o_up", "d3", lambda got: sorted(map(tuple, got)) == want)
+
+    monkeypatch.setenv("TDWEB_PACK", "0")
+    env.sql("insert into " + rows(0, 50), "d3")
+    env.sql(f"create stream s_up trigger at_once fill_history 1 into o_up as {body}", "d3")
+    q = env.start(spark, "s_up")
+    env.sql("insert into " + rows(50, 100), "d3")
+    same_as_batch()
+    q.stop()
+    env.queries.remove(q)
+    monkeypatch.setenv("TDWEB_PACK", "1")
+    env.sql("insert into " + rows(100, 160), "d3")  # continues the windows open at the stop
+    env.sql("insert into a1 values (1700000030500, 5, 2)", "d3")  # late: re-segments a closed one
+    q = env.start(spark, "s_up")
+    same_as_batch()
+    assert sum(p["numInputRows"] for p in q.recentProgress) < 60  # packed after the restart
