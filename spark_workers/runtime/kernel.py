@@ -64,6 +64,8 @@ class KernelConfig:
         stage1_sql: DuckDB stage-1 query over the placeholder view ``__SOURCE__``.
         input_types: Arrow type per input (for result types).
         premerge: rows are pre-aggregated before the shuffle (``runtime/premerge.py``).
+        pack: rows cross the shuffle packed per group (``runtime/packing.py``); never with
+            ``premerge``.
         ignore_delete: deletes change nothing (3.3.7 streams without DELETE_RECALC, seed 002
             "Data Deletions").
     """
@@ -84,6 +86,7 @@ class KernelConfig:
     stage1_sql: str
     input_types: tuple[tuple[str, pa.DataType], ...]
     premerge: bool = False
+    pack: bool = False
     ignore_delete: bool = False
     catalog_url: str = ""
 

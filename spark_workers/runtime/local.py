@@ -23,7 +23,7 @@ from spark_workers.notify.sender import Sender
 from spark_workers.query.duck import DuckSession
 from spark_workers.runtime.filtered import ns_timestamps
 from spark_workers.runtime.kernel import Kernel
-from spark_workers.runtime.packing import pack, packs, unpack
+from spark_workers.runtime.packing import pack, unpack
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb
 from spark_workers.runtime.premerge import premerge
 from spark_workers.runtime.sink import BatchReport, OutputSink
@@ -159,7 +159,7 @@ class LocalRunner:
             part = staged.filter(pc.equal(bucket, b))
             if self.kernel.cfg.premerge:  # as Spark does before its shuffle
                 part = premerge(self.kernel.cfg, part)
-            elif packs():  # packed and unpacked around Spark's shuffle (runtime/packing.py)
+            elif self.kernel.cfg.pack:  # packed and unpacked around Spark's shuffle (runtime/packing.py)
                 part = unpack(pack(part, self.kernel.cfg.groups), part.schema)
             out, self.states[b] = self.kernel.step(b, self.states.get(b), part, now)
             outs.append(out)

@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from spark_workers.query.select import AT_FACTOR, stage1_sql
 from spark_workers.runtime.kernel import KernelConfig
+from spark_workers.runtime.packing import packs
 from spark_workers.runtime.premerge import eligible
 from spark_workers.sql.translate import to_sql
 from spark_workers.streams.compile import CompiledStream
@@ -45,8 +46,20 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str, catalog_url: str =
         input_types=tuple(c.input_types.items()),
         ignore_delete=c.spec.syntax == V337 and not c.spec.options.delete_recalc,
     )
-    # TDWEB_PREMERGE=0 turns the pre-aggregation off (benchmarks compare both)
-    return dataclasses.replace(cfg, premerge=eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0")
+    # TDWEB_PREMERGE=0 turns the pre-aggregation off, TDWEB_PACK=0 the packing (benchmarks compare)
+    premerge = eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0"
+    pack = not premerge and packs() and packable(c)
+    return dataclasses.replace(cfg, premerge=premerge, pack=pack)
+
+
+def packable(c: CompiledStream) -> bool:
+    """Can the stream's rows cross Spark's shuffle packed (``runtime/packing.py``)? When every
+    PARTITION BY value is a plain column (tbname, a tag, a column): DuckDB's stage 1 and Spark
+    SQL's read those with the same types, so Spark's hash puts each group in the bucket an
+    unpacked run put it in, and a checkpoint written before packing keeps its groups. An
+    expression can be typed differently by the two (``s + 1`` on a SMALLINT: INT in Spark SQL,
+    SMALLINT in DuckDB), which would move its groups to other buckets: such streams go unpacked."""
+    return all(isinstance(g.expr, exp.Column) for g in c.plan.groups)
 
 
 def stage1_duckdb(c: CompiledStream, tz: str, view: str = "__SOURCE__") -> str:

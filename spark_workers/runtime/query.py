@@ -26,7 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
-from spark_workers.runtime.packing import PackingPipeline, packs, unpack
+from spark_workers.runtime.packing import PackingPipeline, unpack
 from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
@@ -141,7 +141,7 @@ def build_stream_frame(
     # added after the stream computing task starts will not participate")
     lake = Lake(lake_root, catalog_url or None)
     members = task_members(lake, c)
-    if cfg.premerge or packs():
+    if cfg.premerge or cfg.pack:
         # stage 1 where the rows are read, then partial aggregates (INTERVAL) or packed rows
         # (runtime/packing.py): the JVM sees one row per item or per group and input partition
         pipeline = (SourcePipeline if cfg.premerge else PackingPipeline)(cfg, stage1_duckdb(c, tz))

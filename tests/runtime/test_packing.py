@@ -153,3 +153,30 @@ def test_packed_streams_write_what_unpacked_streams_write(
         outs.append(sorted(map(str, ex.execute_one("select * from o").rows)))
     assert len(outs[0]) > 10
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize(
+    ("partition", "packed"),
+    [
+        ("tbname", True),
+        ("tbname, site", True),
+        ("tbname, k", True),
+        ("tbname, k % 3", False),
+        ("tbname, site || 'x'", False),
+    ],
+)
+def test_only_plain_partition_columns_are_packed(tmp_path: Path, partition: str, packed: bool) -> None:
+    """A PARTITION BY expression may be typed differently by DuckDB's stage 1 and Spark SQL's, so
+    its groups could land in other buckets than a checkpoint written unpacked has them in: only
+    streams partitioned by plain columns pack (``runtime/plan.py`` ``packable``)."""
+    lake = Lake(tmp_path / "l")
+    reg = MemoryRegistry()
+    ex = Executor(lake, reg, tz="UTC", default_db="d")
+    ex.execute(
+        "create database d; create stable st (ts timestamp, v double, k int) tags (site varchar(8)); "
+        "create table a using st tags ('n')"
+    )
+    body = f"select _wstart, count(*) n from st partition by {partition} state_window(k)"
+    ex.execute(f"create stream s into o as {body}")
+    r = LocalRunner.for_registered(lake, reg, "s", buckets=2)
+    assert r.kernel.cfg.pack is packed and not r.kernel.cfg.premerge
