@@ -21,8 +21,6 @@ never depended on the order Spark's shuffle delivered rows in (it orders them by
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,19 +83,19 @@ def pack(t: pa.Table, groups: list[str] | tuple[str, ...], max_rows: int = PACK_
     brk = np.ones(n, bool)
     brk[1:] = c[1:] != c[:-1]
     starts = np.flatnonzero(brk)
-    if max_rows and n > starts.size:  # cut runs longer than max_rows
-        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
-        pos = np.arange(n) - starts[run]
+    lengths = np.diff(np.append(starts, n))
+    if max_rows and int(lengths.max()) > max_rows:  # cut runs longer than max_rows
+        pos = np.arange(n) - np.repeat(starts, lengths)
         brk |= (pos % max_rows) == 0
         starts = np.flatnonzero(brk)
     offsets = pa.array(np.append(starts, n).astype(np.int32))
-    take = pa.array(order)
+    take, firsts = pa.array(order), pa.array(order[starts])
     cols: list[pa.Array] = []
     for f, pf in zip(t.schema, schema, strict=True):
-        col = t.column(f.name).take(take).combine_chunks()
-        if f.name in groups:
-            cols.append(col.take(pa.array(starts)))
+        if f.name in groups:  # one value per packed row: its first row's
+            cols.append(t.column(f.name).take(firsts).combine_chunks())
             continue
+        col = t.column(f.name).take(take).combine_chunks()
         values = col.cast(pf.type.value_type) if pf.type.value_type != f.type else col
         cols.append(pa.ListArray.from_arrays(offsets, values, type=pf.type))
     return pa.Table.from_arrays(cols, schema=schema)
@@ -139,23 +137,14 @@ class PackingPipeline(SourcePipeline):
         super().__init__(cfg, stage1)
         self.unpacked: pa.Schema | None = None  # stage 1's schema: what ``unpack`` gives back
 
-    def schema(self, source: pa.Schema) -> pa.Schema:
-        """The packed schema, from a dry run of stage 1 on an empty table of the source's schema
-        (kept, as ``SourcePipeline.schema`` keeps its own)."""
-        self.source = source
-        self.unpacked = self.staged(source.empty_table()).schema
-        return packed_schema(self.unpacked, self.cfg.groups)
+    def shape(self, stage1: pa.Schema) -> pa.Schema:
+        """The packed schema of stage-1 rows of schema ``stage1`` (kept: what ``unpack`` gives
+        back, and what every later call's stage-1 rows are conformed to)."""
+        self.unpacked = stage1
+        return packed_schema(stage1, self.cfg.groups)
 
-    def __call__(self, rows: pa.Table) -> pa.Table:
-        if self.source is not None:
-            rows = conform(rows, self.source)
-        staged = self.staged(rows)
+    def finish(self, staged: pa.Table) -> pa.Table:
+        """Stage-1 rows -> packed rows."""
         if self.unpacked is not None:
             staged = conform(staged, self.unpacked)
         return pack(staged, self.cfg.groups)
-
-
-def packs() -> bool:
-    """Are rows packed (``TDWEB_PACK``, default ``1``; ``0`` hands Spark one row per trigger row,
-    as before: for comparing the two in ``bench/stream_bench.py``)?"""
-    return os.environ.get("TDWEB_PACK", "1") != "0"

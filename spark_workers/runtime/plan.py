@@ -9,7 +9,6 @@ from sqlglot import exp
 
 from spark_workers.query.select import AT_FACTOR, stage1_sql
 from spark_workers.runtime.kernel import KernelConfig
-from spark_workers.runtime.packing import packs
 from spark_workers.runtime.premerge import eligible
 from spark_workers.sql.translate import to_sql
 from spark_workers.streams.compile import CompiledStream
@@ -48,7 +47,7 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str, catalog_url: str =
     )
     # TDWEB_PREMERGE=0 turns the pre-aggregation off, TDWEB_PACK=0 the packing (benchmarks compare)
     premerge = eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0"
-    pack = not premerge and packs() and packable(c)
+    pack = not premerge and os.environ.get("TDWEB_PACK", "1") != "0" and packable(c)
     return dataclasses.replace(cfg, premerge=premerge, pack=pack)
 
 

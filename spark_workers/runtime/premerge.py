@@ -223,7 +223,8 @@ class _PartitionRows:
 
 class SourcePipeline:
     """Stage 1 (DuckDB) and pre-aggregation where the source reads the rows: the ``tdlake``
-    source's ``transform`` for eligible streams, so the JVM only ever sees items.
+    source's ``transform`` for eligible streams, so the JVM only ever sees items. A subclass
+    changes what follows stage 1 through ``shape`` and ``finish`` (``runtime/packing.py``).
 
     Args:
         cfg: the stream's kernel settings.
@@ -247,9 +248,17 @@ class SourcePipeline:
         (kept: the rows of every later call are conformed to it, so a trigger table altered while
         the query runs changes nothing, seed 002 "Database and Table Operations")."""
         self.source = source
-        return item_schema(self.cfg, self.staged(source.empty_table()).schema)
+        return self.shape(self.staged(source.empty_table()).schema)
+
+    def shape(self, stage1: pa.Schema) -> pa.Schema:
+        """The schema of what ``finish`` makes of stage-1 rows of schema ``stage1``."""
+        return item_schema(self.cfg, stage1)
+
+    def finish(self, staged: pa.Table) -> pa.Table:
+        """Stage-1 rows -> what the JVM sees: items (``premerge``)."""
+        return premerge(self.cfg, staged)
 
     def __call__(self, rows: pa.Table) -> pa.Table:
         if self.source is not None:
             rows = conform(rows, self.source)
-        return premerge(self.cfg, self.staged(rows))
+        return self.finish(self.staged(rows))
