@@ -69,6 +69,14 @@ class Env:
         self.queries.append(q)
         return q
 
+    def wait_like_batch(self, body: str, out: str, db: str) -> None:
+        """Wait until the output table ``out`` of a stream holds the rows of its query ``body``
+        run as an interactive (batch) query, compared as sorted rows of the select list's
+        names (the output subtables are named after the groups: all groups are compared)."""
+        want = sorted(tuple(r) for r in self.sql(body, db).rows)
+        cols = ", ".join(c.split()[-1] for c in body.split(" from ")[0][7:].split(", "))
+        self.wait_rows(f"select {cols} from {out}", db, lambda got: sorted(tuple(r) for r in got) == want)
+
     def wait_rows(self, query: str, db: str, predicate, timeout: float = 90.0):  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout
         last = None
@@ -279,14 +287,7 @@ def test_data_defined_windows_in_spark_match_the_batch_queries(spark, env):
         env.sql("insert into " + " ".join(rows[chunk : chunk + 40]), "d1")
     env.sql("insert into a1 values (1700000030000, 0, 2)", "d1")  # late: splits/merges windows
     for name, body in bodies.items():
-        # the output subtables are named after the groups: compare the rows of all groups
-        want = sorted(tuple(r) for r in env.sql(body, "d1").rows)
-        cols = ", ".join(c.split()[-1] for c in body.split(" from ")[0][7:].split(", "))
-
-        def same(got: list, want: list = want) -> bool:
-            return sorted(tuple(r) for r in got) == want
-
-        env.wait_rows(f"select {cols} from o_{name}", "d1", same)
+        env.wait_like_batch(body, f"o_{name}", "d1")
 
 
 def test_ekuiper_windows_and_timers_in_spark(spark, env):
@@ -364,13 +365,7 @@ def test_packed_rows_in_spark_match_the_batch_queries(spark, env, monkeypatch, p
     env.sql("insert into b1 values (1700000040003, 7, 1, 'again')", "d2")  # rewrites a row
     env.sql("delete from a1 where ts >= 1700000100000 and ts <= 1700000104000", "d2")
     for name, body in bodies.items():
-        want = sorted(tuple(r) for r in env.sql(body, "d2").rows)
-        cols = ", ".join(c.split()[-1] for c in body.split(" from ")[0][7:].split(", "))
-
-        def same(got: list, want: list = want) -> bool:
-            return sorted(tuple(r) for r in got) == want
-
-        env.wait_rows(f"select {cols} from o_{name}", "d2", same)
+        env.wait_like_batch(body, f"o_{name}", "d2")
     seen = sum(p["numInputRows"] for q in env.queries for p in q.recentProgress)
     written = 2 * 2 * 300 + 3  # two streams, two tables
     if packed == "1":
@@ -395,21 +390,17 @@ def test_a_stream_checkpointed_unpacked_resumes_packed(spark, env, monkeypatch):
         b = [f"b1 values ({t0 + i * 1000 + 1}, 1, {(i // 4) % 2})" for i in range(lo, hi)]
         return " ".join(a + b)
 
-    def same_as_batch() -> None:
-        want = sorted(tuple(r) for r in env.sql(body, "d3").rows)
-        env.wait_rows("select _wstart, n, sv from o_up", "d3", lambda got: sorted(map(tuple, got)) == want)
-
     monkeypatch.setenv("TDWEB_PACK", "0")
     env.sql("insert into " + rows(0, 50), "d3")
     env.sql(f"create stream s_up trigger at_once fill_history 1 into o_up as {body}", "d3")
     q = env.start(spark, "s_up")
     env.sql("insert into " + rows(50, 100), "d3")
-    same_as_batch()
+    env.wait_like_batch(body, "o_up", "d3")
     q.stop()
     env.queries.remove(q)
     monkeypatch.setenv("TDWEB_PACK", "1")
     env.sql("insert into " + rows(100, 160), "d3")  # continues the windows open at the stop
     env.sql("insert into a1 values (1700000030500, 5, 2)", "d3")  # late: re-segments a closed one
     q = env.start(spark, "s_up")
-    same_as_batch()
+    env.wait_like_batch(body, "o_up", "d3")
     assert sum(p["numInputRows"] for p in q.recentProgress) < 60  # packed after the restart
