@@ -66,6 +66,8 @@ class KernelConfig:
         premerge: rows are pre-aggregated before the shuffle (``runtime/premerge.py``).
         pack: rows cross the shuffle packed per group (``runtime/packing.py``); never with
             ``premerge``.
+        pack_output: the output rows cross Spark back to the sink as Arrow IPC values
+            (``runtime/packing.py`` ``encode_output``), not one Spark row per window.
         ignore_delete: deletes change nothing (3.3.7 streams without DELETE_RECALC, seed 002
             "Data Deletions").
     """
@@ -87,6 +89,7 @@ class KernelConfig:
     input_types: tuple[tuple[str, pa.DataType], ...]
     premerge: bool = False
     pack: bool = False
+    pack_output: bool = False
     ignore_delete: bool = False
     catalog_url: str = ""
 

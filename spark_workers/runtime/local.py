@@ -23,7 +23,7 @@ from spark_workers.notify.sender import Sender
 from spark_workers.query.duck import DuckSession
 from spark_workers.runtime.filtered import ns_timestamps
 from spark_workers.runtime.kernel import Kernel
-from spark_workers.runtime.packing import pack, unpack
+from spark_workers.runtime.packing import decode_output, encode_output, pack, unpack
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb
 from spark_workers.runtime.premerge import premerge
 from spark_workers.runtime.sink import BatchReport, OutputSink
@@ -162,7 +162,7 @@ class LocalRunner:
             elif self.kernel.cfg.pack:  # packed and unpacked around Spark's shuffle (runtime/packing.py)
                 part = unpack(pack(part, self.kernel.cfg.groups), part.schema)
             out, self.states[b] = self.kernel.step(b, self.states.get(b), part, now)
-            outs.append(out)
+            outs.append(self._crossed(out))
         if not outs:
             return self._timer_step(staged.schema.empty_table(), now)
         return pa.concat_tables(outs)
@@ -186,8 +186,17 @@ class LocalRunner:
         outs = []
         for b in sorted(self.states) or [0]:
             out, self.states[b] = self.kernel.step(b, self.states.get(b), empty, now)
-            outs.append(out)
+            outs.append(self._crossed(out))
         return pa.concat_tables(outs)
+
+    def _crossed(self, out: pa.Table) -> pa.Table:
+        """A kernel step's output as the sink gets it from Spark: through the packed output's
+        round trip when the stream packs it (``runtime/packing.py`` ``encode_output``)."""
+        assert self.kernel is not None
+        if not self.kernel.cfg.pack_output:
+            return out
+        schema = self.kernel.cfg.output_schema()
+        return decode_output(pa.table({"_out": encode_output(out.cast(schema))}), schema)
 
     def _stage1(self, view: str) -> str:
         return stage1_duckdb(self.c, self.tz, view)

@@ -124,6 +124,47 @@ def unpack(t: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+OUTPUT_SCHEMA = pa.schema([pa.field("_out", pa.binary())])
+"""The rows a kernel hands back to Spark when its output is packed (``encode_output``): one
+binary value per run of at most ``PACK_ROWS`` output rows, each an Arrow IPC stream."""
+
+
+def encode_output(t: pa.Table, max_rows: int = PACK_ROWS) -> list[bytes]:
+    """A kernel step's output rows -> Arrow IPC streams of at most ``max_rows`` rows each, in
+    order (at least one, so an empty table's schema still travels).
+
+    Why: ``applyInPandasWithState`` returns pandas, which Spark turns back into Arrow and then
+    into one JVM row per window before ``foreachBatch`` collects them to Arrow again; a
+    micro-batch of STATE_WINDOW or EVENT_WINDOW closes about one window per ten rows, so that
+    round trip was a sixth of the Python workers' time (docs/PERFORMANCE.md, "Packed rows").
+    The sink is the output's only reader, so the rows cross Spark as a few opaque values.
+    """
+    out: list[bytes] = []
+    for start in range(0, max(t.num_rows, 1), max_rows):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, t.schema) as w:
+            w.write_table(t.slice(start, max_rows))
+        out.append(sink.getvalue().to_pybytes())
+    return out
+
+
+def decode_output(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Rows of ``OUTPUT_SCHEMA`` (as collected by ``foreachBatch``) -> the output rows of
+    ``schema`` they hold, blob by blob in ``t``'s order (``encode_output``'s inverse).
+
+    Raises:
+        pyarrow.ArrowInvalid: a value is not an Arrow IPC stream of ``schema``.
+    """
+    parts = []
+    for chunk in t.column("_out").chunks:
+        for i in range(len(chunk)):
+            part = pa.ipc.open_stream(chunk[i].as_buffer()).read_all()
+            if part.schema != schema:
+                raise pa.ArrowInvalid("a packed output value does not hold the kernel's output schema")
+            parts.append(part)
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
 class PackingPipeline(SourcePipeline):
     """Stage 1 (DuckDB) and packing where the ``tdlake`` source reads the rows: the source's
     ``transform`` for streams that are not pre-aggregated (module docstring).

@@ -45,10 +45,12 @@ def kernel_config(c: CompiledStream, lake_root: str, tz: str, catalog_url: str =
         input_types=tuple(c.input_types.items()),
         ignore_delete=c.spec.syntax == V337 and not c.spec.options.delete_recalc,
     )
-    # TDWEB_PREMERGE=0 turns the pre-aggregation off, TDWEB_PACK=0 the packing (benchmarks compare)
+    # TDWEB_PREMERGE=0 turns the pre-aggregation off, TDWEB_PACK=0 the packing of the rows in,
+    # TDWEB_PACK_OUTPUT=0 that of the windows out (benchmarks compare)
     premerge = eligible(cfg) and os.environ.get("TDWEB_PREMERGE", "1") != "0"
     pack = not premerge and os.environ.get("TDWEB_PACK", "1") != "0" and packable(c)
-    return dataclasses.replace(cfg, premerge=premerge, pack=pack)
+    pack_output = os.environ.get("TDWEB_PACK_OUTPUT", "1") != "0"
+    return dataclasses.replace(cfg, premerge=premerge, pack=pack, pack_output=pack_output)
 
 
 def packable(c: CompiledStream) -> bool:

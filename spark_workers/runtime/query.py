@@ -26,7 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from spark_workers.runtime.kernel import Kernel, KernelConfig
-from spark_workers.runtime.packing import PackingPipeline, unpack
+from spark_workers.runtime.packing import OUTPUT_SCHEMA, PackingPipeline, decode_output, encode_output, unpack
 from spark_workers.runtime.paths import StreamState
 from spark_workers.runtime.plan import kernel_config, stage1_duckdb, stage1_spark
 from spark_workers.runtime.premerge import SourcePipeline
@@ -100,7 +100,10 @@ def make_state_func(
         state.update((new_state,))
         if cfg.timers:
             state.setTimeoutDuration(TIMER_MS)
-        yield out.cast(out_schema).to_pandas(integer_object_nulls=True, date_as_object=False)
+        if cfg.pack_output:  # the windows cross Spark as a few Arrow IPC values
+            yield pd.DataFrame({"_out": encode_output(out.cast(out_schema))})
+        else:
+            yield out.cast(out_schema).to_pandas(integer_object_nulls=True, date_as_object=False)
 
     return func
 
@@ -172,7 +175,7 @@ def build_stream_frame(
     bucket = F.pmod(F.hash(*[F.col(f"`{g}`") for g in groups]), F.lit(buckets)) if groups else F.lit(0)
     staged = staged.withColumn("_bucket", bucket.cast("int"))
     stage1_schema = to_arrow_schema(staged.drop("_bucket").schema, timezone="UTC")
-    out_schema = from_arrow_schema(cfg.output_schema())
+    out_schema = from_arrow_schema(OUTPUT_SCHEMA if cfg.pack_output else cfg.output_schema())
     state_schema = "blob binary"
     timeout = GroupStateTimeout.ProcessingTimeTimeout if cfg.timers else GroupStateTimeout.NoTimeout
     unpacked = pipeline.unpacked if isinstance(pipeline, PackingPipeline) else None
@@ -267,7 +270,7 @@ def start_query(
     ``runtime/paths.py``); ``skip_history``: the FILL_HISTORY catch-up was cancelled, the query
     continues from its checkpoint but reads nothing more of the snapshot
     (``lake.changes.next_offset``)."""
-    frame, _cfg = build_stream_frame(
+    frame, cfg = build_stream_frame(
         spark,
         c,
         lake_root=lake_root,
@@ -284,6 +287,8 @@ def start_query(
     def each_batch(df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
         table = df.toArrow()  # runs the micro-batch: source read, stage 1, shuffle, kernel
+        if cfg is not None and cfg.pack_output:
+            table = decode_output(table, cfg.output_schema())
         phase = (
             ("history" if table.num_rows and all(table.column("_hist").to_pylist()) else "live")
             if c.plan.projection

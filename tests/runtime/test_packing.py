@@ -1,6 +1,7 @@
 """Packed rows (``runtime/packing.py``) lose nothing: ``unpack(pack(t))`` holds exactly the rows of
-``t`` with their types, every packed row is one group's rows in arrival order, and the streams that
-pack write what they wrote with one row per trigger row."""
+``t`` with their types, every packed row is one group's rows in arrival order, a kernel's packed
+output decodes to exactly its rows, and the streams that pack write what they wrote with one row
+per trigger row and per window."""
 
 from __future__ import annotations
 
@@ -14,8 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_workers.lake.store import Lake
+from spark_workers.runtime.kernel import OUTPUT_FIELDS
 from spark_workers.runtime.local import LocalRunner
-from spark_workers.runtime.packing import PACK_ROWS, pack, packed_schema, unpack
+from spark_workers.runtime.packing import (
+    OUTPUT_SCHEMA,
+    PACK_ROWS,
+    decode_output,
+    encode_output,
+    pack,
+    packed_schema,
+    unpack,
+)
 from spark_workers.statements.executor import Executor
 from spark_workers.streams.registry import MemoryRegistry
 
@@ -100,6 +110,61 @@ def test_a_schema_of_group_columns_only_is_refused() -> None:
         packed_schema(pa.schema([pa.field("_g0", pa.string())]), ["_g0"])
 
 
+OUT_SCHEMA = pa.schema([*OUTPUT_FIELDS, pa.field("n", pa.int64()), pa.field("av", pa.float64())])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n=st.integers(0, 40),
+    max_rows=st.sampled_from([1, 3, 7, PACK_ROWS]),
+    data=st.data(),
+)
+def test_packed_output_decodes_to_exactly_the_kernel_rows(n: int, max_rows: int, data: st.DataObject) -> None:
+    """Kernel output rows of every kind (results, removals, events, the stats row), with NULLs,
+    cross Spark as ``encode_output`` values and come back as the same rows in the same order."""
+
+    def col(strategy: st.SearchStrategy) -> list:
+        return data.draw(st.lists(st.one_of(st.none(), strategy), min_size=n, max_size=n))
+
+    t = pa.table(
+        {
+            "_bucket": pa.array(data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n)), pa.int32()),
+            "_kind": pa.array(col(st.sampled_from("rxes")), pa.string()),
+            "_gkey": pa.array(col(st.text(max_size=6)), pa.string()),
+            "_wstart": pa.array(col(st.integers(-(2**62), 2**62)), pa.int64()),
+            "_wend": pa.array(col(st.integers(-(2**62), 2**62)), pa.int64()),
+            "_event": pa.array(col(st.sampled_from(["WINDOW_OPEN", "WINDOW_CLOSE"])), pa.string()),
+            "_hist": pa.array(col(st.booleans()), pa.bool_()),
+            "_stats": pa.array(col(st.text(max_size=8)), pa.string()),
+            "_info": pa.array(col(st.text(max_size=8)), pa.string()),
+            "n": pa.array(col(st.integers(0, 2**40)), pa.int64()),
+            "av": pa.array(col(st.floats(allow_nan=False)), pa.float64()),
+        },
+        schema=OUT_SCHEMA,
+    )
+    blobs = encode_output(t, max_rows)
+    assert len(blobs) == max(1, -(-n // max_rows))  # runs of at most max_rows, one for no rows
+    # as foreachBatch collects them: one binary column, possibly in several chunks
+    half = len(blobs) // 2
+    collected = pa.Table.from_batches(
+        [
+            pa.record_batch([pa.array(part, pa.binary())], schema=OUTPUT_SCHEMA)
+            for part in (blobs[:half], blobs[half:])
+        ]
+    )
+    back = decode_output(collected, OUT_SCHEMA)
+    assert back.schema == OUT_SCHEMA
+    assert back.to_pylist() == t.to_pylist()
+
+
+def test_packed_output_of_another_schema_is_refused() -> None:
+    other = pa.table({"_bucket": pa.array([1], pa.int32())})
+    collected = pa.table({"_out": pa.array(encode_output(other), pa.binary())})
+    with pytest.raises(pa.ArrowInvalid, match="output schema"):
+        decode_output(collected, OUT_SCHEMA)
+    assert decode_output(OUTPUT_SCHEMA.empty_table(), OUT_SCHEMA).num_rows == 0
+
+
 STREAMS = {
     "state": "select _wstart, count(*) n, first(v) f, last(note) ln, max(ts) mt from st "
     "partition by tbname state_window(k)",
@@ -116,13 +181,14 @@ def test_packed_streams_write_what_unpacked_streams_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     """The same writes (in order, late rows, rewrites of a timestamp, deletes, NULL states) give
-    the same output table with ``TDWEB_PACK`` 1 and 0 (``LocalRunner`` packs and unpacks around
-    the place where Spark shuffles)."""
+    the same output table with ``TDWEB_PACK`` and ``TDWEB_PACK_OUTPUT`` 1 and 0 (``LocalRunner``
+    packs and unpacks around the places where Spark shuffles and hands windows back)."""
     import random
 
     outs = []
     for packed in ("1", "0"):
         monkeypatch.setenv("TDWEB_PACK", packed)
+        monkeypatch.setenv("TDWEB_PACK_OUTPUT", packed)
         lake = Lake(tmp_path / f"l{packed}")
         reg = MemoryRegistry()
         ex = Executor(lake, reg, tz="UTC", default_db="d")

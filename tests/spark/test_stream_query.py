@@ -333,9 +333,11 @@ def test_ekuiper_windows_and_timers_in_spark(spark, env):
 def test_packed_rows_in_spark_match_the_batch_queries(spark, env, monkeypatch, packed):
     """STATE_WINDOW and SESSION streams with VARCHAR and TIMESTAMP inputs, NULL states, a late row,
     a rewritten timestamp and a delete equal the interactive queries, with rows packed per group in
-    the source (``runtime/packing.py``: Spark then counts packed rows, far fewer than the rows
-    written) and without (``TDWEB_PACK=0``: one Spark row per trigger row)."""
+    the source and windows packed on their way to the sink (``runtime/packing.py``: Spark then
+    counts packed rows, far fewer than the rows written) and without (``TDWEB_PACK=0``,
+    ``TDWEB_PACK_OUTPUT=0``: one Spark row per trigger row and per window)."""
     monkeypatch.setenv("TDWEB_PACK", packed)
+    monkeypatch.setenv("TDWEB_PACK_OUTPUT", packed)
     env.sql("create database d2", "d2")
     env.sql("create stable st (ts timestamp, v double, k int, note varchar(8)) tags (site varchar(8))", "d2")
     env.sql("create table a1 using st tags ('n'); create table b1 using st tags ('s')", "d2")
@@ -376,9 +378,10 @@ def test_packed_rows_in_spark_match_the_batch_queries(spark, env, monkeypatch, p
 
 def test_a_stream_checkpointed_unpacked_resumes_packed(spark, env, monkeypatch):
     """A deployment upgraded to packed rows: a STATE_WINDOW stream that ran with one Spark row per
-    trigger row (``TDWEB_PACK=0``) restarts from its checkpoint with packing on; its groups keep
-    their buckets (Spark's hash of the same PARTITION BY columns), so the open windows it had go
-    on and the output equals the batch query over all rows."""
+    trigger row and per window (``TDWEB_PACK=0``, ``TDWEB_PACK_OUTPUT=0``) restarts from its
+    checkpoint with both packings on; its groups keep their buckets (Spark's hash of the same
+    PARTITION BY columns) and its state operator takes the new output shape, so the open windows
+    it had go on and the output equals the batch query over all rows."""
     env.sql("create database d3", "d3")
     env.sql("create stable st (ts timestamp, v double, k int) tags (site varchar(8))", "d3")
     env.sql("create table a1 using st tags ('n'); create table b1 using st tags ('s')", "d3")
@@ -391,6 +394,7 @@ def test_a_stream_checkpointed_unpacked_resumes_packed(spark, env, monkeypatch):
         return " ".join(a + b)
 
     monkeypatch.setenv("TDWEB_PACK", "0")
+    monkeypatch.setenv("TDWEB_PACK_OUTPUT", "0")
     env.sql("insert into " + rows(0, 50), "d3")
     env.sql(f"create stream s_up trigger at_once fill_history 1 into o_up as {body}", "d3")
     q = env.start(spark, "s_up")
@@ -399,6 +403,7 @@ def test_a_stream_checkpointed_unpacked_resumes_packed(spark, env, monkeypatch):
     q.stop()
     env.queries.remove(q)
     monkeypatch.setenv("TDWEB_PACK", "1")
+    monkeypatch.setenv("TDWEB_PACK_OUTPUT", "1")
     env.sql("insert into " + rows(100, 160), "d3")  # continues the windows open at the stop
     env.sql("insert into a1 values (1700000030500, 5, 2)", "d3")  # late: re-segments a closed one
     q = env.start(spark, "s_up")
