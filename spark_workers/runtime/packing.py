@@ -9,21 +9,24 @@ about 1 µs per row (docs/PERFORMANCE.md, "Data-defined windows") that per-row w
 micro-batch. Here the ``tdlake`` source runs stage 1 (DuckDB, as the pre-aggregation and the
 recalculation reader do) and packs each partition's rows into one row per group (at most
 ``PACK_ROWS`` rows each, in arrival order): the PARTITION BY columns stay plain columns, so Spark
-hashes them to the same ``_bucket`` as before, and every other column becomes a list. The state
+hashes them to the same ``_bucket`` as before, and the rows themselves travel as one Arrow IPC
+record batch message in a binary column (``_rows``), which Spark copies as one value (list columns,
+the first form of packing, were copied element by element into Spark's rows and back). The state
 function unpacks them (``unpack``) into exactly the stage-1 rows the source read, then sorts them
 by ``_seq`` as always (``runtime/kernel.py`` ``rows_from_table``).
 
 Why this is exact: packing is a lossless regrouping of the same rows (``unpack(pack(t))`` holds
-the rows of ``t``, values and types included: timestamps travel as int64 inside the lists, so
-Spark's per-element conversion of nested timestamps never runs, and are cast back), and the engine
-never depended on the order Spark's shuffle delivered rows in (it orders them by ``_seq``).
+the rows of ``t``, values and types included: Arrow's own serialization of the stage-1 schema),
+and the engine never depended on the order Spark's shuffle delivered rows in (it orders them by
+``_seq``).
+
+The kernel's output goes back the same way (``encode_output``): the sink is its only reader.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from spark_workers.engine.rows import combination_codes
 from spark_workers.lake.changes import conform
@@ -33,41 +36,34 @@ from spark_workers.runtime.premerge import SourcePipeline
 PACK_ROWS = 65_536
 """Rows per packed row at most: one Spark row stays a few MB however large a group's run is."""
 
-
-def _inner(t: pa.DataType) -> pa.DataType:
-    """The list element type that carries a value of type ``t`` through Spark untouched."""
-    if pa.types.is_timestamp(t):
-        return pa.int64()
-    if pa.types.is_date32(t):
-        return pa.int32()
-    return t
+ROWS = "_rows"
+"""The column of a packed row that holds its rows: one Arrow IPC record batch message of the
+stage-1 schema (``pack``)."""
 
 
 def packed_schema(schema: pa.Schema, groups: list[str] | tuple[str, ...]) -> pa.Schema:
-    """The schema of packed rows: the ``groups`` columns of ``schema`` as they are, every other
-    column as ``list<element>`` (timestamps as int64, dates as int32), in ``schema``'s order.
+    """The schema of packed rows: the ``groups`` columns of ``schema`` as they are (in
+    ``schema``'s order), then ``_rows`` (binary): the rows themselves, every column included.
 
     Raises:
         ValueError: every column is a group column (nothing would carry the rows' count).
     """
-    fields = []
-    for f in schema:
-        if f.name in groups:
-            fields.append(f)
-        else:
-            fields.append(pa.field(f.name, pa.list_(pa.field("item", _inner(f.type)))))
     if all(f.name in groups for f in schema):
         raise ValueError("a packed schema needs a column besides the groups")
-    return pa.schema(fields)
+    return pa.schema([f for f in schema if f.name in groups] + [pa.field(ROWS, pa.binary())])
 
 
 def pack(t: pa.Table, groups: list[str] | tuple[str, ...], max_rows: int = PACK_ROWS) -> pa.Table:
     """Stage-1 rows ``t`` -> packed rows (``packed_schema``): one per combination of the
-    ``groups`` values (NULL is a value) and run of at most ``max_rows`` rows, each list in
+    ``groups`` values (NULL is a value) and run of at most ``max_rows`` rows, its rows in
     ``_seq`` order when ``t`` has ``_seq`` (arrival order), else in ``t``'s order.
 
-    Shapes: ``t`` has n rows; the result has between ``ceil(n / max_rows)`` and n rows and the
-    lists hold n values in all.
+    Why one binary value and not a list per column: Spark copies list values element by element
+    into its rows, through the shuffle and back into Arrow for the state function (a JVM profile
+    of a packed STATE_WINDOW run: most of the JVM's work); a binary value crosses as one copy.
+
+    Shapes: ``t`` has n rows; the result has between ``ceil(n / max_rows)`` and n rows, holding
+    n rows in all (read back with ``unpack``).
     """
     schema = packed_schema(t.schema, groups)
     n = t.num_rows
@@ -88,40 +84,42 @@ def pack(t: pa.Table, groups: list[str] | tuple[str, ...], max_rows: int = PACK_
         pos = np.arange(n) - np.repeat(starts, lengths)
         brk |= (pos % max_rows) == 0
         starts = np.flatnonzero(brk)
-    offsets = pa.array(np.append(starts, n).astype(np.int32))
-    take, firsts = pa.array(order), pa.array(order[starts])
-    cols: list[pa.Array] = []
-    for f, pf in zip(t.schema, schema, strict=True):
-        if f.name in groups:  # one value per packed row: its first row's
-            cols.append(t.column(f.name).take(firsts).combine_chunks())
-            continue
-        col = t.column(f.name).take(take).combine_chunks()
-        values = col.cast(pf.type.value_type) if pf.type.value_type != f.type else col
-        cols.append(pa.ListArray.from_arrays(offsets, values, type=pf.type))
-    return pa.Table.from_arrays(cols, schema=schema)
+    ends = np.append(starts[1:], n)
+    batch = t.take(pa.array(order)).combine_chunks().to_batches()[0]  # one chunk: one batch
+    messages = [
+        batch.slice(a, b - a).serialize() for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+    ]
+    sizes = np.array([m.size for m in messages], np.int64)
+    offsets = np.zeros(len(messages) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise ValueError("packed rows of one input partition exceed 2 GiB")
+    data = pa.py_buffer(b"".join(memoryview(m) for m in messages))
+    blobs = pa.BinaryArray.from_buffers(
+        pa.binary(), len(messages), [None, pa.py_buffer(offsets.astype(np.int32).tobytes()), data]
+    )
+    firsts = pa.array(order[starts])
+    cols: list[pa.Array] = [
+        t.column(f.name).take(firsts).combine_chunks() for f in t.schema if f.name in groups
+    ]
+    return pa.Table.from_arrays([*cols, blobs], schema=schema)
 
 
 def unpack(t: pa.Table, schema: pa.Schema) -> pa.Table:
     """Packed rows ``t`` -> the stage-1 rows of ``schema`` they hold (``pack``'s inverse, up to
     row order: rows come packed row by packed row).
 
+    ``schema`` must be the one the rows were packed with (packed rows live within one micro-batch
+    of one query run, whose stage-1 schema is fixed when the query starts: ``PackingPipeline``).
+
     Raises:
-        KeyError: ``t`` lacks a column of ``schema``.
+        KeyError: ``t`` lacks the ``_rows`` column.
     """
-    if t.num_rows == 0:
-        return schema.empty_table()
-    t = t.combine_chunks()
-    lists = [f.name for f in schema if pa.types.is_list(t.schema.field(f.name).type)]
-    parents = pc.list_parent_indices(t.column(lists[0]).chunk(0))
-    cols: list[pa.Array] = []
-    for f in schema:
-        col = t.column(f.name).chunk(0)
-        if f.name in lists:
-            col = pc.list_flatten(col)
-        else:
-            col = col.take(parents)
-        cols.append(col if col.type == f.type else col.cast(f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
+    batches = []
+    for chunk in t.column(ROWS).chunks:
+        for i in range(len(chunk)):
+            batches.append(pa.ipc.read_record_batch(chunk[i].as_buffer(), schema))
+    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
 OUTPUT_SCHEMA = pa.schema([pa.field("_out", pa.binary())])
