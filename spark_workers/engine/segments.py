@@ -991,6 +991,7 @@ class _Output:
         self.events: list[WindowEvent] = []
         self.removed: list[tuple[int, Win]] = []
         self.changed: dict[int, tuple[int, int]] = {}  # group -> time range of its changed rows
+        self._close_events = self._want("WINDOW_CLOSE")  # asked once per step, not per window
 
     def _want(self, kind: str) -> bool:
         r = self.eng.rules
@@ -1029,7 +1030,7 @@ class _Output:
 
     def closed(self, g: int, w: Win) -> None:
         self.emit[(g, w.wid)] = w
-        if self._want("WINDOW_CLOSE") and not self.eng.too_short(w):
+        if self._close_events and not self.eng.too_short(w):
             self._event("WINDOW_CLOSE", g, w)
 
     def replaced(self, g: int, old: list[Win]) -> None:
@@ -1051,7 +1052,16 @@ class _Output:
 
     def finish(self) -> _Finished:
         eng, st = self.eng, self.state
-        keys = sorted(self.emit, key=lambda k: (k[0], self.emit[k].wstart))
+        # (group, window start) order, by one lexsort over all windows to write
+        keys = list(self.emit)
+        if len(keys) > 1:
+            order = np.lexsort(
+                (
+                    np.fromiter((w.wstart for w in self.emit.values()), np.int64, len(keys)),
+                    np.fromiter((k[0] for k in keys), np.int64, len(keys)),
+                )
+            )
+            keys = [keys[i] for i in order.tolist()]
         part = st.partials
         sel_idx = np.empty(0, np.int64)
         if keys and len(part):

@@ -177,6 +177,7 @@ def _cut_runs(
     """SESSION / STATE_WINDOW: a window per run of rows, cut where the gap exceeds the tolerance or
     the state value changes (``segments._cut_runs``, for all groups at once)."""
     state = spec.kind == "state"
+    gap = spec.gap
     empty = np.empty(0, np.int64)
     if not sel.size:
         return InOrderCut(empty, empty, empty, touched, 0)
@@ -190,6 +191,7 @@ def _cut_runs(
     b, e, gstart = _segments(g, brk)
     bg, tf, tl, sz = g[b].tolist(), t[b].tolist(), t[e - 1].tolist(), (e - b).tolist()
     vf = v[b].tolist() if v is not None else None
+    gstart = gstart.tolist()  # read once per segment: Python bools, not numpy scalars
     wids: list[int] = []
     new = 0
     grp: SegmentGroup | None = None
@@ -217,8 +219,22 @@ def _cut_runs(
             cur.nrows += sz[k]
             if tl[k] > cur.wlast:
                 cur.wlast = tl[k]
-        else:
-            cur = _next_run(spec, grp, cur, carry, tf[k], tl[k], sz[k], vf[k] if vf is not None else None)
+        else:  # the state change or the gap closes ``cur``; the run opens the next window
+            if vf is not None:
+                vk = vf[k]
+                if cur is not None:
+                    prev = cur.info.get("state")
+                    cur.close_time = tf[k]
+                    cur.info["next_state"] = vk
+                else:
+                    prev = carry.get("prev_state")
+                cur = Win(grp.next_wid, tf[k], tl[k], sz[k], info={"state": vk, "prev_state": prev})
+            else:
+                if cur is not None:
+                    cur.close_time = cur.wlast + gap
+                cur = Win(grp.next_wid, tf[k], tl[k], sz[k])
+            grp.next_wid += 1
+            grp.windows.append(cur)
             touched.append((gk, cur))
             new += 1
         wids.append(cur.wid)
@@ -226,34 +242,6 @@ def _cut_runs(
         _end_run_group(grp, cur, carry, state)
     row_wids = np.repeat(np.array(wids, np.int64), e - b)
     return InOrderCut(sel, g, row_wids, touched, new)
-
-
-def _next_run(
-    spec: SegmentSpec,
-    grp: SegmentGroup,
-    cur: Win | None,
-    carry: dict,
-    t_first: int,
-    t_last: int,
-    n: int,
-    v_first: object,
-) -> Win:
-    """Close ``cur`` (the state change or the gap ends it) and open the next run's window."""
-    state = spec.kind == "state"
-    prev_state = cur.info.get("state") if cur is not None else carry.get("prev_state")
-    if cur is not None:
-        if state:
-            cur.close_time = t_first
-            cur.info["next_state"] = v_first
-        else:
-            cur.close_time = cur.wlast + spec.gap
-    w = Win(grp.next_wid, t_first, t_last, n)
-    grp.next_wid += 1
-    if state:
-        w.info["state"] = v_first
-        w.info["prev_state"] = prev_state
-    grp.windows.append(w)
-    return w
 
 
 def _end_run_group(grp: SegmentGroup, cur: Win | None, carry: dict, state: bool) -> None:
@@ -292,6 +280,7 @@ def _cut_counts(
     b, e, gstart = _segments(g, brk)
     bg, bj = g[b].tolist(), j[b].tolist()
     tf, tl, sz = t[b].tolist(), t[e - 1].tolist(), (e - b).tolist()
+    gstart = gstart.tolist()
     wids: list[int] = []
     new = 0
     by_j: dict[int, Win] = {}
@@ -336,6 +325,7 @@ def _cut_events(
     heads = np.flatnonzero(_group_firsts(g))
     tl = t.tolist()
     on_start, on_end = condition_columns(batch, "start"), condition_columns(batch, "end")
+    no_values = condition_values([], 0)  # the shared empty values: no notification reads them
     los: list[int] = []
     his: list[int] = []
     wids: list[int] = []
@@ -353,7 +343,7 @@ def _cut_events(
                     grp.next_wid,
                     tl[i],
                     tl[i],
-                    info={"open_values": condition_values(on_start, int(sel[i]))},
+                    info={"open_values": condition_values(on_start, int(sel[i])) if on_start else no_values},
                 )
                 grp.next_wid += 1
                 grp.windows.append(cur)
@@ -368,7 +358,7 @@ def _cut_events(
             if stop >= end:
                 break
             cur.close_time = tl[stop]
-            cur.info["close_values"] = condition_values(on_end, int(sel[stop]))
+            cur.info["close_values"] = condition_values(on_end, int(sel[stop])) if on_end else no_values
             cur = None
             i = nxt_s[stop + 1]
     lo = np.array(los, np.int64)
