@@ -169,6 +169,19 @@ class ChangeReader:
         keys = row_key(self.storage)
         clock = self.clock and "_commit_timestamp" in t.column_names
         by = "_commit_timestamp" if clock else "_commit_version"
+        if len(keys) == 1 and t.num_rows:
+            # the same order from integers: subtables by the rank of their name, the change code
+            # beside it; one stable lexsort instead of Arrow's sort on a string key (about half
+            # the time for a micro-batch of a thousand subtables)
+            names = pc.dictionary_encode(t.column("tbname").cast(pa.string())).combine_chunks()
+            rank = np.empty(len(names.dictionary), np.int64)
+            rank[np.argsort(np.array(names.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(
+                len(names.dictionary)
+            )
+            sub = rank[names.indices.to_numpy(zero_copy_only=False)] * 4 + codes.astype(np.int64)
+            ts = t.column(keys[0]).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            commit = t.column(by).cast(pa.int64()).to_numpy(zero_copy_only=False)
+            return pa.array(np.lexsort((sub, ts, commit)))
         sort = t.select([by, keys[0], "tbname", *keys[1:]]).append_column("_ct", pa.array(codes))
         return pc.sort_indices(sort, sort_keys=[(c, "ascending") for c in sort.column_names])
 

@@ -384,6 +384,34 @@ def test_unordered_change_rows_carry_their_arrival_order_in_seq(lake):
     assert by_seq.to_pylist() == ordered.to_pylist()
 
 
+def test_change_rows_come_in_commit_time_subtable_and_change_order(lake):
+    """Arrival order inside a read (``ChangeReader._arrival_order``): by commit, then time, then
+    subtable name as TDengine compares them (bytes of UTF-8: "Z" before "a" before "b10" before
+    "b9" before "é"), an update's pre-image before its post-image; subtables written in another
+    order, at the same times, over several commits."""
+    db, st = make(lake)
+    v = lake.version("d", "st")
+    names = ["é", "b9", "Z", "b10", "a"]
+    lake.write(db, st, rows(*[(n, t, i) for t in (3, 1, 2) for i, n in enumerate(names)]))
+    lake.write(db, st, rows(*[(n, 2, 50 + i) for i, n in enumerate(reversed(names))]))  # updates
+    lake.write(db, st, rows(("b9", 0, 7), ("Z", 9, 8)))
+    reader = ChangeReader(lake, "d", "st")
+    got = read_range(reader, {"v": v, "h": -1}, {"v": lake.version("d", "st"), "h": -1})
+    keys = list(
+        zip(
+            got.column("_cv").to_pylist(),
+            [t.timestamp() for t in got.column("ts").to_pylist()],
+            [n.encode() for n in got.column("tbname").to_pylist()],
+            got.column("_ct").to_pylist(),
+            strict=True,
+        )
+    )
+    assert len(keys) == 15 + 10 + 2
+    assert keys == sorted(keys)
+    assert [n.decode() for _, t, n, c in keys[:5]] == ["Z", "a", "b10", "b9", "é"]
+    assert [c for _, _, n, c in keys[15:17]] == [1, 2]  # "Z"'s update: pre-image, post-image
+
+
 def test_subtable_reader_sees_only_its_rows(lake):
     db, st = make(lake)
     v = lake.version("d", "st")
