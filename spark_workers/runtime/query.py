@@ -123,8 +123,10 @@ def build_stream_frame(
     skip_history: bool = False,
 ) -> tuple[DataFrame, KernelConfig | None]:
     """The streaming DataFrame of kernel output rows, and the kernel config (the source is
-    registered under the stream's own name when ``stream_key`` is given). A stream without a window
-    has no kernel (config None): its frame is stage 1, which the sink writes as it is."""
+    registered under the stream's own name when ``stream_key`` is given). With
+    ``cfg.pack_output`` its rows are ``packing.OUTPUT_SCHEMA`` values that ``decode_output``
+    turns into the output rows. A stream without a window has no kernel (config None): its frame
+    is stage 1, which the sink writes as it is."""
     if c.plan.projection:
         return _source_frame(
             spark,
