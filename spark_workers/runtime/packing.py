@@ -89,20 +89,31 @@ def pack(t: pa.Table, groups: list[str] | tuple[str, ...], max_rows: int = PACK_
     messages = [
         batch.slice(a, b - a).serialize() for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
     ]
-    sizes = np.array([m.size for m in messages], np.int64)
-    offsets = np.zeros(len(messages) + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    if offsets[-1] >= 2**31:
-        raise ValueError("packed rows of one input partition exceed 2 GiB")
-    data = pa.py_buffer(b"".join(memoryview(m) for m in messages))
-    blobs = pa.BinaryArray.from_buffers(
-        pa.binary(), len(messages), [None, pa.py_buffer(offsets.astype(np.int32).tobytes()), data]
-    )
     firsts = pa.array(order[starts])
-    cols: list[pa.Array] = [
-        t.column(f.name).take(firsts).combine_chunks() for f in t.schema if f.name in groups
-    ]
-    return pa.Table.from_arrays([*cols, blobs], schema=schema)
+    cols = [t.column(f.name).take(firsts).combine_chunks() for f in t.schema if f.name in groups]
+    return pa.Table.from_arrays([*cols, _binary_chunks(messages)], schema=schema)
+
+
+def _binary_chunks(values: list[pa.Buffer], limit: int = 2**31 - 1) -> pa.ChunkedArray:
+    """``values`` as a binary column, in chunks of at most ``limit`` bytes each (a binary array's
+    offsets are 32-bit; one value is one packed row of at most ``PACK_ROWS`` rows, far below it)."""
+    chunks: list[pa.Array] = []
+    start, size = 0, 0
+    for i, v in enumerate([*values, None]):
+        if v is not None and (size + v.size <= limit or i == start):
+            size += v.size
+            continue
+        part = values[start:i]
+        offsets = np.zeros(len(part) + 1, np.int64)
+        np.cumsum([m.size for m in part], out=offsets[1:])
+        data = pa.py_buffer(b"".join(memoryview(m) for m in part))
+        chunks.append(
+            pa.BinaryArray.from_buffers(
+                pa.binary(), len(part), [None, pa.py_buffer(offsets.astype(np.int32).tobytes()), data]
+            )
+        )
+        start, size = i, (v.size if v is not None else 0)
+    return pa.chunked_array(chunks, pa.binary())
 
 
 def unpack(t: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -102,6 +102,27 @@ def test_a_packed_row_is_its_group_values_and_one_binary_value() -> None:
     assert _by_seq(unpack(packed, t.schema)) == _by_seq(t)  # timestamps come back typed
 
 
+def test_packed_rows_beyond_a_binary_arrays_bytes_go_into_further_chunks() -> None:
+    """A binary array holds at most 2 GiB (32-bit offsets): the packed rows of a large input
+    partition are split into chunks below the limit, and read back whole (a small limit here)."""
+    from spark_workers.runtime.packing import _binary_chunks
+
+    t = pa.table({"_g0": [f"g{i % 7}" for i in range(70)], "_ts": pa.array(range(70), pa.int64())})
+    packed = pack(t, ["_g0"], max_rows=3)
+    values = [packed.column("_rows")[i].as_buffer() for i in range(packed.num_rows)]
+    limit = 3 * max(v.size for v in values)
+    chunked = _binary_chunks(values, limit)
+    assert chunked.num_chunks > 1
+    assert all(c.nbytes <= limit + 8 * (len(c) + 1) for c in chunked.chunks)  # data + offsets
+    assert [chunked[i].as_py() for i in range(len(chunked))] == [v.to_pybytes() for v in values]
+    again = packed.set_column(1, "_rows", chunked)
+    assert _by_ts(unpack(again, t.schema)) == _by_ts(t)
+
+
+def _by_ts(t: pa.Table) -> list[dict]:
+    return sorted(t.to_pylist(), key=lambda r: r["_ts"])
+
+
 def test_a_schema_of_group_columns_only_is_refused() -> None:
     with pytest.raises(ValueError, match="besides the groups"):
         packed_schema(pa.schema([pa.field("_g0", pa.string())]), ["_g0"])
