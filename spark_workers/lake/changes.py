@@ -175,9 +175,7 @@ class ChangeReader:
             # the time for a micro-batch of a thousand subtables)
             names = pc.dictionary_encode(t.column("tbname").cast(pa.string())).combine_chunks()
             rank = np.empty(len(names.dictionary), np.int64)
-            rank[np.argsort(np.array(names.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(
-                len(names.dictionary)
-            )
+            rank[pc.sort_indices(names.dictionary).to_numpy()] = np.arange(len(names.dictionary))
             sub = rank[names.indices.to_numpy(zero_copy_only=False)] * 4 + codes.astype(np.int64)
             ts = t.column(keys[0]).cast(pa.int64()).to_numpy(zero_copy_only=False)
             commit = t.column(by).cast(pa.int64()).to_numpy(zero_copy_only=False)
