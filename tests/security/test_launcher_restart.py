@@ -102,17 +102,26 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _wait(fn, timeout: float, what: str) -> float:  # type: ignore[no-untyped-def]
+def _logs(var: Path) -> str:
+    """The launcher's log and the tail of each child's log, for a failure message."""
+    parts = []
+    for f in sorted((var / "log").glob("*.log")):
+        text = f.read_text(errors="replace")
+        parts.append(f"--- {f.name}\n{text if f.name == 'launcher.log' else text[-3000:]}")
+    return "\n".join(parts)
+
+
+def _wait(fn, timeout: float, what: str, var: Path | None = None) -> float:  # type: ignore[no-untyped-def]
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if fn():
             return time.monotonic() - t0
         time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{_logs(var) if var else ''}")
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_killed_web_process_is_restarted_and_keeps_every_acknowledged_row(tmp_path) -> None:
     from taosrest import RestClient
 
@@ -144,7 +153,7 @@ def test_killed_web_process_is_restarted_and_keeps_every_acknowledged_row(tmp_pa
     )  # fmt: skip
     acked: list[int] = []
     try:
-        _wait(lambda: _answers(url) or up.poll() is not None, 90, "manage.py up")
+        _wait(lambda: _answers(url) or up.poll() is not None, 90, "manage.py up", var)
         assert up.poll() is None, (tmp_path / "up.out").read_text()
         rest = RestClient(url, user="root", password="taosdata", timeout=10)
         rest.sql("CREATE DATABASE k9web")
@@ -166,13 +175,15 @@ def test_killed_web_process_is_restarted_and_keeps_every_acknowledged_row(tmp_pa
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
-        _wait(lambda: len(acked) >= 20, 30, "the first acknowledged rows")
+        _wait(lambda: len(acked) >= 20, 60, "the first acknowledged rows", var)
         old = _web_pid(var)
         assert old is not None
         os.killpg(old, signal.SIGKILL)  # kill -9 of the web process (and its group)
         down_at = len(acked)
-        back_after = _wait(lambda: _web_pid(var) != old and _answers(url), 30, "the restarted web process")
-        _wait(lambda: len(acked) >= down_at + 20, 30, "rows acknowledged by the restarted web process")
+        # the launcher restarts it after RESTART_MIN_S; how long its start takes is the machine's (a
+        # loaded CI machine took over 30 s once): the wait is generous, and a miss shows the logs
+        _wait(lambda: _web_pid(var) != old and _answers(url), 90, "the restarted web process", var)
+        _wait(lambda: len(acked) >= down_at + 20, 60, "rows acknowledged by the restarted web process", var)
         stop.set()
         writer.join(timeout=15)
 
@@ -180,7 +191,6 @@ def test_killed_web_process_is_restarted_and_keeps_every_acknowledged_row(tmp_pa
         assert f"web (pid {old}) exited with code -9" in log and "restarted web (restart 1" in log, log
         got = {int(r[0]) for r in rest.sql("SELECT v FROM k9web.t")["data"]}
         assert set(acked) <= got, f"lost acknowledged rows: {sorted(set(acked) - got)[:10]}"
-        assert back_after < 30
     finally:
         if up.poll() is None:
             up.send_signal(signal.SIGTERM)  # the launcher stops everything it started
