@@ -31,7 +31,6 @@ above ``max_input_rows``), and the stream's own work over them (about the engine
 from __future__ import annotations
 
 import copy
-import dataclasses
 import datetime as dt
 import decimal
 import json
@@ -538,15 +537,12 @@ def _compile(real: Lake, scratch: Lake, spec: StreamSpec, sql: str, tz: str) -> 
                 scratch.catalog.create_table(
                     Table(db.name, existing.name, existing.kind, existing.columns, existing.tags)
                 )
-    compiled = compile_stream(spec, scratch, tz)
+    compiled = compile_stream(spec, scratch, tz, notify_all=True)  # the preview lists every event
     if compiled.has_output:
         ensure_output_table(compiled, scratch, sql=sql)
         out = scratch.catalog.require_table(compiled.out_db, compiled.out_table)
         if not scratch.exists(compiled.out_db, out.name):
             scratch.create_storage(scratch.catalog.require_database(compiled.out_db), out)
-    compiled.rules = dataclasses.replace(
-        compiled.rules, notify_open=True, notify_close=True, notify_history=True
-    )
     return compiled
 
 

@@ -156,8 +156,11 @@ def notification_window_kind(spec: StreamSpec) -> str:
     return {"session": "session", "count": "count"}.get(str(spec.trigger.get("function")), "interval")
 
 
-def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
+def compile_stream(spec: StreamSpec, lake: Any, tz: str, *, notify_all: bool = False) -> CompiledStream:
     """Derive the runnable form of a stream: plan, engine settings, output mapping.
+
+    ``notify_all``: produce every notification whatever the stream's NOTIFY clause names
+    (WINDOW_OPEN, WINDOW_CLOSE, and for the history too): the designer's preview lists them all.
 
     Raises:
         SqlError / CatalogError: the source or query no longer fits the catalog.
@@ -178,6 +181,10 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     if v337 and spec.trigger.get("type") == "sliding":
         plan = dataclasses.replace(plan, shape=sliding_shape(spec.trigger, plan.shape, src.db.precision, tz))
     assert plan.shape is not None
+    rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
+    if notify_all:
+        rules = dataclasses.replace(rules, notify_open=True, notify_close=True, notify_history=True)
+    plan = _unread_conditions_dropped(plan, rules)
     with DuckSession(lake) as duck:
         if is_tableless(src):
             view = duck.register_arrow(
@@ -204,7 +211,6 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
     tags = [] if normal_output or spec.output is None else _tag_plan(spec, plan, sql, existing)
     if tags and existing is not None:
         tags = existing_tag_plan(spec, plan, tags, existing)
-    rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
     o = spec.options
     return CompiledStream(
         spec,
@@ -232,6 +238,27 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str) -> CompiledStream:
         history_from=_history_from(spec, src.db.precision, tz),
         fill=fill,
     )
+
+
+def _unread_conditions_dropped(plan: WindowPlan, rules: StreamRules) -> WindowPlan:
+    """``plan`` without the EVENT_WINDOW condition values no notification reads.
+
+    The planner carries the columns a START WITH / END WITH condition reads as extras
+    (``cond.start.<column>`` / ``cond.end.<column>``) so a notification can name the values that
+    opened or closed the window (seeds 000 and 002, "Fields for Event Windows": ``triggerCondition``,
+    ``notify/messages.py``). A stream that sends no WINDOW_OPEN (``rules.notify_open``) needs no
+    start values, one that sends no WINDOW_CLOSE no end values: dropped here, stage 1 neither
+    computes nor ships them, and the engine keeps no values dict per window
+    (``engine.segment_model.condition_columns``)."""
+    unread = [
+        k
+        for k in plan.extras
+        if (k.startswith("cond.start.") and not rules.notify_open)
+        or (k.startswith("cond.end.") and not rules.notify_close)
+    ]
+    if not unread:
+        return plan
+    return dataclasses.replace(plan, extras={k: v for k, v in plan.extras.items() if k not in unread})
 
 
 def _refuse_unstreamed_types(

@@ -162,6 +162,48 @@ def test_window_triggers_send_every_field(env, trigger: str, ttype: str, rows, w
         assert c["triggerCondition"] == {"conditionIndex": 1, "fieldValue": {"b": 1}}
 
 
+@pytest.mark.parametrize(
+    ("events", "start_values", "end_values"),
+    [
+        ("window_open|window_close", True, True),
+        ("window_close", False, True),
+        ("window_open", True, False),
+        (None, False, False),
+    ],
+)
+def test_event_window_condition_values_travel_only_for_the_notifications_that_send_them(  # type: ignore[no-untyped-def]
+    env, events: str | None, start_values: bool, end_values: bool
+) -> None:
+    """The values a START WITH / END WITH condition read (``triggerCondition``, seed 002) are
+    computed and kept per window only when a WINDOW_OPEN / WINDOW_CLOSE notification sends them
+    (``streams.compile._unread_conditions_dropped``); the messages that are sent still carry
+    them, and the results are the same either way."""
+    lake, reg, ex, rec, sender = env
+    notify = f"notify('{rec.url}') on ({events}) " if events else ""
+    ex.execute(
+        f"create stream s event_window(start with a >= 5 end with b < 5) from st partition by tbname {notify}"
+        "into res as select _twstart ws, _twrownum n, sum(b) total from %%trows"
+    )
+    runner = LocalRunner.for_registered(lake, reg, "s", sender=sender)
+    extras = set(runner.c.plan.extras)
+    assert ("cond.start.a" in extras, "cond.end.b" in extras) == (start_values, end_values)
+    assert {"start", "end"} <= extras  # the conditions themselves always
+    ins(ex, (0, 6, 7), (1, 7, 1), (2, 1, 9), (3, 8, 2))
+    runner.run()
+    assert [list(r) for r in ex.execute_one("select ws, n, total from res").rows] == [
+        [T0, 2, 8],
+        [T0 + 3000, 1, 2],
+    ]
+    want = (["WINDOW_OPEN"] * 2 if start_values else []) + (["WINDOW_CLOSE"] * 2 if end_values else [])
+    got = rec.events(len(want)) if want else []
+    assert sorted(e["eventType"] for e in got) == sorted(want)
+    for e in got:
+        index, value = (0, {"a": 6}) if e["eventType"] == "WINDOW_OPEN" else (1, {"b": 1})
+        if e["windowStart"] == T0 + 3000:
+            value = {"a": 8} if index == 0 else {"b": 2}
+        assert e["triggerCondition"] == {"conditionIndex": index, "fieldValue": value}
+
+
 def test_sliding_trigger_sends_on_time_with_its_result(env) -> None:  # type: ignore[no-untyped-def]
     lake, reg, ex, rec, sender = env
     ex.execute(

@@ -161,6 +161,27 @@ def test_event_window_preview_matches_a_row_by_row_computation(env: Any) -> None
     assert len(by_table) == len(TABLES) and all(len(g) == 1 for g in by_table.values())
 
 
+def test_preview_lists_the_same_windows_with_or_without_notify(env: Any) -> None:
+    """The designer lists every window event whatever NOTIFY names (``compile_stream(notify_all=
+    True)``), although a running stream without NOTIFY computes no event it would not send;
+    without NOTIFY there is no message to show."""
+    lake, _ex, _rows = env
+    srv = _listener()
+    url = f"ws://127.0.0.1:{srv.getsockname()[1]}/ws/notify/x"
+    try:
+        with_notify = preview_stream(lake, EPISODES.format(url=url), start_ms=None, end_ms=None)
+    finally:
+        srv.close()
+    sql = EPISODES.replace("NOTIFY('{url}') ON (WINDOW_OPEN|WINDOW_CLOSE) ", "")
+    assert "NOTIFY" not in sql
+    without = preview_stream(lake, sql, start_ms=None, end_ms=None)
+    assert {w["event"] for w in without["windows"]} == {"WINDOW_OPEN", "WINDOW_CLOSE"}
+    strip = lambda ws: [{k: v for k, v in w.items() if k != "trigger_id"} for w in ws]  # noqa: E731
+    assert strip(without["windows"]) == strip(with_notify["windows"])
+    assert without["rows"] == with_notify["rows"]
+    assert without["notifications"] == [] and with_notify["notifications"]
+
+
 def test_legacy_interval_with_partitions_by_tag(env: Any) -> None:
     lake, _ex, rows = env
     res = preview_stream(lake, INTERVAL, start_ms=None, end_ms=None, default_db="d")
