@@ -20,7 +20,8 @@ COPY pyproject.toml README.md ./
 COPY spark_workers/ spark_workers/
 COPY streams_app/ streams_app/
 COPY tdweb/ tdweb/
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir . \
+ && cp spark_workers/runtime/tdweb_pyspark_site.pth "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 COPY manage.py ./
 COPY data/ data/
 COPY --from=frontend /src/frontend/dist frontend/dist

@@ -9,12 +9,13 @@ PY ?= $(shell command -v python3.11 || command -v python3.12 || command -v pytho
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PTH := spark_workers/runtime/tdweb_pyspark_site.pth
 FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json frontend/vite.config.ts frontend/tsconfig.json
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/tdweb
 
 .PHONY: install demo up test lint typecheck checks test-python test-frontend test-postgres browser-deps bench sql-docs clean
 
-install: $(STAMP) frontend/dist/manifest.json
+install: $(STAMP) $(VENV)/.pyspark-site frontend/dist/manifest.json
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "tdweb needs Python 3.11+, found " + sys.version)'
@@ -22,6 +23,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# Spark's Python processes import pyspark from the installed package, not its zip (the file says why)
+$(VENV)/.pyspark-site: $(PTH) $(STAMP)
+	cp $(PTH) "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	touch $@
 
 frontend/dist/manifest.json: $(FRONTEND_SRC)
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent

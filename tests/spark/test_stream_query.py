@@ -112,6 +112,24 @@ SETUP = [
 ]
 
 
+def test_sparks_python_workers_import_pyspark_from_the_package(spark) -> None:  # type: ignore[no-untyped-def]
+    """Spark's Python workers (forked from ``runtime.daemon``) import pyspark from the installed
+    package, not from the ``pyspark.zip`` Spark puts first on their PYTHONPATH
+    (``runtime/tdweb_pyspark_site.pth``)."""
+    import sysconfig
+
+    def probe(_: int) -> tuple[str, bool]:
+        import sys
+
+        import pyspark
+
+        return pyspark.__file__ or "", any(p.endswith("pyspark.zip") for p in sys.path)
+
+    file, zipped = spark.sparkContext.parallelize([0], 1).map(probe).collect()[0]
+    assert Path(file) == Path(sysconfig.get_paths()["purelib"]) / "pyspark" / "__init__.py"
+    assert not zipped
+
+
 def test_fill_history_partition_by_tag_matches_batch_query(spark, env):
     for q in SETUP:
         env.sql(q, "d1")
