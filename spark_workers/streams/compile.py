@@ -185,6 +185,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str, *, notify_all: bool = F
     if notify_all:
         rules = dataclasses.replace(rules, notify_open=True, notify_close=True, notify_history=True)
     plan = _unread_conditions_dropped(plan, rules)
+    assert plan.shape is not None
     with DuckSession(lake) as duck:
         if is_tableless(src):
             view = duck.register_arrow(
