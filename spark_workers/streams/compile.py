@@ -180,11 +180,7 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str, *, notify_all: bool = F
         plan = dataclasses.replace(plan, shape=dataclasses.replace(plan.shape, end_at_last_row=True))
     if v337 and spec.trigger.get("type") == "sliding":
         plan = dataclasses.replace(plan, shape=sliding_shape(spec.trigger, plan.shape, src.db.precision, tz))
-    assert plan.shape is not None
-    rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
-    if notify_all:
-        rules = dataclasses.replace(rules, notify_open=True, notify_close=True, notify_history=True)
-    plan = _unread_conditions_dropped(plan, rules)
+    rules, plan = _rules_and_read_plan(spec, src, plan, notify_all)
     assert plan.shape is not None
     with DuckSession(lake) as duck:
         if is_tableless(src):
@@ -239,6 +235,18 @@ def compile_stream(spec: StreamSpec, lake: Any, tz: str, *, notify_all: bool = F
         history_from=_history_from(spec, src.db.precision, tz),
         fill=fill,
     )
+
+
+def _rules_and_read_plan(
+    spec: StreamSpec, src: Source, plan: WindowPlan, notify_all: bool
+) -> tuple[StreamRules, WindowPlan]:
+    """The engine's rules (``_stream_rules``; every notification with ``notify_all``) and the plan
+    without what no notification of them reads (``_unread_conditions_dropped``)."""
+    assert plan.shape is not None
+    rules = _stream_rules(spec, plan.shape, src.db.precision, key_ties=key_column(src.storage) is not None)
+    if notify_all:
+        rules = dataclasses.replace(rules, notify_open=True, notify_close=True, notify_history=True)
+    return rules, _unread_conditions_dropped(plan, rules)
 
 
 def _unread_conditions_dropped(plan: WindowPlan, rules: StreamRules) -> WindowPlan:
